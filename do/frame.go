@@ -1,0 +1,151 @@
+package do
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Frames carry one API request into the tenant module and its response out.
+// Transports (the Worker's JS, the Go dev server) build a Request from an
+// HTTP request, hand its encoding to ExportHandle, and turn the Response
+// back into HTTP. They add nothing of their own to the API.
+//
+//	request  = version(1) kind(u8) str(method) str(path) str(query) bytes(body)
+//	response = version(1) uvarint(status) flags(u8) varint(alarm_at)
+//	           uvarint(hold_ms) bytes(body)
+//	str, bytes = uvarint(len) data
+
+// FrameVersion is the version byte of both frames.
+const FrameVersion = 1
+
+// RequestKind says who is asking.
+type RequestKind byte
+
+// Request kinds.
+const (
+	// KindAPI is an API call from a client, already authenticated by the
+	// transport.
+	KindAPI RequestKind = 1
+	// KindAlarm is the tenant's alarm firing. It carries no path or body.
+	KindAlarm RequestKind = 2
+)
+
+// Request is one call into the tenant module.
+type Request struct {
+	Kind   RequestKind
+	Method string
+	Path   string // the URL path, e.g. /v1/t/acme/jobs
+	Query  string // the raw query string, without '?'
+	Body   []byte
+}
+
+// Response flags.
+const (
+	// FlagWake: the request committed writes that may have made work
+	// claimable; the host should retry held claims.
+	FlagWake = 1 << 0
+)
+
+// Response is the module's answer.
+type Response struct {
+	Status int
+	Flags  byte
+	// AlarmAt is when the tenant's alarm should next fire, in Unix ms,
+	// computed from committed state; 0 means no alarm is needed.
+	AlarmAt int64
+	// HoldMs, when > 0, marks an empty long-poll claim: the host may hold
+	// the request for up to this long and send the same request again when
+	// woken (FlagWake from another request, or AlarmAt passing).
+	HoldMs int64
+	Body   []byte
+}
+
+// AppendRequest appends the encoding of r.
+func AppendRequest(b []byte, r Request) []byte {
+	b = append(b, FrameVersion, byte(r.Kind))
+	b = appendBytes(b, r.Method)
+	b = appendBytes(b, r.Path)
+	b = appendBytes(b, r.Query)
+	return appendBytes(b, r.Body)
+}
+
+// DecodeRequest parses a request frame. Body aliases b.
+func DecodeRequest(b []byte) (Request, error) {
+	var r Request
+	if len(b) < 2 || b[0] != FrameVersion {
+		return r, fmt.Errorf("%w: not a version %d request frame", ErrCodec, FrameVersion)
+	}
+	r.Kind = RequestKind(b[1])
+	d := Decoder{buf: b, off: 2}
+	var parts [4][]byte
+	for i := range parts {
+		n, err := d.Uvarint()
+		if err != nil {
+			return r, err
+		}
+		if n > uint64(len(b)-d.off) {
+			return r, fmt.Errorf("%w: request field %d overruns the frame", ErrCodec, i)
+		}
+		parts[i] = b[d.off : d.off+int(n)]
+		d.off += int(n)
+	}
+	if !d.Done() {
+		return r, fmt.Errorf("%w: trailing bytes after request frame", ErrCodec)
+	}
+	r.Method, r.Path, r.Query, r.Body = string(parts[0]), string(parts[1]), string(parts[2]), parts[3]
+	return r, nil
+}
+
+// AppendResponse appends the encoding of r.
+func AppendResponse(b []byte, r Response) []byte {
+	b = append(b, FrameVersion)
+	b = binary.AppendUvarint(b, uint64(r.Status))
+	b = append(b, r.Flags)
+	b = binary.AppendVarint(b, r.AlarmAt)
+	b = binary.AppendUvarint(b, uint64(r.HoldMs))
+	return appendBytes(b, r.Body)
+}
+
+// DecodeResponse parses a response frame. Body aliases b.
+func DecodeResponse(b []byte) (Response, error) {
+	var r Response
+	if len(b) < 1 || b[0] != FrameVersion {
+		return r, fmt.Errorf("%w: not a version %d response frame", ErrCodec, FrameVersion)
+	}
+	d := Decoder{buf: b, off: 1}
+	status, err := d.Uvarint()
+	if err != nil {
+		return r, err
+	}
+	if d.off >= len(b) {
+		return r, fmt.Errorf("%w: truncated response frame", ErrCodec)
+	}
+	r.Status = int(status)
+	r.Flags = b[d.off]
+	d.off++
+	alarm, n := binary.Varint(b[d.off:])
+	if n <= 0 {
+		return r, fmt.Errorf("%w: bad alarm time", ErrCodec)
+	}
+	d.off += n
+	r.AlarmAt = alarm
+	hold, err := d.Uvarint()
+	if err != nil {
+		return r, err
+	}
+	r.HoldMs = int64(hold)
+	blen, err := d.Uvarint()
+	if err != nil {
+		return r, err
+	}
+	if blen != uint64(len(b)-d.off) {
+		return r, fmt.Errorf("%w: response body length %d does not match the frame", ErrCodec, blen)
+	}
+	r.Body = b[d.off:]
+	return r, nil
+}
+
+func appendBytes[T string | []byte](b []byte, s T) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}

@@ -1,0 +1,86 @@
+package do
+
+import (
+	"errors"
+	"strings"
+)
+
+// Host is what tenant code runs on: one Durable Object's storage and clock.
+//
+// Inside a wasip1 module it is Imported(), a thin layer over the host ABI.
+// The in-process native host (host/native) implements it directly over
+// SQLite, so the same tenant code runs without Wasm in fast tests.
+type Host interface {
+	// Query runs one SQL statement. params is an encoded parameter list
+	// (EncodeParams); the result is an encoded row set (DecodeRows).
+	// Failures are *SQLError.
+	Query(sql string, params []byte) ([]byte, error)
+
+	// Tx runs body inside a storage transaction; a Tx inside a Tx is a
+	// savepoint. When body returns an error, everything written since Tx
+	// began is rolled back and Tx returns that error. A panic in body is
+	// not recovered: it traps the module, and the host rolls back.
+	Tx(body func() error) error
+
+	// Now is the host's clock in Unix milliseconds.
+	Now() int64
+
+	// Log writes one line to the host's log.
+	Log(level Level, msg string)
+}
+
+// SQLError is a statement the database refused, with the database's message
+// in Durable Object form ("<message>: SQLITE_<CODE>").
+type SQLError struct {
+	Msg string
+}
+
+func (e *SQLError) Error() string { return e.Msg }
+
+// IsConstraint reports whether err is a constraint violation (UNIQUE, CHECK,
+// NOT NULL, FOREIGN KEY).
+func IsConstraint(err error) bool {
+	var se *SQLError
+	return errors.As(err, &se) && strings.Contains(se.Msg, "SQLITE_CONSTRAINT")
+}
+
+// DB is the convenient face of a Host for tenant code.
+type DB struct {
+	host   Host
+	params []byte
+}
+
+// NewDB wraps h.
+func NewDB(h Host) *DB { return &DB{host: h} }
+
+// Host returns the host under db.
+func (db *DB) Host() Host { return db.host }
+
+// Query runs a statement that returns rows.
+func (db *DB) Query(sql string, args ...any) (*Rows, error) {
+	var err error
+	db.params, err = EncodeParams(db.params[:0], args...)
+	if err != nil {
+		return nil, err
+	}
+	out, err := db.host.Query(sql, db.params)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeRows(out)
+}
+
+// Exec runs a statement and discards its rows.
+func (db *DB) Exec(sql string, args ...any) error {
+	_, err := db.Query(sql, args...)
+	return err
+}
+
+// Tx runs fn in a transaction (see Host.Tx).
+func (db *DB) Tx(fn func() error) error { return db.host.Tx(fn) }
+
+// Now is the host's clock in Unix milliseconds.
+func (db *DB) Now() int64 { return db.host.Now() }
+
+// Log writes a log line.
+func (db *DB) Log(level Level, msg string) { db.host.Log(level, msg) }

@@ -1,0 +1,223 @@
+package fence
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+)
+
+// State is a job's state. Every state exists from the first schema
+// migration; see docs/state_machine.md for the transitions.
+type State string
+
+// Job states.
+const (
+	StatePending   State = "pending"   // waits for its parent jobs
+	StateScheduled State = "scheduled" // waits for run_at
+	StateAvailable State = "available" // ready to be claimed
+	StateRunning   State = "running"   // claimed; a lease is out
+	StateRetryable State = "retryable" // failed; waits for its backoff
+	StateCompleted State = "completed" // terminal: succeeded
+	StateCancelled State = "cancelled" // terminal: cancelled
+	StateDead      State = "dead"      // terminal: retry budget spent
+)
+
+// States lists every state, in the order the docs draw them.
+var States = []State{StatePending, StateScheduled, StateAvailable, StateRunning,
+	StateRetryable, StateCompleted, StateCancelled, StateDead}
+
+// Terminal reports whether s is a final state.
+func (s State) Terminal() bool {
+	return s == StateCompleted || s == StateCancelled || s == StateDead
+}
+
+// Valid reports whether s is one of States.
+func (s State) Valid() bool {
+	for _, x := range States {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Job is what the fence needs to know about one job.
+type Job struct {
+	ID          int64
+	State       State
+	Attempt     int64  // the latest claim's attempt number; 0 before the first claim
+	Failures    int64  // failed attempts counted against MaxAttempts
+	MaxAttempts int64  // retry budget
+	LeaseMs     int64  // how long a claim or heartbeat keeps the lease
+	Worker      string // while running: the claiming worker
+	LeaseNonce  string // while running: the claim's secret nonce
+	LeaseUntil  int64  // while running: the lease is live iff now < LeaseUntil
+}
+
+// Ended is the recorded end of one attempt, from the attempt history.
+type Ended struct {
+	Attempt    int64
+	Worker     string
+	LeaseNonce string
+	Outcome    Outcome
+}
+
+// Outcome is how an attempt ended.
+type Outcome string
+
+// Attempt outcomes.
+const (
+	OutcomeCompleted    Outcome = "completed"
+	OutcomeFailed       Outcome = "failed"
+	OutcomeLeaseExpired Outcome = "lease_expired"
+)
+
+// Claim is what a worker presents with a heartbeat or a report: who it is,
+// which attempt it holds, and the token that proves it was given that claim.
+type Claim struct {
+	Worker  string
+	Attempt int64
+	Token   string
+}
+
+// Code is a machine-readable reason a claim was refused.
+type Code string
+
+// Rejection codes. They appear verbatim in API errors.
+const (
+	// CodeStaleAttempt: the report names an attempt that is not the job's
+	// latest; the job was claimed again since.
+	CodeStaleAttempt Code = "stale_attempt"
+	// CodeOtherWorker: the attempt belongs to another worker.
+	CodeOtherWorker Code = "other_worker"
+	// CodeBadToken: the lease token does not prove this claim.
+	CodeBadToken Code = "bad_token"
+	// CodeLeaseExpired: the attempt's lease ran out before the report.
+	CodeLeaseExpired Code = "lease_expired"
+	// CodeAlreadyReported: the attempt already recorded another outcome.
+	CodeAlreadyReported Code = "already_reported"
+)
+
+// Rejection says why a claim no longer holds. It is an error.
+type Rejection struct {
+	Code    Code
+	Message string
+}
+
+func (r *Rejection) Error() string { return r.Message }
+
+// ErrStale matches every *Rejection with errors.Is.
+var ErrStale = errors.New("stale claim")
+
+// Is makes errors.Is(rejection, ErrStale) true.
+func (r *Rejection) Is(target error) bool { return target == ErrStale }
+
+func reject(code Code, format string, args ...any) *Rejection {
+	return &Rejection{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Token is the lease token handed to the worker for one claimed job: a MAC
+// of the job id under the claim's secret nonce. A claim of many jobs shares
+// one nonce, yet each job's token proves nothing about another's.
+func Token(nonce string, jobID int64) string {
+	var id [8]byte
+	binary.BigEndian.PutUint64(id[:], uint64(jobID))
+	h := sha256.New()
+	h.Write([]byte(nonce))
+	h.Write(id[:])
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+func tokenMatches(nonce string, jobID int64, token string) bool {
+	want := Token(nonce, jobID)
+	return subtle.ConstantTimeCompare([]byte(want), []byte(token)) == 1
+}
+
+// Live reports whether the job's lease is live at now.
+func Live(j Job, now int64) bool {
+	return j.State == StateRunning && now < j.LeaseUntil
+}
+
+// CheckHeartbeat decides whether c still holds a live lease on j at now.
+// nil means the heartbeat may extend the lease to ExtendLease(j, now).
+func CheckHeartbeat(j Job, c Claim, now int64) *Rejection {
+	if c.Attempt != j.Attempt {
+		return staleAttempt(j, c)
+	}
+	if j.State != StateRunning {
+		return reject(CodeLeaseExpired, "attempt %d of job %d no longer holds a lease (the job is %s)", c.Attempt, j.ID, j.State)
+	}
+	return checkRunning(j, c, now)
+}
+
+// ExtendLease is the new lease deadline a successful heartbeat at now grants.
+func ExtendLease(j Job, now int64) int64 { return now + j.LeaseMs }
+
+// ReportVerdict is the fence's answer to an outcome report.
+type ReportVerdict struct {
+	// Duplicate: the same claim already recorded this same outcome; the
+	// report is answered as accepted and writes nothing.
+	Duplicate bool
+	// Rejected is non-nil when the report must write nothing of what it
+	// asked for.
+	Rejected *Rejection
+}
+
+// CheckReport decides whether a report of outcome o by c may commit on j at
+// now. last is the recorded end of attempt c.Attempt, if it has one.
+func CheckReport(j Job, last *Ended, c Claim, o Outcome, now int64) ReportVerdict {
+	if c.Attempt != j.Attempt {
+		return ReportVerdict{Rejected: staleAttempt(j, c)}
+	}
+	if j.State == StateRunning {
+		return ReportVerdict{Rejected: checkRunning(j, c, now)}
+	}
+	// The attempt has ended already: by an earlier report or by expiry.
+	if last == nil || last.Attempt != c.Attempt {
+		return ReportVerdict{Rejected: reject(CodeLeaseExpired, "attempt %d of job %d holds no lease (the job is %s)", c.Attempt, j.ID, j.State)}
+	}
+	if c.Worker != last.Worker {
+		return ReportVerdict{Rejected: otherWorker(j.ID, c, last.Worker)}
+	}
+	if !tokenMatches(last.LeaseNonce, j.ID, c.Token) {
+		return ReportVerdict{Rejected: badToken(j.ID, c)}
+	}
+	switch last.Outcome {
+	case OutcomeLeaseExpired:
+		return ReportVerdict{Rejected: reject(CodeLeaseExpired, "the lease of attempt %d of job %d expired before the report", c.Attempt, j.ID)}
+	case o:
+		return ReportVerdict{Duplicate: true}
+	}
+	return ReportVerdict{Rejected: reject(CodeAlreadyReported, "attempt %d of job %d already reported %s", c.Attempt, j.ID, last.Outcome)}
+}
+
+func checkRunning(j Job, c Claim, now int64) *Rejection {
+	if c.Worker != j.Worker {
+		return otherWorker(j.ID, c, j.Worker)
+	}
+	if !tokenMatches(j.LeaseNonce, j.ID, c.Token) {
+		return badToken(j.ID, c)
+	}
+	if now >= j.LeaseUntil {
+		return reject(CodeLeaseExpired, "the lease of attempt %d of job %d expired %d ms ago", c.Attempt, j.ID, now-j.LeaseUntil)
+	}
+	return nil
+}
+
+func staleAttempt(j Job, c Claim) *Rejection {
+	if c.Attempt > j.Attempt {
+		return reject(CodeStaleAttempt, "attempt %d of job %d was never claimed (the latest is %d)", c.Attempt, j.ID, j.Attempt)
+	}
+	return reject(CodeStaleAttempt, "attempt %d of job %d is stale: the job was claimed again as attempt %d", c.Attempt, j.ID, j.Attempt)
+}
+
+func otherWorker(id int64, c Claim, holder string) *Rejection {
+	return reject(CodeOtherWorker, "attempt %d of job %d belongs to worker %q, not %q", c.Attempt, id, holder, c.Worker)
+}
+
+func badToken(id int64, c Claim) *Rejection {
+	return reject(CodeBadToken, "the lease token does not match attempt %d of job %d", c.Attempt, id)
+}

@@ -1,0 +1,127 @@
+package fence_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/fence"
+)
+
+const nonce = "n0nce"
+
+func running() fence.Job {
+	return fence.Job{ID: 7, State: fence.StateRunning, Attempt: 2, Failures: 1, MaxAttempts: 3,
+		LeaseMs: 1000, Worker: "a", LeaseNonce: nonce, LeaseUntil: 5000}
+}
+
+func holder() fence.Claim { return fence.Claim{Worker: "a", Attempt: 2, Token: fence.Token(nonce, 7)} }
+
+func TestCheckReport(t *testing.T) {
+	t.Parallel()
+	ended := func(o fence.Outcome) fence.Job {
+		j := running()
+		j.State = fence.StateCompleted
+		if o != fence.OutcomeCompleted {
+			j.State = fence.StateRetryable
+		}
+		j.Worker, j.LeaseNonce, j.LeaseUntil = "", "", 0
+		return j
+	}
+	rec := func(o fence.Outcome) *fence.Ended {
+		return &fence.Ended{Attempt: 2, Worker: "a", LeaseNonce: nonce, Outcome: o}
+	}
+	tests := []struct {
+		name string
+		job  fence.Job
+		last *fence.Ended
+		mod  func(*fence.Claim)
+		out  fence.Outcome
+		now  int64
+		code fence.Code // "" = accepted
+		dup  bool
+	}{
+		{name: "holder with live lease", job: running(), now: 4999},
+		{name: "lease ends exactly at lease_until", job: running(), now: 5000, code: fence.CodeLeaseExpired},
+		{name: "older attempt", job: running(), mod: func(c *fence.Claim) { c.Attempt = 1 }, now: 10, code: fence.CodeStaleAttempt},
+		{name: "future attempt", job: running(), mod: func(c *fence.Claim) { c.Attempt = 3 }, now: 10, code: fence.CodeStaleAttempt},
+		{name: "other worker", job: running(), mod: func(c *fence.Claim) { c.Worker = "b" }, now: 10, code: fence.CodeOtherWorker},
+		{name: "forged token", job: running(), mod: func(c *fence.Claim) { c.Token = fence.Token("guess", 7) }, now: 10, code: fence.CodeBadToken},
+		{name: "token of another job", job: running(), mod: func(c *fence.Claim) { c.Token = fence.Token(nonce, 8) }, now: 10, code: fence.CodeBadToken},
+		{name: "expired and processed", job: ended(fence.OutcomeLeaseExpired), last: rec(fence.OutcomeLeaseExpired), now: 10, code: fence.CodeLeaseExpired},
+		{name: "duplicate of the same outcome", job: ended(fence.OutcomeCompleted), last: rec(fence.OutcomeCompleted), now: 9999, dup: true},
+		{name: "different outcome after completion", job: ended(fence.OutcomeCompleted), last: rec(fence.OutcomeCompleted), out: fence.OutcomeFailed, now: 10, code: fence.CodeAlreadyReported},
+		{name: "duplicate from another worker", job: ended(fence.OutcomeCompleted), last: rec(fence.OutcomeCompleted), mod: func(c *fence.Claim) { c.Worker = "b" }, now: 10, code: fence.CodeOtherWorker},
+		{name: "duplicate with a forged token", job: ended(fence.OutcomeCompleted), last: rec(fence.OutcomeCompleted), mod: func(c *fence.Claim) { c.Token = "00" }, now: 10, code: fence.CodeBadToken},
+		{name: "ended without a record", job: ended(fence.OutcomeFailed), now: 10, code: fence.CodeLeaseExpired},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := holder()
+			if tt.mod != nil {
+				tt.mod(&c)
+			}
+			out := tt.out
+			if out == "" {
+				out = fence.OutcomeCompleted
+			}
+			v := fence.CheckReport(tt.job, tt.last, c, out, tt.now)
+			require.Equal(t, tt.dup, v.Duplicate)
+			if tt.code == "" {
+				require.Nil(t, v.Rejected)
+				return
+			}
+			require.NotNil(t, v.Rejected)
+			require.Equal(t, tt.code, v.Rejected.Code)
+			require.NotEmpty(t, v.Rejected.Message)
+			require.True(t, errors.Is(v.Rejected, fence.ErrStale))
+		})
+	}
+}
+
+func TestCheckHeartbeat(t *testing.T) {
+	t.Parallel()
+	j := running()
+	require.Nil(t, fence.CheckHeartbeat(j, holder(), 4999))
+	require.Equal(t, int64(5999), fence.ExtendLease(j, 4999))
+	require.Equal(t, fence.CodeLeaseExpired, fence.CheckHeartbeat(j, holder(), 5000).Code)
+
+	j.State, j.Worker, j.LeaseNonce = fence.StateRetryable, "", ""
+	require.Equal(t, fence.CodeLeaseExpired, fence.CheckHeartbeat(j, holder(), 10).Code)
+	c := holder()
+	c.Attempt = 1
+	require.Equal(t, fence.CodeStaleAttempt, fence.CheckHeartbeat(running(), c, 10).Code)
+}
+
+func TestBackoffDelay(t *testing.T) {
+	t.Parallel()
+	b := fence.Backoff{BaseMs: 1000, MaxMs: 10_000}
+	require.Equal(t, int64(1000), b.Delay(1, 0))
+	require.Equal(t, int64(2000), b.Delay(2, 0))
+	require.Equal(t, int64(8000), b.Delay(4, 0))
+	require.Equal(t, int64(10_000), b.Delay(5, 0))
+	require.Equal(t, int64(10_000), b.Delay(60, 0), "no overflow for large n")
+	require.Equal(t, int64(751), b.Delay(1, 0.999999999), "jitter takes less than a quarter")
+	require.Equal(t, int64(1750), b.Delay(2, 0.5))
+	require.Equal(t, int64(1000), b.Delay(1, 7), "out-of-range jitter is ignored")
+}
+
+func TestAfterFailure(t *testing.T) {
+	t.Parallel()
+	b := fence.Backoff{BaseMs: 100, MaxMs: 1000}
+	j := running() // Failures 1 of MaxAttempts 3
+	n := fence.AfterFailure(j, b, 50, 0)
+	require.Equal(t, fence.Next{State: fence.StateRetryable, Failures: 2, RunAt: 250}, n)
+	j.Failures = 2
+	n = fence.AfterFailure(j, b, 50, 0)
+	require.Equal(t, fence.Next{State: fence.StateDead, Failures: 3, RunAt: 50}, n)
+}
+
+func TestTokenIsPerJobAndNonce(t *testing.T) {
+	t.Parallel()
+	require.Len(t, fence.Token("a", 1), 32)
+	require.Equal(t, fence.Token("a", 1), fence.Token("a", 1))
+	require.NotEqual(t, fence.Token("a", 1), fence.Token("a", 2))
+	require.NotEqual(t, fence.Token("a", 1), fence.Token("b", 1))
+}
