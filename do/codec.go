@@ -224,10 +224,10 @@ func DecodeParams(b []byte) ([]Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n > MaxBoundParams+1 {
-		// One over the limit still decodes so the host can report the
-		// database's own message; more than that is not a real statement.
-		return nil, fmt.Errorf("%w: %d parameters", ErrCodec, n)
+	if n > uint64(len(b)) {
+		// Each value takes at least one byte. (More than MaxBoundParams
+		// still decodes, so the host reports the database's own message.)
+		return nil, fmt.Errorf("%w: %d parameters in %d bytes", ErrCodec, n, len(b))
 	}
 	vals := make([]Value, n)
 	for i := range vals {

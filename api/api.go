@@ -1,0 +1,242 @@
+// Package api defines Stile's HTTP API once: paths, JSON shapes, error codes,
+// limits and the tenant name rule. The tenant module serves it, the Go
+// client and the worker speak it, and the transports (the Worker's JS entry,
+// the Go dev server) use its error shapes, so a 400 or a 409 reads the same
+// in every host. docs/API.md documents it for people.
+package api
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Version is the path prefix of every API route.
+const Version = "v1"
+
+// Limits. Requests beyond them are refused with 400 (413 for bodies) and
+// change nothing.
+const (
+	MaxBodyBytes     = 10 << 20 // a request body
+	MaxArgsBytes     = 1 << 20  // a job's JSON args
+	MaxOutputBytes   = 512 << 10
+	MaxErrorBytes    = 16 << 10 // longer failure messages are truncated, not refused
+	MaxBatchJobs     = 1000     // jobs in one enqueue batch
+	MaxBatchReports  = 1000     // reports in one batch
+	MaxClaim         = 100      // jobs in one claim
+	MaxClaimQueues   = 16
+	MaxClaimKinds    = 64
+	MaxWait          = 60 * time.Second // longest long-poll hold of a claim
+	MaxNameBytes     = 128              // kinds, queues, worker ids
+	MaxLease         = 24 * time.Hour
+	MinLease         = 100 * time.Millisecond
+	MaxMaxAttempts   = 1000
+	DefaultQueue     = "default"
+	DefaultPriority  = 0 // 0 runs first, 9 last
+	MaxPriority      = 9
+	RejectionsPerJob = 20 // newest refused reports kept per job
+)
+
+// Error is the body of every non-2xx response.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Error codes. They are stable: clients may switch on them.
+const (
+	CodeUnauthorized     = "unauthorized"       // 401
+	CodeInvalidTenant    = "invalid_tenant"     // 400
+	CodeInvalidJSON      = "invalid_json"       // 400: the body is not JSON of the expected shape
+	CodeInvalidRequest   = "invalid_request"    // 400: a field is missing, unknown or out of range
+	CodeUnknownKind      = "unknown_kind"       // 400: the kind is not registered in the module
+	CodeInvalidArgs      = "invalid_args"       // 400: the kind's validator refused the args
+	CodeTooLarge         = "too_large"          // 400: args or output over their limit
+	CodeBodyTooLarge     = "body_too_large"     // 413
+	CodeNotFound         = "not_found"          // 404
+	CodeMethodNotAllowed = "method_not_allowed" // 405
+	CodeInternal         = "internal"           // 500
+	// Fence rejections (409) use the codes of package fence:
+	// stale_attempt, other_worker, bad_token, lease_expired, already_reported.
+)
+
+// JobState mirrors fence.State on the wire.
+type JobState = string
+
+// EnqueueRequest is one job to enqueue. Only Kind is required; the rest
+// default to the kind's registration.
+type EnqueueRequest struct {
+	Kind        string          `json:"kind"`
+	Args        json.RawMessage `json:"args,omitempty"`
+	Queue       string          `json:"queue,omitempty"`
+	Priority    *int            `json:"priority,omitempty"`
+	RunAt       *time.Time      `json:"run_at,omitempty"`
+	MaxAttempts int             `json:"max_attempts,omitempty"`
+	LeaseMs     int64           `json:"lease_ms,omitempty"`
+}
+
+// EnqueueBatchRequest enqueues many jobs in one transaction: all or none.
+type EnqueueBatchRequest struct {
+	Jobs []EnqueueRequest `json:"jobs"`
+}
+
+// EnqueueBatchResponse lists the enqueued jobs in request order.
+type EnqueueBatchResponse struct {
+	Jobs []Job `json:"jobs"`
+}
+
+// Job is a job as the API shows it.
+type Job struct {
+	ID          string          `json:"id"`
+	Kind        string          `json:"kind"`
+	Queue       string          `json:"queue"`
+	Priority    int             `json:"priority"`
+	Args        json.RawMessage `json:"args"`
+	State       JobState        `json:"state"`
+	Attempt     int64           `json:"attempt"`
+	Failures    int64           `json:"failures"`
+	MaxAttempts int64           `json:"max_attempts"`
+	LeaseMs     int64           `json:"lease_ms"`
+	RunAt       time.Time       `json:"run_at"`
+	CreatedAt   time.Time       `json:"created_at"`
+	FinishedAt  *time.Time      `json:"finished_at,omitempty"`
+	Output      json.RawMessage `json:"output,omitempty"`
+	LastError   string          `json:"last_error,omitempty"`
+	// Running is the attempt in progress, if any.
+	Running *Attempt `json:"running,omitempty"`
+	// Attempts and Rejections are filled in by GET /jobs/{id} only.
+	Attempts   []Attempt   `json:"attempts,omitempty"`
+	Rejections []Rejection `json:"rejections,omitempty"`
+}
+
+// Attempt is one claim of a job and how it ended.
+type Attempt struct {
+	Attempt    int64      `json:"attempt"`
+	Worker     string     `json:"worker"`
+	ClaimedAt  time.Time  `json:"claimed_at"`
+	LeaseUntil time.Time  `json:"lease_until"`
+	EndedAt    *time.Time `json:"ended_at,omitempty"`
+	Outcome    string     `json:"outcome,omitempty"` // completed, failed, lease_expired
+	Error      string     `json:"error,omitempty"`
+	NoticedBy  string     `json:"noticed_by,omitempty"` // report, alarm, request
+}
+
+// Rejection is a heartbeat or report the fence refused.
+type Rejection struct {
+	At      time.Time `json:"at"`
+	Request string    `json:"request"` // heartbeat or report
+	Worker  string    `json:"worker"`
+	Attempt int64     `json:"attempt"`
+	Outcome string    `json:"outcome,omitempty"`
+	Code    string    `json:"code"`
+	Message string    `json:"message"`
+}
+
+// ClaimRequest asks for up to Limit ready jobs.
+type ClaimRequest struct {
+	Worker string   `json:"worker"`
+	Queues []string `json:"queues,omitempty"` // default: ["default"]
+	Kinds  []string `json:"kinds,omitempty"`  // default: every kind
+	Limit  int      `json:"limit,omitempty"`  // default 1
+	// WaitMs > 0 makes an empty claim long-poll: the host holds the request
+	// until work arrives or WaitMs passes (at most MaxWait).
+	WaitMs int64 `json:"wait_ms,omitempty"`
+}
+
+// ClaimResponse carries the claimed jobs. Now is the server's clock, so a
+// worker can turn LeaseUntil into a local deadline despite clock skew.
+type ClaimResponse struct {
+	Now  time.Time    `json:"now"`
+	Jobs []ClaimedJob `json:"jobs"`
+}
+
+// ClaimedJob is a job handed to a worker: what to run and the claim that a
+// heartbeat or report must carry back.
+type ClaimedJob struct {
+	ID          string          `json:"id"`
+	Kind        string          `json:"kind"`
+	Queue       string          `json:"queue"`
+	Args        json.RawMessage `json:"args"`
+	Attempt     int64           `json:"attempt"`
+	MaxAttempts int64           `json:"max_attempts"`
+	Failures    int64           `json:"failures"`
+	LeaseMs     int64           `json:"lease_ms"`
+	LeaseUntil  time.Time       `json:"lease_until"`
+	LeaseToken  string          `json:"lease_token"`
+	CreatedAt   time.Time       `json:"created_at"`
+}
+
+// Claim identifies the claim a heartbeat or report speaks for.
+type Claim struct {
+	Worker     string `json:"worker"`
+	Attempt    int64  `json:"attempt"`
+	LeaseToken string `json:"lease_token"`
+}
+
+// HeartbeatRequest extends the lease of a claim.
+type HeartbeatRequest struct {
+	Claim
+}
+
+// HeartbeatResponse is the extended lease.
+type HeartbeatResponse struct {
+	Now        time.Time `json:"now"`
+	LeaseUntil time.Time `json:"lease_until"`
+}
+
+// Report outcomes.
+const (
+	OutcomeCompleted = "completed"
+	OutcomeFailed    = "failed"
+)
+
+// ReportRequest records how an attempt ended.
+type ReportRequest struct {
+	Claim
+	Outcome string          `json:"outcome"`          // completed or failed
+	Output  json.RawMessage `json:"output,omitempty"` // completed only
+	Error   string          `json:"error,omitempty"`  // failed only
+}
+
+// ReportResponse is the job after the report. Duplicate is true when the
+// same claim had already recorded the same outcome (a retried request):
+// nothing was written this time.
+type ReportResponse struct {
+	Duplicate bool `json:"duplicate,omitempty"`
+	Job       Job  `json:"job"`
+}
+
+// BatchReport is one report of a batch, naming its job.
+type BatchReport struct {
+	JobID string `json:"job_id"`
+	ReportRequest
+}
+
+// BatchReportRequest records many outcomes in one transaction, each fenced
+// on its own.
+type BatchReportRequest struct {
+	Reports []BatchReport `json:"reports"`
+}
+
+// BatchReportResult is the outcome of one report of a batch: Error is nil
+// when it was recorded (or was a duplicate).
+type BatchReportResult struct {
+	JobID     string `json:"job_id"`
+	State     string `json:"state,omitempty"`
+	Duplicate bool   `json:"duplicate,omitempty"`
+	Error     *Error `json:"error,omitempty"`
+}
+
+// BatchReportResponse lists results in request order.
+type BatchReportResponse struct {
+	Results []BatchReportResult `json:"results"`
+}
+
+// Status describes a tenant.
+type Status struct {
+	Tenant        string     `json:"tenant"`
+	Now           time.Time  `json:"now"`
+	SchemaVersion int64      `json:"schema_version"`
+	AlarmAt       *time.Time `json:"alarm_at,omitempty"`
+}

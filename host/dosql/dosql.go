@@ -1,0 +1,322 @@
+// Package dosql runs SQL the way a Durable Object's SQLite storage does, on a
+// local SQLite file: the same refusals with the same messages (transaction
+// statements, PRAGMAs outside the allowlist, ATTACH, reserved names), the
+// same limits (100 bound parameters, 100 KB statements, 2 MB values), the
+// same error format, and transactions only through the host (Begin, with
+// nesting as savepoints). The wazero host and the native host both run
+// tenant SQL through it, so a statement that fails in workerd fails locally.
+//
+// The behaviour it copies was measured in workerd; see e2e/dosqlite.
+package dosql
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ncruces/go-sqlite3"
+	"github.com/ncruces/go-sqlite3/ext/fts5"
+
+	"github.com/stile-run/stile/do"
+)
+
+// DB is one tenant's database. It is not safe for concurrent use.
+type DB struct {
+	conn  *sqlite3.Conn
+	stmts map[string]*sqlite3.Stmt
+	depth int // open transaction levels
+	rows  do.RowSetWriter
+	out   []byte
+
+	host   bool   // the host's own statement: the authorizer lets it through
+	denied string // why the authorizer refused the statement being prepared
+}
+
+// limits are workerd's SQLite limits, measured (e2e/dosqlite).
+var limits = []struct {
+	id    sqlite3.LimitCategory
+	value int
+}{
+	{sqlite3.LIMIT_VARIABLE_NUMBER, do.MaxBoundParams},
+	{sqlite3.LIMIT_SQL_LENGTH, do.MaxStatementBytes},
+	{sqlite3.LIMIT_LENGTH, MaxLength},
+	{sqlite3.LIMIT_EXPR_DEPTH, 100},
+	{sqlite3.LIMIT_COMPOUND_SELECT, 5},
+	{sqlite3.LIMIT_LIKE_PATTERN_LENGTH, 50},
+	{sqlite3.LIMIT_FUNCTION_ARG, 127},
+	{sqlite3.LIMIT_TRIGGER_DEPTH, 10},
+}
+
+// MaxLength is the largest string, blob or row workerd's SQLite accepts
+// (measured: 2,200,000 bytes). Tenant code is held to the documented 2 MB
+// by the value codec (do.MaxValueBytes) before a value reaches any host.
+const MaxLength = 2_200_000
+
+// maxCachedStatements bounds the prepared-statement cache.
+const maxCachedStatements = 256
+
+// Open opens (creating if needed) the database at path; ":memory:" works
+// for tests.
+func Open(path string) (*DB, error) {
+	conn, err := sqlite3.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db := &DB{conn: conn, stmts: map[string]*sqlite3.Stmt{}}
+	setup := []string{
+		// Durable Object storage is durable at commit; WAL with NORMAL is
+		// durable except against power loss, which a dev server accepts.
+		`PRAGMA journal_mode = WAL`,
+		`PRAGMA synchronous = NORMAL`,
+		`PRAGMA foreign_keys = ON`, // on by default in Durable Objects
+		`PRAGMA busy_timeout = 5000`,
+		// workerd keeps its key-value storage here; tenant SQL may not
+		// touch it, and gets the same refusals for trying.
+		`CREATE TABLE IF NOT EXISTS _cf_KV (key TEXT PRIMARY KEY, value BLOB) WITHOUT ROWID`,
+	}
+	db.host = true
+	for _, s := range setup {
+		if err := conn.Exec(s); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("open %s: %s: %w", path, s, err)
+		}
+	}
+	db.host = false
+	for _, l := range limits {
+		conn.Limit(l.id, l.value)
+	}
+	if err := fts5.Register(conn); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("open %s: register fts5: %w", path, err)
+	}
+	// workerd has load_extension but refuses to run it.
+	if err := conn.CreateFunction("load_extension", -1, 0, func(ctx sqlite3.Context, _ ...sqlite3.Value) {
+		ctx.ResultError(errors.New("not authorized"))
+	}); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := conn.SetAuthorizer(db.authorize); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("open %s: set authorizer: %w", path, err)
+	}
+	return db, nil
+}
+
+// Close closes the database, rolling back any open transaction.
+func (db *DB) Close() error {
+	for _, s := range db.stmts {
+		s.Close()
+	}
+	db.stmts = nil
+	return db.conn.Close()
+}
+
+// InTx reports whether a transaction is open.
+func (db *DB) InTx() bool { return db.depth > 0 }
+
+// Begin opens a transaction, or a savepoint inside the open one.
+func (db *DB) Begin() error {
+	var err error
+	if db.depth == 0 {
+		err = db.hostExec(`BEGIN IMMEDIATE`)
+	} else {
+		err = db.hostExec(`SAVEPOINT s` + strconv.Itoa(db.depth))
+	}
+	if err != nil {
+		return fmt.Errorf("begin transaction level %d: %w", db.depth+1, err)
+	}
+	db.depth++
+	return nil
+}
+
+// Commit commits the innermost transaction level.
+func (db *DB) Commit() error {
+	if db.depth == 0 {
+		return errors.New("commit: no transaction is open")
+	}
+	var err error
+	if db.depth == 1 {
+		err = db.hostExec(`COMMIT`)
+	} else {
+		err = db.hostExec(`RELEASE s` + strconv.Itoa(db.depth-1))
+	}
+	if err != nil {
+		return fmt.Errorf("commit transaction level %d: %w", db.depth, err)
+	}
+	db.depth--
+	return nil
+}
+
+// Rollback rolls back the innermost transaction level.
+func (db *DB) Rollback() error {
+	if db.depth == 0 {
+		return errors.New("rollback: no transaction is open")
+	}
+	var err error
+	if db.depth == 1 {
+		err = db.hostExec(`ROLLBACK`)
+	} else {
+		sp := `s` + strconv.Itoa(db.depth-1)
+		err = db.hostExec(`ROLLBACK TO ` + sp + `; RELEASE ` + sp)
+	}
+	db.depth--
+	if err != nil {
+		return fmt.Errorf("roll back transaction level %d: %w", db.depth+1, err)
+	}
+	return nil
+}
+
+// RollbackAll rolls back every open level: what a host does when the guest
+// trapped in the middle of a transaction.
+func (db *DB) RollbackAll() error {
+	if db.depth == 0 {
+		return nil
+	}
+	db.depth = 0
+	if db.conn.GetAutocommit() {
+		return nil
+	}
+	return db.hostExec(`ROLLBACK`)
+}
+
+func (db *DB) hostExec(sql string) error {
+	db.host = true
+	defer func() { db.host = false }()
+	return db.conn.Exec(sql)
+}
+
+// Query runs tenant SQL with an encoded parameter list and returns an
+// encoded row set. Like Durable Object storage it accepts several
+// statements in one call (only the last may have parameters) and returns
+// the rows of the last. Errors are *do.SQLError in Durable Object form.
+func (db *DB) Query(sql string, params []byte) ([]byte, error) {
+	args, err := do.DecodeParams(params)
+	if err != nil {
+		return nil, &do.SQLError{Msg: err.Error()}
+	}
+	if len(sql) > do.MaxStatementBytes {
+		// SQLite's own limit check, with workerd's wording.
+		return nil, &do.SQLError{Msg: msgStatementTooLong}
+	}
+	if renamesToReserved(sql) {
+		return nil, &do.SQLError{Msg: "not authorized: SQLITE_AUTH"}
+	}
+	stmt, cached, err := db.prepareFirst(sql)
+	if err != nil {
+		return nil, err
+	}
+	if !cached {
+		defer stmt.Close()
+	}
+	if err := db.bind(stmt, args); err != nil {
+		stmt.Reset()
+		return nil, err
+	}
+	n := stmt.ColumnCount()
+	db.rows.Reset(n)
+	for stmt.Step() {
+		for i := 0; i < n; i++ {
+			if err := db.appendColumn(stmt, i); err != nil {
+				stmt.Reset()
+				return nil, &do.SQLError{Msg: err.Error()}
+			}
+		}
+		db.rows.EndRow()
+	}
+	if err := stmt.Err(); err != nil {
+		stmt.Reset()
+		return nil, db.sqlError(err, "")
+	}
+	stmt.Reset()
+	db.out = db.rows.AppendTo(db.out[:0])
+	return db.out, nil
+}
+
+// prepareFirst runs every statement of sql but the last (multi-statement
+// calls, as migrations make) and returns the last one prepared. Like
+// workerd, trailing whitespace ends the text but anything else after a ';'
+// (even a lone comment) must be a statement. A single statement comes from
+// the cache.
+func (db *DB) prepareFirst(sql string) (*sqlite3.Stmt, bool, error) {
+	if s, ok := db.stmts[sql]; ok {
+		return s, true, nil
+	}
+	rest := sql
+	for {
+		db.denied = ""
+		stmt, tail, err := db.conn.Prepare(rest)
+		if err != nil {
+			return nil, false, db.sqlError(err, rest)
+		}
+		if stmt == nil {
+			return nil, false, &do.SQLError{Msg: msgNoStatement}
+		}
+		if strings.TrimSpace(tail) == "" {
+			if rest == sql && len(db.stmts) < maxCachedStatements {
+				db.stmts[sql] = stmt
+				return stmt, true, nil
+			}
+			return stmt, false, nil
+		}
+		if stmt.BindCount() > 0 {
+			stmt.Close()
+			return nil, false, &do.SQLError{Msg: msgMultiParams}
+		}
+		err = stmt.Exec()
+		stmt.Close()
+		if err != nil {
+			return nil, false, db.sqlError(err, "")
+		}
+		rest = tail
+	}
+}
+
+func (db *DB) bind(stmt *sqlite3.Stmt, args []do.Value) error {
+	if want := stmt.BindCount(); len(args) != want {
+		return &do.SQLError{Msg: msgBindings}
+	}
+	for i, v := range args {
+		var err error
+		switch v.Kind {
+		case do.KindNull:
+			err = stmt.BindNull(i + 1)
+		case do.KindInt:
+			err = stmt.BindInt64(i+1, v.Int)
+		case do.KindFloat:
+			err = stmt.BindFloat(i+1, v.Float)
+		case do.KindText:
+			err = stmt.BindRawText(i+1, v.Bytes)
+		case do.KindBlob:
+			err = stmt.BindBlob(i+1, v.Bytes)
+		}
+		if err != nil {
+			return db.sqlError(err, "")
+		}
+	}
+	return nil
+}
+
+func (db *DB) appendColumn(stmt *sqlite3.Stmt, i int) error {
+	switch stmt.ColumnType(i) {
+	case sqlite3.INTEGER:
+		n := stmt.ColumnInt64(i)
+		if n > do.MaxSafeInteger || n < do.MinSafeInteger {
+			// A JS host would round it silently; refuse loudly instead.
+			return fmt.Errorf("column %d holds %d, beyond the ±(2^53-1) a Durable Object can return exactly", i, n)
+		}
+		return db.rows.AppendValue(do.Value{Kind: do.KindInt, Int: n})
+	case sqlite3.FLOAT:
+		return db.rows.AppendValue(do.Value{Kind: do.KindFloat, Float: stmt.ColumnFloat(i)})
+	case sqlite3.TEXT:
+		return db.rows.AppendValue(do.Value{Kind: do.KindText, Bytes: stmt.ColumnRawText(i)})
+	case sqlite3.BLOB:
+		b := stmt.ColumnRawBlob(i)
+		if b == nil {
+			b = []byte{}
+		}
+		return db.rows.AppendValue(do.Value{Kind: do.KindBlob, Bytes: b})
+	}
+	return db.rows.AppendValue(do.Value{Kind: do.KindNull})
+}

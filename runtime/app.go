@@ -1,0 +1,111 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/stile-run/stile/api"
+)
+
+// Defaults of a job kind's registration.
+const (
+	DefaultMaxAttempts = 20
+	DefaultLease       = 60 * time.Second
+	DefaultBackoff     = time.Second
+	DefaultMaxBackoff  = time.Hour
+)
+
+// JobKind registers one kind of job and its defaults. Enqueue requests may
+// override Queue, Priority, MaxAttempts and Lease per job.
+type JobKind struct {
+	// Name identifies the kind, e.g. "email.send".
+	Name string
+	// Queue jobs of this kind go to unless the enqueue names one.
+	// Default "default".
+	Queue string
+	// Priority 0 (runs first, the default) to 9 (runs last).
+	Priority int
+	// MaxAttempts is the retry budget: how many attempts may fail (a handler
+	// error or a lapsed lease) before the job is dead. Default 20.
+	MaxAttempts int
+	// Lease is how long a claim stays valid without a heartbeat. Workers
+	// heartbeat at a third of it. Default 60 s.
+	Lease time.Duration
+	// Backoff is the wait before the first retry; it doubles per failure up
+	// to MaxBackoff, less up to a quarter of jitter. Defaults 1 s and 1 h.
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+	// Validate, if set, checks a job's args at enqueue. An error refuses the
+	// enqueue with 400 invalid_args and its message.
+	Validate func(args json.RawMessage) error
+}
+
+// App is the registry of a tenant module: everything the user's code
+// contributes. Build it in init and hand it to Serve.
+type App struct {
+	kinds map[string]JobKind
+}
+
+// NewApp returns an empty registry.
+func NewApp() *App { return &App{kinds: map[string]JobKind{}} }
+
+// RegisterJob adds a job kind, filling in defaults. It panics on an invalid
+// or duplicate registration: that is a bug in the module, found at start.
+func (a *App) RegisterJob(k JobKind) *App {
+	if !api.ValidName(k.Name) {
+		panic(fmt.Sprintf("stile: job kind name %q is invalid: use %s", k.Name, api.NameRule))
+	}
+	if _, dup := a.kinds[k.Name]; dup {
+		panic(fmt.Sprintf("stile: job kind %q is registered twice", k.Name))
+	}
+	if k.Queue == "" {
+		k.Queue = api.DefaultQueue
+	}
+	if !api.ValidName(k.Queue) {
+		panic(fmt.Sprintf("stile: job kind %q: queue name %q is invalid: use %s", k.Name, k.Queue, api.NameRule))
+	}
+	if k.Priority < 0 || k.Priority > api.MaxPriority {
+		panic(fmt.Sprintf("stile: job kind %q: priority %d is outside 0-%d", k.Name, k.Priority, api.MaxPriority))
+	}
+	if k.MaxAttempts == 0 {
+		k.MaxAttempts = DefaultMaxAttempts
+	}
+	if k.MaxAttempts < 1 || k.MaxAttempts > api.MaxMaxAttempts {
+		panic(fmt.Sprintf("stile: job kind %q: max attempts %d is outside 1-%d", k.Name, k.MaxAttempts, api.MaxMaxAttempts))
+	}
+	if k.Lease == 0 {
+		k.Lease = DefaultLease
+	}
+	if k.Lease < api.MinLease || k.Lease > api.MaxLease {
+		panic(fmt.Sprintf("stile: job kind %q: lease %s is outside %s-%s", k.Name, k.Lease, api.MinLease, api.MaxLease))
+	}
+	if k.Backoff == 0 {
+		k.Backoff = DefaultBackoff
+	}
+	if k.MaxBackoff == 0 {
+		k.MaxBackoff = max(DefaultMaxBackoff, k.Backoff)
+	}
+	if k.Backoff < time.Millisecond || k.MaxBackoff < k.Backoff {
+		panic(fmt.Sprintf("stile: job kind %q: backoff %s..%s is invalid", k.Name, k.Backoff, k.MaxBackoff))
+	}
+	a.kinds[k.Name] = k
+	return a
+}
+
+// Kind returns a registered kind.
+func (a *App) Kind(name string) (JobKind, bool) {
+	k, ok := a.kinds[name]
+	return k, ok
+}
+
+// Kinds lists the registered kind names, sorted.
+func (a *App) Kinds() []string {
+	names := make([]string, 0, len(a.kinds))
+	for n := range a.kinds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

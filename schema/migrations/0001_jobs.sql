@@ -1,0 +1,76 @@
+-- Jobs, their attempt history and the audit of rejected reports.
+-- Every job state exists from this first migration; later migrations only add.
+-- Times are Unix milliseconds; every integer stays below 2^53.
+
+CREATE TABLE stile_jobs (
+  id           INTEGER PRIMARY KEY,
+  kind         TEXT    NOT NULL,
+  queue        TEXT    NOT NULL,
+  priority     INTEGER NOT NULL CHECK (priority BETWEEN 0 AND 9),
+  args         TEXT    NOT NULL,
+  state        TEXT    NOT NULL CHECK (state IN ('pending', 'scheduled', 'available', 'running',
+                                                 'retryable', 'completed', 'cancelled', 'dead')),
+  attempt      INTEGER NOT NULL DEFAULT 0 CHECK (attempt >= 0),
+  failures     INTEGER NOT NULL DEFAULT 0 CHECK (failures >= 0),
+  max_attempts INTEGER NOT NULL CHECK (max_attempts >= 1),
+  lease_ms     INTEGER NOT NULL CHECK (lease_ms > 0),
+  backoff_ms   INTEGER NOT NULL CHECK (backoff_ms > 0),
+  backoff_max_ms INTEGER NOT NULL CHECK (backoff_max_ms >= backoff_ms),
+  run_at       INTEGER NOT NULL,
+  created_at   INTEGER NOT NULL,
+  worker       TEXT,
+  lease_nonce  TEXT,
+  claimed_at   INTEGER,
+  lease_until  INTEGER,
+  output       TEXT,
+  last_error   TEXT,
+  finished_at  INTEGER,
+  -- A running job holds exactly one lease; no other state holds one.
+  CHECK ((state = 'running') = (worker IS NOT NULL AND lease_nonce IS NOT NULL
+                                AND claimed_at IS NOT NULL AND lease_until IS NOT NULL)),
+  -- Terminal states, and only they, have a finish time.
+  CHECK ((state IN ('completed', 'cancelled', 'dead')) = (finished_at IS NOT NULL)),
+  -- Output is recorded only by a completed attempt.
+  CHECK (output IS NULL OR state = 'completed'),
+  CHECK (state <> 'running' OR attempt >= 1),
+  CHECK (failures <= max_attempts)
+) STRICT;
+
+-- Claim: ready jobs of one queue in claim order, without scanning others.
+CREATE INDEX stile_jobs_ready ON stile_jobs (queue, priority, run_at, id) WHERE state = 'available';
+-- Due work: scheduled and retryable jobs by the time they become ready.
+CREATE INDEX stile_jobs_due ON stile_jobs (run_at) WHERE state IN ('scheduled', 'retryable');
+-- Lease expiry: running jobs by lease deadline.
+CREATE INDEX stile_jobs_lease ON stile_jobs (lease_until) WHERE state = 'running';
+
+-- One row per ended attempt. The attempt in progress lives on stile_jobs.
+CREATE TABLE stile_job_attempts (
+  job_id      INTEGER NOT NULL REFERENCES stile_jobs (id) ON DELETE CASCADE,
+  attempt     INTEGER NOT NULL CHECK (attempt >= 1),
+  worker      TEXT    NOT NULL,
+  lease_nonce TEXT    NOT NULL,
+  claimed_at  INTEGER NOT NULL,
+  lease_until INTEGER NOT NULL,
+  ended_at    INTEGER NOT NULL,
+  outcome     TEXT    NOT NULL CHECK (outcome IN ('completed', 'failed', 'lease_expired',
+                                                  'cancelled', 'snoozed')),
+  error       TEXT,
+  -- Who noticed the end: the worker's report, the alarm, or a request that
+  -- applied due work lazily.
+  noticed_by  TEXT    NOT NULL CHECK (noticed_by IN ('report', 'alarm', 'request')),
+  PRIMARY KEY (job_id, attempt)
+) STRICT, WITHOUT ROWID;
+
+-- Heartbeats and reports the fence refused, newest kept, bounded per job.
+CREATE TABLE stile_job_rejections (
+  id        INTEGER PRIMARY KEY,
+  job_id    INTEGER NOT NULL REFERENCES stile_jobs (id) ON DELETE CASCADE,
+  at        INTEGER NOT NULL,
+  request   TEXT    NOT NULL CHECK (request IN ('heartbeat', 'report')),
+  worker    TEXT    NOT NULL,
+  attempt   INTEGER NOT NULL,
+  outcome   TEXT,
+  code      TEXT    NOT NULL,
+  message   TEXT    NOT NULL
+) STRICT;
+CREATE INDEX stile_job_rejections_job ON stile_job_rejections (job_id, id);
