@@ -92,9 +92,9 @@ const (
 
 // Limits every host enforces, matching Durable Object SQLite.
 const (
-	MaxBoundParams    = 100        // bound parameters per statement
-	MaxStatementBytes = 100_000    // bytes of SQL text per statement
-	MaxValueBytes     = 2_000_000  // bytes of one TEXT or BLOB value (and of a row)
-	MaxSafeInteger    = 1<<53 - 1  // integers round-trip through JS numbers only up to here
+	MaxBoundParams    = 100       // bound parameters per statement
+	MaxStatementBytes = 100_000   // bytes of SQL text per statement
+	MaxValueBytes     = 2_000_000 // bytes of one TEXT or BLOB value (and of a row)
+	MaxSafeInteger    = 1<<53 - 1 // integers round-trip through JS numbers only up to here
 	MinSafeInteger    = -(1<<53 - 1)
 )
