@@ -1,0 +1,194 @@
+// Package client is a Go client of the Stile HTTP API: enqueue and inspect
+// jobs, and the claim / heartbeat / report protocol that package worker
+// builds on. It talks to any host: `stile dev`, a deployed Worker, or a
+// test server.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/fence"
+)
+
+// Client talks to one Stile deployment.
+type Client struct {
+	base  string
+	token string
+	http  *http.Client
+}
+
+// New returns a client for the deployment at baseURL (e.g.
+// http://127.0.0.1:8787) authenticating with token. hc may be nil.
+func New(baseURL, token string, hc *http.Client) *Client {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &Client{base: strings.TrimSuffix(baseURL, "/"), token: token, http: hc}
+}
+
+// Tenant returns a handle on one tenant.
+func (c *Client) Tenant(name string) *Tenant { return &Tenant{c: c, name: name} }
+
+// Error is a non-2xx answer: the HTTP status and the API's error body.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// Is makes errors.Is(err, fence.ErrStale) true for a refused heartbeat or
+// report (409 with a fence code).
+func (e *Error) Is(target error) bool {
+	return target == fence.ErrStale && e.Status == http.StatusConflict
+}
+
+// Code returns the API error code of err, or "" if err is not an *Error.
+func Code(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// Raw sends a request with a raw body and returns the status and body. It
+// is for tools and tests that need to send what the typed methods will not.
+func (c *Client) Raw(ctx context.Context, method, path string, body []byte, header http.Header) (int, []byte, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, r)
+	if err != nil {
+		return 0, nil, err
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if req.Header.Get("Authorization") == "" && c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// Tenant is a handle on one tenant's API.
+type Tenant struct {
+	c    *Client
+	name string
+}
+
+// Name is the tenant's name.
+func (t *Tenant) Name() string { return t.name }
+
+func (t *Tenant) path(p string) string {
+	return "/" + api.Version + "/t/" + url.PathEscape(t.name) + "/" + p
+}
+
+func (t *Tenant) do(ctx context.Context, method, p string, in, out any) error {
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return err
+		}
+	}
+	status, b, err := t.c.Raw(ctx, method, t.path(p), body, nil)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, t.path(p), err)
+	}
+	if status < 200 || status > 299 {
+		var body api.Error
+		if json.Unmarshal(b, &body) != nil || body.Code == "" {
+			body.Code, body.Message = "http_"+fmt.Sprint(status), strings.TrimSpace(string(b))
+		}
+		return &Error{Status: status, Code: body.Code, Message: body.Message}
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("%s %s: decode response: %w", method, t.path(p), err)
+	}
+	return nil
+}
+
+// Enqueue adds one job.
+func (t *Tenant) Enqueue(ctx context.Context, r api.EnqueueRequest) (api.Job, error) {
+	var j api.Job
+	err := t.do(ctx, http.MethodPost, "jobs", r, &j)
+	return j, err
+}
+
+// EnqueueBatch adds many jobs in one transaction: all or none.
+func (t *Tenant) EnqueueBatch(ctx context.Context, rs []api.EnqueueRequest) ([]api.Job, error) {
+	var out api.EnqueueBatchResponse
+	err := t.do(ctx, http.MethodPost, "jobs/batch", api.EnqueueBatchRequest{Jobs: rs}, &out)
+	return out.Jobs, err
+}
+
+// Job reads a job with its attempt history and refused reports.
+func (t *Tenant) Job(ctx context.Context, id string) (api.Job, error) {
+	var j api.Job
+	err := t.do(ctx, http.MethodGet, "jobs/"+url.PathEscape(id), nil, &j)
+	return j, err
+}
+
+// Claim takes ready jobs (see api.ClaimRequest; WaitMs long-polls).
+func (t *Tenant) Claim(ctx context.Context, r api.ClaimRequest) (api.ClaimResponse, error) {
+	var out api.ClaimResponse
+	err := t.do(ctx, http.MethodPost, "claims", r, &out)
+	return out, err
+}
+
+// Heartbeat extends the lease of a claim; a lost lease is an *Error with
+// errors.Is(err, fence.ErrStale).
+func (t *Tenant) Heartbeat(ctx context.Context, id string, c api.Claim) (api.HeartbeatResponse, error) {
+	var out api.HeartbeatResponse
+	err := t.do(ctx, http.MethodPost, "jobs/"+url.PathEscape(id)+"/heartbeat", api.HeartbeatRequest{Claim: c}, &out)
+	return out, err
+}
+
+// Report records how an attempt ended. A refused report is an *Error with
+// errors.Is(err, fence.ErrStale); it wrote nothing.
+func (t *Tenant) Report(ctx context.Context, id string, r api.ReportRequest) (api.ReportResponse, error) {
+	var out api.ReportResponse
+	err := t.do(ctx, http.MethodPost, "jobs/"+url.PathEscape(id)+"/report", r, &out)
+	return out, err
+}
+
+// ReportBatch records many outcomes in one transaction, each fenced on its
+// own; results are in request order.
+func (t *Tenant) ReportBatch(ctx context.Context, rs []api.BatchReport) ([]api.BatchReportResult, error) {
+	var out api.BatchReportResponse
+	err := t.do(ctx, http.MethodPost, "reports", api.BatchReportRequest{Reports: rs}, &out)
+	return out.Results, err
+}
+
+// Status describes the tenant.
+func (t *Tenant) Status(ctx context.Context) (api.Status, error) {
+	var out api.Status
+	err := t.do(ctx, http.MethodGet, "status", nil, &out)
+	return out, err
+}

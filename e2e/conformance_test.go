@@ -1,0 +1,631 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/client"
+	"github.com/stile-run/stile/fence"
+)
+
+// lease is the lease of test.fast jobs (see testapp): short, so that the
+// workerd layer waits for real leases quickly.
+const lease = time.Second
+
+// maxBackoff is test.fast's longest retry delay.
+const maxBackoff = time.Second
+
+var tenantSeq atomic.Int64
+
+// scenario is one conformance scenario's view of a target.
+type scenario struct {
+	t   *testing.T
+	tg  target
+	ctx context.Context
+	ten *client.Tenant
+}
+
+func newScenario(t *testing.T, tg target) *scenario {
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(name) > 40 {
+		name = name[len(name)-40:]
+	}
+	name = strings.TrimLeft(name, "-_") + "-" + strconv.FormatInt(tenantSeq.Add(1), 10)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return &scenario{t: t, tg: tg, ctx: ctx, ten: tg.client().Tenant(name)}
+}
+
+func (s *scenario) enqueue(r api.EnqueueRequest) api.Job {
+	s.t.Helper()
+	j, err := s.ten.Enqueue(s.ctx, r)
+	require.NoError(s.t, err)
+	return j
+}
+
+// claim claims up to limit jobs for worker, requiring exactly want. In real
+// time it long-polls, so work that the alarm makes ready arrives.
+func (s *scenario) claim(worker string, limit, want int, queues ...string) []api.ClaimedJob {
+	s.t.Helper()
+	r := api.ClaimRequest{Worker: worker, Limit: limit, Queues: queues}
+	if s.tg.realTime() && want > 0 {
+		r.WaitMs = 15_000
+	}
+	resp, err := s.ten.Claim(s.ctx, r)
+	require.NoError(s.t, err)
+	require.Len(s.t, resp.Jobs, want, "claimed by %s", worker)
+	return resp.Jobs
+}
+
+func (s *scenario) job(id string) api.Job {
+	s.t.Helper()
+	j, err := s.ten.Job(s.ctx, id)
+	require.NoError(s.t, err)
+	return j
+}
+
+func claimOf(c api.ClaimedJob, worker string) api.Claim {
+	return api.Claim{Worker: worker, Attempt: c.Attempt, LeaseToken: c.LeaseToken}
+}
+
+func completed(c api.Claim, output string) api.ReportRequest {
+	return api.ReportRequest{Claim: c, Outcome: api.OutcomeCompleted, Output: json.RawMessage(output)}
+}
+
+func requireCode(t *testing.T, err error, status int, code string) {
+	t.Helper()
+	var ce *client.Error
+	require.True(t, errors.As(err, &ce), "want a %d %s error, got %v", status, code, err)
+	require.Equal(t, status, ce.Status, "status of %v", err)
+	require.Equal(t, code, ce.Code, "code of %v", err)
+	require.NotEmpty(t, ce.Message)
+	require.NotContains(t, ce.Message, "\n", "error messages are one line")
+}
+
+// runSuite runs every scenario against tg. Under a controlled clock they
+// run one after another (they share the clock); in real time in parallel.
+func runSuite(t *testing.T, tg target) {
+	scenarios := []struct {
+		name string
+		run  func(*scenario)
+		// inProcessOnly marks scenarios that need a Go host's test hooks.
+		inProcessOnly bool
+	}{
+		{name: "EnqueueClaimReport", run: scenarioEnqueueClaimReport},
+		{name: "SeedRaceStaleReport", run: scenarioSeedRace},
+		{name: "AlarmExpiresLease", run: scenarioAlarmExpiresLease},
+		{name: "HeartbeatExtendsLease", run: scenarioHeartbeat},
+		{name: "FenceRefusals", run: scenarioFenceRefusals},
+		{name: "DuplicateReport", run: scenarioDuplicateReport},
+		{name: "FailureRetryDead", run: scenarioFailureRetryDead},
+		{name: "BatchEnqueueAndReports", run: scenarioBatches},
+		{name: "ClaimOrderAndQueues", run: scenarioClaimOrder},
+		{name: "ScheduledJob", run: scenarioScheduled},
+		{name: "LongPollClaim", run: scenarioLongPoll},
+		{name: "BadInputChangesNothing", run: scenarioBadInput},
+		{name: "Auth", run: scenarioAuth},
+		{name: "LargeArgs", run: scenarioLargeArgs},
+		{name: "TrapRollsBack", run: scenarioTrap, inProcessOnly: true},
+	}
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			if sc.inProcessOnly && tg.inProcess() == nil {
+				t.Skip("needs a Go host's fault injection (nothing test-only ships in the JS entry)")
+			}
+			if tg.realTime() {
+				t.Parallel()
+			}
+			sc.run(newScenario(t, tg))
+		})
+	}
+}
+
+func scenarioEnqueueClaimReport(s *scenario) {
+	t := s.t
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{"hello":"world"}`)})
+	require.Equal(t, "available", j.State)
+	require.Equal(t, int64(0), j.Attempt)
+	require.Equal(t, "default", j.Queue)
+	require.JSONEq(t, `{"hello":"world"}`, string(j.Args))
+
+	c := s.claim("w1", 10, 1)[0]
+	require.Equal(t, j.ID, c.ID)
+	require.Equal(t, int64(1), c.Attempt)
+	require.Len(t, c.LeaseToken, 32)
+	require.True(t, c.LeaseUntil.After(c.CreatedAt) || c.LeaseUntil.Equal(c.CreatedAt.Add(time.Minute)))
+
+	running := s.job(j.ID)
+	require.Equal(t, "running", running.State)
+	require.NotNil(t, running.Running)
+	require.Equal(t, "w1", running.Running.Worker)
+
+	r, err := s.ten.Report(s.ctx, j.ID, completed(claimOf(c, "w1"), `{"echo":"world"}`))
+	require.NoError(t, err)
+	require.False(t, r.Duplicate)
+	require.Equal(t, "completed", r.Job.State)
+	require.JSONEq(t, `{"echo":"world"}`, string(r.Job.Output))
+
+	done := s.job(j.ID)
+	require.Equal(t, "completed", done.State)
+	require.NotNil(t, done.FinishedAt)
+	require.Nil(t, done.Running)
+	require.Len(t, done.Attempts, 1)
+	require.Equal(t, "completed", done.Attempts[0].Outcome)
+	require.Equal(t, "report", done.Attempts[0].NoticedBy)
+	require.Empty(t, done.Rejections)
+
+	s.claim("w1", 10, 0) // nothing left
+}
+
+// scenarioSeedRace is the race of "The Effect-Once Fence": A claims and
+// stalls past its lease, B claims the next attempt, A's late report is
+// refused and stores nothing, B's commits, and exactly one terminal
+// transition is recorded.
+func scenarioSeedRace(s *scenario) {
+	t := s.t
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.fast"})
+	a := s.claim("worker-a", 1, 1)[0]
+	require.Equal(t, int64(1), a.Attempt)
+
+	s.tg.advance(t, lease+100*time.Millisecond) // A stalls; its lease lapses
+	s.tg.advance(t, maxBackoff)                 // the retry's backoff passes
+	b := s.claim("worker-b", 1, 1)[0]
+	require.Equal(t, j.ID, b.ID)
+	require.Equal(t, int64(2), b.Attempt, "the next claim takes the next attempt number")
+
+	_, err := s.ten.Report(s.ctx, j.ID, completed(claimOf(a, "worker-a"), `{"by":"a"}`))
+	requireCode(t, err, http.StatusConflict, string(fence.CodeStaleAttempt))
+	require.ErrorIs(t, err, fence.ErrStale)
+
+	mid := s.job(j.ID)
+	require.Equal(t, "running", mid.State)
+	require.Empty(t, mid.Output, "a refused report stores no output")
+	require.Equal(t, "worker-b", mid.Running.Worker)
+
+	r, err := s.ten.Report(s.ctx, j.ID, completed(claimOf(b, "worker-b"), `{"by":"b"}`))
+	require.NoError(t, err)
+	require.Equal(t, "completed", r.Job.State)
+
+	final := s.job(j.ID)
+	require.Equal(t, "completed", final.State)
+	require.JSONEq(t, `{"by":"b"}`, string(final.Output))
+	require.Len(t, final.Attempts, 2)
+	require.Equal(t, "lease_expired", final.Attempts[0].Outcome)
+	require.Equal(t, "worker-a", final.Attempts[0].Worker)
+	require.Contains(t, []string{"alarm", "request"}, final.Attempts[0].NoticedBy)
+	require.Equal(t, "completed", final.Attempts[1].Outcome)
+	require.Equal(t, "worker-b", final.Attempts[1].Worker)
+	terminal := 0
+	for _, at := range final.Attempts {
+		if at.Outcome == "completed" {
+			terminal++
+		}
+	}
+	require.Equal(t, 1, terminal, "exactly one terminal transition")
+	require.Len(t, final.Rejections, 1, "the history shows A's refused report")
+	rej := final.Rejections[0]
+	require.Equal(t, "report", rej.Request)
+	require.Equal(t, "worker-a", rej.Worker)
+	require.Equal(t, int64(1), rej.Attempt)
+	require.Equal(t, "completed", rej.Outcome)
+	require.Equal(t, string(fence.CodeStaleAttempt), rej.Code)
+}
+
+// scenarioAlarmExpiresLease shows lease expiry happens with nobody calling:
+// the tenant's own alarm notices it.
+func scenarioAlarmExpiresLease(s *scenario) {
+	t := s.t
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.fast"})
+	s.claim("sleeper", 1, 1)
+	if s.tg.realTime() {
+		// No request at all while the lease lapses and the alarm fires.
+		time.Sleep(lease + 4*time.Second)
+	} else {
+		s.tg.advance(t, lease)
+	}
+	got := s.job(j.ID)
+	require.Len(t, got.Attempts, 1)
+	require.Equal(t, "lease_expired", got.Attempts[0].Outcome)
+	require.Equal(t, "alarm", got.Attempts[0].NoticedBy, "the alarm, not a request, expired the lease")
+	require.Equal(t, int64(1), got.Failures, "an expired lease counts as a failed attempt")
+	require.Contains(t, []string{"retryable", "available"}, got.State)
+}
+
+func scenarioHeartbeat(s *scenario) {
+	t := s.t
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.fast", LeaseMs: 2000})
+	c := s.claim("hb", 1, 1)[0]
+	s.tg.advance(t, 1200*time.Millisecond)
+	hb, err := s.ten.Heartbeat(s.ctx, j.ID, claimOf(c, "hb"))
+	require.NoError(t, err)
+	require.True(t, hb.LeaseUntil.After(c.LeaseUntil), "heartbeat extends the lease")
+	s.tg.advance(t, 1200*time.Millisecond) // past the first lease, inside the second
+	_, err = s.ten.Report(s.ctx, j.ID, completed(claimOf(c, "hb"), `1`))
+	require.NoError(t, err, "the extended lease is still live")
+
+	// A lease that lapsed answers a heartbeat with "lost".
+	j2 := s.enqueue(api.EnqueueRequest{Kind: "test.fast"})
+	c2 := s.claim("hb", 1, 1)[0]
+	require.Equal(t, j2.ID, c2.ID)
+	s.tg.advance(t, lease+100*time.Millisecond)
+	_, err = s.ten.Heartbeat(s.ctx, j2.ID, claimOf(c2, "hb"))
+	requireCode(t, err, http.StatusConflict, string(fence.CodeLeaseExpired))
+	got := s.job(j2.ID)
+	require.Equal(t, "heartbeat", got.Rejections[0].Request)
+}
+
+func scenarioFenceRefusals(s *scenario) {
+	t := s.t
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.echo"})
+	c := s.claim("owner", 1, 1)[0]
+	before := s.job(j.ID)
+
+	cases := []struct {
+		claim api.Claim
+		code  fence.Code
+	}{
+		{api.Claim{Worker: "intruder", Attempt: c.Attempt, LeaseToken: c.LeaseToken}, fence.CodeOtherWorker},
+		{api.Claim{Worker: "owner", Attempt: c.Attempt, LeaseToken: strings.Repeat("0", 32)}, fence.CodeBadToken},
+		{api.Claim{Worker: "owner", Attempt: c.Attempt + 1, LeaseToken: c.LeaseToken}, fence.CodeStaleAttempt},
+	}
+	for _, tc := range cases {
+		_, err := s.ten.Report(s.ctx, j.ID, completed(tc.claim, `"forged"`))
+		requireCode(t, err, http.StatusConflict, string(tc.code))
+		_, err = s.ten.Heartbeat(s.ctx, j.ID, tc.claim)
+		requireCode(t, err, http.StatusConflict, string(tc.code))
+	}
+	after := s.job(j.ID)
+	require.Equal(t, before.State, after.State)
+	require.Equal(t, before.Running, after.Running, "refusals change nothing about the claim")
+	require.Empty(t, after.Output)
+	require.Len(t, after.Rejections, 6, "each refusal is audited")
+
+	// Unknown job: 404, for reports and heartbeats alike.
+	_, err := s.ten.Report(s.ctx, "999999", completed(claimOf(c, "owner"), `1`))
+	requireCode(t, err, http.StatusNotFound, api.CodeNotFound)
+
+	// The owner still reports fine.
+	_, err = s.ten.Report(s.ctx, j.ID, completed(claimOf(c, "owner"), `"real"`))
+	require.NoError(t, err)
+	require.JSONEq(t, `"real"`, string(s.job(j.ID).Output))
+}
+
+func scenarioDuplicateReport(s *scenario) {
+	t := s.t
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.echo"})
+	c := claimOf(s.claim("dup", 1, 1)[0], "dup")
+	first, err := s.ten.Report(s.ctx, j.ID, completed(c, `{"n":1}`))
+	require.NoError(t, err)
+	require.False(t, first.Duplicate)
+
+	// A retried report (its response was lost) is answered, not refused.
+	again, err := s.ten.Report(s.ctx, j.ID, completed(c, `{"n":1}`))
+	require.NoError(t, err)
+	require.True(t, again.Duplicate)
+	require.Equal(t, "completed", again.Job.State)
+
+	// A different outcome for the same attempt is refused.
+	_, err = s.ten.Report(s.ctx, j.ID, api.ReportRequest{Claim: c, Outcome: api.OutcomeFailed, Error: "late"})
+	requireCode(t, err, http.StatusConflict, string(fence.CodeAlreadyReported))
+	got := s.job(j.ID)
+	require.Len(t, got.Attempts, 1)
+	require.JSONEq(t, `{"n":1}`, string(got.Output))
+}
+
+func scenarioFailureRetryDead(s *scenario) {
+	t := s.t
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.fast", MaxAttempts: 2})
+	c1 := s.claim("f", 1, 1)[0]
+	r, err := s.ten.Report(s.ctx, j.ID, api.ReportRequest{Claim: claimOf(c1, "f"), Outcome: api.OutcomeFailed, Error: "boom 1"})
+	require.NoError(t, err)
+	require.Equal(t, "retryable", r.Job.State)
+	require.Equal(t, int64(1), r.Job.Failures)
+	require.True(t, r.Job.RunAt.After(c1.LeaseUntil.Add(-lease)), "the retry waits for its backoff")
+
+	s.tg.advance(t, maxBackoff)
+	c2 := s.claim("f", 1, 1)[0]
+	require.Equal(t, int64(2), c2.Attempt)
+	require.Equal(t, int64(1), c2.Failures)
+	r, err = s.ten.Report(s.ctx, j.ID, api.ReportRequest{Claim: claimOf(c2, "f"), Outcome: api.OutcomeFailed, Error: "boom 2"})
+	require.NoError(t, err)
+	require.Equal(t, "dead", r.Job.State, "the retry budget is spent")
+	require.NotNil(t, r.Job.FinishedAt)
+
+	got := s.job(j.ID)
+	require.Equal(t, "boom 2", got.LastError)
+	require.Len(t, got.Attempts, 2)
+	require.Equal(t, "boom 1", got.Attempts[0].Error, "each attempt's error is kept")
+	require.Equal(t, "boom 2", got.Attempts[1].Error)
+	s.tg.advance(t, maxBackoff)
+	s.claim("f", 1, 0) // dead jobs are never claimed
+}
+
+func scenarioBatches(s *scenario) {
+	t := s.t
+	reqs := make([]api.EnqueueRequest, 5)
+	for i := range reqs {
+		reqs[i] = api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}
+	}
+	js, err := s.ten.EnqueueBatch(s.ctx, reqs)
+	require.NoError(t, err)
+	require.Len(t, js, 5)
+	cs := s.claim("batcher", 5, 5)
+	for i, c := range cs {
+		require.Equal(t, js[i].ID, c.ID, "claim order is priority, run_at, id")
+	}
+	reports := make([]api.BatchReport, 0, 6)
+	for i, c := range cs {
+		cl := claimOf(c, "batcher")
+		if i == 2 {
+			cl.LeaseToken = strings.Repeat("f", 32) // one forged report in the batch
+		}
+		reports = append(reports, api.BatchReport{JobID: c.ID, ReportRequest: completed(cl, fmt.Sprintf(`{"done":%d}`, i))})
+	}
+	reports = append(reports, api.BatchReport{JobID: "424242", ReportRequest: completed(claimOf(cs[0], "batcher"), `1`)})
+	results, err := s.ten.ReportBatch(s.ctx, reports)
+	require.NoError(t, err)
+	require.Len(t, results, 6)
+	for i, r := range results[:5] {
+		if i == 2 {
+			require.NotNil(t, r.Error)
+			require.Equal(t, string(fence.CodeBadToken), r.Error.Code, "each report is fenced on its own")
+			continue
+		}
+		require.Nil(t, r.Error, "report %d", i)
+		require.Equal(t, "completed", r.State)
+	}
+	require.Equal(t, api.CodeNotFound, results[5].Error.Code)
+	require.Equal(t, "running", s.job(cs[2].ID).State)
+	require.JSONEq(t, `{"done":4}`, string(s.job(cs[4].ID).Output))
+}
+
+func scenarioClaimOrder(s *scenario) {
+	t := s.t
+	p := func(n int) *int { return &n }
+	low := s.enqueue(api.EnqueueRequest{Kind: "test.echo", Priority: p(7)})
+	high := s.enqueue(api.EnqueueRequest{Kind: "test.echo", Priority: p(1)})
+	mid1 := s.enqueue(api.EnqueueRequest{Kind: "test.echo", Priority: p(4)})
+	mid2 := s.enqueue(api.EnqueueRequest{Kind: "test.echo", Priority: p(4)})
+	other := s.enqueue(api.EnqueueRequest{Kind: "test.other"})
+	require.Equal(t, "other", other.Queue, "the kind's default queue")
+	require.Equal(t, 3, other.Priority, "the kind's default priority")
+
+	cs := s.claim("o", 10, 4)
+	require.Equal(t, []string{high.ID, mid1.ID, mid2.ID, low.ID}, []string{cs[0].ID, cs[1].ID, cs[2].ID, cs[3].ID})
+
+	// Several queues merge in claim order; kinds filter.
+	x := s.enqueue(api.EnqueueRequest{Kind: "test.echo", Priority: p(5)})
+	y := s.enqueue(api.EnqueueRequest{Kind: "test.fast", Priority: p(0)})
+	resp, err := s.ten.Claim(s.ctx, api.ClaimRequest{Worker: "o", Limit: 10, Queues: []string{"default", "other"}, Kinds: []string{"test.echo", "test.other"}})
+	require.NoError(t, err)
+	require.Len(t, resp.Jobs, 2)
+	require.Equal(t, other.ID, resp.Jobs[0].ID, "priority 3 before 5")
+	require.Equal(t, x.ID, resp.Jobs[1].ID)
+	require.Equal(t, "available", s.job(y.ID).State, "a kind outside the filter stays")
+
+	many := make([]string, api.MaxClaimQueues)
+	for i := range many {
+		many[i] = fmt.Sprintf("q%d", i)
+	}
+	many[7] = "default"
+	resp, err = s.ten.Claim(s.ctx, api.ClaimRequest{Worker: "o", Limit: 5, Queues: many})
+	require.NoError(t, err, "a claim over many queues stays within Durable Object SQL limits")
+	require.Len(t, resp.Jobs, 1)
+	require.Equal(t, y.ID, resp.Jobs[0].ID)
+}
+
+func scenarioScheduled(s *scenario) {
+	t := s.t
+	status, err := s.ten.Status(s.ctx)
+	require.NoError(t, err)
+	at := status.Now.Add(1500 * time.Millisecond)
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.echo", RunAt: &at})
+	require.Equal(t, "scheduled", j.State)
+	resp, err := s.ten.Claim(s.ctx, api.ClaimRequest{Worker: "s"})
+	require.NoError(t, err)
+	require.Empty(t, resp.Jobs, "a scheduled job is not claimable before run_at")
+	status, err = s.ten.Status(s.ctx)
+	require.NoError(t, err)
+	require.NotNil(t, status.AlarmAt, "the alarm covers the scheduled job")
+	require.False(t, status.AlarmAt.After(at), "the alarm is due no later than run_at")
+
+	s.tg.advance(t, 1600*time.Millisecond)
+	eventually(t, s.tg, func() bool { return s.job(j.ID).State == "available" }, "the job becomes available at run_at")
+	require.Equal(t, j.ID, s.claim("s", 1, 1)[0].ID)
+}
+
+func scenarioLongPoll(s *scenario) {
+	t := s.t
+	type result struct {
+		resp api.ClaimResponse
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := s.ten.Claim(s.ctx, api.ClaimRequest{Worker: "poller", WaitMs: 30_000})
+		done <- result{r, err}
+	}()
+	time.Sleep(300 * time.Millisecond) // let the claim arrive and be held
+	select {
+	case r := <-done:
+		t.Fatalf("an empty long-poll claim returned early: %+v %v", r.resp, r.err)
+	default:
+	}
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.echo"})
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the held claim was not woken by the enqueue")
+	}
+	require.NoError(t, r.err)
+	require.Len(t, r.resp.Jobs, 1)
+	require.Equal(t, j.ID, r.resp.Jobs[0].ID)
+
+	// With no work, the claim answers empty once its wait passes.
+	go func() {
+		r, err := s.ten.Claim(s.ctx, api.ClaimRequest{Worker: "poller", WaitMs: 1000})
+		done <- result{r, err}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if !s.tg.realTime() {
+		s.tg.advance(t, 1100*time.Millisecond)
+	}
+	select {
+	case r = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the held claim did not end with its wait")
+	}
+	require.NoError(t, r.err)
+	require.Empty(t, r.resp.Jobs)
+}
+
+func scenarioBadInput(s *scenario) {
+	t := s.t
+	first := s.enqueue(api.EnqueueRequest{Kind: "test.echo"})
+	c := s.claim("bad", 1, 1)[0]
+	firstAfter := s.job(first.ID)
+	tp := s.ten.Name()
+	base := "/v1/t/" + tp
+	big := `{"kind":"test.echo","args":"` + strings.Repeat("x", api.MaxArgsBytes) + `"}`
+	tooMany := `{"jobs":[` + strings.TrimSuffix(strings.Repeat(`{"kind":"test.echo"},`, api.MaxBatchJobs+1), ",") + `]}`
+	cases := []struct {
+		name, method, path, body string
+		status                   int
+		code                     string
+	}{
+		{"malformed JSON", "POST", base + "/jobs", `{"kind":`, 400, api.CodeInvalidJSON},
+		{"not JSON", "POST", base + "/jobs", `kind=test.echo`, 400, api.CodeInvalidJSON},
+		{"empty body", "POST", base + "/jobs", ``, 400, api.CodeInvalidJSON},
+		{"unknown field", "POST", base + "/jobs", `{"kind":"test.echo","colour":"red"}`, 400, api.CodeInvalidJSON},
+		{"wrong type", "POST", base + "/jobs", `{"kind":"test.echo","priority":"high"}`, 400, api.CodeInvalidJSON},
+		{"trailing data", "POST", base + "/jobs", `{"kind":"test.echo"} {}`, 400, api.CodeInvalidJSON},
+		{"missing kind", "POST", base + "/jobs", `{"args":{}}`, 400, api.CodeInvalidRequest},
+		{"unknown kind", "POST", base + "/jobs", `{"kind":"nope"}`, 400, api.CodeUnknownKind},
+		{"invalid args", "POST", base + "/jobs", `{"kind":"test.validated","args":{"m":1}}`, 400, api.CodeInvalidArgs},
+		{"args over 1 MiB", "POST", base + "/jobs", big, 400, api.CodeTooLarge},
+		{"bad priority", "POST", base + "/jobs", `{"kind":"test.echo","priority":12}`, 400, api.CodeInvalidRequest},
+		{"bad queue", "POST", base + "/jobs", `{"kind":"test.echo","queue":"no spaces"}`, 400, api.CodeInvalidRequest},
+		{"bad lease", "POST", base + "/jobs", `{"kind":"test.echo","lease_ms":5}`, 400, api.CodeInvalidRequest},
+		{"bad run_at", "POST", base + "/jobs", `{"kind":"test.echo","run_at":"tomorrow"}`, 400, api.CodeInvalidJSON},
+		{"batch with one bad job", "POST", base + "/jobs/batch", `{"jobs":[{"kind":"test.echo"},{"kind":"nope"}]}`, 400, api.CodeUnknownKind},
+		{"empty batch", "POST", base + "/jobs/batch", `{"jobs":[]}`, 400, api.CodeInvalidRequest},
+		{"batch over the limit", "POST", base + "/jobs/batch", tooMany, 400, api.CodeInvalidRequest},
+		{"claim without worker", "POST", base + "/claims", `{}`, 400, api.CodeInvalidRequest},
+		{"claim over the limit", "POST", base + "/claims", `{"worker":"w","limit":1000}`, 400, api.CodeInvalidRequest},
+		{"claim unknown kind", "POST", base + "/claims", `{"worker":"w","kinds":["nope"]}`, 400, api.CodeUnknownKind},
+		{"claim waits too long", "POST", base + "/claims", `{"worker":"w","wait_ms":999999}`, 400, api.CodeInvalidRequest},
+		{"report without token", "POST", base + "/jobs/" + first.ID + "/report", `{"worker":"bad","attempt":1,"outcome":"completed"}`, 400, api.CodeInvalidRequest},
+		{"report bad outcome", "POST", base + "/jobs/" + first.ID + "/report",
+			fmt.Sprintf(`{"worker":"bad","attempt":1,"lease_token":%q,"outcome":"maybe"}`, c.LeaseToken), 400, api.CodeInvalidRequest},
+		{"report failed with output", "POST", base + "/jobs/" + first.ID + "/report",
+			fmt.Sprintf(`{"worker":"bad","attempt":1,"lease_token":%q,"outcome":"failed","output":{}}`, c.LeaseToken), 400, api.CodeInvalidRequest},
+		{"report to a non-id", "POST", base + "/jobs/abc/report", `{}`, 404, api.CodeNotFound},
+		{"batch report bad id", "POST", base + "/reports", `{"reports":[{"job_id":"x","worker":"w","attempt":1,"lease_token":"t","outcome":"completed"}]}`, 400, api.CodeInvalidRequest},
+		{"bad tenant", "POST", "/v1/t/Bad.Tenant/jobs", `{"kind":"test.echo"}`, 400, api.CodeInvalidTenant},
+		{"no such route", "GET", base + "/nothing", ``, 404, api.CodeNotFound},
+		{"wrong method", "GET", base + "/claims", ``, 405, api.CodeMethodNotAllowed},
+		{"not an API path", "GET", "/v2/whatever", ``, 404, api.CodeNotFound},
+	}
+	for _, tc := range cases {
+		var body []byte
+		if tc.body != "" {
+			body = []byte(tc.body)
+		}
+		status, b, err := s.tg.client().Raw(s.ctx, tc.method, tc.path, body, nil)
+		require.NoError(t, err, tc.name)
+		require.Equal(t, tc.status, status, "%s: %s", tc.name, b)
+		var e api.Error
+		require.NoError(t, json.Unmarshal(b, &e), "%s: error body is JSON: %s", tc.name, b)
+		require.Equal(t, tc.code, e.Code, "%s: %s", tc.name, e.Message)
+		require.NotEmpty(t, e.Message, tc.name)
+		require.NotContains(t, e.Message, "\n", tc.name)
+		require.Less(t, len(e.Message), 400, "%s: one short line", tc.name)
+	}
+
+	// Nothing changed: the claimed job is as it was, and the next job gets
+	// the very next id, so no refused request inserted anything.
+	require.Equal(t, firstAfter, s.job(first.ID))
+	next := s.enqueue(api.EnqueueRequest{Kind: "test.echo"})
+	firstID, _ := strconv.Atoi(first.ID)
+	require.Equal(t, strconv.Itoa(firstID+1), next.ID, "no refused request wrote a job")
+}
+
+func scenarioAuth(s *scenario) {
+	t := s.t
+	path := "/v1/t/" + s.ten.Name() + "/jobs"
+	body := []byte(`{"kind":"test.echo"}`)
+	for _, auth := range []string{"", "Bearer wrong", "Basic " + token, token} {
+		h := http.Header{}
+		if auth != "" {
+			h.Set("Authorization", auth)
+		} else {
+			h.Set("Authorization", "Bearer ")
+		}
+		status, b, err := s.tg.client().Raw(s.ctx, "POST", path, body, h)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusUnauthorized, status, "auth %q", auth)
+		want, _ := json.Marshal(api.Unauthorized)
+		require.Equal(t, string(want), string(b), "every host words a 401 alike")
+	}
+	// Nothing was enqueued by the refused requests.
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.echo"})
+	require.Equal(t, "1", j.ID)
+}
+
+func scenarioLargeArgs(s *scenario) {
+	t := s.t
+	// Exactly the 1 MiB limit is accepted and round-trips, in a row that a
+	// Durable Object accepts (its rows stop at about 2 MB).
+	str := strings.Repeat("a", api.MaxArgsBytes-2)
+	args, _ := json.Marshal(str)
+	require.Len(t, args, api.MaxArgsBytes)
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.echo", Args: args})
+	c := s.claim("big", 1, 1)[0]
+	require.Equal(t, j.ID, c.ID)
+	require.Equal(t, string(args), string(c.Args))
+	out, _ := json.Marshal(strings.Repeat("b", api.MaxOutputBytes-2))
+	_, err := s.ten.Report(s.ctx, j.ID, completed(claimOf(c, "big"), string(out)))
+	require.NoError(t, err, "the largest args and output fit one row")
+	require.Equal(t, string(out), string(s.job(j.ID).Output))
+}
+
+// scenarioTrap injects a trap in the middle of a transaction: the third
+// insert of a five-job batch. Nothing of the batch is written, the
+// instance is replaced, and the tenant keeps serving.
+func scenarioTrap(s *scenario) {
+	t := s.t
+	p := s.tg.inProcess()
+	before := s.enqueue(api.EnqueueRequest{Kind: "test.echo"})
+	var inserts atomic.Int64
+	p.faults.set(s.ten.Name(), func(sql string) bool {
+		return strings.HasPrefix(strings.TrimSpace(sql), "INSERT INTO stile_jobs") && inserts.Add(1) == 3
+	})
+	reqs := make([]api.EnqueueRequest, 5)
+	for i := range reqs {
+		reqs[i] = api.EnqueueRequest{Kind: "test.echo"}
+	}
+	_, err := s.ten.EnqueueBatch(s.ctx, reqs)
+	requireCode(t, err, http.StatusInternalServerError, api.CodeInternal)
+	require.Contains(t, err.Error(), "trapped")
+	require.Equal(t, int64(1), p.manager.Restarts(s.ten.Name()), "the trapped instance was discarded")
+	require.Equal(t, int64(3), inserts.Load())
+
+	p.faults.set(s.ten.Name(), nil)
+	after := s.enqueue(api.EnqueueRequest{Kind: "test.echo"})
+	b, _ := strconv.Atoi(before.ID)
+	require.Equal(t, strconv.Itoa(b+1), after.ID, "none of the trapped batch was written")
+	c := s.claim("t", 10, 2)
+	require.Equal(t, before.ID, c[0].ID)
+}

@@ -1,0 +1,103 @@
+package e2e_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/client"
+	"github.com/stile-run/stile/host"
+	"github.com/stile-run/stile/server"
+)
+
+// token is the bearer token of every test host.
+const token = "test-token"
+
+// target is one host the conformance suite runs against: the native
+// in-process host, the built tenant.wasm under wazero, or workerd.
+type target interface {
+	name() string
+	client() *client.Client
+	// advance lets d pass: a controlled clock moves and due alarms run at
+	// once; in workerd real time passes and the real alarm fires by itself.
+	advance(t *testing.T, d time.Duration)
+	// realTime reports whether time is real (workerd), so assertions that
+	// depend on the alarm must poll.
+	realTime() bool
+	// inProcess is the manager of a Go host, or nil.
+	inProcess() *inProcess
+}
+
+// inProcess is a Go host (native or wazero) behind the HTTP server on a
+// loopback port, with a clock the test controls.
+type inProcess struct {
+	label   string
+	clock   *host.ManualClock
+	manager *host.Manager
+	server  *httptest.Server
+	cl      *client.Client
+	faults  *faults
+}
+
+func (p *inProcess) name() string             { return p.label }
+func (p *inProcess) client() *client.Client   { return p.cl }
+func (p *inProcess) realTime() bool           { return false }
+func (p *inProcess) inProcess() *inProcess    { return p }
+func (p *inProcess) advance(t *testing.T, d time.Duration) {
+	t.Helper()
+	p.clock.Advance(d)
+	p.manager.FireDue(context.Background())
+}
+
+// start is the controlled clock's start: a fixed, recognisable time.
+var start = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func newInProcess(t testing.TB, label string, factory host.Factory, f *faults) *inProcess {
+	clock := host.NewManualClock(start.UnixMilli())
+	m, err := host.NewManager(host.Config{Factory: factory, Clock: clock, DataDir: t.TempDir()})
+	require.NoError(t, err)
+	srv, err := server.New(m, token)
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		ts.Close()
+		require.NoError(t, m.Close())
+	})
+	return &inProcess{label: label, clock: clock, manager: m, server: ts, cl: client.New(ts.URL, token, nil), faults: f}
+}
+
+// faults injects traps per tenant through a host's test-only Fault option.
+type faults struct {
+	mu sync.Mutex
+	fn map[string]func(sql string) bool
+}
+
+func newFaults() *faults { return &faults{fn: map[string]func(string) bool{}} }
+
+func (f *faults) set(tenant string, fn func(sql string) bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fn[tenant] = fn
+}
+
+func (f *faults) check(tenant, sql string) bool {
+	f.mu.Lock()
+	fn := f.fn[tenant]
+	f.mu.Unlock()
+	return fn != nil && fn(sql)
+}
+
+// eventually asserts cond: at once under a controlled clock, within a
+// bounded poll in real time.
+func eventually(t *testing.T, tg target, cond func() bool, msg string) {
+	t.Helper()
+	if !tg.realTime() {
+		require.True(t, cond(), msg)
+		return
+	}
+	require.Eventually(t, cond, 20*time.Second, 100*time.Millisecond, msg)
+}

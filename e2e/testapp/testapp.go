@@ -1,0 +1,31 @@
+// Package testapp is the tenant module the conformance suite runs in every
+// host: a few job kinds with short leases and backoffs so that scenarios in
+// real time (workerd) stay quick. It is a user package like any other; it
+// is not part of the default module.
+package testapp
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/stile-run/stile/runtime"
+)
+
+// App registers the test kinds.
+func App() *runtime.App {
+	return runtime.NewApp().
+		RegisterJob(runtime.JobKind{Name: "test.echo"}).
+		RegisterJob(runtime.JobKind{Name: "test.fast", MaxAttempts: 3, Lease: time.Second,
+			Backoff: 200 * time.Millisecond, MaxBackoff: time.Second}).
+		RegisterJob(runtime.JobKind{Name: "test.other", Queue: "other", Priority: 3}).
+		RegisterJob(runtime.JobKind{Name: "test.validated", Validate: func(args json.RawMessage) error {
+			var v struct {
+				N *int `json:"n"`
+			}
+			if err := json.Unmarshal(args, &v); err != nil || v.N == nil {
+				return errors.New(`args must be an object with a number "n"`)
+			}
+			return nil
+		}})
+}

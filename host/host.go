@@ -1,0 +1,116 @@
+// Package host runs tenant modules outside Cloudflare: one engine per
+// tenant (the built .wasm under wazero, or the same Go packages natively),
+// calls into each serialized, the tenant's alarm scheduled and persisted,
+// and claims held open until work arrives (long-poll). The HTTP server in
+// package server and the tests drive a Manager; the engines live in
+// host/wazerohost and host/native.
+package host
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Engine is one tenant's module instance. Calls are serialized by the
+// Manager; an engine need not be safe for concurrent use.
+type Engine interface {
+	// Handle passes a request frame to the module and returns its
+	// response frame (a copy the caller may keep). When the module traps,
+	// Handle rolls back the open transaction and returns an error wrapping
+	// ErrTrapped; the engine must not be used again.
+	Handle(ctx context.Context, frame []byte) ([]byte, error)
+	// Close releases the engine and its database.
+	Close() error
+}
+
+// Factory opens engines.
+type Factory interface {
+	// Open starts the module of tenant over the SQLite file at path.
+	Open(ctx context.Context, tenant, path string, clock Clock) (Engine, error)
+	// Close releases what the factory shares between engines.
+	Close() error
+}
+
+// ErrTrapped reports a module that trapped (a Go panic or a host fault).
+// Its transaction was rolled back and its instance discarded; the next
+// request gets a fresh one over the same, intact data.
+var ErrTrapped = errors.New("tenant module trapped")
+
+// Clock is the time the host gives tenant modules.
+type Clock interface {
+	// Now is the time in Unix milliseconds.
+	Now() int64
+	// After returns a channel closed once Now reaches at (Unix ms).
+	After(at int64) <-chan struct{}
+}
+
+// RealClock is the wall clock.
+type RealClock struct{}
+
+// Now implements Clock.
+func (RealClock) Now() int64 { return time.Now().UnixMilli() }
+
+// After implements Clock.
+func (RealClock) After(at int64) <-chan struct{} {
+	ch := make(chan struct{})
+	d := time.Until(time.UnixMilli(at))
+	if d <= 0 {
+		close(ch)
+		return ch
+	}
+	time.AfterFunc(d, func() { close(ch) })
+	return ch
+}
+
+// ManualClock is a clock tests move by hand.
+type ManualClock struct {
+	mu      sync.Mutex
+	now     int64
+	waiters []manualWaiter
+}
+
+type manualWaiter struct {
+	at int64
+	ch chan struct{}
+}
+
+// NewManualClock starts a clock at the Unix ms start.
+func NewManualClock(start int64) *ManualClock { return &ManualClock{now: start} }
+
+// Now implements Clock.
+func (c *ManualClock) Now() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// After implements Clock.
+func (c *ManualClock) After(at int64) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan struct{})
+	if at <= c.now {
+		close(ch)
+		return ch
+	}
+	c.waiters = append(c.waiters, manualWaiter{at: at, ch: ch})
+	return ch
+}
+
+// Advance moves the clock forward by d and releases the waiters it passed.
+func (c *ManualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now += d.Milliseconds()
+	kept := c.waiters[:0]
+	for _, w := range c.waiters {
+		if w.at <= c.now {
+			close(w.ch)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	c.waiters = kept
+}

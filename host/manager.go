@@ -1,0 +1,446 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
+)
+
+// Config configures a Manager.
+type Config struct {
+	// Factory opens each tenant's engine.
+	Factory Factory
+	// Clock is the time given to modules. Default: RealClock.
+	Clock Clock
+	// DataDir holds one SQLite file per tenant (tenants/<name>.sqlite) and
+	// the alarm schedule (alarms.json).
+	DataDir string
+	// MaxOpen bounds the engines kept open; the least recently used idle
+	// one is closed beyond it (an idle instance costs ~5 MiB). Default 256.
+	MaxOpen int
+	// CallTimeout bounds one call into a module (the Durable Object's CPU
+	// limit is 30 s by default). Default 30 s.
+	CallTimeout time.Duration
+	// ScheduleAlarms runs alarms from a background goroutine on the real
+	// clock. Tests with a ManualClock leave it off and call FireDue.
+	ScheduleAlarms bool
+	// Logger receives the manager's log lines. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// Manager runs tenants: one engine each, calls serialized per tenant,
+// alarms scheduled from committed state, claims held open by the host.
+type Manager struct {
+	cfg     Config
+	log     *slog.Logger
+	mu      sync.Mutex
+	tenants map[string]*tenant
+	uses    int64
+	alarms  *alarmFile
+	kick    chan struct{}
+	stop    chan struct{}
+	done    sync.WaitGroup
+	closed  atomic.Bool
+}
+
+type tenant struct {
+	name     string
+	path     string
+	mu       sync.Mutex // serializes calls into engine
+	engine   Engine
+	lastUse  int64 // Manager.uses at the last call; guarded by Manager.mu
+	alarmAt  atomic.Int64
+	failures atomic.Int64 // consecutive failed alarm runs
+	restarts atomic.Int64 // engines discarded after a trap
+
+	wakeMu sync.Mutex
+	wake   chan struct{} // closed and replaced to wake held claims
+}
+
+// NewManager starts a manager. Close it to release every engine.
+func NewManager(cfg Config) (*Manager, error) {
+	if cfg.Factory == nil {
+		return nil, errors.New("host: Config.Factory is required")
+	}
+	if cfg.DataDir == "" {
+		return nil, errors.New("host: Config.DataDir is required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = RealClock{}
+	}
+	if cfg.MaxOpen <= 0 {
+		cfg.MaxOpen = 256
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "tenants"), 0o755); err != nil {
+		return nil, fmt.Errorf("host: create data directory: %w", err)
+	}
+	alarms, err := loadAlarms(filepath.Join(cfg.DataDir, "alarms.json"))
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{cfg: cfg, log: cfg.Logger, tenants: map[string]*tenant{}, alarms: alarms,
+		kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	// Alarms survive a restart: tenants that had one get it back.
+	for name, at := range alarms.snapshot() {
+		if api.ValidTenant(name) {
+			m.tenant(name).alarmAt.Store(at)
+		}
+	}
+	if cfg.ScheduleAlarms {
+		m.done.Add(1)
+		go m.schedule()
+	}
+	return m, nil
+}
+
+// ErrClosed is returned by a closed manager.
+var ErrClosed = errors.New("host: manager closed")
+
+// Do serves one request for tenant. A claim that found nothing and asked
+// to wait (Response.HoldMs) is held here, never in the module: it is sent
+// again whenever another request of the tenant commits new work, when the
+// tenant's alarm comes due, or finally when its wait runs out.
+func (m *Manager) Do(ctx context.Context, name string, req do.Request) (do.Response, error) {
+	if m.closed.Load() {
+		return do.Response{}, ErrClosed
+	}
+	if !api.ValidTenant(name) {
+		return do.Response{}, api.TenantError(name)
+	}
+	t := m.tenant(name)
+	frame := do.AppendRequest(nil, req)
+	var deadline int64
+	for {
+		wake := t.wakeChan() // before the call, so no wake-up is missed
+		resp, err := m.call(ctx, t, frame)
+		if err != nil {
+			return do.Response{}, err
+		}
+		if resp.HoldMs <= 0 {
+			return resp, nil
+		}
+		now := m.cfg.Clock.Now()
+		if deadline == 0 {
+			deadline = now + resp.HoldMs
+		}
+		if now >= deadline {
+			return resp, nil
+		}
+		until := deadline
+		if at := t.alarmAt.Load(); at > 0 && at < until {
+			until = max(at, now+1)
+		}
+		select {
+		case <-wake:
+		case <-m.cfg.Clock.After(until):
+		case <-ctx.Done():
+			return resp, nil
+		case <-m.stop:
+			return resp, nil
+		}
+	}
+}
+
+// call makes one serialized call into the tenant's engine.
+func (m *Manager) call(ctx context.Context, t *tenant, frame []byte) (do.Response, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if m.closed.Load() {
+		return do.Response{}, ErrClosed
+	}
+	if t.engine == nil {
+		if err := m.open(ctx, t); err != nil {
+			return do.Response{}, err
+		}
+	}
+	m.mu.Lock()
+	m.uses++
+	t.lastUse = m.uses
+	m.mu.Unlock()
+
+	cctx, cancel := context.WithTimeout(ctx, m.cfg.CallTimeout)
+	out, err := t.engine.Handle(cctx, frame)
+	cancel()
+	if err != nil {
+		// A trapped or broken engine is discarded; its transaction was
+		// rolled back and the next call instantiates a fresh one.
+		t.engine.Close()
+		t.engine = nil
+		t.restarts.Add(1)
+		m.log.Warn("tenant module failed; instance discarded", "tenant", t.name, "err", err)
+		return do.Response{}, fmt.Errorf("tenant %s: %w", t.name, err)
+	}
+	resp, err := do.DecodeResponse(out)
+	if err != nil {
+		return do.Response{}, fmt.Errorf("tenant %s: %w", t.name, err)
+	}
+	m.setAlarm(t, resp.AlarmAt)
+	if resp.Flags&do.FlagWake != 0 {
+		t.broadcast()
+	}
+	return resp, nil
+}
+
+func (m *Manager) open(ctx context.Context, t *tenant) error {
+	m.evict(t)
+	e, err := m.cfg.Factory.Open(ctx, t.name, t.path, m.cfg.Clock)
+	if err != nil {
+		return fmt.Errorf("open tenant %s: %w", t.name, err)
+	}
+	t.engine = e
+	return nil
+}
+
+// evict closes least recently used idle engines so that opening one more
+// stays within MaxOpen. t is the tenant about to open (its lock is held).
+func (m *Manager) evict(opening *tenant) {
+	for {
+		m.mu.Lock()
+		open, lru := 0, (*tenant)(nil)
+		for _, t := range m.tenants {
+			if t == opening || t.engine == nil {
+				continue
+			}
+			open++
+			if lru == nil || t.lastUse < lru.lastUse {
+				lru = t
+			}
+		}
+		m.mu.Unlock()
+		if open < m.cfg.MaxOpen || lru == nil {
+			return
+		}
+		if !lru.mu.TryLock() {
+			return // busy; it will be idle soon, and the limit is soft
+		}
+		if lru.engine != nil {
+			lru.engine.Close()
+			lru.engine = nil
+		}
+		lru.mu.Unlock()
+	}
+}
+
+func (m *Manager) tenant(name string) *tenant {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.tenants[name]
+	if !ok {
+		t = &tenant{name: name, path: filepath.Join(m.cfg.DataDir, "tenants", name+".sqlite"), wake: make(chan struct{})}
+		m.tenants[name] = t
+	}
+	return t
+}
+
+func (t *tenant) wakeChan() <-chan struct{} {
+	t.wakeMu.Lock()
+	defer t.wakeMu.Unlock()
+	return t.wake
+}
+
+func (t *tenant) broadcast() {
+	t.wakeMu.Lock()
+	defer t.wakeMu.Unlock()
+	close(t.wake)
+	t.wake = make(chan struct{})
+}
+
+func (m *Manager) setAlarm(t *tenant, at int64) {
+	if t.alarmAt.Swap(at) == at {
+		return
+	}
+	if err := m.alarms.note(t.name, at); err != nil {
+		m.log.Warn("could not persist alarm", "tenant", t.name, "err", err)
+	}
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+// AlarmAt is the tenant's alarm time in Unix ms (0: none).
+func (m *Manager) AlarmAt(name string) int64 { return m.tenant(name).alarmAt.Load() }
+
+// Restarts counts the engines of tenant discarded after a failure.
+func (m *Manager) Restarts(name string) int64 { return m.tenant(name).restarts.Load() }
+
+// FireDue runs the alarm of every tenant whose alarm time has come, one
+// tenant after another, and returns how many ran. A failed alarm is retried
+// with a growing delay, as Durable Objects retry theirs.
+func (m *Manager) FireDue(ctx context.Context) int {
+	now := m.cfg.Clock.Now()
+	m.mu.Lock()
+	var due []*tenant
+	for _, t := range m.tenants {
+		if at := t.alarmAt.Load(); at > 0 && at <= now {
+			due = append(due, t)
+		}
+	}
+	m.mu.Unlock()
+	for _, t := range due {
+		if _, err := m.Do(ctx, t.name, do.Request{Kind: do.KindAlarm}); err != nil {
+			n := t.failures.Add(1)
+			retry := now + min(int64(2000)<<min(n-1, 5), 60_000)
+			t.alarmAt.Store(retry)
+			m.log.Warn("alarm failed; retrying", "tenant", t.name, "attempt", n, "err", err)
+			continue
+		}
+		t.failures.Store(0)
+	}
+	if len(due) > 0 {
+		if err := m.alarms.save(m.alarmSnapshot()); err != nil {
+			m.log.Warn("could not persist alarms", "err", err)
+		}
+	}
+	return len(due)
+}
+
+func (m *Manager) alarmSnapshot() map[string]int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]int64, len(m.tenants))
+	for name, t := range m.tenants {
+		if at := t.alarmAt.Load(); at > 0 {
+			out[name] = at
+		}
+	}
+	return out
+}
+
+// schedule fires alarms on time with the real clock.
+func (m *Manager) schedule() {
+	defer m.done.Done()
+	for {
+		next := int64(0)
+		for _, at := range m.alarmSnapshot() {
+			if next == 0 || at < next {
+				next = at
+			}
+		}
+		wait := time.Minute
+		if next > 0 {
+			wait = min(wait, time.Duration(next-m.cfg.Clock.Now())*time.Millisecond)
+		}
+		timer := time.NewTimer(max(wait, 0))
+		select {
+		case <-m.stop:
+			timer.Stop()
+			return
+		case <-m.kick:
+			timer.Stop()
+			continue
+		case <-timer.C:
+		}
+		m.FireDue(context.Background())
+	}
+}
+
+// Close stops the scheduler, waits for calls in flight and closes every
+// engine.
+func (m *Manager) Close() error {
+	if m.closed.Swap(true) {
+		return nil
+	}
+	close(m.stop)
+	m.done.Wait()
+	m.mu.Lock()
+	ts := make([]*tenant, 0, len(m.tenants))
+	for _, t := range m.tenants {
+		ts = append(ts, t)
+	}
+	m.mu.Unlock()
+	var errs []error
+	for _, t := range ts {
+		t.mu.Lock()
+		if t.engine != nil {
+			errs = append(errs, t.engine.Close())
+			t.engine = nil
+		}
+		t.mu.Unlock()
+	}
+	errs = append(errs, m.alarms.save(m.alarmSnapshot()), m.cfg.Factory.Close())
+	return errors.Join(errs...)
+}
+
+// alarmFile keeps the alarm schedule across restarts of the local host, as
+// a Durable Object keeps its alarm. It is rewritten when an alarm moves
+// earlier than the file says (so no alarm is ever lost) and after alarms
+// fire; a stale, earlier entry only fires an alarm that finds nothing due.
+type alarmFile struct {
+	path string
+	mu   sync.Mutex
+	at   map[string]int64
+}
+
+func loadAlarms(path string) (*alarmFile, error) {
+	f := &alarmFile{path: path, at: map[string]int64{}}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return f, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("host: read alarms: %w", err)
+	}
+	if err := json.Unmarshal(b, &f.at); err != nil {
+		return nil, fmt.Errorf("host: %s is corrupt (%v): delete it and restart; every tenant's next request recomputes its alarm", path, err)
+	}
+	return f, nil
+}
+
+func (f *alarmFile) snapshot() map[string]int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]int64, len(f.at))
+	for k, v := range f.at {
+		out[k] = v
+	}
+	return out
+}
+
+func (f *alarmFile) note(name string, at int64) error {
+	f.mu.Lock()
+	old, ok := f.at[name]
+	if at == 0 || (ok && old > 0 && old <= at) {
+		f.mu.Unlock()
+		return nil
+	}
+	f.at[name] = at
+	defer f.mu.Unlock()
+	return f.write(f.at)
+}
+
+func (f *alarmFile) save(at map[string]int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.at = at
+	return f.write(at)
+}
+
+// write replaces the file atomically; f.mu is held.
+func (f *alarmFile) write(at map[string]int64) error {
+	b, err := json.Marshal(at)
+	if err != nil {
+		return err
+	}
+	tmp := f.path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, f.path)
+}

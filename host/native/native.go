@@ -1,0 +1,134 @@
+// Package native runs a tenant module's Go packages in-process, with no
+// Wasm: the same runtime.App, the same request frames, the same SQLite
+// engine (host/dosql) as the wazero host, at Go speed and under the race
+// detector. It is the fast first layer of the conformance suite and of a
+// user's own tests.
+package native
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+
+	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/host"
+	"github.com/stile-run/stile/host/dosql"
+	"github.com/stile-run/stile/runtime"
+)
+
+// Config configures the native factory.
+type Config struct {
+	// App is the module's registry (runtime.Served() after its init ran).
+	App *runtime.App
+	// Logger receives the module's log lines.
+	Logger *slog.Logger
+	// Fault, when set, is asked before each tenant statement; true makes
+	// that statement panic as a trapping module would. Tests use it to
+	// show a trap mid-transaction leaves nothing behind.
+	Fault func(tenant, sql string) bool
+}
+
+// Factory opens native engines.
+type Factory struct{ cfg Config }
+
+// New returns a factory for app.
+func New(cfg Config) (*Factory, error) {
+	if cfg.App == nil {
+		return nil, errors.New("native: Config.App is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Factory{cfg: cfg}, nil
+}
+
+// Open implements host.Factory.
+func (f *Factory) Open(_ context.Context, tenant, path string, clock host.Clock) (host.Engine, error) {
+	db, err := dosql.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	e := &engine{cfg: &f.cfg, name: tenant, db: db, clock: clock}
+	e.tenant = runtime.NewTenant(f.cfg.App, e)
+	return e, nil
+}
+
+// Close implements host.Factory.
+func (f *Factory) Close() error { return nil }
+
+// engine is one tenant: a runtime.Tenant whose do.Host is this engine.
+type engine struct {
+	cfg    *Config
+	name   string
+	db     *dosql.DB
+	clock  host.Clock
+	tenant *runtime.Tenant
+}
+
+// trap is the panic value of an injected fault.
+type trap struct{ sql string }
+
+// Handle implements host.Engine. A panic anywhere in the module is what a
+// trap is under Wasm: the open transaction is rolled back and the engine
+// reports host.ErrTrapped, to be discarded.
+func (e *engine) Handle(_ context.Context, frame []byte) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			rbErr := e.db.RollbackAll()
+			err = fmt.Errorf("%w: %v (rollback: %v)\n%s", host.ErrTrapped, r, rbErr, debug.Stack())
+		}
+	}()
+	resp := e.tenant.Handle(frame)
+	return append([]byte(nil), resp...), nil
+}
+
+// Close implements host.Engine.
+func (e *engine) Close() error { return e.db.Close() }
+
+// Query implements do.Host.
+func (e *engine) Query(sql string, params []byte) ([]byte, error) {
+	if e.cfg.Fault != nil && e.cfg.Fault(e.name, sql) {
+		panic(trap{sql: sql})
+	}
+	return e.db.Query(sql, params)
+}
+
+// Tx implements do.Host: nested calls are savepoints.
+func (e *engine) Tx(body func() error) error {
+	if err := e.db.Begin(); err != nil {
+		return err
+	}
+	if err := body(); err != nil {
+		if rbErr := e.db.Rollback(); rbErr != nil {
+			return errors.Join(err, rbErr)
+		}
+		return err
+	}
+	if err := e.db.Commit(); err != nil {
+		rbErr := e.db.Rollback()
+		return errors.Join(do.ErrTxFailed, err, rbErr)
+	}
+	return nil
+}
+
+// Now implements do.Host.
+func (e *engine) Now() int64 { return e.clock.Now() }
+
+// Log implements do.Host.
+func (e *engine) Log(level do.Level, msg string) {
+	e.cfg.Logger.Log(context.Background(), slogLevel(level), msg, "tenant", e.name)
+}
+
+func slogLevel(l do.Level) slog.Level {
+	switch l {
+	case do.LevelDebug:
+		return slog.LevelDebug
+	case do.LevelWarn:
+		return slog.LevelWarn
+	case do.LevelError:
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}

@@ -1,0 +1,96 @@
+// Package server is the HTTP transport of the local host: it checks the
+// bearer token, routes /v1/t/{tenant}/… to that tenant's module through a
+// host.Manager, and writes back what the module answered. It adds nothing
+// to the API of its own; the Worker's JS entry does the same in Cloudflare.
+package server
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/host"
+)
+
+// Server is an http.Handler serving the Stile API.
+type Server struct {
+	manager *host.Manager
+	token   []byte
+}
+
+// New returns a server over m that requires token on every API request.
+func New(m *host.Manager, token string) (*Server, error) {
+	if token == "" {
+		return nil, errors.New("server: a token is required")
+	}
+	return &Server{manager: m, token: []byte(token)}, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/healthz" {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "ok\n")
+		return
+	}
+	if !s.authorized(r) {
+		writeError(w, http.StatusUnauthorized, api.Unauthorized)
+		return
+	}
+	tenant, _, ok := api.SplitTenantPath(r.URL.Path)
+	if !ok {
+		writeError(w, http.StatusNotFound, api.Error{Code: api.CodeNotFound,
+			Message: fmt.Sprintf("no route %s %s: tenant routes start with /%s/t/{tenant}/", r.Method, r.URL.Path, api.Version)})
+		return
+	}
+	if !api.ValidTenant(tenant) {
+		writeError(w, http.StatusBadRequest, *api.TenantError(tenant))
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, api.MaxBodyBytes+1))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeInvalidRequest, Message: "could not read the request body: " + err.Error()})
+		return
+	}
+	if len(body) > api.MaxBodyBytes {
+		writeError(w, http.StatusRequestEntityTooLarge, api.Error{Code: api.CodeBodyTooLarge,
+			Message: fmt.Sprintf("request body exceeds %d bytes", api.MaxBodyBytes)})
+		return
+	}
+	resp, err := s.manager.Do(r.Context(), tenant, do.Request{Kind: do.KindAPI, Method: r.Method,
+		Path: r.URL.Path, Query: r.URL.RawQuery, Body: body})
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, api.Error{Code: api.CodeInternal, Message: firstLine(err.Error())})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(resp.Status)
+	w.Write(resp.Body)
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), s.token) == 1
+}
+
+func writeError(w http.ResponseWriter, status int, e api.Error) {
+	// Marshalled exactly as the module marshals its own errors, so a body
+	// reads the same whichever layer refused the request.
+	body, _ := json.Marshal(e)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
