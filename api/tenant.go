@@ -29,15 +29,18 @@ func ValidTenant(name string) bool {
 	return true
 }
 
-// TenantError is the message for a tenant name that breaks the rule.
-func TenantError(name string) *Error {
-	const max = 40
-	shown := name
-	if len(shown) > max {
-		shown = shown[:max] + "…"
-	}
-	return &Error{Code: CodeInvalidTenant, Message: fmt.Sprintf(
-		"tenant name %q is invalid: use 1-63 characters of a-z, 0-9, '-' and '_', starting with a letter or digit", shown)}
+// InvalidTenant is the body of the 400 for a tenant name that breaks the
+// rule. It does not quote the name, so every transport words it alike.
+var InvalidTenant = Error{Code: CodeInvalidTenant,
+	Message: "invalid tenant name: use 1-63 characters of a-z, 0-9, '-' and '_', starting with a letter or digit"}
+
+// BodyTooLarge is the body of the 413 for a request body over MaxBodyBytes.
+var BodyTooLarge = Error{Code: CodeBodyTooLarge,
+	Message: fmt.Sprintf("request body exceeds %d bytes", MaxBodyBytes)}
+
+// NoRoute is the message of a 404 for a path that is no API route.
+func NoRoute(method, path string) string {
+	return fmt.Sprintf("no route %s %s: tenant routes start with /%s/t/{tenant}/", method, path, Version)
 }
 
 // SplitTenantPath splits /v1/t/{tenant}/{rest…} into the tenant and the

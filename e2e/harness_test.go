@@ -43,10 +43,10 @@ type inProcess struct {
 	faults  *faults
 }
 
-func (p *inProcess) name() string             { return p.label }
-func (p *inProcess) client() *client.Client   { return p.cl }
-func (p *inProcess) realTime() bool           { return false }
-func (p *inProcess) inProcess() *inProcess    { return p }
+func (p *inProcess) name() string           { return p.label }
+func (p *inProcess) client() *client.Client { return p.cl }
+func (p *inProcess) realTime() bool         { return false }
+func (p *inProcess) inProcess() *inProcess  { return p }
 func (p *inProcess) advance(t *testing.T, d time.Duration) {
 	t.Helper()
 	p.clock.Advance(d)

@@ -121,7 +121,8 @@ func (m *Manager) Do(ctx context.Context, name string, req do.Request) (do.Respo
 		return do.Response{}, ErrClosed
 	}
 	if !api.ValidTenant(name) {
-		return do.Response{}, api.TenantError(name)
+		e := api.InvalidTenant
+		return do.Response{}, &e
 	}
 	t := m.tenant(name)
 	frame := do.AppendRequest(nil, req)

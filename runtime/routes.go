@@ -33,11 +33,10 @@ func badRequest(code, format string, args ...any) *apiError {
 func (t *Tenant) match(req do.Request) (route, *apiError) {
 	tenant, rest, ok := api.SplitTenantPath(req.Path)
 	if !ok {
-		return nil, &apiError{statusNotFound, api.CodeNotFound, fmt.Sprintf("no route %s %s: tenant routes start with /%s/t/{tenant}/", req.Method, req.Path, api.Version)}
+		return nil, &apiError{statusNotFound, api.CodeNotFound, api.NoRoute(req.Method, req.Path)}
 	}
 	if !api.ValidTenant(tenant) {
-		e := api.TenantError(tenant)
-		return nil, &apiError{statusBadRequest, e.Code, e.Message}
+		return nil, &apiError{statusBadRequest, api.InvalidTenant.Code, api.InvalidTenant.Message}
 	}
 	if t.name == "" {
 		t.name = tenant
@@ -48,7 +47,7 @@ func (t *Tenant) match(req do.Request) (route, *apiError) {
 		return nil, &apiError{statusBadRequest, api.CodeInvalidTenant, fmt.Sprintf("this object serves tenant %q, not %q", t.name, tenant)}
 	}
 	if len(req.Body) > api.MaxBodyBytes {
-		return nil, &apiError{statusTooLarge, api.CodeBodyTooLarge, fmt.Sprintf("request body of %d bytes exceeds %d", len(req.Body), api.MaxBodyBytes)}
+		return nil, &apiError{statusTooLarge, api.BodyTooLarge.Code, api.BodyTooLarge.Message}
 	}
 	parts := strings.Split(rest, "/")
 	method := func(want string, r func() (route, *apiError)) (route, *apiError) {

@@ -71,11 +71,6 @@ func (t *Tenant) serve(req do.Request) do.Response {
 	if t.app == nil {
 		return errorResponse(statusInternal, api.CodeInternal, errNoServe.Error())
 	}
-	if !t.migrated {
-		if err := t.migrate(); err != nil {
-			return errorResponse(statusInternal, api.CodeInternal, err.Error())
-		}
-	}
 	var run route
 	noticedBy := "request"
 	switch req.Kind {
@@ -90,6 +85,13 @@ func (t *Tenant) serve(req do.Request) do.Response {
 		}
 	default:
 		return errorResponse(statusBadRequest, api.CodeInvalidRequest, fmt.Sprintf("unknown request kind %d", req.Kind))
+	}
+	// Only a request that passed validation migrates: a refused one (a
+	// mistyped tenant name, say) leaves the object's storage untouched.
+	if !t.migrated {
+		if err := t.migrate(); err != nil {
+			return errorResponse(statusInternal, api.CodeInternal, err.Error())
+		}
 	}
 
 	now := t.db.Now()

@@ -8,7 +8,6 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -45,12 +44,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	tenant, _, ok := api.SplitTenantPath(r.URL.Path)
 	if !ok {
-		writeError(w, http.StatusNotFound, api.Error{Code: api.CodeNotFound,
-			Message: fmt.Sprintf("no route %s %s: tenant routes start with /%s/t/{tenant}/", r.Method, r.URL.Path, api.Version)})
+		writeError(w, http.StatusNotFound, api.Error{Code: api.CodeNotFound, Message: api.NoRoute(r.Method, r.URL.Path)})
 		return
 	}
 	if !api.ValidTenant(tenant) {
-		writeError(w, http.StatusBadRequest, *api.TenantError(tenant))
+		writeError(w, http.StatusBadRequest, api.InvalidTenant)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, api.MaxBodyBytes+1))
@@ -59,8 +57,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(body) > api.MaxBodyBytes {
-		writeError(w, http.StatusRequestEntityTooLarge, api.Error{Code: api.CodeBodyTooLarge,
-			Message: fmt.Sprintf("request body exceeds %d bytes", api.MaxBodyBytes)})
+		writeError(w, http.StatusRequestEntityTooLarge, api.BodyTooLarge)
 		return
 	}
 	resp, err := s.manager.Do(r.Context(), tenant, do.Request{Kind: do.KindAPI, Method: r.Method,

@@ -255,7 +255,7 @@ func (db *DB) prepareFirst(sql string) (*sqlite3.Stmt, bool, error) {
 		}
 		if strings.TrimSpace(tail) == "" {
 			if rest == sql && len(db.stmts) < maxCachedStatements {
-				db.stmts[sql] = stmt
+				db.stmts[strings.Clone(sql)] = stmt // sql may be a view of guest memory
 				return stmt, true, nil
 			}
 			return stmt, false, nil

@@ -1,0 +1,47 @@
+package e2e_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/bundle"
+	"github.com/stile-run/stile/host/wazerohost"
+)
+
+var (
+	wasmOnce sync.Once
+	wasmPath string
+	wasmErr  error
+)
+
+// testWasm builds e2e/testapp/tenant to a .wasm once per test binary.
+func testWasm(t testing.TB) []byte {
+	t.Helper()
+	wasmOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "stile-e2e-")
+		if err != nil {
+			wasmErr = err
+			return
+		}
+		wasmPath = filepath.Join(dir, "tenant.wasm")
+		wasmErr = bundle.BuildWasm(context.Background(), "..", "./e2e/testapp/tenant", wasmPath)
+	})
+	require.NoError(t, wasmErr)
+	b, err := os.ReadFile(wasmPath)
+	require.NoError(t, err)
+	return b
+}
+
+func TestWazero(t *testing.T) {
+	t.Parallel()
+	f := newFaults()
+	factory, err := wazerohost.New(context.Background(), wazerohost.Config{
+		Wasm: testWasm(t), CacheDir: filepath.Join(os.TempDir(), "stile-test-wazero-cache"), Fault: f.check})
+	require.NoError(t, err)
+	runSuite(t, newInProcess(t, "wazero", factory, f))
+}

@@ -1,0 +1,403 @@
+// Package wazerohost runs a built tenant.wasm under wazero, the way the
+// Durable Object's JS shim runs it in workerd: the same exports and
+// imports (package do), one instance per tenant, its SQL through
+// host/dosql. It is the local host of `stile dev` and the wasm layer of
+// the conformance suite.
+//
+// The module is compiled once per process (with an on-disk compilation
+// cache, so a restart takes milliseconds). A trap rolls back the open
+// transaction and the instance is discarded; the next request gets a new
+// one. A call that outlives its context is stopped (see docs/DESIGN.md,
+// "Why close modules when a call's context ends?").
+package wazerohost
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/host"
+	"github.com/stile-run/stile/host/dosql"
+)
+
+// Config configures the wazero factory.
+type Config struct {
+	// Wasm is the tenant module (bundle.BuildWasm builds it).
+	Wasm []byte
+	// CacheDir keeps compiled code between runs; "" compiles in memory.
+	CacheDir string
+	// Logger receives the modules' log lines and stderr.
+	Logger *slog.Logger
+	// Fault, when set, is asked before each tenant statement; true makes
+	// the host function panic, which traps the module mid-call exactly as
+	// a guest panic would. Tests use it; nothing of it is in the module.
+	Fault func(tenant, sql string) bool
+	// NoCloseOnContextDone turns off the runaway-call guard (it costs CPU
+	// on every loop iteration; see docs/DESIGN.md). Benchmarks compare.
+	NoCloseOnContextDone bool
+}
+
+// MemoryLimitPages caps each instance at 128 MiB, a Durable Object's limit.
+const MemoryLimitPages = 128 << 20 >> 16
+
+// Factory compiles the module once and instantiates it per tenant.
+type Factory struct {
+	cfg      Config
+	log      *slog.Logger
+	rt       wazero.Runtime
+	compiled wazero.CompiledModule
+	seq      atomic.Int64
+}
+
+type ctxKey struct{}
+
+// New compiles cfg.Wasm and checks that it imports only what hosts provide.
+func New(ctx context.Context, cfg Config) (*Factory, error) {
+	if len(cfg.Wasm) == 0 {
+		return nil, errors.New("wazerohost: Config.Wasm is empty")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	rc := wazero.NewRuntimeConfig().
+		WithCloseOnContextDone(!cfg.NoCloseOnContextDone).
+		WithMemoryLimitPages(MemoryLimitPages)
+	if cfg.CacheDir != "" {
+		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("wazerohost: compilation cache %s: %w", cfg.CacheDir, err)
+		}
+		rc = rc.WithCompilationCache(cache)
+	}
+	rt := wazero.NewRuntimeWithConfig(ctx, rc)
+	f := &Factory{cfg: cfg, log: cfg.Logger, rt: rt}
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("wazerohost: instantiate WASI: %w", err)
+	}
+	if err := f.instantiateImports(ctx); err != nil {
+		rt.Close(ctx)
+		return nil, err
+	}
+	compiled, err := rt.CompileModule(ctx, cfg.Wasm)
+	if err != nil {
+		rt.Close(ctx)
+		return nil, fmt.Errorf("wazerohost: compile tenant module: %w", err)
+	}
+	if err := CheckImports(compiled); err != nil {
+		rt.Close(ctx)
+		return nil, err
+	}
+	for _, name := range []string{"_initialize", do.ExportBuffer, do.ExportHandle, do.ExportTxBody} {
+		if _, ok := compiled.ExportedFunctions()[name]; !ok {
+			rt.Close(ctx)
+			return nil, fmt.Errorf("wazerohost: the module does not export %s: build it with -buildmode=c-shared from a package that imports github.com/stile-run/stile/runtime", name)
+		}
+	}
+	f.compiled = compiled
+	return f, nil
+}
+
+// Imports lists the host functions of package do's ABI, by name.
+var Imports = []string{do.ImportSQL, do.ImportTake, do.ImportTx, do.ImportNow, do.ImportLog}
+
+// CheckImports refuses a module that imports anything besides WASI and
+// the ABI's host functions.
+func CheckImports(m wazero.CompiledModule) error {
+	known := map[string]bool{}
+	for _, n := range Imports {
+		known[n] = true
+	}
+	for _, fn := range m.ImportedFunctions() {
+		mod, name, _ := fn.Import()
+		switch {
+		case mod == wasi_snapshot_preview1.ModuleName:
+		case mod == do.ImportModule && known[name]:
+		default:
+			return fmt.Errorf("wazerohost: the module imports %s.%s, which no Stile host provides", mod, name)
+		}
+	}
+	return nil
+}
+
+func (f *Factory) instantiateImports(ctx context.Context) error {
+	i32, i64 := api.ValueTypeI32, api.ValueTypeI64
+	b := f.rt.NewHostModuleBuilder(do.ImportModule)
+	b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostSQL),
+		[]api.ValueType{i32, i32, i32, i32, i32, i32}, []api.ValueType{i64}).Export(do.ImportSQL)
+	b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostTake),
+		[]api.ValueType{i32}, nil).Export(do.ImportTake)
+	b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostTx),
+		[]api.ValueType{i32}, []api.ValueType{i64}).Export(do.ImportTx)
+	b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostNow),
+		nil, []api.ValueType{i64}).Export(do.ImportNow)
+	b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostLog),
+		[]api.ValueType{i32, i32, i32}, nil).Export(do.ImportLog)
+	if _, err := b.Instantiate(ctx); err != nil {
+		return fmt.Errorf("wazerohost: instantiate host functions: %w", err)
+	}
+	return nil
+}
+
+// Close implements host.Factory.
+func (f *Factory) Close() error { return f.rt.Close(context.Background()) }
+
+// Open implements host.Factory: a fresh instance over the tenant's file.
+func (f *Factory) Open(ctx context.Context, tenant, path string, clock host.Clock) (host.Engine, error) {
+	db, err := dosql.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	e := &engine{f: f, name: tenant, db: db, clock: clock}
+	e.stderr = &lineLog{log: f.log, tenant: tenant}
+	ictx := context.WithValue(ctx, ctxKey{}, e)
+	mod, err := f.rt.InstantiateModule(ictx, f.compiled, wazero.NewModuleConfig().
+		WithName(fmt.Sprintf("tenant-%s-%d", tenant, f.seq.Add(1))).
+		WithStartFunctions(). // a reactor: _initialize is called below
+		WithSysWalltime().WithSysNanotime().WithSysNanosleep().
+		WithRandSource(rand.Reader).
+		WithStdout(e.stderr).WithStderr(e.stderr))
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("instantiate tenant module: %w", err)
+	}
+	e.mod = mod
+	e.buffer = mod.ExportedFunction(do.ExportBuffer)
+	e.handle = mod.ExportedFunction(do.ExportHandle)
+	e.txBody = mod.ExportedFunction(do.ExportTxBody)
+	if _, err := mod.ExportedFunction("_initialize").Call(ictx); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("initialize tenant module: %w%s", err, e.stderr.tail())
+	}
+	return e, nil
+}
+
+// engine is one tenant's instance.
+type engine struct {
+	f       *Factory
+	name    string
+	db      *dosql.DB
+	clock   host.Clock
+	mod     api.Module
+	buffer  api.Function
+	handle  api.Function
+	txBody  api.Function
+	stderr  *lineLog
+	pending []byte // an ImportSQL/ImportTx payload too large for the guest's buffer
+	stack   [2]uint64
+}
+
+// Handle implements host.Engine.
+func (e *engine) Handle(ctx context.Context, frame []byte) (out []byte, err error) {
+	ctx = context.WithValue(ctx, ctxKey{}, e)
+	defer func() {
+		if err != nil {
+			rbErr := e.db.RollbackAll()
+			err = fmt.Errorf("%w: %v%s (rollback: %v)", host.ErrTrapped, err, e.stderr.tail(), rbErr)
+		}
+	}()
+	e.stack[0] = uint64(len(frame))
+	if err := e.buffer.CallWithStack(ctx, e.stack[:]); err != nil {
+		return nil, err
+	}
+	ptr := api.DecodeU32(e.stack[0])
+	if !e.mod.Memory().Write(ptr, frame) {
+		return nil, fmt.Errorf("request buffer at %d is out of range", ptr)
+	}
+	e.stack[0] = uint64(len(frame))
+	if err := e.handle.CallWithStack(ctx, e.stack[:]); err != nil {
+		return nil, err
+	}
+	res := e.stack[0]
+	rptr, rlen := uint32(res>>32), api.DecodeU32(res)
+	b, ok := e.mod.Memory().Read(rptr, rlen)
+	if !ok {
+		return nil, fmt.Errorf("response at %d+%d is out of range", rptr, rlen)
+	}
+	return bytes.Clone(b), nil
+}
+
+// Close implements host.Engine.
+func (e *engine) Close() error {
+	var errs []error
+	if e.mod != nil {
+		errs = append(errs, e.mod.Close(context.Background()))
+	}
+	return errors.Join(append(errs, e.db.Close())...)
+}
+
+func engineOf(ctx context.Context) *engine {
+	e, _ := ctx.Value(ctxKey{}).(*engine)
+	if e == nil {
+		panic("wazerohost: host function called outside a tenant call")
+	}
+	return e
+}
+
+// payload hands a result to the guest: written into its buffer when it
+// fits, else kept pending for ImportTake. n is the payload's length,
+// negated minus one for an error.
+func (e *engine) payload(mem api.Memory, outPtr, outCap uint32, b []byte, isErr bool) int64 {
+	if uint32(len(b)) <= outCap {
+		mem.Write(outPtr, b)
+		e.pending = nil
+	} else {
+		e.pending = append(e.pending[:0], b...)
+	}
+	if isErr {
+		return -int64(len(b)) - 1
+	}
+	return int64(len(b))
+}
+
+// faultTrap is the panic value of an injected fault.
+type faultTrap struct{ sql string }
+
+func (t faultTrap) String() string { return "injected fault at: " + t.sql }
+
+func hostSQL(ctx context.Context, mod api.Module, stack []uint64) {
+	e := engineOf(ctx)
+	mem := mod.Memory()
+	sqlB, ok1 := mem.Read(api.DecodeU32(stack[0]), api.DecodeU32(stack[1]))
+	params, ok2 := mem.Read(api.DecodeU32(stack[2]), api.DecodeU32(stack[3]))
+	if !ok1 || !ok2 {
+		panic("stile.sql: arguments out of range")
+	}
+	// A view of guest memory, valid during this call; dosql copies what it
+	// keeps.
+	sql := unsafe.String(unsafe.SliceData(sqlB), len(sqlB))
+	if e.f.cfg.Fault != nil && e.f.cfg.Fault(e.name, sql) {
+		panic(faultTrap{sql: strings.Clone(sql)})
+	}
+	out, err := e.db.Query(sql, params)
+	outPtr, outCap := api.DecodeU32(stack[4]), api.DecodeU32(stack[5])
+	if err != nil {
+		stack[0] = api.EncodeI64(e.payload(mem, outPtr, outCap, []byte(err.Error()), true))
+		return
+	}
+	stack[0] = api.EncodeI64(e.payload(mem, outPtr, outCap, out, false))
+}
+
+func hostTake(ctx context.Context, mod api.Module, stack []uint64) {
+	e := engineOf(ctx)
+	if !mod.Memory().Write(api.DecodeU32(stack[0]), e.pending) {
+		panic("stile.take: buffer out of range")
+	}
+	e.pending = e.pending[:0]
+}
+
+func hostTx(ctx context.Context, mod api.Module, stack []uint64) {
+	e := engineOf(ctx)
+	id := api.DecodeU32(stack[0])
+	fail := func(err error) {
+		msg := []byte(err.Error())
+		e.pending = append(e.pending[:0], msg...)
+		stack[0] = api.EncodeI64(-int64(len(msg)) - 1)
+	}
+	if err := e.db.Begin(); err != nil {
+		fail(err)
+		return
+	}
+	body := []uint64{uint64(id)}
+	if err := e.txBody.CallWithStack(ctx, body); err != nil {
+		// The guest trapped inside the body. Never return into it: unwind
+		// the whole call, and let Handle roll back and discard it.
+		panic(fmt.Errorf("transaction body: %w", err))
+	}
+	if api.DecodeU32(body[0]) != do.TxCommit {
+		if err := e.db.Rollback(); err != nil {
+			fail(err)
+			return
+		}
+		stack[0] = api.EncodeI64(do.TxRolledBack)
+		return
+	}
+	if err := e.db.Commit(); err != nil {
+		e.db.Rollback()
+		fail(err)
+		return
+	}
+	stack[0] = api.EncodeI64(do.TxCommitted)
+}
+
+func hostNow(ctx context.Context, _ api.Module, stack []uint64) {
+	stack[0] = api.EncodeI64(engineOf(ctx).clock.Now())
+}
+
+func hostLog(ctx context.Context, mod api.Module, stack []uint64) {
+	e := engineOf(ctx)
+	msg, ok := mod.Memory().Read(api.DecodeU32(stack[1]), api.DecodeU32(stack[2]))
+	if !ok {
+		panic("stile.log: message out of range")
+	}
+	e.f.log.Log(ctx, levelOf(do.Level(api.DecodeI32(stack[0]))), string(msg), "tenant", e.name)
+}
+
+func levelOf(l do.Level) slog.Level {
+	switch l {
+	case do.LevelDebug:
+		return slog.LevelDebug
+	case do.LevelWarn:
+		return slog.LevelWarn
+	case do.LevelError:
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// lineLog forwards a module's stdout and stderr to the log and remembers the
+// last lines, so a trap's error can quote the panic message that preceded it.
+type lineLog struct {
+	log    *slog.Logger
+	tenant string
+	mu     sync.Mutex
+	buf    []byte
+	last   []string
+}
+
+var _ io.Writer = (*lineLog)(nil)
+
+func (l *lineLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			break
+		}
+		line := string(l.buf[:i])
+		l.buf = l.buf[i+1:]
+		l.log.Warn(line, "tenant", l.tenant, "stream", "module")
+		l.last = append(l.last, line)
+		if len(l.last) > 3 {
+			l.last = l.last[1:]
+		}
+	}
+	return len(p), nil
+}
+
+// tail quotes the module's last output lines, if any.
+func (l *lineLog) tail() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.last) == 0 {
+		return ""
+	}
+	s := " [module said: " + strings.Join(l.last, " | ") + "]"
+	l.last = nil
+	return s
+}
