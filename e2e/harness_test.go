@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,6 +31,9 @@ type target interface {
 	realTime() bool
 	// inProcess is the manager of a Go host, or nil.
 	inProcess() *inProcess
+	// injectFault makes the tenant's module trap at the nth statement that
+	// starts with prefix (a test-only host option in each host).
+	injectFault(t *testing.T, tenant, prefix string, nth int)
 }
 
 // inProcess is a Go host (native or wazero) behind the HTTP server on a
@@ -47,6 +51,17 @@ func (p *inProcess) name() string           { return p.label }
 func (p *inProcess) client() *client.Client { return p.cl }
 func (p *inProcess) realTime() bool         { return false }
 func (p *inProcess) inProcess() *inProcess  { return p }
+func (p *inProcess) injectFault(t *testing.T, tenant, prefix string, nth int) {
+	var seen int
+	p.faults.set(tenant, func(sql string) bool {
+		if strings.HasPrefix(strings.TrimSpace(sql), prefix) {
+			seen++
+			return seen == nth
+		}
+		return false
+	})
+}
+
 func (p *inProcess) advance(t *testing.T, d time.Duration) {
 	t.Helper()
 	p.clock.Advance(d)

@@ -22,6 +22,12 @@ var (
 // testWasm builds e2e/testapp/tenant to a .wasm once per test binary.
 func testWasm(t testing.TB) []byte {
 	t.Helper()
+	b := testWasmBytes()
+	require.NoError(t, wasmErr)
+	return b
+}
+
+func testWasmBytes() []byte {
 	wasmOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "stile-e2e-")
 		if err != nil {
@@ -31,9 +37,14 @@ func testWasm(t testing.TB) []byte {
 		wasmPath = filepath.Join(dir, "tenant.wasm")
 		wasmErr = bundle.BuildWasm(context.Background(), "..", "./e2e/testapp/tenant", wasmPath)
 	})
-	require.NoError(t, wasmErr)
+	if wasmErr != nil {
+		return nil
+	}
 	b, err := os.ReadFile(wasmPath)
-	require.NoError(t, err)
+	if err != nil {
+		wasmErr = err
+		return nil
+	}
 	return b
 }
 

@@ -1,0 +1,376 @@
+// The host ABI of a Stile tenant module, implemented over a Durable
+// Object's SQLite storage. Package do (Go) defines it; this file is its JS
+// twin and is kept in step by shared test vectors (do/testdata) and by the
+// conformance suite that runs the real module in workerd.
+//
+// Pure ES module: no imports, so Node can load it in tests.
+
+export const FRAME_VERSION = 1;
+export const KIND_API = 1;
+export const KIND_ALARM = 2;
+export const FLAG_WAKE = 1;
+const TX_COMMIT = 0;
+
+const TAG_NULL = 0, TAG_INT = 1, TAG_FLOAT = 2, TAG_TEXT = 3, TAG_BLOB = 4;
+const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+const utf8 = new TextEncoder();
+const fromUtf8 = new TextDecoder();
+
+// ---- a growable byte writer ----
+
+class Writer {
+  constructor(size = 256) {
+    this.buf = new Uint8Array(size);
+    this.len = 0;
+  }
+  room(n) {
+    if (this.len + n <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < this.len + n) size *= 2;
+    const next = new Uint8Array(size);
+    next.set(this.buf.subarray(0, this.len));
+    this.buf = next;
+  }
+  byte(b) {
+    this.room(1);
+    this.buf[this.len++] = b;
+  }
+  bytes(b) {
+    this.room(b.length);
+    this.buf.set(b, this.len);
+    this.len += b.length;
+  }
+  uvarint(n) {
+    // n is a non-negative integer Number (< 2^53) or BigInt.
+    if (typeof n === "bigint") {
+      while (n >= 0x80n) {
+        this.byte(Number(n & 0x7fn) | 0x80);
+        n >>= 7n;
+      }
+      this.byte(Number(n));
+      return;
+    }
+    while (n >= 0x80) {
+      this.byte((n % 0x80) | 0x80);
+      n = Math.floor(n / 0x80);
+    }
+    this.byte(n);
+  }
+  varint(n) {
+    // zigzag, through BigInt: |n| may be up to 2^53 - 1.
+    const b = BigInt(n);
+    this.uvarint(b >= 0n ? b << 1n : ((-b) << 1n) - 1n);
+  }
+  result() {
+    return this.buf.subarray(0, this.len);
+  }
+}
+
+class Reader {
+  constructor(buf) {
+    this.buf = buf;
+    this.off = 0;
+  }
+  byte() {
+    if (this.off >= this.buf.length) throw new Error("value codec: truncated");
+    return this.buf[this.off++];
+  }
+  uvarint() {
+    let n = 0n, shift = 0n;
+    for (;;) {
+      const b = this.byte();
+      n |= BigInt(b & 0x7f) << shift;
+      if (b < 0x80) break;
+      shift += 7n;
+      if (shift > 63n) throw new Error("value codec: bad uvarint");
+    }
+    return n;
+  }
+  varint() {
+    const u = this.uvarint();
+    return u & 1n ? -((u + 1n) >> 1n) : u >> 1n;
+  }
+  bytes(n) {
+    if (this.off + n > this.buf.length) throw new Error("value codec: overrun");
+    const b = this.buf.subarray(this.off, this.off + n);
+    this.off += n;
+    return b;
+  }
+}
+
+// ---- values ----
+
+// decodeParams turns an encoded parameter list into values for sql.exec.
+export function decodeParams(buf) {
+  const r = new Reader(buf);
+  const n = Number(r.uvarint());
+  const out = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const tag = r.byte();
+    switch (tag) {
+      case TAG_NULL: out[i] = null; break;
+      case TAG_INT: {
+        const v = r.varint();
+        if (v > BigInt(MAX_SAFE) || v < -BigInt(MAX_SAFE)) throw new Error(`value codec: integer ${v} is outside ±(2^53-1)`);
+        out[i] = Number(v);
+        break;
+      }
+      case TAG_FLOAT: {
+        const b = r.bytes(8);
+        out[i] = new DataView(b.buffer, b.byteOffset, 8).getFloat64(0, true);
+        break;
+      }
+      case TAG_TEXT: out[i] = fromUtf8.decode(r.bytes(Number(r.uvarint()))); break;
+      case TAG_BLOB: out[i] = r.bytes(Number(r.uvarint())).slice(); break;
+      default: throw new Error(`value codec: unknown tag ${tag}`);
+    }
+  }
+  return out;
+}
+
+function encodeValue(w, v) {
+  if (v === null || v === undefined) {
+    w.byte(TAG_NULL);
+  } else if (typeof v === "number") {
+    if (Number.isInteger(v) && Math.abs(v) <= MAX_SAFE && !Object.is(v, -0)) {
+      w.byte(TAG_INT);
+      w.varint(v);
+    } else {
+      w.byte(TAG_FLOAT);
+      const b = new Uint8Array(8);
+      new DataView(b.buffer).setFloat64(0, v, true);
+      w.bytes(b);
+    }
+  } else if (typeof v === "string") {
+    const b = utf8.encode(v);
+    w.byte(TAG_TEXT);
+    w.uvarint(b.length);
+    w.bytes(b);
+  } else if (v instanceof ArrayBuffer || ArrayBuffer.isView(v)) {
+    const b = v instanceof ArrayBuffer ? new Uint8Array(v) : new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+    w.byte(TAG_BLOB);
+    w.uvarint(b.length);
+    w.bytes(b);
+  } else {
+    throw new Error(`value codec: cannot encode ${typeof v}`);
+  }
+}
+
+// encodeRows encodes rows (arrays of values) of ncols columns.
+export function encodeRows(ncols, rows) {
+  const w = new Writer();
+  w.uvarint(ncols);
+  w.uvarint(rows.length);
+  for (const row of rows) for (let i = 0; i < ncols; i++) encodeValue(w, row[i]);
+  return w.result();
+}
+
+// encodeParams is the guest's side of the codec; JS uses it in tests only.
+export function encodeParams(values) {
+  const w = new Writer();
+  w.uvarint(values.length);
+  for (const v of values) encodeValue(w, v);
+  return w.result();
+}
+
+// ---- frames ----
+
+export function encodeRequest(kind, method, path, query, body) {
+  const w = new Writer(64 + body.length);
+  w.byte(FRAME_VERSION);
+  w.byte(kind);
+  for (const s of [method, path, query]) {
+    const b = utf8.encode(s);
+    w.uvarint(b.length);
+    w.bytes(b);
+  }
+  w.uvarint(body.length);
+  w.bytes(body);
+  return w.result();
+}
+
+export function decodeResponse(buf) {
+  const r = new Reader(buf);
+  if (r.byte() !== FRAME_VERSION) throw new Error("not a response frame");
+  const status = Number(r.uvarint());
+  const flags = r.byte();
+  const alarmAt = Number(r.varint());
+  const holdMs = Number(r.uvarint());
+  const body = r.bytes(Number(r.uvarint()));
+  return { status, flags, alarmAt, holdMs, body };
+}
+
+// ---- the module ----
+
+// TxRollback is thrown inside transactionSync to roll a transaction back.
+class TxRollback extends Error {}
+
+// WASI: what a Go reactor needs, over nothing but the clock, randomness and
+// the console. ENOSYS for the rest.
+const ERRNO_SUCCESS = 0, ERRNO_BADF = 8, ERRNO_NOSYS = 52;
+
+export const WASI_IMPLEMENTED = [
+  "args_get", "args_sizes_get", "environ_get", "environ_sizes_get", "clock_time_get",
+  "random_get", "fd_write", "poll_oneoff", "proc_exit", "sched_yield", "fd_prestat_get",
+];
+export const WASI_NOSYS = ["fd_close", "fd_read", "fd_fdstat_get", "fd_fdstat_set_flags", "fd_prestat_dir_name"];
+export const STILE_IMPORTS = ["sql", "take", "tx", "now", "log"];
+
+// instantiate starts a tenant module over storage (a Durable Object's
+// ctx.storage) and returns { handle(frame) -> Uint8Array }. A trap throws
+// out of handle; the caller must discard the instance.
+export function instantiate(wasmModule, storage, opts = {}) {
+  const log = opts.log ?? ((level, msg) => console.log(msg));
+  const now = opts.now ?? (() => Date.now());
+  let instance, memory, pending = null;
+  const mem = () => new Uint8Array(memory.buffer);
+  const view = () => new DataView(memory.buffer);
+
+  // A payload goes into the guest's buffer when it fits, else waits for take.
+  function payload(bytes, outPtr, outCap, isErr) {
+    if (bytes.length <= outCap) {
+      mem().set(bytes, outPtr);
+      pending = null;
+    } else {
+      pending = bytes.slice();
+    }
+    return BigInt(isErr ? -bytes.length - 1 : bytes.length);
+  }
+
+  const stile = {
+    sql(sqlPtr, sqlLen, argsPtr, argsLen, outPtr, outCap) {
+      const sql = fromUtf8.decode(mem().subarray(sqlPtr, sqlPtr + sqlLen));
+      let out, isErr = false;
+      try {
+        const params = decodeParams(mem().slice(argsPtr, argsPtr + argsLen));
+        if (opts.fault) opts.fault(sql);
+        const cursor = storage.sql.exec(sql, ...params);
+        // Read every row: an unfinished cursor fails the request in workerd.
+        const rows = cursor.raw().toArray();
+        out = encodeRows(cursor.columnNames.length, rows);
+      } catch (e) {
+        if (e instanceof WebAssembly.RuntimeError) throw e;
+        out = utf8.encode(String(e?.message ?? e));
+        isErr = true;
+      }
+      return payload(out, outPtr, outCap, isErr);
+    },
+    take(ptr) {
+      mem().set(pending ?? new Uint8Array(0), ptr);
+      pending = null;
+    },
+    tx(id) {
+      let trapped = null;
+      try {
+        storage.transactionSync(() => {
+          let rc;
+          try {
+            rc = instance.exports.stile_tx_body(id);
+          } catch (e) {
+            trapped = e;
+            throw e;
+          }
+          if (rc !== TX_COMMIT) throw new TxRollback();
+        });
+        return 0n;
+      } catch (e) {
+        // A trap in the body unwinds everything: never return into the
+        // module. transactionSync has rolled back.
+        if (trapped) throw trapped;
+        if (e instanceof TxRollback) return 1n;
+        const msg = utf8.encode(String(e?.message ?? e));
+        pending = msg;
+        return BigInt(-msg.length - 1);
+      }
+    },
+    now() {
+      return BigInt(now());
+    },
+    log(level, ptr, len) {
+      log(level, fromUtf8.decode(mem().subarray(ptr, ptr + len)));
+    },
+  };
+
+  let line = "";
+  const wasi = {
+    args_get: () => ERRNO_SUCCESS,
+    args_sizes_get(argc, bufSize) {
+      view().setUint32(argc, 0, true);
+      view().setUint32(bufSize, 0, true);
+      return ERRNO_SUCCESS;
+    },
+    environ_get: () => ERRNO_SUCCESS,
+    environ_sizes_get(count, bufSize) {
+      view().setUint32(count, 0, true);
+      view().setUint32(bufSize, 0, true);
+      return ERRNO_SUCCESS;
+    },
+    clock_time_get(id, precision, out) {
+      view().setBigUint64(out, BigInt(now()) * 1000000n, true);
+      return ERRNO_SUCCESS;
+    },
+    random_get(ptr, len) {
+      for (let off = 0; off < len; off += 65536) {
+        crypto.getRandomValues(mem().subarray(ptr + off, ptr + Math.min(len, off + 65536)));
+      }
+      return ERRNO_SUCCESS;
+    },
+    fd_write(fd, iovs, iovsLen, nwritten) {
+      const dv = view();
+      let n = 0;
+      for (let i = 0; i < iovsLen; i++) {
+        const p = dv.getUint32(iovs + i * 8, true), l = dv.getUint32(iovs + i * 8 + 4, true);
+        line += fromUtf8.decode(mem().subarray(p, p + l));
+        n += l;
+      }
+      let nl;
+      while ((nl = line.indexOf("\n")) >= 0) {
+        log(fd === 2 ? 2 : 1, line.slice(0, nl));
+        line = line.slice(nl + 1);
+      }
+      dv.setUint32(nwritten, n, true);
+      return ERRNO_SUCCESS;
+    },
+    // Clock subscriptions complete at once: the guest never waits.
+    poll_oneoff(inPtr, outPtr, nsubs, nevents) {
+      const dv = view();
+      for (let i = 0; i < nsubs; i++) {
+        const sub = inPtr + i * 48, ev = outPtr + i * 32;
+        dv.setBigUint64(ev, dv.getBigUint64(sub, true), true); // userdata
+        dv.setUint16(ev + 8, 0, true); // errno
+        dv.setUint8(ev + 10, dv.getUint8(sub + 8)); // type
+      }
+      dv.setUint32(nevents, nsubs, true);
+      return ERRNO_SUCCESS;
+    },
+    proc_exit(code) {
+      throw new WebAssembly.RuntimeError(`tenant module exited with code ${code}`);
+    },
+    sched_yield: () => ERRNO_SUCCESS,
+    fd_prestat_get: () => ERRNO_BADF, // no preopened directories (ENOSYS would panic _initialize)
+  };
+  for (const name of WASI_NOSYS) wasi[name] = () => ERRNO_NOSYS;
+
+  instance = new WebAssembly.Instance(wasmModule, { wasi_snapshot_preview1: wasi, stile });
+  memory = instance.exports.memory;
+  instance.exports._initialize();
+
+  return {
+    handle(frame) {
+      const ptr = instance.exports.stile_buffer(frame.length) >>> 0;
+      mem().set(frame, ptr);
+      const res = instance.exports.stile_handle(frame.length);
+      const rptr = Number(BigInt.asUintN(64, res) >> 32n), rlen = Number(res & 0xffffffffn);
+      return mem().slice(rptr, rptr + rlen);
+    },
+  };
+}
+
+// importNames lists what instantiate provides, per module, for the test
+// that refuses a module importing anything else.
+export function importNames() {
+  return {
+    wasi_snapshot_preview1: [...WASI_IMPLEMENTED, ...WASI_NOSYS].sort(),
+    stile: [...STILE_IMPORTS].sort(),
+  };
+}

@@ -1,0 +1,143 @@
+// The Worker of a Stile deployment: a tiny router in front of one Durable
+// Object per tenant, and the Durable Object class that runs the tenant
+// module. Both are thin transports: the module (tenant.wasm) owns the API.
+// `stile build` writes this file next to config.mjs (constants generated
+// from the Go API package) and tenant.wasm.
+
+import wasm from "./tenant.wasm";
+import { decodeResponse, encodeRequest, instantiate, FLAG_WAKE, KIND_ALARM, KIND_API } from "./abi.mjs";
+import { API_PREFIX, BODY_TOO_LARGE, INVALID_TENANT, MAX_BODY_BYTES, TENANT_PATTERN, UNAUTHORIZED } from "./config.mjs";
+
+const tenantRe = new RegExp(TENANT_PATTERN);
+
+function json(status, body) {
+  return new Response(typeof body === "string" ? body : JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json" },
+  });
+}
+
+function decodedPath(url) {
+  try {
+    return decodeURIComponent(url.pathname);
+  } catch {
+    return url.pathname;
+  }
+}
+
+// Constant-time comparison of the bearer token.
+function tokenMatches(header, token) {
+  if (!token || !header.startsWith("Bearer ")) return false;
+  const a = new TextEncoder().encode(header.slice(7)), b = new TextEncoder().encode(token);
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < b.length; i++) diff |= (a[i] ?? 0) ^ b[i];
+  return diff === 0;
+}
+
+export default {
+  async fetch(request, env) {
+    const url = new URL(request.url);
+    if (url.pathname === "/healthz") return new Response("ok\n", { headers: { "content-type": "text/plain" } });
+    if (!env.STILE_TOKEN) {
+      return json(500, { code: "internal", message: "the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`" });
+    }
+    if (!tokenMatches(request.headers.get("authorization") ?? "", env.STILE_TOKEN)) return json(401, UNAUTHORIZED);
+    const path = decodedPath(url);
+    if (!path.startsWith(API_PREFIX)) {
+      return json(404, { code: "not_found", message: `no route ${request.method} ${path}: tenant routes start with ${API_PREFIX}{tenant}/` });
+    }
+    const rest = path.slice(API_PREFIX.length);
+    const slash = rest.indexOf("/");
+    const tenant = slash < 0 ? rest : rest.slice(0, slash);
+    if (!tenantRe.test(tenant)) return json(400, INVALID_TENANT);
+    const stub = env.TENANT.get(env.TENANT.idFromName(tenant));
+    return stub.fetch(request);
+  },
+};
+
+// Tenant is the Durable Object of one tenant: it runs the module over its
+// SQLite storage, keeps the alarm where the module says, and holds empty
+// long-poll claims until work arrives (the module never waits).
+export class Tenant {
+  constructor(ctx, env) {
+    this.ctx = ctx;
+    this.env = env;
+    this.module = null;
+    this.alarmAt = undefined; // what was last set; undefined: unknown
+    this.wakeUp = null;
+    this.wakeAll = null;
+    this.newWake();
+  }
+
+  newWake() {
+    this.wakeUp = new Promise((resolve) => (this.wakeAll = resolve));
+  }
+
+  // call runs one frame through the module. A trap discards the instance
+  // (its transaction was rolled back by transactionSync) and rethrows.
+  call(frame) {
+    if (!this.module) this.module = instantiate(wasm, this.ctx.storage, this.instantiateOptions());
+    try {
+      const resp = decodeResponse(this.module.handle(frame));
+      this.after(resp);
+      return resp;
+    } catch (e) {
+      this.module = null;
+      throw e;
+    }
+  }
+
+  // instantiateOptions are the options of abi.mjs's instantiate; a
+  // subclass may add a log function.
+  instantiateOptions() {
+    return {};
+  }
+
+  after(resp) {
+    if (resp.alarmAt !== this.alarmAt) {
+      if (resp.alarmAt > 0) this.ctx.storage.setAlarm(resp.alarmAt);
+      else this.ctx.storage.deleteAlarm();
+      this.alarmAt = resp.alarmAt;
+    }
+    if (resp.flags & FLAG_WAKE) {
+      this.wakeAll();
+      this.newWake();
+    }
+  }
+
+  async fetch(request) {
+    const url = new URL(request.url);
+    const body = new Uint8Array(await request.arrayBuffer());
+    if (body.length > MAX_BODY_BYTES) return json(413, BODY_TOO_LARGE);
+    const frame = encodeRequest(KIND_API, request.method, decodedPath(url), url.search.slice(1), body);
+    let deadline = 0;
+    for (;;) {
+      const woken = this.wakeUp; // before the call, so no wake-up is missed
+      let resp;
+      try {
+        resp = this.call(frame);
+      } catch (e) {
+        return json(500, { code: "internal", message: `tenant module trapped; the request was rolled back: ${String(e?.message ?? e).split("\n")[0]}` });
+      }
+      if (resp.holdMs > 0) {
+        const now = Date.now();
+        if (!deadline) deadline = now + resp.holdMs;
+        if (now < deadline) {
+          let until = deadline;
+          if (this.alarmAt > 0 && this.alarmAt < until) until = Math.max(this.alarmAt, now + 1);
+          let timer;
+          await Promise.race([woken, new Promise((r) => (timer = setTimeout(r, until - now)))]);
+          clearTimeout(timer);
+          continue;
+        }
+      }
+      return new Response(resp.body, { status: resp.status, headers: { "content-type": "application/json" } });
+    }
+  }
+
+  async alarm() {
+    // The alarm that fired is gone; the module says when the next is due.
+    this.alarmAt = 0;
+    this.call(encodeRequest(KIND_ALARM, "", "", "", new Uint8Array(0)));
+  }
+}
