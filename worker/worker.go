@@ -1,0 +1,407 @@
+// Package worker runs job handlers for Stile tenants from any Go process.
+//
+// A Worker claims jobs over HTTP (long-polling, so an idle worker neither
+// spins nor adds latency), runs the handler registered for each job's
+// kind with a context.Context, heartbeats while it runs, and reports the
+// outcome. The handler's context is cancelled when a heartbeat answers
+// that the lease is lost, or when the lease deadline passes without a
+// successful heartbeat: from then on the store will refuse the report
+// anyway (see package fence).
+//
+// Handler bodies run at least once: a job whose worker stalls is claimed
+// again. Key side effects on JobContext.JobID, which is the same for every
+// attempt of a job.
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/client"
+	"github.com/stile-run/stile/fence"
+)
+
+// JobContext identifies one attempt of a job.
+type JobContext struct {
+	// JobID is the job's id, stable across attempts: key idempotent side
+	// effects on it.
+	JobID string
+	// Attempt numbers claims of the job, from 1; it never repeats.
+	Attempt int64
+	// Deadline is when the current lease runs out, on this machine's clock;
+	// heartbeats move it.
+	Deadline time.Time
+}
+
+// Job is what a handler is given.
+type Job struct {
+	JobContext
+	Tenant      string
+	Kind        string
+	Queue       string
+	Args        json.RawMessage
+	MaxAttempts int64
+	// Failures is how many earlier attempts failed.
+	Failures int64
+}
+
+// Decode unmarshals the job's args into v.
+func (j *Job) Decode(v any) error {
+	if err := json.Unmarshal(j.Args, v); err != nil {
+		return fmt.Errorf("decode args of job %s (%s): %w", j.JobID, j.Kind, err)
+	}
+	return nil
+}
+
+// Handler runs one attempt of a job. Its output (JSON-marshalled) is stored
+// with a successful outcome; an error fails the attempt, which is retried
+// after a backoff until the job's budget is spent. A panic is a failure
+// whose error carries the stack.
+type Handler func(ctx context.Context, job *Job) (output any, err error)
+
+// ErrLeaseLost is the cause of a handler's context cancelled because the
+// job's lease is gone: another attempt may already be running.
+var ErrLeaseLost = errors.New("lease lost")
+
+// ErrShutdown is the cause of a handler's context cancelled because the
+// worker stopped and its grace period ran out.
+var ErrShutdown = errors.New("worker shutting down")
+
+// Config configures a Worker.
+type Config struct {
+	// URL of the Stile deployment, e.g. http://127.0.0.1:8787.
+	URL string
+	// Token is the deployment's bearer token.
+	Token string
+	// Tenants to work for.
+	Tenants []string
+	// ID names this worker in claims and in the attempt history. Default:
+	// hostname-pid-random.
+	ID string
+	// Queues to claim from. Default: ["default"].
+	Queues []string
+	// Concurrency is how many handlers run at once, across tenants.
+	// Default 10.
+	Concurrency int
+	// PollWait is how long a claim is held open when there is no work.
+	// Default 20 s (at most api.MaxWait).
+	PollWait time.Duration
+	// ShutdownGrace is how long Run waits for running handlers after its
+	// context ends before cancelling theirs. Default 30 s.
+	ShutdownGrace time.Duration
+	// HTTPClient is used for every request. Default: a client with no
+	// timeout (claims are long-polls; each call has its own deadline).
+	HTTPClient *http.Client
+	// Logger receives the worker's log lines. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// Worker runs handlers. Register handlers with Handle, then call Run.
+type Worker struct {
+	cfg      Config
+	cl       *client.Client
+	log      *slog.Logger
+	mu       sync.Mutex
+	handlers map[string]Handler
+	slots    chan struct{}
+}
+
+// New returns a worker. It does nothing until Run.
+func New(cfg Config) (*Worker, error) {
+	if cfg.URL == "" {
+		return nil, errors.New("worker: Config.URL is required")
+	}
+	if len(cfg.Tenants) == 0 {
+		return nil, errors.New("worker: Config.Tenants is empty")
+	}
+	for _, t := range cfg.Tenants {
+		if !api.ValidTenant(t) {
+			return nil, fmt.Errorf("worker: tenant %q: %s", t, api.InvalidTenant.Message)
+		}
+	}
+	if cfg.ID == "" {
+		host, _ := os.Hostname()
+		var b [3]byte
+		rand.Read(b[:])
+		cfg.ID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	if !api.ValidName(cfg.ID) {
+		return nil, fmt.Errorf("worker: id %q is invalid: use %s", cfg.ID, api.NameRule)
+	}
+	if len(cfg.Queues) == 0 {
+		cfg.Queues = []string{api.DefaultQueue}
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 10
+	}
+	if cfg.PollWait <= 0 {
+		cfg.PollWait = 20 * time.Second
+	}
+	cfg.PollWait = min(cfg.PollWait, api.MaxWait)
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = 30 * time.Second
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Worker{cfg: cfg, cl: client.New(cfg.URL, cfg.Token, cfg.HTTPClient),
+		log: cfg.Logger.With("worker", cfg.ID), handlers: map[string]Handler{},
+		slots: make(chan struct{}, cfg.Concurrency)}, nil
+}
+
+// ID is the worker's id.
+func (w *Worker) ID() string { return w.cfg.ID }
+
+// Handle registers the handler of a job kind. The worker claims only kinds
+// it has handlers for.
+func (w *Worker) Handle(kind string, h Handler) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.handlers[kind] = h
+}
+
+func (w *Worker) kinds() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ks := make([]string, 0, len(w.handlers))
+	for k := range w.handlers {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// Run claims and runs jobs until ctx ends, then stops claiming, lets
+// running handlers finish for up to ShutdownGrace (then cancels their
+// contexts), and returns once every claimed job has been reported or
+// abandoned to its lease.
+func (w *Worker) Run(ctx context.Context) error {
+	kinds := w.kinds()
+	if len(kinds) == 0 {
+		return errors.New("worker: no handlers registered")
+	}
+	// Handlers get a context that outlives ctx by the grace period.
+	hctx, cancelHandlers := context.WithCancelCause(context.Background())
+	defer cancelHandlers(nil)
+	var jobs sync.WaitGroup
+	var loops sync.WaitGroup
+	for _, tenant := range w.cfg.Tenants {
+		loops.Add(1)
+		go func() {
+			defer loops.Done()
+			w.claimLoop(ctx, hctx, tenant, kinds, &jobs)
+		}()
+	}
+	loops.Wait()
+	done := make(chan struct{})
+	go func() { jobs.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(w.cfg.ShutdownGrace):
+		w.log.Warn("shutdown grace period over; cancelling running handlers")
+		cancelHandlers(ErrShutdown)
+		<-done
+	}
+	return nil
+}
+
+func (w *Worker) claimLoop(ctx, hctx context.Context, tenant string, kinds []string, jobs *sync.WaitGroup) {
+	ten := w.cl.Tenant(tenant)
+	backoff := time.Duration(0)
+	for ctx.Err() == nil {
+		// Take one slot (blocking), then as many more as are free.
+		select {
+		case w.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		n := 1
+	more:
+		for n < api.MaxClaim {
+			select {
+			case w.slots <- struct{}{}:
+				n++
+			default:
+				break more
+			}
+		}
+		resp, err := ten.Claim(ctx, api.ClaimRequest{Worker: w.cfg.ID, Queues: w.cfg.Queues, Kinds: kinds,
+			Limit: n, WaitMs: w.cfg.PollWait.Milliseconds()})
+		received := time.Now()
+		for i := len(resp.Jobs); i < n; i++ {
+			<-w.slots
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			backoff = min(max(backoff*2, 100*time.Millisecond), 10*time.Second)
+			w.log.Warn("claim failed; retrying", "tenant", tenant, "in", backoff, "err", err)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		backoff = 0
+		for _, c := range resp.Jobs {
+			jobs.Add(1)
+			go func() {
+				defer jobs.Done()
+				defer func() { <-w.slots }()
+				w.run(hctx, ten, c, received.Add(c.LeaseUntil.Sub(resp.Now)))
+			}()
+		}
+	}
+}
+
+// run executes one claimed job: handler, heartbeats, report.
+func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob, deadline time.Time) {
+	w.mu.Lock()
+	h := w.handlers[c.Kind]
+	w.mu.Unlock()
+	claim := api.Claim{Worker: w.cfg.ID, Attempt: c.Attempt, LeaseToken: c.LeaseToken}
+	log := w.log.With("tenant", ten.Name(), "job", c.ID, "kind", c.Kind, "attempt", c.Attempt)
+
+	ctx, cancel := context.WithCancelCause(hctx)
+	defer cancel(nil)
+	lease := &leaseClock{deadline: deadline}
+	job := &Job{JobContext: JobContext{JobID: c.ID, Attempt: c.Attempt, Deadline: deadline}, Tenant: ten.Name(),
+		Kind: c.Kind, Queue: c.Queue, Args: c.Args, MaxAttempts: c.MaxAttempts, Failures: c.Failures}
+
+	stop := make(chan struct{})
+	var beats sync.WaitGroup
+	beats.Add(1)
+	go func() {
+		defer beats.Done()
+		w.heartbeat(ctx, cancel, ten, c, claim, lease, stop, log)
+	}()
+	output, herr := call(ctx, h, job)
+	close(stop)
+	beats.Wait()
+
+	if cause := context.Cause(ctx); errors.Is(cause, ErrLeaseLost) {
+		// The store will refuse the report; send it anyway so the refusal is
+		// on record, and so a duplicate delivery is visible.
+		log.Warn("handler finished after its lease was lost", "cause", cause)
+	}
+	report := api.ReportRequest{Claim: claim, Outcome: api.OutcomeCompleted}
+	if herr != nil {
+		report.Outcome, report.Error = api.OutcomeFailed, herr.Error()
+	} else if output != nil {
+		b, err := json.Marshal(output)
+		if err != nil {
+			report.Outcome, report.Error = api.OutcomeFailed, fmt.Sprintf("marshal output: %v", err)
+		} else {
+			report.Output = b
+		}
+	}
+	w.report(ten, c.ID, report, lease, log)
+}
+
+// call runs the handler, turning a panic into a failure with its stack.
+func call(ctx context.Context, h Handler, job *Job) (out any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("handler panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return h(ctx, job)
+}
+
+// leaseClock tracks the local lease deadline as heartbeats move it.
+type leaseClock struct {
+	mu       sync.Mutex
+	deadline time.Time
+}
+
+func (l *leaseClock) get() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deadline
+}
+
+func (l *leaseClock) set(t time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.deadline = t
+}
+
+// heartbeat extends the lease every third of it until stop, and cancels the
+// handler when the lease is lost or runs out locally.
+func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, ten *client.Tenant,
+	c api.ClaimedJob, claim api.Claim, lease *leaseClock, stop <-chan struct{}, log *slog.Logger) {
+	every := time.Duration(c.LeaseMs) * time.Millisecond / 3
+	for {
+		untilExpiry := time.Until(lease.get())
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-time.After(untilExpiry):
+			cancel(fmt.Errorf("%w: the lease ran out without a successful heartbeat", ErrLeaseLost))
+			return
+		case <-time.After(every):
+		}
+		rctx, rcancel := context.WithTimeout(ctx, max(every, time.Second))
+		sent := time.Now()
+		hb, err := ten.Heartbeat(rctx, c.ID, claim)
+		rcancel()
+		switch {
+		case errors.Is(err, fence.ErrStale):
+			log.Warn("lease lost; cancelling the handler", "code", client.Code(err))
+			cancel(fmt.Errorf("%w: %v", ErrLeaseLost, err))
+			return
+		case err != nil:
+			log.Warn("heartbeat failed; will retry", "err", err)
+		default:
+			lease.set(sent.Add(hb.LeaseUntil.Sub(hb.Now)))
+		}
+	}
+}
+
+// report sends the outcome, retrying transport failures while the lease
+// lasts (a retried report is recognised as a duplicate, never applied
+// twice).
+func (w *Worker) report(ten *client.Tenant, id string, r api.ReportRequest, lease *leaseClock, log *slog.Logger) {
+	delay := 100 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := ten.Report(ctx, id, r)
+		cancel()
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, fence.ErrStale):
+			log.Warn("report refused by the fence; another attempt owns the job", "code", client.Code(err), "err", err)
+			return
+		case client.Code(err) != "" && client.Code(err) != api.CodeInternal:
+			log.Error("report rejected", "err", err)
+			return
+		}
+		if time.Now().After(lease.get()) {
+			log.Error("giving up on the report: the lease is over, the job will be retried", "err", err)
+			return
+		}
+		log.Warn("report failed; retrying", "in", delay, "err", err)
+		time.Sleep(delay)
+		delay = min(delay*2, 5*time.Second)
+	}
+}

@@ -1,0 +1,261 @@
+package worker_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/client"
+	"github.com/stile-run/stile/e2e/testapp"
+	"github.com/stile-run/stile/host"
+	"github.com/stile-run/stile/host/native"
+	"github.com/stile-run/stile/server"
+	"github.com/stile-run/stile/worker"
+)
+
+const token = "worker-test"
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// setup starts a native host on the real clock with alarms, behind HTTP.
+func setup(t *testing.T) (string, *client.Tenant) {
+	t.Helper()
+	f, err := native.New(native.Config{App: testapp.App(), Logger: quiet})
+	require.NoError(t, err)
+	m, err := host.NewManager(host.Config{Factory: f, DataDir: t.TempDir(), ScheduleAlarms: true, Logger: quiet})
+	require.NoError(t, err)
+	srv, err := server.New(m, token)
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() { ts.Close(); m.Close() })
+	return ts.URL, client.New(ts.URL, token, nil).Tenant("acme")
+}
+
+func start(t *testing.T, cfg worker.Config, handlers map[string]worker.Handler) (stop func()) {
+	t.Helper()
+	cfg.Logger = quiet
+	w, err := worker.New(cfg)
+	require.NoError(t, err)
+	for k, h := range handlers {
+		w.Handle(k, h)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	return func() {
+		cancel()
+		require.NoError(t, <-done)
+	}
+}
+
+func waitState(t *testing.T, ten *client.Tenant, id, state string) api.Job {
+	t.Helper()
+	var j api.Job
+	require.Eventually(t, func() bool {
+		var err error
+		j, err = ten.Job(context.Background(), id)
+		return err == nil && j.State == state
+	}, 20*time.Second, 20*time.Millisecond, "job %s never reached %s (last: %+v)", id, state, j)
+	return j
+}
+
+func TestRunsJobsConcurrently(t *testing.T) {
+	t.Parallel()
+	url, ten := setup(t)
+	var running, peak atomic.Int64
+	stop := start(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}, Concurrency: 4, ID: "w1"},
+		map[string]worker.Handler{"test.echo": func(ctx context.Context, j *worker.Job) (any, error) {
+			n := running.Add(1)
+			defer running.Add(-1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+			time.Sleep(20 * time.Millisecond)
+			var args map[string]int
+			if err := j.Decode(&args); err != nil {
+				return nil, err
+			}
+			return map[string]any{"i": args["i"], "job": j.JobID, "attempt": j.Attempt}, nil
+		}})
+	defer stop()
+
+	reqs := make([]api.EnqueueRequest, 20)
+	for i := range reqs {
+		reqs[i] = api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}
+	}
+	js, err := ten.EnqueueBatch(context.Background(), reqs)
+	require.NoError(t, err)
+	for i, j := range js {
+		done := waitState(t, ten, j.ID, "completed")
+		require.JSONEq(t, fmt.Sprintf(`{"i":%d,"job":%q,"attempt":1}`, i, j.ID), string(done.Output))
+		require.Equal(t, "w1", done.Attempts[0].Worker)
+	}
+	require.LessOrEqual(t, peak.Load(), int64(4), "never more handlers than Concurrency")
+	require.Greater(t, peak.Load(), int64(1), "handlers ran concurrently")
+}
+
+func TestFailureIsRetriedAndPanicsCarryTheStack(t *testing.T) {
+	t.Parallel()
+	url, ten := setup(t)
+	var calls atomic.Int64
+	stop := start(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}},
+		map[string]worker.Handler{"test.fast": func(ctx context.Context, j *worker.Job) (any, error) {
+			switch calls.Add(1) {
+			case 1:
+				return nil, errors.New("first try fails")
+			case 2:
+				panic("second try panics")
+			}
+			return "third time lucky", nil
+		}})
+	defer stop()
+	j, err := ten.Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.fast", MaxAttempts: 5})
+	require.NoError(t, err)
+	done := waitState(t, ten, j.ID, "completed")
+	require.Len(t, done.Attempts, 3)
+	require.Equal(t, "first try fails", done.Attempts[0].Error)
+	require.Contains(t, done.Attempts[1].Error, "handler panicked: second try panics")
+	require.Contains(t, done.Attempts[1].Error, "worker_test.go", "the panic's stack is in the error")
+	require.JSONEq(t, `"third time lucky"`, string(done.Output))
+}
+
+// slowHeartbeats delays heartbeat requests past the lease, so the store
+// answers "lease expired".
+type slowHeartbeats struct {
+	delay time.Duration
+	once  sync.Once
+}
+
+func (s *slowHeartbeats) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, "/heartbeat") {
+		s.once.Do(func() { time.Sleep(s.delay) })
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestLostLeaseCancelsTheHandler(t *testing.T) {
+	t.Parallel()
+	url, ten := setup(t)
+	causes := make(chan error, 4)
+	var calls atomic.Int64
+	stop := start(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"},
+		HTTPClient: &http.Client{Transport: &slowHeartbeats{delay: 1500 * time.Millisecond}}},
+		map[string]worker.Handler{"test.fast": func(ctx context.Context, j *worker.Job) (any, error) {
+			if calls.Add(1) == 1 {
+				<-ctx.Done() // a handler that waits for its lease to go
+				causes <- context.Cause(ctx)
+				return "too late", nil
+			}
+			return "second attempt", nil
+		}})
+	defer stop()
+	j, err := ten.Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.fast"})
+	require.NoError(t, err)
+	select {
+	case cause := <-causes:
+		require.ErrorIs(t, cause, worker.ErrLeaseLost)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the handler's context was never cancelled")
+	}
+	done := waitState(t, ten, j.ID, "completed")
+	require.JSONEq(t, `"second attempt"`, string(done.Output), "the late report of attempt 1 was fenced out")
+	require.Equal(t, "lease_expired", done.Attempts[0].Outcome)
+	require.Eventually(t, func() bool {
+		j, err := ten.Job(context.Background(), j.ID)
+		return err == nil && len(j.Rejections) > 0 && j.Rejections[len(j.Rejections)-1].Request == "report"
+	}, 20*time.Second, 20*time.Millisecond, "attempt 1's late report is refused and on record")
+}
+
+// forgedHeartbeats corrupts the lease token of heartbeats, so the store
+// refuses them with 409.
+type forgedHeartbeats struct{}
+
+func (forgedHeartbeats) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, "/heartbeat") {
+		var hb api.HeartbeatRequest
+		if err := json.NewDecoder(r.Body).Decode(&hb); err != nil {
+			return nil, err
+		}
+		hb.LeaseToken = strings.Repeat("0", 32)
+		b, _ := json.Marshal(hb)
+		r = r.Clone(r.Context())
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		r.ContentLength = int64(len(b))
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestRefusedHeartbeatCancelsTheHandler(t *testing.T) {
+	t.Parallel()
+	url, ten := setup(t)
+	causes := make(chan error, 1)
+	stop := start(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"},
+		HTTPClient: &http.Client{Transport: forgedHeartbeats{}}},
+		map[string]worker.Handler{"test.fast": func(ctx context.Context, j *worker.Job) (any, error) {
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return nil, context.Cause(ctx)
+		}})
+	defer stop()
+	_, err := ten.Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.fast", MaxAttempts: 1})
+	require.NoError(t, err)
+	select {
+	case cause := <-causes:
+		require.ErrorIs(t, cause, worker.ErrLeaseLost)
+		require.ErrorContains(t, cause, "bad_token", "the store's refusal is the cause")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the handler's context was never cancelled")
+	}
+}
+
+func TestShutdownFinishesRunningJobs(t *testing.T) {
+	t.Parallel()
+	url, ten := setup(t)
+	started := make(chan struct{})
+	release := make(chan struct{})
+	stop := start(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}},
+		map[string]worker.Handler{"test.echo": func(ctx context.Context, j *worker.Job) (any, error) {
+			close(started)
+			<-release
+			return "finished during shutdown", nil
+		}})
+	j, err := ten.Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.echo"})
+	require.NoError(t, err)
+	<-started
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	select {
+	case <-stopped:
+		t.Fatal("Run returned while a handler was still running")
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	<-stopped
+	done, err := ten.Job(context.Background(), j.ID)
+	require.NoError(t, err)
+	require.Equal(t, "completed", done.State, "the in-flight job was reported before Run returned")
+}
+
+func TestConfigErrors(t *testing.T) {
+	t.Parallel()
+	_, err := worker.New(worker.Config{Tenants: []string{"a"}})
+	require.ErrorContains(t, err, "URL")
+	_, err = worker.New(worker.Config{URL: "http://x", Tenants: []string{"Bad Tenant"}})
+	require.ErrorContains(t, err, "invalid tenant name")
+	w, err := worker.New(worker.Config{URL: "http://x", Tenants: []string{"a"}})
+	require.NoError(t, err)
+	require.ErrorContains(t, w.Run(context.Background()), "no handlers")
+}
