@@ -56,7 +56,7 @@ func SplitTenantPath(path string) (tenant, rest string, ok bool) {
 
 // Unauthorized is the body of every 401.
 var Unauthorized = Error{Code: CodeUnauthorized,
-	Message: "missing or wrong bearer token: send Authorization: Bearer <token>"}
+	Message: "missing or wrong bearer token: send the header \"Authorization: Bearer\" followed by the deployment's token"}
 
 // ValidName reports whether s is a valid job kind, queue or worker name:
 // 1 to 128 bytes of letters, digits, '_', '.', ':' and '-', starting with a

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/stile-run/stile/bundle"
+)
+
+func runBuild(args []string) error {
+	fs := flag.NewFlagSet("build", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: stile build [flags] [pkg]\n\nBuilds pkg's tenant module (default: the built-in module) to <out>/tenant.wasm and writes\nthe Worker bundle beside it, which wrangler.toml deploys.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	out := fs.String("out", "build", "output directory")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		fs.Usage()
+		return errors.New("at most one package")
+	}
+	wasmPath := filepath.Join(*out, bundle.WasmFile)
+	if err := bundle.BuildWasm(context.Background(), ".", fs.Arg(0), wasmPath); err != nil {
+		return err
+	}
+	wasm, err := os.ReadFile(wasmPath)
+	if err != nil {
+		return err
+	}
+	if err := bundle.WriteWorker(*out, wasm); err != nil {
+		return err
+	}
+	gz := gzipSize(wasm)
+	fmt.Printf("wrote %s: %s, %s, %s, %s\n  tenant.wasm %d bytes (%d gzip -9)\n\ndeploy (wrangler needs Node >= 22.12):\n  npx wrangler secret put STILE_TOKEN\n  npx wrangler deploy\n",
+		*out, bundle.EntryFile, bundle.ABIFile, bundle.ConfigFile, bundle.WasmFile, len(wasm), gz)
+	return nil
+}
+
+func gzipSize(b []byte) int {
+	var buf bytes.Buffer
+	w, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	w.Write(b)
+	w.Close()
+	return buf.Len()
+}

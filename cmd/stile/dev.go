@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/stile-run/stile/bundle"
+	"github.com/stile-run/stile/host"
+	"github.com/stile-run/stile/host/wazerohost"
+	"github.com/stile-run/stile/server"
+)
+
+func runDev(args []string) error {
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: stile dev [flags] [pkg]\n\nServes the tenant module of pkg (default: the built-in module) on a local HTTP API,\none wazero instance and one SQLite file per tenant.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	addr := fs.String("addr", "127.0.0.1:8787", "address to listen on")
+	data := fs.String("data", ".stile", "directory for tenant databases, the alarm schedule and build output")
+	tokenFlag := fs.String("token", "", "bearer token clients must send (default: $STILE_TOKEN, else generated once and kept in <data>/token)")
+	quiet := fs.Bool("quiet", false, "log warnings and errors only")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		fs.Usage()
+		return errors.New("at most one package")
+	}
+	pkg := fs.Arg(0)
+	level := slog.LevelInfo
+	if *quiet {
+		level = slog.LevelWarn
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	token, err := devToken(*data, *tokenFlag)
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	wasmPath := filepath.Join(*data, "build", "tenant.wasm")
+	if err := bundle.BuildWasm(ctx, ".", pkg, wasmPath); err != nil {
+		return err
+	}
+	wasm, err := os.ReadFile(wasmPath)
+	if err != nil {
+		return err
+	}
+	factory, err := wazerohost.New(ctx, wazerohost.Config{Wasm: wasm, CacheDir: cacheDir(*data), Logger: log})
+	if err != nil {
+		return err
+	}
+	m, err := host.NewManager(host.Config{Factory: factory, DataDir: *data, ScheduleAlarms: true, Logger: log})
+	if err != nil {
+		factory.Close()
+		return err
+	}
+	defer m.Close()
+	srv, err := server.New(m, token)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second,
+		// Claims long-poll for up to a minute.
+		WriteTimeout: 2 * time.Minute}
+	name := pkg
+	if name == "" {
+		name = "the built-in module (" + bundle.DefaultPackage + ")"
+	}
+	base := "http://" + ln.Addr().String()
+	fmt.Fprintf(os.Stderr, `stile dev: serving %s
+  module built and compiled in %s (%d KiB)
+  API    %s/v1/t/{tenant}/…
+  token  %s
+  data   %s (one SQLite file per tenant)
+
+try it:
+  export STILE_TOKEN=%s
+  curl -s -H "Authorization: Bearer $STILE_TOKEN" -d '{"kind":"echo","args":{"hello":"world"}}' %s/v1/t/acme/jobs
+  go run ./cmd/stile work --tenant acme      # runs it and reports back
+  curl -s -H "Authorization: Bearer $STILE_TOKEN" %s/v1/t/acme/jobs/1
+
+`, name, time.Since(started).Round(time.Millisecond), len(wasm)>>10, base, token, *data, token, base, base)
+
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(os.Stderr, "stile dev: shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	hs.Shutdown(sctx)
+	return nil
+}
+
+// devToken is the flag, else $STILE_TOKEN, else the token kept in
+// <data>/token (generated on first use).
+func devToken(data, flagValue string) (string, error) {
+	if flagValue != "" {
+		return flagValue, nil
+	}
+	if env := os.Getenv("STILE_TOKEN"); env != "" {
+		return env, nil
+	}
+	path := filepath.Join(data, "token")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	var b [24]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	token := hex.EncodeToString(b[:])
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
+// cacheDir keeps wazero's compiled code: the user cache, else <data>/cache.
+func cacheDir(data string) string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "stile", "wazero")
+	}
+	return filepath.Join(data, "cache", "wazero")
+}

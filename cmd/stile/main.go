@@ -1,0 +1,74 @@
+// Command stile builds, serves and measures Stile tenant modules.
+//
+//	stile dev [flags] [pkg]     serve pkg's module locally (wazero + SQLite files)
+//	stile build [flags] [pkg]   write build/tenant.wasm and the Worker bundle
+//	stile work [flags]          run a worker for the default module's job kinds
+//	stile bench [flags]         measure the job cycle natively, under wazero and over HTTP
+//	stile version               print the version
+//
+// pkg is a main package that registers job kinds and calls runtime.Serve
+// (see examples/). Without it, a built-in default module is used.
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime/debug"
+)
+
+const usage = `usage: stile <command> [flags] [args]
+
+commands:
+  dev [pkg]     serve a tenant module locally on 127.0.0.1:8787 (wazero, one SQLite file per tenant)
+  build [pkg]   build build/tenant.wasm and the Worker bundle that wrangler.toml deploys
+  work          run a worker for the default module's kinds (echo, sleep, webhook)
+  bench         measure jobs/s and latency natively, under wazero and over HTTP
+  version       print the version
+
+Run 'stile <command> -h' for a command's flags.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "dev":
+		err = runDev(args)
+	case "build":
+		err = runBuild(args)
+	case "work":
+		err = runWork(args)
+	case "bench":
+		err = runBench(args)
+	case "version", "-version", "--version":
+		fmt.Println(version())
+	case "help", "-h", "-help", "--help":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "stile: unknown command %q\n\n%s", cmd, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stile %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}
+
+func version() string {
+	v := "(devel)"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += " " + s.Value[:12]
+			}
+		}
+		return "stile " + v + " (" + bi.GoVersion + ")"
+	}
+	return "stile " + v
+}
