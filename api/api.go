@@ -92,7 +92,8 @@ type Job struct {
 	Kind        string          `json:"kind"`
 	Queue       string          `json:"queue"`
 	Priority    int             `json:"priority"`
-	Args        json.RawMessage `json:"args"`
+	// Args are omitted from the answer to an enqueue (you sent them).
+	Args        json.RawMessage `json:"args,omitempty"`
 	State       JobState        `json:"state"`
 	Attempt     int64           `json:"attempt"`
 	Failures    int64           `json:"failures"`
@@ -199,12 +200,17 @@ type ReportRequest struct {
 	Error   string          `json:"error,omitempty"`  // failed only
 }
 
-// ReportResponse is the job after the report. Duplicate is true when the
-// same claim had already recorded the same outcome (a retried request):
-// nothing was written this time.
+// ReportResponse is where the job stands after the report: completed,
+// retryable (RunAt is when it may run again) or dead. Duplicate is true when
+// the same claim had already recorded the same outcome (a retried request):
+// nothing was written this time. GET /jobs/{id} has the whole job.
 type ReportResponse struct {
-	Duplicate bool `json:"duplicate,omitempty"`
-	Job       Job  `json:"job"`
+	JobID     string    `json:"job_id"`
+	State     JobState  `json:"state"`
+	Attempt   int64     `json:"attempt"`
+	Failures  int64     `json:"failures"`
+	RunAt     time.Time `json:"run_at"`
+	Duplicate bool      `json:"duplicate,omitempty"`
 }
 
 // BatchReport is one report of a batch, naming its job.

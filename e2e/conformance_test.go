@@ -132,7 +132,8 @@ func scenarioEnqueueClaimReport(s *scenario) {
 	require.Equal(t, "available", j.State)
 	require.Equal(t, int64(0), j.Attempt)
 	require.Equal(t, "default", j.Queue)
-	require.JSONEq(t, `{"hello":"world"}`, string(j.Args))
+	require.Empty(t, j.Args, "an enqueue does not echo the args back")
+	require.JSONEq(t, `{"hello":"world"}`, string(s.job(j.ID).Args))
 
 	c := s.claim("w1", 10, 1)[0]
 	require.Equal(t, j.ID, c.ID)
@@ -148,11 +149,13 @@ func scenarioEnqueueClaimReport(s *scenario) {
 	r, err := s.ten.Report(s.ctx, j.ID, completed(claimOf(c, "w1"), `{"echo":"world"}`))
 	require.NoError(t, err)
 	require.False(t, r.Duplicate)
-	require.Equal(t, "completed", r.Job.State)
-	require.JSONEq(t, `{"echo":"world"}`, string(r.Job.Output))
+	require.Equal(t, "completed", r.State)
+	require.Equal(t, j.ID, r.JobID)
+	require.Equal(t, int64(1), r.Attempt)
 
 	done := s.job(j.ID)
 	require.Equal(t, "completed", done.State)
+	require.JSONEq(t, `{"echo":"world"}`, string(done.Output))
 	require.NotNil(t, done.FinishedAt)
 	require.Nil(t, done.Running)
 	require.Len(t, done.Attempts, 1)
@@ -190,7 +193,7 @@ func scenarioSeedRace(s *scenario) {
 
 	r, err := s.ten.Report(s.ctx, j.ID, completed(claimOf(b, "worker-b"), `{"by":"b"}`))
 	require.NoError(t, err)
-	require.Equal(t, "completed", r.Job.State)
+	require.Equal(t, "completed", r.State)
 
 	final := s.job(j.ID)
 	require.Equal(t, "completed", final.State)
@@ -308,7 +311,7 @@ func scenarioDuplicateReport(s *scenario) {
 	again, err := s.ten.Report(s.ctx, j.ID, completed(c, `{"n":1}`))
 	require.NoError(t, err)
 	require.True(t, again.Duplicate)
-	require.Equal(t, "completed", again.Job.State)
+	require.Equal(t, "completed", again.State)
 
 	// A different outcome for the same attempt is refused.
 	_, err = s.ten.Report(s.ctx, j.ID, api.ReportRequest{Claim: c, Outcome: api.OutcomeFailed, Error: "late"})
@@ -324,9 +327,9 @@ func scenarioFailureRetryDead(s *scenario) {
 	c1 := s.claim("f", 1, 1)[0]
 	r, err := s.ten.Report(s.ctx, j.ID, api.ReportRequest{Claim: claimOf(c1, "f"), Outcome: api.OutcomeFailed, Error: "boom 1"})
 	require.NoError(t, err)
-	require.Equal(t, "retryable", r.Job.State)
-	require.Equal(t, int64(1), r.Job.Failures)
-	require.True(t, r.Job.RunAt.After(c1.LeaseUntil.Add(-lease)), "the retry waits for its backoff")
+	require.Equal(t, "retryable", r.State)
+	require.Equal(t, int64(1), r.Failures)
+	require.True(t, r.RunAt.After(c1.LeaseUntil.Add(-lease)), "the retry waits for its backoff")
 
 	s.tg.advance(t, maxBackoff)
 	c2 := s.claim("f", 1, 1)[0]
@@ -334,8 +337,8 @@ func scenarioFailureRetryDead(s *scenario) {
 	require.Equal(t, int64(1), c2.Failures)
 	r, err = s.ten.Report(s.ctx, j.ID, api.ReportRequest{Claim: claimOf(c2, "f"), Outcome: api.OutcomeFailed, Error: "boom 2"})
 	require.NoError(t, err)
-	require.Equal(t, "dead", r.Job.State, "the retry budget is spent")
-	require.NotNil(t, r.Job.FinishedAt)
+	require.Equal(t, "dead", r.State, "the retry budget is spent")
+	require.NotNil(t, s.job(j.ID).FinishedAt)
 
 	got := s.job(j.ID)
 	require.Equal(t, "boom 2", got.LastError)

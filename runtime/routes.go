@@ -2,10 +2,8 @@ package runtime
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -77,61 +75,9 @@ func (t *Tenant) match(req do.Request) (route, *apiError) {
 	return nil, &apiError{statusNotFound, api.CodeNotFound, fmt.Sprintf("no route %s %s", req.Method, req.Path)}
 }
 
-// decode parses a JSON body strictly: unknown fields and trailing data are
-// refused with a message naming the problem.
-func decode(body []byte, v any) *apiError {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return badRequest(api.CodeInvalidJSON, "the request body is empty: send a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return badRequest(api.CodeInvalidJSON, "%s", describeJSONError(err))
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return badRequest(api.CodeInvalidJSON, "unexpected data after the JSON object")
-	}
-	return nil
-}
-
-func describeJSONError(err error) string {
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syntax):
-		return fmt.Sprintf("malformed JSON at byte %d: %s", syntax.Offset, strings.TrimPrefix(syntax.Error(), "json: "))
-	case errors.As(err, &typ):
-		if typ.Field != "" {
-			return fmt.Sprintf("field %q must be %s, not %s", typ.Field, jsonType(typ.Type.Kind().String()), typ.Value)
-		}
-		return fmt.Sprintf("expected %s, got %s", jsonType(typ.Type.Kind().String()), typ.Value)
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "malformed JSON: the body ends too early"
-	}
-	msg := strings.TrimPrefix(err.Error(), "json: ")
-	if strings.HasPrefix(msg, "unknown field") {
-		return msg + " (see docs/API.md for the fields of this request)"
-	}
-	if strings.Contains(msg, "parsing time") {
-		return "a time field is not RFC 3339 (e.g. 2026-11-30T12:00:00Z): " + msg
-	}
-	return msg
-}
-
-func jsonType(kind string) string {
-	switch kind {
-	case "int", "int64", "int32", "float64":
-		return "a number"
-	case "string":
-		return "a string"
-	case "slice":
-		return "an array"
-	case "struct", "map":
-		return "an object"
-	case "bool":
-		return "true or false"
-	}
-	return kind
+// decodeErr turns a body the API's decoders refused into a 400.
+func decodeErr(err error) *apiError {
+	return badRequest(api.CodeInvalidJSON, "%s", err.Error())
 }
 
 func parseJobID(s string) (int64, *apiError) {
@@ -237,9 +183,9 @@ func oneLine(s string) string {
 }
 
 func (t *Tenant) enqueueOne(body []byte) (route, *apiError) {
-	var r api.EnqueueRequest
-	if e := decode(body, &r); e != nil {
-		return nil, e
+	r, err := api.DecodeEnqueue(body)
+	if err != nil {
+		return nil, decodeErr(err)
 	}
 	n, e := t.validateEnqueue(-1, r)
 	if e != nil {
@@ -253,14 +199,16 @@ func (t *Tenant) enqueueOne(body []byte) (route, *apiError) {
 		if err != nil {
 			return result{}, err
 		}
-		return result{status: statusCreated, body: jobView(js[0]), wake: js[0].State == fence.StateAvailable}, nil
+		v := jobView(js[0])
+		v.Args = nil // the caller sent them; echoing up to 1 MiB back helps nobody
+		return result{status: statusCreated, body: v, wake: js[0].State == fence.StateAvailable}, nil
 	}, nil
 }
 
 func (t *Tenant) enqueueBatch(body []byte) (route, *apiError) {
-	var r api.EnqueueBatchRequest
-	if e := decode(body, &r); e != nil {
-		return nil, e
+	r, err := api.DecodeEnqueueBatch(body)
+	if err != nil {
+		return nil, decodeErr(err)
 	}
 	if len(r.Jobs) == 0 {
 		return nil, badRequest(api.CodeInvalidRequest, "missing field \"jobs\": send at least one job")
@@ -289,6 +237,7 @@ func (t *Tenant) enqueueBatch(body []byte) (route, *apiError) {
 		wake := false
 		for i, j := range js {
 			resp.Jobs[i] = jobView(j)
+			resp.Jobs[i].Args = nil
 			wake = wake || j.State == fence.StateAvailable
 		}
 		return result{status: statusCreated, body: resp, wake: wake}, nil
@@ -343,7 +292,7 @@ func (t *Tenant) getJob(idText string) (route, *apiError) {
 }
 
 func notFound(id string) result {
-	return result{status: statusNotFound, body: api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("job %q does not exist", id)}}
+	return result{status: statusNotFound, body: &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("job %q does not exist", id)}}
 }
 
 func (t *Tenant) status() route {
@@ -360,9 +309,9 @@ func (t *Tenant) status() route {
 // ---- claim ----
 
 func (t *Tenant) claim(body []byte) (route, *apiError) {
-	var r api.ClaimRequest
-	if e := decode(body, &r); e != nil {
-		return nil, e
+	r, err := api.DecodeClaim(body)
+	if err != nil {
+		return nil, decodeErr(err)
 	}
 	if r.Worker == "" {
 		return nil, badRequest(api.CodeInvalidRequest, "missing field \"worker\": name the claiming worker")
@@ -439,7 +388,7 @@ func fenceClaim(c api.Claim) fence.Claim {
 }
 
 func rejected(rej *fence.Rejection) result {
-	return result{status: statusConflict, body: api.Error{Code: string(rej.Code), Message: rej.Message}}
+	return result{status: statusConflict, body: &api.Error{Code: string(rej.Code), Message: rej.Message}}
 }
 
 func (t *Tenant) heartbeat(idText string, body []byte) (route, *apiError) {
@@ -447,9 +396,9 @@ func (t *Tenant) heartbeat(idText string, body []byte) (route, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	var r api.HeartbeatRequest
-	if e := decode(body, &r); e != nil {
-		return nil, e
+	r, err := api.DecodeHeartbeat(body)
+	if err != nil {
+		return nil, decodeErr(err)
 	}
 	if e := validateClaim(r.Claim); e != nil {
 		return nil, e
@@ -511,9 +460,9 @@ func (t *Tenant) reportOne(idText string, body []byte) (route, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	var r api.ReportRequest
-	if e := decode(body, &r); e != nil {
-		return nil, e
+	r, err := api.DecodeReport(body)
+	if err != nil {
+		return nil, decodeErr(err)
 	}
 	rep, e := validateReport(&r)
 	if e != nil {
@@ -530,14 +479,16 @@ func (t *Tenant) reportOne(idText string, body []byte) (route, *apiError) {
 		case err != nil:
 			return result{}, err
 		}
-		return result{status: statusOK, body: api.ReportResponse{Duplicate: res.Duplicate, Job: jobView(res.Job)}}, nil
+		j := res.Job
+		return result{status: statusOK, body: api.ReportResponse{JobID: idText, State: string(j.State), Attempt: j.Attempt,
+			Failures: j.Failures, RunAt: ts(j.RunAt), Duplicate: res.Duplicate}}, nil
 	}, nil
 }
 
 func (t *Tenant) reportBatch(body []byte) (route, *apiError) {
-	var r api.BatchReportRequest
-	if e := decode(body, &r); e != nil {
-		return nil, e
+	r, err := api.DecodeReportBatch(body)
+	if err != nil {
+		return nil, decodeErr(err)
 	}
 	if len(r.Reports) == 0 {
 		return nil, badRequest(api.CodeInvalidRequest, "missing field \"reports\": send at least one report")

@@ -3,7 +3,6 @@ package runtime
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
@@ -31,7 +30,8 @@ type Tenant struct {
 	nextDue  int64
 	dueKnown bool
 
-	out []byte
+	out  []byte // the response frame, reused
+	body []byte // the response body, reused
 }
 
 // NewTenant returns a tenant serving app's API over h.
@@ -54,10 +54,13 @@ func (t *Tenant) Handle(frame []byte) []byte {
 	return t.out
 }
 
+// jsonBody is a response body: the api types encode themselves.
+type jsonBody interface{ AppendJSON([]byte) []byte }
+
 // result is what a route decided.
 type result struct {
 	status int
-	body   any  // marshalled as JSON; nil for no body
+	body   jsonBody // nil for no body
 	wake   bool // committed work that may be claimable now
 	holdMs int64
 }
@@ -114,10 +117,8 @@ func (t *Tenant) serve(req do.Request) do.Response {
 			resp.Flags |= do.FlagWake
 		}
 		if res.body != nil {
-			resp.Body, err = json.Marshal(res.body)
-			if err != nil {
-				resp = errorResponse(statusInternal, api.CodeInternal, "encode response: "+err.Error())
-			}
+			t.body = res.body.AppendJSON(t.body[:0])
+			resp.Body = t.body
 		}
 	}
 	// The alarm follows committed state, whatever the request did.
@@ -168,6 +169,5 @@ func newNonce() string {
 }
 
 func errorResponse(status int, code, msg string) do.Response {
-	body, _ := json.Marshal(api.Error{Code: code, Message: msg})
-	return do.Response{Status: status, Body: body}
+	return do.Response{Status: status, Body: api.Error{Code: code, Message: msg}.AppendJSON(nil)}
 }

@@ -1,5 +1,173 @@
 package main
 
-import "errors"
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"text/tabwriter"
+	"time"
 
-func runBench(args []string) error { return errors.New("not built yet") }
+	"github.com/stile-run/stile/bundle"
+	"github.com/stile-run/stile/cmd/stile/defaultapp/app"
+	"github.com/stile-run/stile/host"
+	"github.com/stile-run/stile/host/native"
+	"github.com/stile-run/stile/host/wazerohost"
+	"github.com/stile-run/stile/internal/bench"
+)
+
+func runBench(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	jobs := fs.Int("jobs", 20000, "jobs per measurement")
+	batch := fs.Int("batch", 100, "jobs per request in the batched measurements")
+	latJobs := fs.Int("latency-jobs", 300, "jobs in the latency measurement")
+	latRate := fs.Int("latency-rate", 100, "jobs/s enqueued in the latency measurement (light load)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	dir, err := os.MkdirTemp("", "stile-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	wasmPath := filepath.Join(dir, "tenant.wasm")
+	if err := bundle.BuildWasm(ctx, ".", bundle.DefaultPackage, wasmPath); err != nil {
+		return err
+	}
+	wasm, err := os.ReadFile(wasmPath)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("stile bench: %s, %d CPUs, %s/%s\n", goruntime.Version(), goruntime.NumCPU(), goruntime.GOOS, goruntime.GOARCH)
+	fmt.Printf("tenant.wasm (default module): %d bytes, %d bytes gzip -9 (%.2f MB)\n\n", len(wasm), gzipSize(wasm), float64(gzipSize(wasm))/1e6)
+
+	// hosts: each measurement gets a fresh manager over fresh files.
+	n := 0
+	newManager := func(factory host.Factory) (*host.Manager, error) {
+		n++
+		return host.NewManager(host.Config{Factory: factory, DataDir: filepath.Join(dir, fmt.Sprint(n)), Logger: quiet})
+	}
+	nativeHost := func() (*host.Manager, error) {
+		f, err := native.New(native.Config{App: app.App(), Logger: quiet})
+		if err != nil {
+			return nil, err
+		}
+		return newManager(f)
+	}
+	wazeroHost := func(guard bool) func() (*host.Manager, error) {
+		return func() (*host.Manager, error) {
+			f, err := wazerohost.New(ctx, wazerohost.Config{Wasm: wasm, CacheDir: cacheDir(dir), Logger: quiet, NoCloseOnContextDone: !guard})
+			if err != nil {
+				return nil, err
+			}
+			return newManager(f)
+		}
+	}
+	type result struct {
+		name string
+		d    time.Duration
+		reqs int
+	}
+	measure := func(name string, open func() (*host.Manager, error), overHTTP bool, jobs, batch int) (result, error) {
+		m, err := open()
+		if err != nil {
+			return result{}, err
+		}
+		defer m.Close()
+		var d bench.Driver = bench.InProcess{M: m}
+		if overHTTP {
+			h, stop, err := bench.Serve(m, "bench-token")
+			if err != nil {
+				return result{}, err
+			}
+			defer stop()
+			d = h
+		}
+		// Warm up: the instance, the statement cache, the connection.
+		if _, err := bench.Cycle(ctx, d, min(200, jobs), batch); err != nil {
+			return result{}, fmt.Errorf("%s: %w", name, err)
+		}
+		took, err := bench.Cycle(ctx, d, jobs, batch)
+		if err != nil {
+			return result{}, fmt.Errorf("%s: %w", name, err)
+		}
+		return result{name: name, d: took, reqs: 3 * ((jobs + batch - 1) / batch)}, nil
+	}
+	print := func(title string, jobs int, rs []result) {
+		fmt.Println(title)
+		tw := tabwriter.NewWriter(os.Stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "  host\tjobs/s\tµs/job\tµs/request\tvs native\t")
+		base := rs[0].d
+		for _, r := range rs {
+			fmt.Fprintf(tw, "  %s\t%s\t%.1f\t%.1f\t%.2f×\t\n", r.name, bench.Rate(jobs, r.d),
+				float64(r.d.Microseconds())/float64(jobs), float64(r.d.Microseconds())/float64(r.reqs), float64(r.d)/float64(base))
+		}
+		tw.Flush()
+		fmt.Println()
+	}
+
+	var rs []result
+	for _, c := range []struct {
+		name string
+		open func() (*host.Manager, error)
+		http bool
+	}{
+		{"native, in-process", nativeHost, false},
+		{"wazero, in-process", wazeroHost(true), false},
+		{"wazero, no runaway guard", wazeroHost(false), false},
+		{"native, loopback HTTP", nativeHost, true},
+		{"wazero, loopback HTTP", wazeroHost(true), true},
+	} {
+		r, err := measure(c.name, c.open, c.http, *jobs, 1)
+		if err != nil {
+			return err
+		}
+		rs = append(rs, r)
+	}
+	print(fmt.Sprintf("full job cycle, one job per request (enqueue, claim, report: 3 requests per job), %d jobs", *jobs), *jobs, rs)
+
+	rs = rs[:0]
+	bjobs := *jobs * 5
+	for _, c := range []struct {
+		name string
+		open func() (*host.Manager, error)
+		http bool
+	}{
+		{"native, in-process", nativeHost, false},
+		{"wazero, in-process", wazeroHost(true), false},
+		{"wazero, loopback HTTP", wazeroHost(true), true},
+	} {
+		r, err := measure(c.name, c.open, c.http, bjobs, *batch)
+		if err != nil {
+			return err
+		}
+		rs = append(rs, r)
+	}
+	print(fmt.Sprintf("batched, %d jobs per request, %d jobs", *batch, bjobs), bjobs, rs)
+
+	m, err := wazeroHost(true)()
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	h, stop, err := bench.Serve(m, "bench-token")
+	if err != nil {
+		return err
+	}
+	defer stop()
+	lat, err := bench.Latency(ctx, h, *latJobs, time.Second/time.Duration(*latRate))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("latency enqueue → completed, wazero over loopback HTTP, a long-polling worker, %d jobs at %d/s\n", *latJobs, *latRate)
+	fmt.Printf("  p50 %s   p90 %s   p99 %s   max %s\n", bench.Percentile(lat, 50).Round(10*time.Microsecond),
+		bench.Percentile(lat, 90).Round(10*time.Microsecond), bench.Percentile(lat, 99).Round(10*time.Microsecond), lat[len(lat)-1].Round(10*time.Microsecond))
+	return nil
+}

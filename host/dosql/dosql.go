@@ -200,9 +200,6 @@ func (db *DB) Query(sql string, params []byte) ([]byte, error) {
 		// SQLite's own limit check, with workerd's wording.
 		return nil, &do.SQLError{Msg: msgStatementTooLong}
 	}
-	if renamesToReserved(sql) {
-		return nil, &do.SQLError{Msg: "not authorized: SQLITE_AUTH"}
-	}
 	stmt, cached, err := db.prepareFirst(sql)
 	if err != nil {
 		return nil, err
@@ -242,6 +239,9 @@ func (db *DB) Query(sql string, params []byte) ([]byte, error) {
 func (db *DB) prepareFirst(sql string) (*sqlite3.Stmt, bool, error) {
 	if s, ok := db.stmts[sql]; ok {
 		return s, true, nil
+	}
+	if renamesToReserved(sql) {
+		return nil, false, &do.SQLError{Msg: "not authorized: SQLITE_AUTH"}
 	}
 	rest := sql
 	for {
