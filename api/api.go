@@ -88,10 +88,10 @@ type EnqueueBatchResponse struct {
 
 // Job is a job as the API shows it.
 type Job struct {
-	ID          string          `json:"id"`
-	Kind        string          `json:"kind"`
-	Queue       string          `json:"queue"`
-	Priority    int             `json:"priority"`
+	ID       string `json:"id"`
+	Kind     string `json:"kind"`
+	Queue    string `json:"queue"`
+	Priority int    `json:"priority"`
 	// Args are omitted from the answer to an enqueue (you sent them).
 	Args        json.RawMessage `json:"args,omitempty"`
 	State       JobState        `json:"state"`

@@ -113,15 +113,15 @@ func TestDecodeRoundTripsWhatClientsSend(t *testing.T) {
 func TestDecodeErrorsNameTheProblem(t *testing.T) {
 	t.Parallel()
 	for body, want := range map[string]string{
-		``:                             "the request body is empty",
-		`{"kind":`:                     "malformed JSON at byte",
-		`{"kind":"a","colour":"red"}`:  `unknown field "colour"`,
-		`{"priority":"high"}`:          `field "priority" must be a number, not string`,
-		`{"priority":1.5}`:             `field "priority" must be a whole number, not 1.5`,
-		`{"run_at":"tomorrow"}`:        `field "run_at" is not an RFC 3339 time`,
-		`{"kind":"a"} {}`:              "unexpected data after the JSON object",
-		`[1]`:                          "expected a JSON object, got array",
-		`{"kind":"a","args":{"x":}}`:   "malformed JSON at byte",
+		``:                            "the request body is empty",
+		`{"kind":`:                    "malformed JSON at byte",
+		`{"kind":"a","colour":"red"}`: `unknown field "colour"`,
+		`{"priority":"high"}`:         `field "priority" must be a number, not string`,
+		`{"priority":1.5}`:            `field "priority" must be a whole number, not 1.5`,
+		`{"run_at":"tomorrow"}`:       `field "run_at" is not an RFC 3339 time`,
+		`{"kind":"a"} {}`:             "unexpected data after the JSON object",
+		`[1]`:                         "expected a JSON object, got array",
+		`{"kind":"a","args":{"x":}}`:  "malformed JSON at byte",
 	} {
 		_, err := api.DecodeEnqueue([]byte(body))
 		require.ErrorContains(t, err, want, "body %q", body)

@@ -61,7 +61,7 @@ type jsonBody interface{ AppendJSON([]byte) []byte }
 type result struct {
 	status int
 	body   jsonBody // nil for no body
-	wake   bool // committed work that may be claimable now
+	wake   bool     // committed work that may be claimable now
 	holdMs int64
 }
 
