@@ -48,6 +48,7 @@ func IsConstraint(err error) bool {
 type DB struct {
 	host   Host
 	params []byte
+	rows   Rows
 }
 
 // NewDB wraps h.
@@ -56,7 +57,9 @@ func NewDB(h Host) *DB { return &DB{host: h} }
 // Host returns the host under db.
 func (db *DB) Host() Host { return db.host }
 
-// Query runs a statement that returns rows.
+// Query runs a statement that returns rows. The rows, and the bytes their
+// TextBytes returns, are valid until the next query on db: read them, or
+// copy what you keep, before the next one.
 func (db *DB) Query(sql string, args ...any) (*Rows, error) {
 	var err error
 	db.params, err = EncodeParams(db.params[:0], args...)
@@ -67,7 +70,10 @@ func (db *DB) Query(sql string, args ...any) (*Rows, error) {
 	if err != nil {
 		return nil, err
 	}
-	return DecodeRows(out)
+	if err := db.rows.reset(out); err != nil {
+		return nil, err
+	}
+	return &db.rows, nil
 }
 
 // Exec runs a statement and discards its rows.

@@ -23,21 +23,31 @@ type Rows struct {
 
 // DecodeRows parses the header of an encoded row set.
 func DecodeRows(b []byte) (*Rows, error) {
-	r := &Rows{dec: Decoder{buf: b}}
+	r := &Rows{}
+	return r, r.reset(b)
+}
+
+// reset points r at a new row set, reusing its row buffer.
+func (r *Rows) reset(b []byte) error {
+	r.dec = Decoder{buf: b}
+	r.seen, r.err = 0, nil
 	nc, err := r.dec.Uvarint()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	nr, err := r.dec.Uvarint()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if nc > 1<<16 || nr > uint64(len(b)) {
-		return nil, fmt.Errorf("%w: implausible row set header %dx%d", ErrCodec, nr, nc)
+		return fmt.Errorf("%w: implausible row set header %dx%d", ErrCodec, nr, nc)
 	}
 	r.ncols, r.nrows = int(nc), int(nr)
-	r.row = make([]Value, r.ncols)
-	return r, nil
+	if cap(r.row) < r.ncols {
+		r.row = make([]Value, r.ncols)
+	}
+	r.row = r.row[:r.ncols]
+	return nil
 }
 
 // Len is the number of rows in the set.
@@ -116,6 +126,20 @@ func (r *Rows) Text(i int) string {
 	}
 	r.fail(i, "text")
 	return ""
+}
+
+// TextBytes returns column i's text or blob without copying: the bytes are
+// valid until the next query on the same DB. NULL reads as nil.
+func (r *Rows) TextBytes(i int) []byte {
+	v := r.row[i]
+	switch v.Kind {
+	case KindText, KindBlob:
+		return v.Bytes
+	case KindNull:
+		return nil
+	}
+	r.fail(i, "text")
+	return nil
 }
 
 // Bytes returns column i as bytes (a copy). NULL reads as nil.

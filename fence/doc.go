@@ -9,7 +9,7 @@
 // the report asked for.
 //
 // The package is pure: no SQL, no clock, no randomness. Time (Unix ms),
-// nonces and jitter come in as values, so every decision is reproducible
+// tokens and jitter come in as values, so every decision is reproducible
 // and fuzzed (see fence_fuzz_test.go). The store persists its decisions as
 // guarded writes.
 package fence

@@ -29,14 +29,14 @@ func FuzzFence(f *testing.F) {
 		j := fence.Job{ID: 42, Attempt: jobAttempt, Failures: failures, MaxAttempts: maxAttempts, LeaseMs: 1000}
 		var last *fence.Ended
 		if running {
-			j.State, j.Worker, j.LeaseNonce, j.LeaseUntil = fence.StateRunning, holderW, "nonce", leaseUntil
+			j.State, j.Worker, j.LeaseToken, j.LeaseUntil = fence.StateRunning, holderW, "token", leaseUntil
 		} else {
 			j.State = fence.StateRetryable
-			last = &fence.Ended{Attempt: jobAttempt, Worker: holderW, LeaseNonce: "nonce", Outcome: outcomes[int(lastOutcome)%3]}
+			last = &fence.Ended{Attempt: jobAttempt, Worker: holderW, LeaseToken: "token", Outcome: outcomes[int(lastOutcome)%3]}
 		}
-		c := fence.Claim{Worker: claimW, Attempt: claimAttempt, Token: fence.Token("nonce", 42)}
+		c := fence.Claim{Worker: claimW, Attempt: claimAttempt, Token: "token"}
 		if !goodToken {
-			c.Token = fence.Token("other", 42)
+			c.Token = "forged"
 		}
 		o := outcomes[int(reported)%2]
 

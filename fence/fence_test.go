@@ -9,14 +9,14 @@ import (
 	"github.com/stile-run/stile/fence"
 )
 
-const nonce = "n0nce"
+const token = "0123456789abcdef0123456789abcdef"
 
 func running() fence.Job {
 	return fence.Job{ID: 7, State: fence.StateRunning, Attempt: 2, Failures: 1, MaxAttempts: 3,
-		LeaseMs: 1000, Worker: "a", LeaseNonce: nonce, LeaseUntil: 5000}
+		LeaseMs: 1000, Worker: "a", LeaseToken: token, LeaseUntil: 5000}
 }
 
-func holder() fence.Claim { return fence.Claim{Worker: "a", Attempt: 2, Token: fence.Token(nonce, 7)} }
+func holder() fence.Claim { return fence.Claim{Worker: "a", Attempt: 2, Token: token} }
 
 func TestCheckReport(t *testing.T) {
 	t.Parallel()
@@ -26,11 +26,11 @@ func TestCheckReport(t *testing.T) {
 		if o != fence.OutcomeCompleted {
 			j.State = fence.StateRetryable
 		}
-		j.Worker, j.LeaseNonce, j.LeaseUntil = "", "", 0
+		j.Worker, j.LeaseToken, j.LeaseUntil = "", "", 0
 		return j
 	}
 	rec := func(o fence.Outcome) *fence.Ended {
-		return &fence.Ended{Attempt: 2, Worker: "a", LeaseNonce: nonce, Outcome: o}
+		return &fence.Ended{Attempt: 2, Worker: "a", LeaseToken: token, Outcome: o}
 	}
 	tests := []struct {
 		name string
@@ -47,8 +47,9 @@ func TestCheckReport(t *testing.T) {
 		{name: "older attempt", job: running(), mod: func(c *fence.Claim) { c.Attempt = 1 }, now: 10, code: fence.CodeStaleAttempt},
 		{name: "future attempt", job: running(), mod: func(c *fence.Claim) { c.Attempt = 3 }, now: 10, code: fence.CodeStaleAttempt},
 		{name: "other worker", job: running(), mod: func(c *fence.Claim) { c.Worker = "b" }, now: 10, code: fence.CodeOtherWorker},
-		{name: "forged token", job: running(), mod: func(c *fence.Claim) { c.Token = fence.Token("guess", 7) }, now: 10, code: fence.CodeBadToken},
-		{name: "token of another job", job: running(), mod: func(c *fence.Claim) { c.Token = fence.Token(nonce, 8) }, now: 10, code: fence.CodeBadToken},
+		{name: "forged token", job: running(), mod: func(c *fence.Claim) { c.Token = "guess" }, now: 10, code: fence.CodeBadToken},
+		{name: "empty token", job: running(), mod: func(c *fence.Claim) { c.Token = "" }, now: 10, code: fence.CodeBadToken},
+		{name: "token prefix", job: running(), mod: func(c *fence.Claim) { c.Token = token[:31] }, now: 10, code: fence.CodeBadToken},
 		{name: "expired and processed", job: ended(fence.OutcomeLeaseExpired), last: rec(fence.OutcomeLeaseExpired), now: 10, code: fence.CodeLeaseExpired},
 		{name: "duplicate of the same outcome", job: ended(fence.OutcomeCompleted), last: rec(fence.OutcomeCompleted), now: 9999, dup: true},
 		{name: "different outcome after completion", job: ended(fence.OutcomeCompleted), last: rec(fence.OutcomeCompleted), out: fence.OutcomeFailed, now: 10, code: fence.CodeAlreadyReported},
@@ -87,7 +88,7 @@ func TestCheckHeartbeat(t *testing.T) {
 	require.Equal(t, int64(5999), fence.ExtendLease(j, 4999))
 	require.Equal(t, fence.CodeLeaseExpired, fence.CheckHeartbeat(j, holder(), 5000).Code)
 
-	j.State, j.Worker, j.LeaseNonce = fence.StateRetryable, "", ""
+	j.State, j.Worker, j.LeaseToken = fence.StateRetryable, "", ""
 	require.Equal(t, fence.CodeLeaseExpired, fence.CheckHeartbeat(j, holder(), 10).Code)
 	c := holder()
 	c.Attempt = 1
@@ -116,12 +117,4 @@ func TestAfterFailure(t *testing.T) {
 	j.Failures = 2
 	n = fence.AfterFailure(j, b, 50, 0)
 	require.Equal(t, fence.Next{State: fence.StateDead, Failures: 3, RunAt: 50}, n)
-}
-
-func TestTokenIsPerJobAndNonce(t *testing.T) {
-	t.Parallel()
-	require.Len(t, fence.Token("a", 1), 32)
-	require.Equal(t, fence.Token("a", 1), fence.Token("a", 1))
-	require.NotEqual(t, fence.Token("a", 1), fence.Token("a", 2))
-	require.NotEqual(t, fence.Token("a", 1), fence.Token("b", 1))
 }

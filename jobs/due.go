@@ -29,14 +29,16 @@ type DueResult struct {
 // noticedBy is "alarm" or "request"; jitter yields values in [0, 1).
 func (s *Store) ApplyDue(now int64, noticedBy string, jitter func() float64) (DueResult, error) {
 	var res DueResult
-	rows, err := s.db.Query(`SELECT `+jobColumns+` FROM stile_jobs
+	rows, err := s.db.Query(`SELECT `+fenceColumns+` FROM stile_jobs
 		WHERE state = 'running' AND lease_until <= ? ORDER BY lease_until LIMIT ?`, now, expireBatch)
 	if err != nil {
 		return res, fmt.Errorf("find lapsed leases: %w", err)
 	}
 	var lapsed []Job
 	for rows.Next() {
-		lapsed = append(lapsed, scanJob(rows))
+		var j Job
+		s.scanFence(rows, &j)
+		lapsed = append(lapsed, j)
 	}
 	if err := rows.Err(); err != nil {
 		return res, fmt.Errorf("find lapsed leases: %w", err)
@@ -57,6 +59,9 @@ func (s *Store) ApplyDue(now int64, noticedBy string, jitter func() float64) (Du
 		return res, fmt.Errorf("make due jobs available: %w", err)
 	}
 	res.Promoted = rows.Len()
+	if res.Expired > 0 || res.Promoted > 0 {
+		s.due.Unknown()
+	}
 	return res, nil
 }
 

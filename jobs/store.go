@@ -16,11 +16,58 @@ import (
 // package fence what to do, and persist that decision with writes guarded
 // so that "0 rows" means the state moved underneath them.
 type Store struct {
-	db *do.DB
+	db      *do.DB
+	due     DueTracker
+	strings map[string]string
 }
 
-// New returns a store over db.
-func New(db *do.DB) *Store { return &Store{db: db} }
+// DueTracker learns how the store's writes move due times (run_at of
+// waiting jobs, lease deadlines of running ones), so the tenant can keep
+// its alarm without re-reading the minimum after every request.
+type DueTracker interface {
+	// Added: something is now due at at.
+	Added(at int64)
+	// Removed: something due at at no longer is.
+	Removed(at int64)
+	// Unknown: many things changed; re-read the minimum.
+	Unknown()
+}
+
+type noTracker struct{}
+
+func (noTracker) Added(int64)   {}
+func (noTracker) Removed(int64) {}
+func (noTracker) Unknown()      {}
+
+// New returns a store over db; due may be nil.
+func New(db *do.DB, due DueTracker) *Store {
+	if due == nil {
+		due = noTracker{}
+	}
+	return &Store{db: db, due: due, strings: map[string]string{}}
+}
+
+// intern returns b as a string, sharing the memory of equal strings seen
+// before (kinds, queues, workers repeat; each allocation costs in Wasm).
+func (s *Store) intern(b []byte) string {
+	if v, ok := s.strings[string(b)]; ok {
+		return v
+	}
+	v := string(b)
+	if len(s.strings) < 4096 {
+		s.strings[v] = v
+	}
+	return v
+}
+
+func stateOf(b []byte) fence.State {
+	for _, st := range fence.States {
+		if string(st) == string(b) {
+			return st
+		}
+	}
+	return fence.State(b)
+}
 
 // ErrNotFound is returned for a job id the tenant does not have.
 var ErrNotFound = errors.New("job not found")
@@ -64,32 +111,40 @@ func (j *Job) Backoff() fence.Backoff {
 	return fence.Backoff{BaseMs: j.BackoffMs, MaxMs: j.BackoffMaxMs}
 }
 
-const jobColumns = `id, kind, queue, priority, args, state, attempt, failures, max_attempts, lease_ms,
-	backoff_ms, backoff_max_ms, run_at, created_at, worker, lease_nonce, claimed_at, lease_until,
-	output, last_error, finished_at`
+// fenceColumns are what the fence and a finished attempt need: no args,
+// no output (either may be a megabyte).
+const fenceColumns = `id, state, attempt, failures, max_attempts, lease_ms, backoff_ms, backoff_max_ms,
+	run_at, worker, lease_token, claimed_at, lease_until, last_error`
 
-func scanJob(r *do.Rows) Job {
-	var j Job
+// jobColumns are fenceColumns and the rest of the row.
+const jobColumns = fenceColumns + `, kind, queue, priority, args, created_at, output, finished_at`
+
+func (s *Store) scanFence(r *do.Rows, j *Job) {
 	j.ID = r.Int(0)
-	j.Kind = r.Text(1)
-	j.Queue = r.Text(2)
-	j.Priority = int(r.Int(3))
-	j.Args = r.Bytes(4)
-	j.State = fence.State(r.Text(5))
-	j.Attempt = r.Int(6)
-	j.Failures = r.Int(7)
-	j.MaxAttempts = r.Int(8)
-	j.LeaseMs = r.Int(9)
-	j.BackoffMs = r.Int(10)
-	j.BackoffMaxMs = r.Int(11)
-	j.RunAt = r.Int(12)
-	j.CreatedAt = r.Int(13)
-	j.Worker = r.Text(14)
-	j.LeaseNonce = r.Text(15)
-	j.ClaimedAt = r.Int(16)
-	j.LeaseUntil = r.Int(17)
-	j.Output = r.Bytes(18)
-	j.LastError = r.Text(19)
+	j.State = stateOf(r.TextBytes(1))
+	j.Attempt = r.Int(2)
+	j.Failures = r.Int(3)
+	j.MaxAttempts = r.Int(4)
+	j.LeaseMs = r.Int(5)
+	j.BackoffMs = r.Int(6)
+	j.BackoffMaxMs = r.Int(7)
+	j.RunAt = r.Int(8)
+	j.Worker = s.intern(r.TextBytes(9))
+	j.LeaseToken = r.Text(10)
+	j.ClaimedAt = r.Int(11)
+	j.LeaseUntil = r.Int(12)
+	j.LastError = r.Text(13)
+}
+
+func (s *Store) scanJob(r *do.Rows) Job {
+	var j Job
+	s.scanFence(r, &j)
+	j.Kind = s.intern(r.TextBytes(14))
+	j.Queue = s.intern(r.TextBytes(15))
+	j.Priority = int(r.Int(16))
+	j.Args = r.Bytes(17)
+	j.CreatedAt = r.Int(18)
+	j.Output = r.Bytes(19)
 	j.FinishedAt = r.Int(20)
 	return j
 }
@@ -116,6 +171,9 @@ func (s *Store) Enqueue(now int64, jobs []NewJob) ([]Job, error) {
 		j := Job{Kind: n.Kind, Queue: n.Queue, Priority: n.Priority, Args: n.Args, RunAt: n.RunAt,
 			CreatedAt: now, BackoffMs: n.BackoffMs, BackoffMaxMs: n.BackoffMaxMs}
 		j.ID, j.State, j.MaxAttempts, j.LeaseMs = rows.Int(0), state, n.MaxAttempts, n.LeaseMs
+		if state == fence.StateScheduled {
+			s.due.Added(n.RunAt)
+		}
 		out = append(out, j)
 	}
 	return out, nil
@@ -133,7 +191,24 @@ func (s *Store) Get(id int64) (Job, error) {
 		}
 		return Job{}, fmt.Errorf("job %d: %w", id, ErrNotFound)
 	}
-	j := scanJob(rows)
+	j := s.scanJob(rows)
+	return j, rows.Err()
+}
+
+// getFence reads what a heartbeat or report needs of a job.
+func (s *Store) getFence(id int64) (Job, error) {
+	rows, err := s.db.Query(`SELECT `+fenceColumns+` FROM stile_jobs WHERE id = ?`, id)
+	if err != nil {
+		return Job{}, fmt.Errorf("read job %d: %w", id, err)
+	}
+	if !rows.Next() {
+		if rows.Err() != nil {
+			return Job{}, fmt.Errorf("read job %d: %w", id, rows.Err())
+		}
+		return Job{}, fmt.Errorf("job %d: %w", id, ErrNotFound)
+	}
+	var j Job
+	s.scanFence(rows, &j)
 	return j, rows.Err()
 }
 
@@ -143,25 +218,18 @@ type ClaimRequest struct {
 	Queues []string // at least one
 	Kinds  []string // empty: any kind
 	Limit  int
-	// Nonce is the claim's fresh random secret (see fence.Token).
-	Nonce string
-}
-
-// Claimed is a job handed to a worker, with its token.
-type Claimed struct {
-	Job
-	Token string
 }
 
 // Claim takes up to req.Limit available jobs of req.Queues in the order
-// priority, run_at, id: each gets the next attempt number, the worker, the
-// nonce and a lease until now + its lease_ms.
+// priority, run_at, id: each gets the next attempt number, the worker, a
+// fresh random lease token (SQLite's randomblob: 128 bits from the host's
+// random source) and a lease until now + its lease_ms.
 //
 // Each queue is read along its own range of the stile_jobs_ready index, cut
 // at the limit, so a claim never walks jobs it will not take. One queue is
 // one statement; several are read one by one and merged here (Durable
 // Object SQLite allows only five terms in a compound SELECT).
-func (s *Store) Claim(now int64, req ClaimRequest) ([]Claimed, error) {
+func (s *Store) Claim(now int64, req ClaimRequest) ([]Job, error) {
 	kinds, kindArgs := "", []any{}
 	if len(req.Kinds) > 0 {
 		kinds = " AND kind IN (?" + strings.Repeat(", ?", len(req.Kinds)-1) + ")"
@@ -172,7 +240,7 @@ func (s *Store) Claim(now int64, req ClaimRequest) ([]Claimed, error) {
 	const pick = `SELECT id, priority, run_at FROM stile_jobs WHERE state = 'available' AND queue = ?`
 	const order = ` ORDER BY priority, run_at, id LIMIT ?`
 	var ids string
-	args := []any{req.Worker, req.Nonce, now}
+	args := []any{req.Worker, now}
 	if len(req.Queues) == 1 {
 		ids = `SELECT id FROM (` + pick + kinds + order + `)`
 		args = append(append(append(args, req.Queues[0]), kindArgs...), req.Limit)
@@ -215,16 +283,17 @@ func (s *Store) Claim(now int64, req ClaimRequest) ([]Claimed, error) {
 		args = append(args, "["+strings.Join(list, ",")+"]")
 	}
 	rows, err := s.db.Query(`UPDATE stile_jobs SET state = 'running', attempt = attempt + 1,
-		worker = ?, lease_nonce = ?, claimed_at = ?3, lease_until = ?3 + lease_ms
+		worker = ?, lease_token = lower(hex(randomblob(16))), claimed_at = ?2, lease_until = ?2 + lease_ms
 		WHERE state = 'available' AND id IN (`+ids+`)
 		RETURNING `+jobColumns, args...)
 	if err != nil {
 		return nil, fmt.Errorf("claim for worker %s: %w", req.Worker, err)
 	}
-	out := make([]Claimed, 0, rows.Len())
+	out := make([]Job, 0, rows.Len())
 	for rows.Next() {
-		j := scanJob(rows)
-		out = append(out, Claimed{Job: j, Token: fence.Token(req.Nonce, j.ID)})
+		j := s.scanJob(rows)
+		s.due.Added(j.LeaseUntil)
+		out = append(out, j)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("claim for worker %s: %w", req.Worker, err)
@@ -246,7 +315,7 @@ func (s *Store) Claim(now int64, req ClaimRequest) ([]Claimed, error) {
 // Heartbeat extends the lease of a live claim. A refused heartbeat is
 // audited and returned as a *fence.Rejection.
 func (s *Store) Heartbeat(now, id int64, c fence.Claim) (leaseUntil int64, err error) {
-	j, err := s.Get(id)
+	j, err := s.getFence(id)
 	if err != nil {
 		return 0, err
 	}
@@ -258,14 +327,16 @@ func (s *Store) Heartbeat(now, id int64, c fence.Claim) (leaseUntil int64, err e
 	}
 	until := fence.ExtendLease(j.Job, now)
 	rows, err := s.db.Query(`UPDATE stile_jobs SET lease_until = ?
-		WHERE id = ? AND state = 'running' AND attempt = ? AND worker = ? AND lease_nonce = ? AND lease_until > ?
-		RETURNING id`, until, id, j.Attempt, j.Worker, j.LeaseNonce, now)
+		WHERE id = ? AND state = 'running' AND attempt = ? AND worker = ? AND lease_token = ? AND lease_until > ?
+		RETURNING id`, until, id, j.Attempt, j.Worker, j.LeaseToken, now)
 	if err != nil {
 		return 0, fmt.Errorf("extend lease of job %d: %w", id, err)
 	}
 	if !rows.Next() {
 		return 0, fmt.Errorf("extend lease of job %d: %w", id, errGuard)
 	}
+	s.due.Removed(j.LeaseUntil)
+	s.due.Added(until)
 	return until, nil
 }
 
@@ -287,7 +358,7 @@ type ReportResult struct {
 // report writes an audit row and nothing else, and returns a
 // *fence.Rejection. jitter in [0, 1) spreads the retry of a failure.
 func (s *Store) Report(now, id int64, r Report, jitter float64) (ReportResult, error) {
-	j, err := s.Get(id)
+	j, err := s.getFence(id)
 	if err != nil {
 		return ReportResult{}, err
 	}
@@ -350,11 +421,11 @@ func (s *Store) finish(now int64, j Job, next fence.Next, e ending) (Job, error)
 		lease = "lease_until <= ?"
 	}
 	rows, err := s.db.Query(`UPDATE stile_jobs SET state = ?, failures = ?, run_at = ?, output = ?,
-		last_error = ?, finished_at = ?, worker = NULL, lease_nonce = NULL, claimed_at = NULL, lease_until = NULL
-		WHERE id = ? AND state = 'running' AND attempt = ? AND worker = ? AND lease_nonce = ? AND `+lease+`
+		last_error = ?, finished_at = ?, worker = NULL, lease_token = NULL, claimed_at = NULL, lease_until = NULL
+		WHERE id = ? AND state = 'running' AND attempt = ? AND worker = ? AND lease_token = ? AND `+lease+`
 		RETURNING id`,
 		string(next.State), next.Failures, next.RunAt, out, lastErr, finished,
-		j.ID, j.Attempt, j.Worker, j.LeaseNonce, now)
+		j.ID, j.Attempt, j.Worker, j.LeaseToken, now)
 	if err != nil {
 		return j, fmt.Errorf("record %s of job %d attempt %d: %w", e.outcome, j.ID, j.Attempt, err)
 	}
@@ -365,10 +436,14 @@ func (s *Store) finish(now int64, j Job, next fence.Next, e ending) (Job, error)
 	if e.err != "" {
 		attemptErr = e.err
 	}
-	if err := s.db.Exec(`INSERT INTO stile_job_attempts (job_id, attempt, worker, lease_nonce, claimed_at,
+	if err := s.db.Exec(`INSERT INTO stile_job_attempts (job_id, attempt, worker, lease_token, claimed_at,
 		lease_until, ended_at, outcome, error, noticed_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		j.ID, j.Attempt, j.Worker, j.LeaseNonce, j.ClaimedAt, j.LeaseUntil, now, string(e.outcome), attemptErr, e.noticedBy); err != nil {
+		j.ID, j.Attempt, j.Worker, j.LeaseToken, j.ClaimedAt, j.LeaseUntil, now, string(e.outcome), attemptErr, e.noticedBy); err != nil {
 		return j, fmt.Errorf("record attempt %d of job %d: %w", j.Attempt, j.ID, err)
+	}
+	s.due.Removed(j.LeaseUntil)
+	if next.State == fence.StateRetryable {
+		s.due.Added(next.RunAt)
 	}
 	j.State, j.Failures, j.RunAt = next.State, next.Failures, next.RunAt
 	j.Output, j.FinishedAt = e.output, 0
@@ -378,12 +453,12 @@ func (s *Store) finish(now int64, j Job, next fence.Next, e ending) (Job, error)
 	if e.err != "" {
 		j.LastError = e.err
 	}
-	j.Worker, j.LeaseNonce, j.ClaimedAt, j.LeaseUntil = "", "", 0, 0
+	j.Worker, j.LeaseToken, j.ClaimedAt, j.LeaseUntil = "", "", 0, 0
 	return j, nil
 }
 
 func (s *Store) ended(id, attempt int64) (*fence.Ended, error) {
-	rows, err := s.db.Query(`SELECT worker, lease_nonce, outcome FROM stile_job_attempts
+	rows, err := s.db.Query(`SELECT worker, lease_token, outcome FROM stile_job_attempts
 		WHERE job_id = ? AND attempt = ?`, id, attempt)
 	if err != nil {
 		return nil, fmt.Errorf("read attempt %d of job %d: %w", attempt, id, err)
@@ -391,7 +466,7 @@ func (s *Store) ended(id, attempt int64) (*fence.Ended, error) {
 	if !rows.Next() {
 		return nil, rows.Err()
 	}
-	return &fence.Ended{Attempt: attempt, Worker: rows.Text(0), LeaseNonce: rows.Text(1),
+	return &fence.Ended{Attempt: attempt, Worker: rows.Text(0), LeaseToken: rows.Text(1),
 		Outcome: fence.Outcome(rows.Text(2))}, rows.Err()
 }
 

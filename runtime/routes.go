@@ -297,7 +297,7 @@ func notFound(id string) result {
 
 func (t *Tenant) status() route {
 	return func(now int64) (result, error) {
-		at, err := t.store.NextDue()
+		at, err := t.store.NextDue() // read, not the cache: status shows the truth
 		if err != nil {
 			return result{}, err
 		}
@@ -349,7 +349,7 @@ func (t *Tenant) claim(body []byte) (route, *apiError) {
 	}
 	return func(now int64) (result, error) {
 		claimed, err := t.store.Claim(now, jobs.ClaimRequest{Worker: r.Worker, Queues: r.Queues, Kinds: r.Kinds,
-			Limit: r.Limit, Nonce: newNonce()})
+			Limit: r.Limit})
 		if err != nil {
 			return result{}, err
 		}
@@ -357,7 +357,7 @@ func (t *Tenant) claim(body []byte) (route, *apiError) {
 		for i, c := range claimed {
 			resp.Jobs[i] = api.ClaimedJob{ID: fmtID(c.ID), Kind: c.Kind, Queue: c.Queue, Args: c.Args,
 				Attempt: c.Attempt, MaxAttempts: c.MaxAttempts, Failures: c.Failures, LeaseMs: c.LeaseMs,
-				LeaseUntil: ts(c.LeaseUntil), LeaseToken: c.Token, CreatedAt: ts(c.CreatedAt)}
+				LeaseUntil: ts(c.LeaseUntil), LeaseToken: c.LeaseToken, CreatedAt: ts(c.CreatedAt)}
 		}
 		res := result{status: statusOK, body: resp}
 		if len(claimed) == 0 {

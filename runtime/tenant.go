@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
@@ -25,10 +23,10 @@ type Tenant struct {
 	migrated      bool
 	schemaVersion int64
 
-	// nextDue caches the earliest due time of committed state, refreshed
-	// after every request; before it, due work is skipped cheaply.
-	nextDue  int64
-	dueKnown bool
+	// due is the earliest due time of committed state: the alarm, and the
+	// reason a request may skip due work. The store tells it how writes
+	// move due times; it is re-read only when the earliest may have gone.
+	due dueCache
 
 	out  []byte // the response frame, reused
 	body []byte // the response body, reused
@@ -37,8 +35,33 @@ type Tenant struct {
 // NewTenant returns a tenant serving app's API over h.
 func NewTenant(app *App, h do.Host) *Tenant {
 	db := do.NewDB(h)
-	return &Tenant{app: app, db: db, store: jobs.New(db)}
+	t := &Tenant{app: app, db: db}
+	t.store = jobs.New(db, &t.due)
+	return t
 }
+
+// dueCache tracks the earliest due time (0: nothing is due, ever).
+type dueCache struct {
+	at    int64
+	known bool
+}
+
+// Added implements jobs.DueTracker.
+func (d *dueCache) Added(at int64) {
+	if d.known && (d.at == 0 || at < d.at) {
+		d.at = at
+	}
+}
+
+// Removed implements jobs.DueTracker: if the earliest went, re-read.
+func (d *dueCache) Removed(at int64) {
+	if d.known && at <= d.at {
+		d.known = false
+	}
+}
+
+// Unknown implements jobs.DueTracker.
+func (d *dueCache) Unknown() { d.known = false }
 
 // Handle serves one request frame and returns the response frame. The
 // returned slice is valid until the next call.
@@ -110,6 +133,7 @@ func (t *Tenant) serve(req do.Request) do.Response {
 	})
 	var resp do.Response
 	if err != nil {
+		t.due.Unknown() // what the store reported did not commit
 		resp = errorResponse(statusInternal, api.CodeInternal, "the request was rolled back: "+err.Error())
 	} else {
 		resp = do.Response{Status: res.status, HoldMs: res.holdMs}
@@ -125,7 +149,7 @@ func (t *Tenant) serve(req do.Request) do.Response {
 	if err := t.refreshDue(); err != nil {
 		return errorResponse(statusInternal, api.CodeInternal, err.Error())
 	}
-	resp.AlarmAt = t.nextDue
+	resp.AlarmAt = t.due.at
 	return resp
 }
 
@@ -139,34 +163,27 @@ func (t *Tenant) migrate() error {
 }
 
 func (t *Tenant) applyDue(now int64, noticedBy string) (jobs.DueResult, error) {
-	if t.dueKnown && (t.nextDue == 0 || now < t.nextDue) {
+	if t.due.known && (t.due.at == 0 || now < t.due.at) {
 		return jobs.DueResult{}, nil
 	}
 	return t.store.ApplyDue(now, noticedBy, mrandFloat)
 }
 
+// refreshDue re-reads the earliest due time if the cache lost it.
 func (t *Tenant) refreshDue() error {
+	if t.due.known {
+		return nil
+	}
 	at, err := t.store.NextDue()
 	if err != nil {
-		t.dueKnown = false
 		return err
 	}
-	t.nextDue, t.dueKnown = at, true
+	t.due = dueCache{at: at, known: true}
 	return nil
 }
 
 // mrandFloat is jitter for retry backoffs; it needs spread, not secrecy.
 func mrandFloat() float64 { return mrand.Float64() }
-
-// newNonce is a claim's secret: 128 random bits from the host (WASI
-// random_get inside a module).
-func newNonce() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("stile: no randomness from the host: " + err.Error())
-	}
-	return hex.EncodeToString(b[:])
-}
 
 func errorResponse(status int, code, msg string) do.Response {
 	return do.Response{Status: status, Body: api.Error{Code: code, Message: msg}.AppendJSON(nil)}

@@ -19,14 +19,14 @@ CREATE TABLE stile_jobs (
   run_at       INTEGER NOT NULL,
   created_at   INTEGER NOT NULL,
   worker       TEXT,
-  lease_nonce  TEXT,
+  lease_token  TEXT,
   claimed_at   INTEGER,
   lease_until  INTEGER,
   output       TEXT,
   last_error   TEXT,
   finished_at  INTEGER,
   -- A running job holds exactly one lease; no other state holds one.
-  CHECK ((state = 'running') = (worker IS NOT NULL AND lease_nonce IS NOT NULL
+  CHECK ((state = 'running') = (worker IS NOT NULL AND lease_token IS NOT NULL
                                 AND claimed_at IS NOT NULL AND lease_until IS NOT NULL)),
   -- Terminal states, and only they, have a finish time.
   CHECK ((state IN ('completed', 'cancelled', 'dead')) = (finished_at IS NOT NULL)),
@@ -48,7 +48,7 @@ CREATE TABLE stile_job_attempts (
   job_id      INTEGER NOT NULL REFERENCES stile_jobs (id) ON DELETE CASCADE,
   attempt     INTEGER NOT NULL CHECK (attempt >= 1),
   worker      TEXT    NOT NULL,
-  lease_nonce TEXT    NOT NULL,
+  lease_token TEXT    NOT NULL,
   claimed_at  INTEGER NOT NULL,
   lease_until INTEGER NOT NULL,
   ended_at    INTEGER NOT NULL,
