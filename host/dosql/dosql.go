@@ -24,7 +24,8 @@ import (
 // DB is one tenant's database. It is not safe for concurrent use.
 type DB struct {
 	conn  *sqlite3.Conn
-	stmts map[string]*sqlite3.Stmt
+	stmts map[string]*sqlite3.Stmt // tenant statements, prepared
+	own   map[string]*sqlite3.Stmt // the host's transaction statements
 	depth int // open transaction levels
 	rows  do.RowSetWriter
 	out   []byte
@@ -63,7 +64,7 @@ func Open(path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	db := &DB{conn: conn, stmts: map[string]*sqlite3.Stmt{}}
+	db := &DB{conn: conn, stmts: map[string]*sqlite3.Stmt{}, own: map[string]*sqlite3.Stmt{}}
 	setup := []string{
 		// Durable Object storage is durable at commit; WAL with NORMAL is
 		// durable except against power loss, which a dev server accepts.
@@ -109,7 +110,10 @@ func (db *DB) Close() error {
 	for _, s := range db.stmts {
 		s.Close()
 	}
-	db.stmts = nil
+	for _, s := range db.own {
+		s.Close()
+	}
+	db.stmts, db.own = nil, nil
 	return db.conn.Close()
 }
 
@@ -159,7 +163,9 @@ func (db *DB) Rollback() error {
 		err = db.hostExec(`ROLLBACK`)
 	} else {
 		sp := `s` + strconv.Itoa(db.depth-1)
-		err = db.hostExec(`ROLLBACK TO ` + sp + `; RELEASE ` + sp)
+		if err = db.hostExec(`ROLLBACK TO ` + sp); err == nil {
+			err = db.hostExec(`RELEASE ` + sp)
+		}
 	}
 	db.depth--
 	if err != nil {
@@ -181,10 +187,26 @@ func (db *DB) RollbackAll() error {
 	return db.hostExec(`ROLLBACK`)
 }
 
+// hostExec runs one of the host's own statements (transaction control),
+// prepared once and kept: they run twice per request.
 func (db *DB) hostExec(sql string) error {
 	db.host = true
 	defer func() { db.host = false }()
-	return db.conn.Exec(sql)
+	stmt, ok := db.own[sql]
+	if !ok {
+		var tail string
+		var err error
+		stmt, tail, err = db.conn.Prepare(sql)
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(tail) != "" { // a compound statement: run it whole
+			stmt.Close()
+			return db.conn.Exec(sql)
+		}
+		db.own[sql] = stmt
+	}
+	return stmt.Exec()
 }
 
 // Query runs tenant SQL with an encoded parameter list and returns an
