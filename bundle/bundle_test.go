@@ -115,3 +115,20 @@ func TestWriteWorker(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(entry), `import wasm from "./`+bundle.WasmFile+`"`, "wrangler.toml's CompiledWasm rule finds the module")
 }
+
+// TestModuleStaysLean fails when a tenant module's packages start linking
+// net/http (the worker's client, say): its init alone adds hundreds of
+// kilobytes to every module, against Cloudflare's script size limit.
+func TestModuleStaysLean(t *testing.T) {
+	t.Parallel()
+	for _, pkg := range []string{bundle.DefaultPackage, "./e2e/testapp/tenant", "./examples/emails/tenant"} {
+		cmd := exec.Command("go", "list", "-deps", pkg)
+		cmd.Dir = ".."
+		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		for _, dep := range strings.Fields(string(out)) {
+			require.NotEqual(t, "net/http", dep, "%s links net/http: keep handlers and clients out of the module", pkg)
+		}
+	}
+}

@@ -1,0 +1,81 @@
+package emails_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/client"
+	"github.com/stile-run/stile/examples/emails"
+	"github.com/stile-run/stile/examples/emails/handler"
+	"github.com/stile-run/stile/host"
+	"github.com/stile-run/stile/host/native"
+	"github.com/stile-run/stile/server"
+	"github.com/stile-run/stile/worker"
+)
+
+// mailer counts sends per idempotency key, as a provider would.
+type mailer struct {
+	mu   sync.Mutex
+	sent map[string]int
+	done chan struct{}
+}
+
+func (m *mailer) Send(_ context.Context, key, to, subject, _ string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sent[key]++
+	if m.sent[key] == 1 {
+		fmt.Printf("sent %q to %s\n", subject, to)
+	}
+	close(m.done)
+	return nil
+}
+
+// The module runs in-process (no Wasm) with its own API, a worker runs the
+// handler, and the job ends completed with its output.
+func Example() {
+	dir, _ := os.MkdirTemp("", "emails-example-")
+	defer os.RemoveAll(dir)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	factory, _ := native.New(native.Config{App: emails.App(), Logger: quiet})
+	m, _ := host.NewManager(host.Config{Factory: factory, DataDir: dir, ScheduleAlarms: true, Logger: quiet})
+	defer m.Close()
+	srv, _ := server.New(m, "secret")
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+
+	acme := client.New(ts.URL, "secret", nil).Tenant("acme")
+	ctx := context.Background()
+	_, err := acme.Enqueue(ctx, api.EnqueueRequest{Kind: emails.Kind, Args: []byte(`{"to":"nobody"}`)})
+	fmt.Println("bad args:", client.Code(err))
+	job, _ := acme.Enqueue(ctx, api.EnqueueRequest{Kind: emails.Kind, Args: []byte(`{"to":"ada@example.com","name":"Ada"}`)})
+	fmt.Println("enqueued:", job.State, "on queue", job.Queue)
+
+	mail := &mailer{sent: map[string]int{}, done: make(chan struct{})}
+	w, _ := worker.New(worker.Config{URL: ts.URL, Token: "secret", Tenants: []string{"acme"}, Queues: []string{"email"}, Logger: quiet})
+	w.Handle(emails.Kind, handler.Handler(mail))
+	wctx, stop := context.WithCancel(ctx)
+	go w.Run(wctx)
+	<-mail.done
+	for {
+		j, _ := acme.Job(ctx, job.ID)
+		if j.State == "completed" {
+			fmt.Println("job:", j.State, "after", j.Attempt, "attempt, output", string(j.Output))
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop()
+	// Output:
+	// bad args: invalid_args
+	// enqueued: available on queue email
+	// sent "Welcome, Ada" to ada@example.com
+	// job: completed after 1 attempt, output {"sent_to":"ada@example.com"}
+}

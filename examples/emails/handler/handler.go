@@ -1,0 +1,38 @@
+// Package handler is the example's job handler, run by a worker process.
+//
+// It keys its side effect on the job's id, which is the same for every
+// attempt: a provider that honours idempotency keys sends once even when the
+// handler runs twice (see docs/GUARANTEES.md).
+package handler
+
+import (
+	"context"
+	"errors"
+
+	"github.com/stile-run/stile/examples/emails"
+	"github.com/stile-run/stile/worker"
+)
+
+// Mailer is the provider the handler calls.
+type Mailer interface {
+	// Send sends once per idempotency key.
+	Send(ctx context.Context, idempotencyKey, to, subject, body string) error
+}
+
+// Handler returns the worker's handler for emails.Kind.
+func Handler(m Mailer) worker.Handler {
+	return func(ctx context.Context, j *worker.Job) (any, error) {
+		var a emails.Args
+		if err := j.Decode(&a); err != nil {
+			return nil, err
+		}
+		if a.To == "" {
+			return nil, errors.New("no recipient")
+		}
+		key := j.Tenant + "/" + j.JobID // the same on every attempt
+		if err := m.Send(ctx, key, a.To, "Welcome, "+a.Name, "Glad to have you."); err != nil {
+			return nil, err
+		}
+		return map[string]string{"sent_to": a.To}, nil
+	}
+}

@@ -1,0 +1,129 @@
+package dosql_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/host/dosql"
+)
+
+func open(t *testing.T) *dosql.DB {
+	t.Helper()
+	db, err := dosql.Open(filepath.Join(t.TempDir(), "t.sqlite"))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func q(t *testing.T, db *dosql.DB, sql string, args ...any) *do.Rows {
+	t.Helper()
+	p, err := do.EncodeParams(nil, args...)
+	require.NoError(t, err)
+	out, err := db.Query(sql, p)
+	require.NoError(t, err, sql)
+	rows, err := do.DecodeRows(append([]byte(nil), out...))
+	require.NoError(t, err)
+	return rows
+}
+
+func count(t *testing.T, db *dosql.DB) int64 {
+	rows := q(t, db, `SELECT count(*) FROM t`)
+	require.True(t, rows.Next())
+	return rows.Int(0)
+}
+
+func TestNestedTransactionsAreSavepoints(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	q(t, db, `CREATE TABLE t (a INTEGER)`)
+	require.NoError(t, db.Begin())
+	q(t, db, `INSERT INTO t VALUES (1)`)
+	require.NoError(t, db.Begin())
+	q(t, db, `INSERT INTO t VALUES (2)`)
+	require.NoError(t, db.Rollback(), "an inner rollback undoes only the inner part")
+	require.NoError(t, db.Begin())
+	q(t, db, `INSERT INTO t VALUES (3)`)
+	require.NoError(t, db.Commit())
+	require.NoError(t, db.Commit())
+	require.False(t, db.InTx())
+	rows := q(t, db, `SELECT a FROM t ORDER BY a`)
+	var got []int64
+	for rows.Next() {
+		got = append(got, rows.Int(0))
+	}
+	require.Equal(t, []int64{1, 3}, got)
+}
+
+func TestRollbackAllUndoesEveryLevel(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	q(t, db, `CREATE TABLE t (a INTEGER)`)
+	require.NoError(t, db.Begin())
+	q(t, db, `INSERT INTO t VALUES (1)`)
+	require.NoError(t, db.Begin())
+	q(t, db, `INSERT INTO t VALUES (2)`)
+	require.NoError(t, db.RollbackAll(), "what a host does after a trap")
+	require.False(t, db.InTx())
+	require.Equal(t, int64(0), count(t, db))
+	require.NoError(t, db.RollbackAll(), "with nothing open it is a no-op")
+}
+
+func TestGuestCannotControlTransactions(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	for _, s := range []string{"BEGIN", "COMMIT", "SAVEPOINT x", "RELEASE x", "ROLLBACK"} {
+		_, err := db.Query(s, []byte{0})
+		require.ErrorContains(t, err, "please use the state.storage.transaction()", s)
+	}
+}
+
+func TestMultiStatementRunsEachAndReturnsTheLast(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	rows := q(t, db, "CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (5); SELECT a FROM t;  \n")
+	require.True(t, rows.Next())
+	require.Equal(t, int64(5), rows.Int(0))
+	_, err := db.Query("SELECT 1; -- note", []byte{0})
+	require.ErrorContains(t, err, "SQL code did not contain a statement.")
+	p, _ := do.EncodeParams(nil, 1)
+	_, err = db.Query("SELECT ?; SELECT 2", p)
+	require.ErrorContains(t, err, "only the last statement can have parameters")
+}
+
+func TestErrorsInDurableObjectForm(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	q(t, db, `CREATE TABLE t (a INTEGER PRIMARY KEY, b TEXT NOT NULL)`)
+	q(t, db, `INSERT INTO t VALUES (1, 'x')`)
+	_, err := db.Query(`INSERT INTO t VALUES (1, 'y')`, []byte{0})
+	require.EqualError(t, err, "UNIQUE constraint failed: t.a: SQLITE_CONSTRAINT (extended: SQLITE_CONSTRAINT_PRIMARYKEY)")
+	require.True(t, do.IsConstraint(err))
+	_, err = db.Query(`SELEC 1`, []byte{0})
+	require.EqualError(t, err, `near "SELEC": syntax error at offset 0: SQLITE_ERROR`)
+	_, err = db.Query(`PRAGMA journal_mode`, []byte{0})
+	require.EqualError(t, err, "not authorized: SQLITE_AUTH")
+	_, err = db.Query(`SELECT 1 /*`+strings.Repeat("x", do.MaxStatementBytes)+`*/`, []byte{0})
+	require.EqualError(t, err, "statement too long: SQLITE_TOOBIG")
+}
+
+func TestIntegersBeyondJSAreRefused(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	_, err := db.Query(`SELECT 9007199254740993`, []byte{0})
+	require.ErrorContains(t, err, "beyond the ±(2^53-1)", "a JS host would round it; the local host refuses it")
+}
+
+func TestStatementCacheSurvivesReuse(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	q(t, db, `CREATE TABLE t (a INTEGER)`)
+	for i := 0; i < 300; i++ { // beyond the cache bound as well
+		q(t, db, `INSERT INTO t VALUES (?)`, i)
+		q(t, db, `SELECT a FROM t WHERE a = `+strings.Repeat(" ", i%40)+`?`, i)
+	}
+	require.Equal(t, int64(300), count(t, db))
+}
