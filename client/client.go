@@ -1,7 +1,3 @@
-// Package client is a Go client of the Stile HTTP API: enqueue and inspect
-// jobs, and the claim / heartbeat / report protocol that package worker
-// builds on. It talks to any host: `stile dev`, a deployed Worker, or a
-// test server.
 package client
 
 import (

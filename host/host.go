@@ -1,9 +1,3 @@
-// Package host runs tenant modules outside Cloudflare: one engine per
-// tenant (the built .wasm under wazero, or the same Go packages natively),
-// calls into each serialized, the tenant's alarm scheduled and persisted,
-// and claims held open until work arrives (long-poll). The HTTP server in
-// package server and the tests drive a Manager; the engines live in
-// host/wazerohost and host/native.
 package host
 
 import (

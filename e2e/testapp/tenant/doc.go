@@ -1,0 +1,3 @@
+// Command tenant is the test module's main package, built to .wasm for the
+// wazero and workerd layers of the conformance suite.
+package main
