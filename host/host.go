@@ -3,8 +3,11 @@ package host
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/stile-run/stile/do"
 )
 
 // Engine is one tenant's module instance. Calls are serialized by the
@@ -107,4 +110,17 @@ func (c *ManualClock) Advance(d time.Duration) {
 		}
 	}
 	c.waiters = kept
+}
+
+// LogLevel maps a module's log level to slog's.
+func LogLevel(l do.Level) slog.Level {
+	switch l {
+	case do.LevelDebug:
+		return slog.LevelDebug
+	case do.LevelWarn:
+		return slog.LevelWarn
+	case do.LevelError:
+		return slog.LevelError
+	}
+	return slog.LevelInfo
 }

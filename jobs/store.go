@@ -181,35 +181,31 @@ func (s *Store) Enqueue(now int64, jobs []NewJob) ([]Job, error) {
 
 // Get reads one job.
 func (s *Store) Get(id int64) (Job, error) {
-	rows, err := s.db.Query(`SELECT `+jobColumns+` FROM stile_jobs WHERE id = ?`, id)
-	if err != nil {
-		return Job{}, fmt.Errorf("read job %d: %w", id, err)
-	}
-	if !rows.Next() {
-		if rows.Err() != nil {
-			return Job{}, fmt.Errorf("read job %d: %w", id, rows.Err())
-		}
-		return Job{}, fmt.Errorf("job %d: %w", id, ErrNotFound)
-	}
-	j := s.scanJob(rows)
-	return j, rows.Err()
+	var j Job
+	err := s.readJob(id, jobColumns, func(r *do.Rows) { j = s.scanJob(r) })
+	return j, err
 }
 
 // getFence reads what a heartbeat or report needs of a job.
 func (s *Store) getFence(id int64) (Job, error) {
-	rows, err := s.db.Query(`SELECT `+fenceColumns+` FROM stile_jobs WHERE id = ?`, id)
+	var j Job
+	err := s.readJob(id, fenceColumns, func(r *do.Rows) { s.scanFence(r, &j) })
+	return j, err
+}
+
+func (s *Store) readJob(id int64, columns string, scan func(*do.Rows)) error {
+	rows, err := s.db.Query(`SELECT `+columns+` FROM stile_jobs WHERE id = ?`, id)
 	if err != nil {
-		return Job{}, fmt.Errorf("read job %d: %w", id, err)
+		return fmt.Errorf("read job %d: %w", id, err)
 	}
 	if !rows.Next() {
 		if rows.Err() != nil {
-			return Job{}, fmt.Errorf("read job %d: %w", id, rows.Err())
+			return fmt.Errorf("read job %d: %w", id, rows.Err())
 		}
-		return Job{}, fmt.Errorf("job %d: %w", id, ErrNotFound)
+		return fmt.Errorf("job %d: %w", id, ErrNotFound)
 	}
-	var j Job
-	s.scanFence(rows, &j)
-	return j, rows.Err()
+	scan(rows)
+	return rows.Err()
 }
 
 // ClaimRequest selects the jobs a worker may take.

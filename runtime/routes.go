@@ -75,6 +75,17 @@ func (t *Tenant) match(req do.Request) (route, *apiError) {
 	return nil, &apiError{statusNotFound, api.CodeNotFound, fmt.Sprintf("no route %s %s", req.Method, req.Path)}
 }
 
+// batchSize refuses an empty batch or one over its limit.
+func batchSize(n, max int, field string) *apiError {
+	if n == 0 {
+		return badRequest(api.CodeInvalidRequest, "missing field %q: send at least one", field)
+	}
+	if n > max {
+		return badRequest(api.CodeInvalidRequest, "%d %s in one batch exceed the limit of %d: split the batch", n, field, max)
+	}
+	return nil
+}
+
 // decodeErr turns a body the API's decoders refused into a 400.
 func decodeErr(err error) *apiError {
 	return badRequest(api.CodeInvalidJSON, "%s", err.Error())
@@ -210,11 +221,8 @@ func (t *Tenant) enqueueBatch(body []byte) (route, *apiError) {
 	if err != nil {
 		return nil, decodeErr(err)
 	}
-	if len(r.Jobs) == 0 {
-		return nil, badRequest(api.CodeInvalidRequest, "missing field \"jobs\": send at least one job")
-	}
-	if len(r.Jobs) > api.MaxBatchJobs {
-		return nil, badRequest(api.CodeInvalidRequest, "%d jobs in one batch exceed the limit of %d: split the batch", len(r.Jobs), api.MaxBatchJobs)
+	if e := batchSize(len(r.Jobs), api.MaxBatchJobs, "jobs"); e != nil {
+		return nil, e
 	}
 	ns := make([]jobs.NewJob, len(r.Jobs))
 	for i, j := range r.Jobs {
@@ -490,11 +498,8 @@ func (t *Tenant) reportBatch(body []byte) (route, *apiError) {
 	if err != nil {
 		return nil, decodeErr(err)
 	}
-	if len(r.Reports) == 0 {
-		return nil, badRequest(api.CodeInvalidRequest, "missing field \"reports\": send at least one report")
-	}
-	if len(r.Reports) > api.MaxBatchReports {
-		return nil, badRequest(api.CodeInvalidRequest, "%d reports in one batch exceed the limit of %d: split the batch", len(r.Reports), api.MaxBatchReports)
+	if e := batchSize(len(r.Reports), api.MaxBatchReports, "reports"); e != nil {
+		return nil, e
 	}
 	ids := make([]int64, len(r.Reports))
 	reps := make([]jobs.Report, len(r.Reports))

@@ -113,42 +113,43 @@ func runBench(args []string) error {
 		fmt.Println()
 	}
 
-	var rs []result
-	for _, c := range []struct {
+	type config struct {
 		name string
 		open func() (*host.Manager, error)
 		http bool
-	}{
+	}
+	run := func(cs []config, jobs, batch int) ([]result, error) {
+		var rs []result
+		for _, c := range cs {
+			r, err := measure(c.name, c.open, c.http, jobs, batch)
+			if err != nil {
+				return nil, err
+			}
+			rs = append(rs, r)
+		}
+		return rs, nil
+	}
+	rs, err := run([]config{
 		{"native, in-process", nativeHost, false},
 		{"wazero, in-process", wazeroHost(true), false},
 		{"wazero, no runaway guard", wazeroHost(false), false},
 		{"native, loopback HTTP", nativeHost, true},
 		{"wazero, loopback HTTP", wazeroHost(true), true},
-	} {
-		r, err := measure(c.name, c.open, c.http, *jobs, 1)
-		if err != nil {
-			return err
-		}
-		rs = append(rs, r)
+	}, *jobs, 1)
+	if err != nil {
+		return err
 	}
 	print(fmt.Sprintf("full job cycle, one job per request (enqueue, claim, report: 3 requests per job), %d jobs", *jobs), *jobs, rs)
 
-	rs = rs[:0]
 	bjobs := *jobs * 5
-	for _, c := range []struct {
-		name string
-		open func() (*host.Manager, error)
-		http bool
-	}{
+	rs, err = run([]config{
 		{"native, in-process", nativeHost, false},
 		{"wazero, in-process", wazeroHost(true), false},
+		{"wazero, no runaway guard", wazeroHost(false), false},
 		{"wazero, loopback HTTP", wazeroHost(true), true},
-	} {
-		r, err := measure(c.name, c.open, c.http, bjobs, *batch)
-		if err != nil {
-			return err
-		}
-		rs = append(rs, r)
+	}, bjobs, *batch)
+	if err != nil {
+		return err
 	}
 	print(fmt.Sprintf("batched, %d jobs per request, %d jobs", *batch, bjobs), bjobs, rs)
 

@@ -50,7 +50,7 @@ func runDev(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	token, err := devToken(*data, *tokenFlag)
+	token, err := findToken(*data, *tokenFlag, true)
 	if err != nil {
 		return err
 	}
@@ -117,9 +117,9 @@ try it:
 	return nil
 }
 
-// devToken is the flag, else $STILE_TOKEN, else the token kept in
-// <data>/token (generated on first use).
-func devToken(data, flagValue string) (string, error) {
+// findToken is the flag, else $STILE_TOKEN, else the token `stile dev`
+// keeps in <data>/token, which it generates on first use.
+func findToken(data, flagValue string, generate bool) (string, error) {
 	if flagValue != "" {
 		return flagValue, nil
 	}
@@ -129,6 +129,9 @@ func devToken(data, flagValue string) (string, error) {
 	path := filepath.Join(data, "token")
 	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
 		return strings.TrimSpace(string(b)), nil
+	}
+	if !generate {
+		return "", errors.New("no token: pass --token, set STILE_TOKEN, or start `stile dev` in this directory first")
 	}
 	var b [24]byte
 	if _, err := rand.Read(b[:]); err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -33,16 +31,9 @@ func runWork(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	token := *tokenFlag
-	if token == "" {
-		token = os.Getenv("STILE_TOKEN")
-	}
-	if token == "" {
-		b, err := os.ReadFile(filepath.Join(*data, "token"))
-		if err != nil {
-			return errors.New("no token: pass --token, set STILE_TOKEN, or start `stile dev` in this directory first")
-		}
-		token = strings.TrimSpace(string(b))
+	token, err := findToken(*data, *tokenFlag, false)
+	if err != nil {
+		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	w, err := worker.New(worker.Config{URL: *url, Token: token, Tenants: strings.Split(*tenants, ","),

@@ -113,17 +113,5 @@ func (e *engine) Now() int64 { return e.clock.Now() }
 
 // Log implements do.Host.
 func (e *engine) Log(level do.Level, msg string) {
-	e.cfg.Logger.Log(context.Background(), slogLevel(level), msg, "tenant", e.name)
-}
-
-func slogLevel(l do.Level) slog.Level {
-	switch l {
-	case do.LevelDebug:
-		return slog.LevelDebug
-	case do.LevelWarn:
-		return slog.LevelWarn
-	case do.LevelError:
-		return slog.LevelError
-	}
-	return slog.LevelInfo
+	e.cfg.Logger.Log(context.Background(), host.LogLevel(level), msg, "tenant", e.name)
 }

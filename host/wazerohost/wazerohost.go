@@ -332,19 +332,7 @@ func hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 	if !ok {
 		panic("stile.log: message out of range")
 	}
-	e.f.log.Log(ctx, levelOf(do.Level(api.DecodeI32(stack[0]))), string(msg), "tenant", e.name)
-}
-
-func levelOf(l do.Level) slog.Level {
-	switch l {
-	case do.LevelDebug:
-		return slog.LevelDebug
-	case do.LevelWarn:
-		return slog.LevelWarn
-	case do.LevelError:
-		return slog.LevelError
-	}
-	return slog.LevelInfo
+	e.f.log.Log(ctx, host.LogLevel(do.Level(api.DecodeI32(stack[0]))), string(msg), "tenant", e.name)
 }
 
 // lineLog forwards a module's stdout and stderr to the log and remembers the
