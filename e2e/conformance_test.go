@@ -386,6 +386,24 @@ func scenarioBatches(s *scenario) {
 	require.Equal(t, api.CodeNotFound, results[5].Error.Code)
 	require.Equal(t, "running", s.job(cs[2].ID).State)
 	require.JSONEq(t, `{"done":4}`, string(s.job(cs[4].ID).Output))
+
+	// A batch too large for one statement is split, and keeps its order.
+	big := make([]api.EnqueueRequest, 5)
+	for i := range big {
+		args, _ := json.Marshal(map[string]any{"i": i, "pad": strings.Repeat("x", 600_000), "s": "é\n\" "})
+		big[i] = api.EnqueueRequest{Kind: "test.other", Args: args}
+	}
+	bjs, err := s.ten.EnqueueBatch(s.ctx, big)
+	require.NoError(t, err)
+	require.Len(t, bjs, 5)
+	for i := 1; i < len(bjs); i++ {
+		prev, _ := strconv.Atoi(bjs[i-1].ID)
+		cur, _ := strconv.Atoi(bjs[i].ID)
+		require.Greater(t, cur, prev, "ids follow the request's order")
+	}
+	for i, j := range bjs {
+		require.JSONEq(t, string(big[i].Args), string(s.job(j.ID).Args), "job %d keeps its args", i)
+	}
 }
 
 func scenarioClaimOrder(s *scenario) {
@@ -599,29 +617,40 @@ func scenarioLargeArgs(s *scenario) {
 	require.Equal(t, string(out), string(s.job(j.ID).Output))
 }
 
-// scenarioTrap injects a trap in the middle of a transaction: the third
-// insert of a five-job batch. Nothing of the batch is written, the
-// instance is replaced, and the tenant keeps serving.
+// scenarioTrap injects a trap in the middle of a transaction: a batch of
+// three reports traps at the second one's write, after the first report's
+// write is done. Nothing of the batch is recorded, the instance is
+// replaced, and the tenant keeps serving.
 func scenarioTrap(s *scenario) {
 	t := s.t
-	before := s.enqueue(api.EnqueueRequest{Kind: "test.echo"})
-	s.tg.injectFault(t, s.ten.Name(), "INSERT INTO stile_jobs", 3)
-	reqs := make([]api.EnqueueRequest, 5)
+	reqs := make([]api.EnqueueRequest, 3)
 	for i := range reqs {
 		reqs[i] = api.EnqueueRequest{Kind: "test.echo"}
 	}
 	_, err := s.ten.EnqueueBatch(s.ctx, reqs)
+	require.NoError(t, err)
+	cs := s.claim("t", 3, 3)
+	reports := make([]api.BatchReport, len(cs))
+	for i, c := range cs {
+		reports[i] = api.BatchReport{JobID: c.ID, ReportRequest: completed(claimOf(c, "t"), `"done"`)}
+	}
+	s.tg.injectFault(t, s.ten.Name(), "UPDATE stile_jobs SET state = ?,", 2)
+	_, err = s.ten.ReportBatch(s.ctx, reports)
 	requireCode(t, err, http.StatusInternalServerError, api.CodeInternal)
 	require.Contains(t, err.Error(), "trapped")
 	if p := s.tg.inProcess(); p != nil {
 		require.Equal(t, int64(1), p.manager.Restarts(s.ten.Name()), "the trapped instance was discarded")
 	}
-
-	// The next request gets a fresh instance over intact data.
-	after := s.enqueue(api.EnqueueRequest{Kind: "test.echo"})
-	b, _ := strconv.Atoi(before.ID)
-	require.Equal(t, strconv.Itoa(b+1), after.ID, "none of the trapped batch was written")
-	c := s.claim("t", 10, 2)
-	require.Equal(t, before.ID, c[0].ID)
-	require.Equal(t, after.ID, c[1].ID)
+	for _, c := range cs {
+		j := s.job(c.ID) // the next request gets a fresh instance over intact data
+		require.Equal(t, "running", j.State, "the first report's write was rolled back with the rest")
+		require.Empty(t, j.Attempts)
+		require.Empty(t, j.Output)
+	}
+	results, err := s.ten.ReportBatch(s.ctx, reports)
+	require.NoError(t, err, "the tenant keeps serving")
+	for _, r := range results {
+		require.Nil(t, r.Error)
+		require.Equal(t, "completed", r.State)
+	}
 }
