@@ -387,7 +387,7 @@ func scenarioBatches(s *scenario) {
 	require.Equal(t, "running", s.job(cs[2].ID).State)
 	require.JSONEq(t, `{"done":4}`, string(s.job(cs[4].ID).Output))
 
-	// A batch too large for one statement is split, and keeps its order.
+	// A batch of large jobs keeps its order and every job its args.
 	big := make([]api.EnqueueRequest, 5)
 	for i := range big {
 		args, _ := json.Marshal(map[string]any{"i": i, "pad": strings.Repeat("x", 600_000), "s": "é\n\" "})
