@@ -51,7 +51,9 @@ type Response struct {
 	Status int
 	Flags  byte
 	// AlarmAt is when the tenant's alarm should next fire, in Unix ms,
-	// computed from committed state; 0 means no alarm is needed.
+	// computed from committed state; 0 means no alarm is needed, and
+	// AlarmUnchanged that the host must keep the alarm it has (a request
+	// refused before it read any state).
 	AlarmAt int64
 	// HoldMs, when > 0, marks an empty long-poll claim: the host may hold
 	// the request for up to this long and send the same request again when
@@ -59,6 +61,9 @@ type Response struct {
 	HoldMs int64
 	Body   []byte
 }
+
+// AlarmUnchanged is Response.AlarmAt for "keep the current alarm".
+const AlarmUnchanged = -1
 
 // AppendRequest appends the encoding of r.
 func AppendRequest(b []byte, r Request) []byte {

@@ -102,6 +102,7 @@ func cases() vectors {
 			{Status: 201, Flags: 1, AlarmAt: 1764480000000, Body: `{"id":"1"}`},
 			{Status: 200, HoldMs: 20000, Body: `{"jobs":[]}`},
 			{Status: 500},
+			{Status: 400, AlarmAt: do.AlarmUnchanged, Body: `{"code":"x","message":"y"}`},
 		},
 	}
 }

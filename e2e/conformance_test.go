@@ -226,6 +226,9 @@ func scenarioAlarmExpiresLease(s *scenario) {
 	t := s.t
 	j := s.enqueue(api.EnqueueRequest{Kind: "test.fast"})
 	s.claim("sleeper", 1, 1)
+	// A refused request in between must not disturb the alarm.
+	_, err := s.ten.Enqueue(s.ctx, api.EnqueueRequest{Kind: "no.such.kind"})
+	requireCode(t, err, http.StatusBadRequest, api.CodeUnknownKind)
 	if s.tg.realTime() {
 		// No request at all while the lease lapses and the alarm fires.
 		time.Sleep(lease + 4*time.Second)

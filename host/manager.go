@@ -263,7 +263,7 @@ func (t *tenant) broadcast() {
 }
 
 func (m *Manager) setAlarm(t *tenant, at int64) {
-	if t.alarmAt.Swap(at) == at {
+	if at == do.AlarmUnchanged || t.alarmAt.Swap(at) == at {
 		return
 	}
 	if err := m.alarms.note(t.name, at); err != nil {

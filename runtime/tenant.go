@@ -93,6 +93,8 @@ type route func(now int64) (result, error)
 
 var errNoServe = errors.New("this module never called runtime.Serve")
 
+// serve answers a request. A refusal before the transaction reads no
+// committed state and leaves the host's alarm as it is.
 func (t *Tenant) serve(req do.Request) do.Response {
 	if t.app == nil {
 		return errorResponse(statusInternal, api.CodeInternal, errNoServe.Error())
@@ -185,6 +187,8 @@ func (t *Tenant) refreshDue() error {
 // mrandFloat is jitter for retry backoffs; it needs spread, not secrecy.
 func mrandFloat() float64 { return mrand.Float64() }
 
+// errorResponse answers a refusal; it leaves the alarm unchanged.
 func errorResponse(status int, code, msg string) do.Response {
-	return do.Response{Status: status, Body: api.Error{Code: code, Message: msg}.AppendJSON(nil)}
+	return do.Response{Status: status, AlarmAt: do.AlarmUnchanged,
+		Body: api.Error{Code: code, Message: msg}.AppendJSON(nil)}
 }

@@ -94,7 +94,8 @@ export class Tenant {
   }
 
   after(resp) {
-    if (resp.alarmAt !== this.alarmAt) {
+    // A negative alarmAt (do.AlarmUnchanged) keeps the alarm as it is.
+    if (resp.alarmAt >= 0 && resp.alarmAt !== this.alarmAt) {
       if (resp.alarmAt > 0) this.ctx.storage.setAlarm(resp.alarmAt);
       else this.ctx.storage.deleteAlarm();
       this.alarmAt = resp.alarmAt;
