@@ -81,7 +81,7 @@ func runDev(args []string) error {
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second,
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		// Claims long-poll for up to a minute.
 		WriteTimeout: 2 * time.Minute}
 	name := pkg

@@ -1,0 +1,118 @@
+package main_test
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/client"
+)
+
+// stile builds the command once per test.
+func stile(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "stile")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
+}
+
+// TestQuickStart runs the README's quick start: `stile dev` serves the
+// built-in module, a job is enqueued, `stile work` runs it, and the server
+// stops cleanly on Ctrl-C.
+func TestQuickStart(t *testing.T) {
+	bin := stile(t)
+	data := t.TempDir()
+	root, _ := filepath.Abs("../..")
+	dev := exec.Command(bin, "dev", "--addr", "127.0.0.1:0", "--data", data)
+	dev.Dir = root
+	dev.Env = append(os.Environ(), "STILE_TOKEN=")
+	stderr, err := dev.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, dev.Start())
+	defer dev.Process.Kill()
+
+	apiLine := regexp.MustCompile(`API\s+(http://\S+)/v1/t/`)
+	tokenLine := regexp.MustCompile(`token\s+([0-9a-f]{48})`)
+	var url, token string
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() && (url == "" || token == "") {
+		if m := apiLine.FindStringSubmatch(sc.Text()); m != nil {
+			url = m[1]
+		}
+		if m := tokenLine.FindStringSubmatch(sc.Text()); m != nil {
+			token = m[1]
+		}
+	}
+	require.NotEmpty(t, url, "stile dev printed its address")
+	require.NotEmpty(t, token, "stile dev printed a generated token")
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	kept, err := os.ReadFile(filepath.Join(data, "token"))
+	require.NoError(t, err)
+	require.Equal(t, token, strings.TrimSpace(string(kept)), "the generated token is kept for the next start")
+
+	ctx := context.Background()
+	acme := client.New(url, token, nil).Tenant("acme")
+	j, err := acme.Enqueue(ctx, api.EnqueueRequest{Kind: "echo", Args: []byte(`{"hello":"world"}`)})
+	require.NoError(t, err)
+	_, err = acme.Enqueue(ctx, api.EnqueueRequest{Kind: "nope"})
+	require.Equal(t, api.CodeUnknownKind, client.Code(err))
+
+	wctx, stopWork := context.WithTimeout(ctx, 60*time.Second)
+	defer stopWork()
+	work := exec.CommandContext(wctx, bin, "work", "--url", url, "--tenant", "acme", "--data", data)
+	work.Dir = root
+	work.Env = append(os.Environ(), "STILE_TOKEN=")
+	require.NoError(t, work.Start(), "stile work finds the token in the data directory")
+	require.Eventually(t, func() bool {
+		got, err := acme.Job(ctx, j.ID)
+		return err == nil && got.State == "completed" && string(got.Output) == `{"hello":"world"}`
+	}, 30*time.Second, 50*time.Millisecond)
+	require.NoError(t, work.Process.Signal(syscall.SIGINT))
+	require.NoError(t, work.Wait(), "stile work stops cleanly")
+
+	require.NoError(t, dev.Process.Signal(syscall.SIGINT))
+	done := make(chan error, 1)
+	go func() { done <- dev.Wait() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "stile dev stops cleanly")
+	case <-time.After(20 * time.Second):
+		t.Fatal("stile dev did not stop on SIGINT")
+	}
+	_, err = os.Stat(filepath.Join(data, "tenants", "acme.sqlite"))
+	require.NoError(t, err, "the tenant's data is a SQLite file in the data directory")
+}
+
+func TestBuildWritesTheWorkerBundle(t *testing.T) {
+	bin := stile(t)
+	out := t.TempDir()
+	root, _ := filepath.Abs("../..")
+	cmd := exec.Command(bin, "build", "--out", out, "./examples/emails/tenant")
+	cmd.Dir = root
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	require.Contains(t, string(b), "gzip -9")
+	for _, f := range []string{"tenant.wasm", "worker.mjs", "abi.mjs", "config.mjs"} {
+		_, err := os.Stat(filepath.Join(out, f))
+		require.NoError(t, err, f)
+	}
+	cmd = exec.Command(bin, "build", "./no/such/pkg")
+	cmd.Dir = root
+	b, err = cmd.CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(b), "no/such/pkg", "a bad package is named in the error")
+}
