@@ -1,14 +1,10 @@
 package e2e_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
+	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -18,6 +14,7 @@ import (
 
 	"github.com/stile-run/stile/bundle"
 	"github.com/stile-run/stile/client"
+	"github.com/stile-run/stile/internal/miniflare"
 )
 
 // workerd is the real Cloudflare runtime, through Miniflare 4 from npm,
@@ -43,31 +40,12 @@ func (w *workerd) injectFault(t *testing.T, tenant, prefix string, nth int) {
 }
 
 var (
-	workerdOnce sync.Once
-	workerdT    *workerd
-	workerdSkip string
-	workerdErr  error
-	workerdCmd  *exec.Cmd
-	workerdIn   io.WriteCloser
-	workerdLog  lockedBuffer
+	workerdOnce   sync.Once
+	workerdT      *workerd
+	workerdSkip   string
+	workerdErr    error
+	workerdServer *miniflare.Server
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // ci reports whether the suite runs in CI, where the workerd layer must run.
 func ci() bool { return os.Getenv("CI") == "true" }
@@ -79,14 +57,6 @@ func startWorkerd(t *testing.T) *workerd {
 	workerdOnce.Do(func() {
 		root, err := filepath.Abs("..")
 		if err != nil {
-			workerdErr = err
-			return
-		}
-		if _, err := exec.LookPath("node"); err != nil {
-			workerdSkip = "node is not installed: the workerd layer needs Node 20+ and `npm ci` (CI=true makes this a failure)"
-			return
-		}
-		if err := ensureNodeModules(root); err != nil {
 			workerdErr = err
 			return
 		}
@@ -112,39 +82,17 @@ func startWorkerd(t *testing.T) *workerd {
 			workerdErr = err
 			return
 		}
-		cmd := exec.Command("node", filepath.Join(root, "e2e", "miniflare", "serve.mjs"), dir)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "STILE_TOKEN="+token, "STILE_ENTRY=faults.mjs")
-		cmd.Stderr = &workerdLog
-		stdin, _ := cmd.StdinPipe()
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			workerdErr = fmt.Errorf("start miniflare: %w", err)
+		srv, err := miniflare.Start(miniflare.Options{Root: root, Bundle: dir, Token: token, Entry: "faults.mjs"})
+		if errors.Is(err, miniflare.ErrNoNode) {
+			workerdSkip = err.Error() + " (CI=true makes this a failure)"
 			return
 		}
-		line := make(chan string, 1)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			if sc.Scan() {
-				line <- sc.Text()
-			}
-			close(line)
-			io.Copy(io.Discard, stdout)
-		}()
-		select {
-		case l, ok := <-line:
-			var ready struct{ URL string }
-			if !ok || json.Unmarshal([]byte(l), &ready) != nil || ready.URL == "" {
-				cmd.Process.Kill()
-				workerdErr = fmt.Errorf("miniflare did not start: %q\n%s", l, workerdLog.String())
-				return
-			}
-			workerdCmd, workerdIn = cmd, stdin
-			workerdT = &workerd{url: ready.URL, cl: client.New(ready.URL, token, nil)}
-		case <-time.After(60 * time.Second):
-			cmd.Process.Kill()
-			workerdErr = fmt.Errorf("miniflare did not start within 60 s\n%s", workerdLog.String())
+		if err != nil {
+			workerdErr = err
+			return
 		}
+		workerdServer = srv
+		workerdT = &workerd{url: srv.URL, cl: client.New(srv.URL, token, nil)}
 	})
 	if workerdSkip != "" {
 		if ci() {
@@ -156,38 +104,11 @@ func startWorkerd(t *testing.T) *workerd {
 	return workerdT
 }
 
-// ensureNodeModules installs the pinned Miniflare from package-lock.json
-// when it is missing, so `go test ./...` needs no manual step.
-func ensureNodeModules(root string) error {
-	if _, err := os.Stat(filepath.Join(root, "node_modules", "miniflare", "package.json")); err == nil {
-		return nil
-	}
-	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("npm ci (installs Miniflare for the workerd layer): %w\n%s", err, out)
-	}
-	return nil
-}
-
-func stopWorkerd() {
-	if workerdCmd == nil {
-		return
-	}
-	workerdIn.Close()
-	done := make(chan struct{})
-	go func() { workerdCmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		workerdCmd.Process.Kill()
-	}
-}
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	stopWorkerd()
+	if workerdServer != nil {
+		workerdServer.Close()
+	}
 	os.Exit(code)
 }
 
@@ -196,7 +117,7 @@ func TestWorkerd(t *testing.T) {
 	w := startWorkerd(t)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("miniflare log:\n%s", workerdLog.String())
+			t.Logf("miniflare log:\n%s", workerdServer.Log())
 		}
 	})
 	runSuite(t, w)

@@ -57,7 +57,12 @@ class Writer {
     this.byte(n);
   }
   varint(n) {
-    // zigzag, through BigInt: |n| may be up to 2^53 - 1.
+    // zigzag. Numbers below 2^52 in magnitude zigzag exactly as Numbers;
+    // beyond that (up to 2^53 - 1) through BigInt.
+    if (Math.abs(n) < 2 ** 52) {
+      this.uvarint(n >= 0 ? n * 2 : -n * 2 - 1);
+      return;
+    }
     const b = BigInt(n);
     this.uvarint(b >= 0n ? b << 1n : ((-b) << 1n) - 1n);
   }
@@ -75,19 +80,28 @@ class Reader {
     if (this.off >= this.buf.length) throw new Error("value codec: truncated");
     return this.buf[this.off++];
   }
+  // uvarint returns a Number when the value fits in 49 bits (seven bytes,
+  // every length and almost every integer), else a BigInt.
   uvarint() {
-    let n = 0n, shift = 0n;
+    let n = 0, mul = 1;
+    for (let i = 0; i < 7; i++) {
+      const b = this.byte();
+      n += (b & 0x7f) * mul;
+      if (b < 0x80) return n;
+      mul *= 128;
+    }
+    let big = BigInt(n), shift = 49n;
     for (;;) {
       const b = this.byte();
-      n |= BigInt(b & 0x7f) << shift;
-      if (b < 0x80) break;
+      big |= BigInt(b & 0x7f) << shift;
+      if (b < 0x80) return big;
       shift += 7n;
       if (shift > 63n) throw new Error("value codec: bad uvarint");
     }
-    return n;
   }
   varint() {
     const u = this.uvarint();
+    if (typeof u === "number") return u % 2 === 1 ? -(u + 1) / 2 : u / 2;
     return u & 1n ? -((u + 1n) >> 1n) : u >> 1n;
   }
   bytes(n) {
@@ -111,7 +125,9 @@ export function decodeParams(buf) {
       case TAG_NULL: out[i] = null; break;
       case TAG_INT: {
         const v = r.varint();
-        if (v > BigInt(MAX_SAFE) || v < -BigInt(MAX_SAFE)) throw new Error(`value codec: integer ${v} is outside ±(2^53-1)`);
+        if (typeof v === "bigint" && (v > BigInt(MAX_SAFE) || v < -BigInt(MAX_SAFE))) {
+          throw new Error(`value codec: integer ${v} is outside ±(2^53-1)`);
+        }
         out[i] = Number(v);
         break;
       }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -13,11 +15,13 @@ import (
 	"time"
 
 	"github.com/stile-run/stile/bundle"
+	"github.com/stile-run/stile/client"
 	"github.com/stile-run/stile/cmd/stile/defaultapp/app"
 	"github.com/stile-run/stile/host"
 	"github.com/stile-run/stile/host/native"
 	"github.com/stile-run/stile/host/wazerohost"
 	"github.com/stile-run/stile/internal/bench"
+	"github.com/stile-run/stile/internal/miniflare"
 )
 
 func runBench(args []string) error {
@@ -163,12 +167,54 @@ func runBench(args []string) error {
 		return err
 	}
 	defer stop()
-	lat, err := bench.Latency(ctx, h, *latJobs, time.Second/time.Duration(*latRate))
+	if err := latency(ctx, "wazero over loopback HTTP", h, *latJobs, *latRate); err != nil {
+		return err
+	}
+	return benchWorkerd(ctx, dir, wasm, *jobs/4, *batch, *latJobs, *latRate)
+}
+
+func latency(ctx context.Context, where string, d bench.Driver, jobs, rate int) error {
+	lat, err := bench.Latency(ctx, d, jobs, time.Second/time.Duration(rate))
 	if err != nil {
 		return err
 	}
-	fmt.Printf("latency enqueue → completed, wazero over loopback HTTP, a long-polling worker, %d jobs at %d/s\n", *latJobs, *latRate)
-	fmt.Printf("  p50 %s   p90 %s   p99 %s   max %s\n", bench.Percentile(lat, 50).Round(10*time.Microsecond),
+	fmt.Printf("latency enqueue → completed, %s, a long-polling worker, %d jobs at %d/s\n", where, jobs, rate)
+	fmt.Printf("  p50 %s   p90 %s   p99 %s   max %s\n\n", bench.Percentile(lat, 50).Round(10*time.Microsecond),
 		bench.Percentile(lat, 90).Round(10*time.Microsecond), bench.Percentile(lat, 99).Round(10*time.Microsecond), lat[len(lat)-1].Round(10*time.Microsecond))
 	return nil
+}
+
+// benchWorkerd measures the same module in real workerd (Miniflare 4): the
+// Durable Object's own path, V8 instead of wazero.
+func benchWorkerd(ctx context.Context, dir string, wasm []byte, jobs, batch, latJobs, latRate int) error {
+	bundleDir := filepath.Join(dir, "worker")
+	if err := bundle.WriteWorker(bundleDir, wasm); err != nil {
+		return err
+	}
+	srv, err := miniflare.Start(miniflare.Options{Root: ".", Bundle: bundleDir, Token: "bench-token"})
+	if errors.Is(err, miniflare.ErrNoNode) {
+		fmt.Println("workerd: skipped,", err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	d := bench.HTTP{C: client.New(srv.URL, "bench-token", &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}})}
+	if _, err := bench.Cycle(ctx, d, 200, 1); err != nil { // warm up the object
+		return fmt.Errorf("workerd: %w", err)
+	}
+	fmt.Printf("workerd (Miniflare 4, loopback HTTP, one Durable Object)\n")
+	took, err := bench.Cycle(ctx, d, jobs, 1)
+	if err != nil {
+		return fmt.Errorf("workerd: %w", err)
+	}
+	fmt.Printf("  one job per request: %s jobs/s (%.0f µs/job, %d jobs)\n", bench.Rate(jobs, took), float64(took.Microseconds())/float64(jobs), jobs)
+	bjobs := jobs * 5
+	took, err = bench.Cycle(ctx, d, bjobs, batch)
+	if err != nil {
+		return fmt.Errorf("workerd: %w", err)
+	}
+	fmt.Printf("  %d jobs per request: %s jobs/s (%.0f µs/job, %d jobs)\n\n", batch, bench.Rate(bjobs, took), float64(took.Microseconds())/float64(bjobs), bjobs)
+	return latency(ctx, "workerd", d, latJobs, latRate)
 }
