@@ -257,13 +257,7 @@ func (s *Store) Claim(now int64, req ClaimRequest) ([]Job, error) {
 		}
 		sort.Slice(cands, func(a, b int) bool {
 			x, y := cands[a], cands[b]
-			if x.priority != y.priority {
-				return x.priority < y.priority
-			}
-			if x.runAt != y.runAt {
-				return x.runAt < y.runAt
-			}
-			return x.id < y.id
+			return claimsBefore(x.priority, x.runAt, x.id, y.priority, y.runAt, y.id)
 		})
 		if len(cands) > req.Limit {
 			cands = cands[:req.Limit]
@@ -297,15 +291,21 @@ func (s *Store) Claim(now int64, req ClaimRequest) ([]Job, error) {
 	// RETURNING has no order: restore the claim order.
 	sort.Slice(out, func(a, b int) bool {
 		x, y := out[a], out[b]
-		if x.Priority != y.Priority {
-			return x.Priority < y.Priority
-		}
-		if x.RunAt != y.RunAt {
-			return x.RunAt < y.RunAt
-		}
-		return x.ID < y.ID
+		return claimsBefore(int64(x.Priority), x.RunAt, x.ID, int64(y.Priority), y.RunAt, y.ID)
 	})
 	return out, nil
+}
+
+// claimsBefore is the claim order: priority, then run_at, then id (the
+// order of the stile_jobs_ready index).
+func claimsBefore(ap, ar, ai, bp, br, bi int64) bool {
+	if ap != bp {
+		return ap < bp
+	}
+	if ar != br {
+		return ar < br
+	}
+	return ai < bi
 }
 
 // Heartbeat extends the lease of a live claim. A refused heartbeat is
