@@ -29,6 +29,14 @@ const (
 	DefaultPriority  = 0 // 0 runs first, 9 last
 	MaxPriority      = 9
 	RejectionsPerJob = 20 // newest refused reports kept per job
+	MaxTags          = 32 // tags per job
+	MaxTagBytes      = 128
+	MaxDependsOn     = 64             // parents per job
+	MaxList          = 500            // jobs per page of a listing
+	MaxTimeout       = 24 * time.Hour // a job's time limit
+	MaxSnooze        = 366 * 24 * time.Hour
+	MaxUniqueWindow  = 366 * 24 * time.Hour
+	MaxSlots         = 1_000_000 // slots of a concurrency limit
 )
 
 // Error is the body of every non-2xx response.
@@ -69,6 +77,20 @@ type EnqueueRequest struct {
 	RunAt       *time.Time      `json:"run_at,omitempty"`
 	MaxAttempts int             `json:"max_attempts,omitempty"`
 	LeaseMs     int64           `json:"lease_ms,omitempty"`
+	TimeoutMs   int64           `json:"timeout_ms,omitempty"`
+	Tags        []string        `json:"tags,omitempty"`
+	// UniqueKey returns the live job with this key instead of a second
+	// one; with UniqueWindowMs, also one created that recently, whatever
+	// its state.
+	UniqueKey      string `json:"unique_key,omitempty"`
+	UniqueWindowMs int64  `json:"unique_window_ms,omitempty"`
+	// ConcurrencyKey names the limit the job counts against.
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	// DependsOn lists parent jobs: ids, or "#n" for the n-th job of the same
+	// batch (an earlier one). RunRegardless runs the job even when a parent
+	// ends dead or cancelled.
+	DependsOn     []string `json:"depends_on,omitempty"`
+	RunRegardless bool     `json:"run_regardless,omitempty"`
 }
 
 // EnqueueBatchRequest enqueues many jobs in one transaction: all or none.
@@ -94,16 +116,38 @@ type Job struct {
 	Failures    int64           `json:"failures"`
 	MaxAttempts int64           `json:"max_attempts"`
 	LeaseMs     int64           `json:"lease_ms"`
+	TimeoutMs   int64           `json:"timeout_ms"`
 	RunAt       time.Time       `json:"run_at"`
 	CreatedAt   time.Time       `json:"created_at"`
 	FinishedAt  *time.Time      `json:"finished_at,omitempty"`
 	Output      json.RawMessage `json:"output,omitempty"`
 	LastError   string          `json:"last_error,omitempty"`
+	Tags        []string        `json:"tags"`
+
+	UniqueKey      string `json:"unique_key,omitempty"`
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	PendingParents int64  `json:"pending_parents,omitempty"`
+	RunRegardless  bool   `json:"run_regardless,omitempty"`
+	// CancelRequestedAt: an operator asked to cancel the running job.
+	CancelRequestedAt *time.Time `json:"cancel_requested_at,omitempty"`
+	// Existing is set in the answer to an enqueue whose unique key
+	// returned this earlier job instead of a new one.
+	Existing bool `json:"existing,omitempty"`
+
 	// Running is the attempt in progress, if any.
 	Running *Attempt `json:"running,omitempty"`
+	// DependsOn lists the job's parents (GET /jobs/{id} only).
+	DependsOn []Dependency `json:"depends_on,omitempty"`
 	// Attempts and Rejections are filled in by GET /jobs/{id} only.
 	Attempts   []Attempt   `json:"attempts,omitempty"`
 	Rejections []Rejection `json:"rejections,omitempty"`
+}
+
+// Dependency is a parent of a job and, once it ended, how.
+type Dependency struct {
+	JobID      string     `json:"job_id"`
+	Resolved   string     `json:"resolved,omitempty"` // completed or failed (dead or cancelled)
+	ResolvedAt *time.Time `json:"resolved_at,omitempty"`
 }
 
 // Attempt is one claim of a job and how it ended.
@@ -158,9 +202,11 @@ type ClaimedJob struct {
 	MaxAttempts int64           `json:"max_attempts"`
 	Failures    int64           `json:"failures"`
 	LeaseMs     int64           `json:"lease_ms"`
+	TimeoutMs   int64           `json:"timeout_ms"`
 	LeaseUntil  time.Time       `json:"lease_until"`
 	LeaseToken  string          `json:"lease_token"`
 	CreatedAt   time.Time       `json:"created_at"`
+	Tags        []string        `json:"tags"`
 }
 
 // Claim identifies the claim a heartbeat or report speaks for.
@@ -175,24 +221,36 @@ type HeartbeatRequest struct {
 	Claim
 }
 
-// HeartbeatResponse is the extended lease.
+// HeartbeatResponse is the extended lease. CancelRequested says an
+// operator cancelled the job: stop the handler and report "cancelled"; the
+// lease is no longer extended.
 type HeartbeatResponse struct {
-	Now        time.Time `json:"now"`
-	LeaseUntil time.Time `json:"lease_until"`
+	Now             time.Time `json:"now"`
+	LeaseUntil      time.Time `json:"lease_until"`
+	CancelRequested bool      `json:"cancel_requested,omitempty"`
 }
 
 // Report outcomes.
 const (
 	OutcomeCompleted = "completed"
 	OutcomeFailed    = "failed"
+	OutcomeCancelled = "cancelled"
+	OutcomeSnoozed   = "snoozed"
 )
 
 // ReportRequest records how an attempt ended.
 type ReportRequest struct {
 	Claim
-	Outcome string          `json:"outcome"`          // completed or failed
+	Outcome string          `json:"outcome"`          // completed, failed, cancelled or snoozed
 	Output  json.RawMessage `json:"output,omitempty"` // completed only
-	Error   string          `json:"error,omitempty"`  // failed only
+	Error   string          `json:"error,omitempty"`  // failed or cancelled
+	// Final, with failed: do not retry; the job ends dead.
+	Final bool `json:"final,omitempty"`
+	// SnoozeMs, with snoozed: run again after this long, without spending
+	// the retry budget.
+	SnoozeMs int64 `json:"snooze_ms,omitempty"`
+	// Tags are added to the job's tags, with the outcome only.
+	Tags []string `json:"tags,omitempty"`
 }
 
 // ReportResponse is where the job stands after the report: completed,
@@ -240,4 +298,47 @@ type Status struct {
 	Now           time.Time  `json:"now"`
 	SchemaVersion int64      `json:"schema_version"`
 	AlarmAt       *time.Time `json:"alarm_at,omitempty"`
+}
+
+// CancelRequest cancels a job (POST /jobs/{id}/cancel). The body may be
+// empty.
+type CancelRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// ListResponse is a page of jobs; Next, if set, is the after= of the next
+// page.
+type ListResponse struct {
+	Jobs []Job  `json:"jobs"`
+	Next string `json:"next,omitempty"`
+}
+
+// QueueCounts counts a queue's unfinished jobs by state.
+type QueueCounts struct {
+	Queue  string           `json:"queue"`
+	Counts map[string]int64 `json:"counts"`
+}
+
+// QueuesResponse counts unfinished jobs per queue, and finished ones per
+// state across queues.
+type QueuesResponse struct {
+	Queues   []QueueCounts    `json:"queues"`
+	Finished map[string]int64 `json:"finished"`
+}
+
+// Limit is a concurrency limit: at most Slots jobs with its key run at once.
+type Limit struct {
+	Key   string `json:"key"`
+	Slots int64  `json:"slots"`
+	InUse int64  `json:"in_use"`
+}
+
+// SetLimitRequest sets a limit (PUT /concurrency/{key}).
+type SetLimitRequest struct {
+	Slots *int64 `json:"slots"`
+}
+
+// LimitsResponse lists the limits.
+type LimitsResponse struct {
+	Limits []Limit `json:"limits"`
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"time"
@@ -333,6 +334,19 @@ func (r *reader) integer(key string) (int64, error) {
 	return n, nil
 }
 
+func (r *reader) boolField(key string) (bool, error) {
+	if r.null() {
+		return false, nil
+	}
+	switch {
+	case r.peek() == 't' && r.literal("true"):
+		return true, nil
+	case r.peek() == 'f' && r.literal("false"):
+		return false, nil
+	}
+	return false, typeError(r, key, "true or false")
+}
+
 func (r *reader) stringField(key string) (string, error) {
 	if r.null() {
 		return "", nil // as encoding/json: null leaves the zero value
@@ -445,6 +459,20 @@ func (e *EnqueueRequest) decode(r *reader) error {
 			e.MaxAttempts = int(n)
 		case "lease_ms":
 			e.LeaseMs, err = r.integer(key)
+		case "timeout_ms":
+			e.TimeoutMs, err = r.integer(key)
+		case "tags":
+			e.Tags, err = stringArray(r, key)
+		case "unique_key":
+			e.UniqueKey, err = r.stringField(key)
+		case "unique_window_ms":
+			e.UniqueWindowMs, err = r.integer(key)
+		case "concurrency_key":
+			e.ConcurrencyKey, err = r.stringField(key)
+		case "depends_on":
+			e.DependsOn, err = stringArray(r, key)
+		case "run_regardless":
+			e.RunRegardless, err = r.boolField(key)
 		default:
 			return unknownField(key)
 		}
@@ -570,6 +598,12 @@ func (p *ReportRequest) field(r *reader, key string) (bool, error) {
 		p.Output, err = rawField(r, key)
 	case "error":
 		p.Error, err = r.stringField(key)
+	case "final":
+		p.Final, err = r.boolField(key)
+	case "snooze_ms":
+		p.SnoozeMs, err = r.integer(key)
+	case "tags":
+		p.Tags, err = stringArray(r, key)
 	default:
 		return false, nil
 	}
@@ -623,6 +657,44 @@ func DecodeReportBatch(b []byte) (BatchReportRequest, error) {
 				p.Reports = append(p.Reports, br)
 				return err
 			})
+		})
+	})
+}
+
+// DecodeCancel decodes the body of POST /jobs/{id}/cancel; an empty body
+// is an empty request.
+func DecodeCancel(b []byte) (CancelRequest, error) {
+	var c CancelRequest
+	if len(bytes.TrimSpace(b)) == 0 {
+		return c, nil
+	}
+	return c, decodeBody(b, func(r *reader) error {
+		return decodeObject(r, func(key string) error {
+			if key != "reason" {
+				return unknownField(key)
+			}
+			var err error
+			c.Reason, err = r.stringField(key)
+			return err
+		})
+	})
+}
+
+// DecodeSetLimit decodes the body of PUT /concurrency/{key}.
+func DecodeSetLimit(b []byte) (SetLimitRequest, error) {
+	var l SetLimitRequest
+	return l, decodeBody(b, func(r *reader) error {
+		return decodeObject(r, func(key string) error {
+			if key != "slots" {
+				return unknownField(key)
+			}
+			if r.null() {
+				l.Slots = nil
+				return nil
+			}
+			n, err := r.integer(key)
+			l.Slots = &n
+			return err
 		})
 	})
 }

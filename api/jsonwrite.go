@@ -1,6 +1,7 @@
 package api
 
 import (
+	"sort"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -81,6 +82,37 @@ func (o *object) rawOmit(k string, v []byte) {
 }
 
 func (o *object) end() []byte { return append(o.b, '}') }
+
+func (o *object) strings(k string, v []string) {
+	o.key(k)
+	o.b = appendStrings(o.b, v)
+}
+
+func appendStrings(b []byte, v []string) []byte {
+	b = append(b, '[')
+	for i, s := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, s)
+	}
+	return append(b, ']')
+}
+
+// counts writes a map of counts with its keys sorted.
+func (o *object) counts(k string, m map[string]int64) {
+	o.key(k)
+	keys := make([]string, 0, len(m))
+	for key := range m {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	c := startObject(o.b)
+	for _, key := range keys {
+		c.int(key, m[key])
+	}
+	o.b = c.end()
+}
 
 // appendTime writes t in TimeLayout, quoted.
 func appendTime(b []byte, t time.Time) []byte {
@@ -224,14 +256,32 @@ func (j Job) AppendJSON(b []byte) []byte {
 	o.int("failures", j.Failures)
 	o.int("max_attempts", j.MaxAttempts)
 	o.int("lease_ms", j.LeaseMs)
+	o.int("timeout_ms", j.TimeoutMs)
 	o.time("run_at", j.RunAt)
 	o.time("created_at", j.CreatedAt)
 	o.timeOmit("finished_at", j.FinishedAt)
 	o.rawOmit("output", j.Output)
 	o.strOmit("last_error", j.LastError)
+	o.strings("tags", j.Tags)
+	o.strOmit("unique_key", j.UniqueKey)
+	o.strOmit("concurrency_key", j.ConcurrencyKey)
+	if j.PendingParents != 0 {
+		o.int("pending_parents", j.PendingParents)
+	}
+	if j.RunRegardless {
+		o.bool("run_regardless", true)
+	}
+	o.timeOmit("cancel_requested_at", j.CancelRequestedAt)
+	if j.Existing {
+		o.bool("existing", true)
+	}
 	if j.Running != nil {
 		o.key("running")
 		o.b = j.Running.AppendJSON(o.b)
+	}
+	if len(j.DependsOn) > 0 {
+		o.key("depends_on")
+		o.b = appendArray(o.b, j.DependsOn)
 	}
 	if len(j.Attempts) > 0 {
 		o.key("attempts")
@@ -282,9 +332,11 @@ func (c ClaimedJob) AppendJSON(b []byte) []byte {
 	o.int("max_attempts", c.MaxAttempts)
 	o.int("failures", c.Failures)
 	o.int("lease_ms", c.LeaseMs)
+	o.int("timeout_ms", c.TimeoutMs)
 	o.time("lease_until", c.LeaseUntil)
 	o.str("lease_token", c.LeaseToken)
 	o.time("created_at", c.CreatedAt)
+	o.strings("tags", c.Tags)
 	return o.end()
 }
 
@@ -308,6 +360,9 @@ func (r HeartbeatResponse) AppendJSON(b []byte) []byte {
 	o := startObject(b)
 	o.time("now", r.Now)
 	o.time("lease_until", r.LeaseUntil)
+	if r.CancelRequested {
+		o.bool("cancel_requested", true)
+	}
 	return o.end()
 }
 
@@ -372,3 +427,73 @@ func (s Status) AppendJSON(b []byte) []byte {
 
 // MarshalJSON implements json.Marshaler.
 func (s Status) MarshalJSON() ([]byte, error) { return s.AppendJSON(nil), nil }
+
+// AppendJSON appends d as JSON.
+func (d Dependency) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.str("job_id", d.JobID)
+	o.strOmit("resolved", d.Resolved)
+	o.timeOmit("resolved_at", d.ResolvedAt)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (d Dependency) MarshalJSON() ([]byte, error) { return d.AppendJSON(nil), nil }
+
+// AppendJSON appends r as JSON.
+func (r ListResponse) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.key("jobs")
+	o.b = appendArray(o.b, r.Jobs)
+	o.strOmit("next", r.Next)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (r ListResponse) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }
+
+// AppendJSON appends q as JSON.
+func (q QueueCounts) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.str("queue", q.Queue)
+	o.counts("counts", q.Counts)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (q QueueCounts) MarshalJSON() ([]byte, error) { return q.AppendJSON(nil), nil }
+
+// AppendJSON appends r as JSON.
+func (r QueuesResponse) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.key("queues")
+	o.b = appendArray(o.b, r.Queues)
+	o.counts("finished", r.Finished)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (r QueuesResponse) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }
+
+// AppendJSON appends l as JSON.
+func (l Limit) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.str("key", l.Key)
+	o.int("slots", l.Slots)
+	o.int("in_use", l.InUse)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (l Limit) MarshalJSON() ([]byte, error) { return l.AppendJSON(nil), nil }
+
+// AppendJSON appends r as JSON.
+func (r LimitsResponse) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.key("limits")
+	o.b = appendArray(o.b, r.Limits)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (r LimitsResponse) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }

@@ -45,6 +45,7 @@ func (s State) Valid() bool {
 type Job struct {
 	ID          int64
 	State       State
+	RunAt       int64  // when the job is (or was) due
 	Attempt     int64  // the latest claim's attempt number; 0 before the first claim
 	Failures    int64  // failed attempts counted against MaxAttempts
 	MaxAttempts int64  // retry budget
@@ -52,6 +53,10 @@ type Job struct {
 	Worker      string // while running: the claiming worker
 	LeaseToken  string // while running: the claim's secret token
 	LeaseUntil  int64  // while running: the lease is live iff now < LeaseUntil
+	ClaimedAt   int64  // while running: when this attempt was claimed
+	TimeoutMs   int64  // the handler's time limit: no lease extends past ClaimedAt + TimeoutMs
+	// CancelRequested: an operator asked to cancel this running job.
+	CancelRequested bool
 }
 
 // Ended is the recorded end of one attempt, from the attempt history.
@@ -69,6 +74,8 @@ type Outcome string
 const (
 	OutcomeCompleted    Outcome = "completed"
 	OutcomeFailed       Outcome = "failed"
+	OutcomeCancelled    Outcome = "cancelled"
+	OutcomeSnoozed      Outcome = "snoozed"
 	OutcomeLeaseExpired Outcome = "lease_expired"
 )
 
@@ -123,6 +130,14 @@ func tokenMatches(want, got string) bool {
 	return want != "" && subtle.ConstantTimeCompare([]byte(want), []byte(got)) == 1
 }
 
+// RunAtOr is the job's run_at, or now when it has none.
+func (j Job) RunAtOr(now int64) int64 {
+	if j.RunAt != 0 {
+		return j.RunAt
+	}
+	return now
+}
+
 // Live reports whether the job's lease is live at now.
 func Live(j Job, now int64) bool {
 	return j.State == StateRunning && now < j.LeaseUntil
@@ -140,8 +155,19 @@ func CheckHeartbeat(j Job, c Claim, now int64) *Rejection {
 	return checkRunning(j, c, now)
 }
 
-// ExtendLease is the new lease deadline a successful heartbeat at now grants.
-func ExtendLease(j Job, now int64) int64 { return now + j.LeaseMs }
+// ExtendLease is the lease deadline a successful heartbeat at now grants:
+// now + the lease, but never past the handler's time limit, and not at all
+// once a cancel was requested (the worker must stop, not carry on).
+func ExtendLease(j Job, now int64) int64 {
+	if j.CancelRequested {
+		return j.LeaseUntil
+	}
+	until := now + j.LeaseMs
+	if limit := j.ClaimedAt + j.TimeoutMs; j.TimeoutMs > 0 && until > limit {
+		until = limit
+	}
+	return max(until, j.LeaseUntil)
+}
 
 // ReportVerdict is the fence's answer to an outcome report.
 type ReportVerdict struct {

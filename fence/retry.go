@@ -50,3 +50,77 @@ func AfterFailure(j Job, b Backoff, now int64, jitter float64) Next {
 	}
 	return Next{State: StateRetryable, Failures: failures, RunAt: now + b.Delay(failures, jitter)}
 }
+
+// Report is what an accepted report asks for.
+type Report struct {
+	Outcome Outcome // completed, failed, cancelled or snoozed
+	// Final, with a failure: do not retry, end the job dead.
+	Final bool
+	// SnoozeMs, with snoozed: run again after this long.
+	SnoozeMs int64
+}
+
+// AfterReport decides the job's next state once a report was accepted at
+// now. A snooze runs the job again later without spending its retry budget
+// (the next claim still takes a new attempt number); a final failure ends
+// it dead whatever its budget; a cancelled report ends it cancelled.
+func AfterReport(j Job, r Report, b Backoff, now int64, jitter float64) Next {
+	switch r.Outcome {
+	case OutcomeCompleted:
+		return Next{State: StateCompleted, Failures: j.Failures, RunAt: j.RunAtOr(now)}
+	case OutcomeCancelled:
+		return Next{State: StateCancelled, Failures: j.Failures, RunAt: j.RunAtOr(now)}
+	case OutcomeSnoozed:
+		return Next{State: StateScheduled, Failures: j.Failures, RunAt: now + max(r.SnoozeMs, 0)}
+	}
+	if r.Final {
+		return Next{State: StateDead, Failures: min(j.Failures+1, j.MaxAttempts), RunAt: now}
+	}
+	return AfterFailure(j, b, now, jitter)
+}
+
+// AfterExpiry decides the next state of a job whose lease ran out at now:
+// a failed attempt, retried or dead; but a job whose cancel was requested
+// ends cancelled, never retried.
+func AfterExpiry(j Job, b Backoff, now int64, jitter float64) Next {
+	if j.CancelRequested {
+		return Next{State: StateCancelled, Failures: j.Failures, RunAt: j.RunAtOr(now)}
+	}
+	return AfterFailure(j, b, now, jitter)
+}
+
+// TimedOut reports whether the lease that ran out was the handler's time
+// limit rather than a missed heartbeat.
+func TimedOut(j Job) bool {
+	return j.TimeoutMs > 0 && j.LeaseUntil >= j.ClaimedAt+j.TimeoutMs
+}
+
+// CancelAction is what a cancel request does to a job.
+type CancelAction int
+
+// Cancel actions.
+const (
+	// CancelNow: the job is not running; it ends cancelled at once.
+	CancelNow CancelAction = iota + 1
+	// CancelRequest: the job is running; its worker learns at the next
+	// heartbeat, and the lease is no longer extended.
+	CancelRequest
+	// CancelAlreadyRequested: nothing more to do.
+	CancelAlreadyRequested
+)
+
+// CodeFinished refuses to cancel a job that already ended.
+const CodeFinished Code = "finished"
+
+// Cancel decides what cancelling j does.
+func Cancel(j Job) (CancelAction, *Rejection) {
+	switch {
+	case j.State.Terminal():
+		return 0, reject(CodeFinished, "job %d already ended %s", j.ID, j.State)
+	case j.State != StateRunning:
+		return CancelNow, nil
+	case j.CancelRequested:
+		return CancelAlreadyRequested, nil
+	}
+	return CancelRequest, nil
+}

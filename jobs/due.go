@@ -44,8 +44,16 @@ func (s *Store) ApplyDue(now int64, noticedBy string, jitter func() float64) (Du
 		return res, fmt.Errorf("find lapsed leases: %w", err)
 	}
 	for _, j := range lapsed {
-		next := fence.AfterFailure(j.Job, j.Backoff(), now, jitter())
-		msg := fmt.Sprintf("lease of attempt %d expired (worker %s held it until %d)", j.Attempt, j.Worker, j.LeaseUntil)
+		next := fence.AfterExpiry(j.Job, j.Backoff(), now, jitter())
+		var msg string
+		switch {
+		case j.CancelRequested:
+			msg = fmt.Sprintf("cancelled: the lease of attempt %d ran out after the cancel was requested", j.Attempt)
+		case fence.TimedOut(j.Job):
+			msg = fmt.Sprintf("timed out: attempt %d reached its time limit of %d ms", j.Attempt, j.TimeoutMs)
+		default:
+			msg = fmt.Sprintf("lease of attempt %d expired (worker %s held it until %d)", j.Attempt, j.Worker, j.LeaseUntil)
+		}
 		if _, err := s.finish(now, j, next, ending{outcome: fence.OutcomeLeaseExpired, err: msg, noticedBy: noticedBy}); err != nil {
 			return res, err
 		}
@@ -59,6 +67,9 @@ func (s *Store) ApplyDue(now int64, noticedBy string, jitter func() float64) (Du
 		return res, fmt.Errorf("make due jobs available: %w", err)
 	}
 	res.Promoted = rows.Len()
+	if res.Promoted > 0 {
+		s.woke = true
+	}
 	if res.Expired > 0 || res.Promoted > 0 {
 		s.due.Unknown()
 	}

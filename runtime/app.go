@@ -15,6 +15,7 @@ const (
 	DefaultLease       = 60 * time.Second
 	DefaultBackoff     = time.Second
 	DefaultMaxBackoff  = time.Hour
+	DefaultTimeout     = 30 * time.Minute
 )
 
 // JobKind registers one kind of job and its defaults. Enqueue requests may
@@ -33,6 +34,13 @@ type JobKind struct {
 	// Lease is how long a claim stays valid without a heartbeat. Workers
 	// heartbeat at a third of it. Default 60 s.
 	Lease time.Duration
+	// Timeout is the handler's time limit: the worker cancels its context
+	// then, and no heartbeat extends the lease past it. Default 30 min (or
+	// the lease, if longer).
+	Timeout time.Duration
+	// ConcurrencyKey, if set, makes jobs of this kind count against that
+	// concurrency limit unless the enqueue names another.
+	ConcurrencyKey string
 	// Backoff is the wait before the first retry; it doubles per failure up
 	// to MaxBackoff, less up to a quarter of jitter. Defaults 1 s and 1 h.
 	Backoff    time.Duration
@@ -45,11 +53,30 @@ type JobKind struct {
 // App is the registry of a tenant module: everything the user's code
 // contributes. Build it in init and hand it to Serve.
 type App struct {
-	kinds map[string]JobKind
+	kinds  map[string]JobKind
+	limits map[string]int
 }
 
 // NewApp returns an empty registry.
-func NewApp() *App { return &App{kinds: map[string]JobKind{}} }
+func NewApp() *App { return &App{kinds: map[string]JobKind{}, limits: map[string]int{}} }
+
+// ConcurrencyLimit sets the default limit of a concurrency key: at most
+// slots jobs with the key run at once. A tenant may set its own with
+// PUT /v1/t/{tenant}/concurrency/{key}; without either, jobs naming the key
+// are refused.
+func (a *App) ConcurrencyLimit(key string, slots int) *App {
+	if !api.ValidName(key) {
+		panic(fmt.Sprintf("stile: concurrency key %q is invalid: use %s", key, api.NameRule))
+	}
+	if slots < 0 || slots > api.MaxSlots {
+		panic(fmt.Sprintf("stile: concurrency key %q: %d slots is outside 0-%d", key, slots, api.MaxSlots))
+	}
+	a.limits[key] = slots
+	return a
+}
+
+// Limits returns the default concurrency limits.
+func (a *App) Limits() map[string]int { return a.limits }
 
 // RegisterJob adds a job kind, filling in defaults. It panics on an invalid
 // or duplicate registration: that is a bug in the module, found at start.
@@ -80,6 +107,15 @@ func (a *App) RegisterJob(k JobKind) *App {
 	}
 	if k.Lease < api.MinLease || k.Lease > api.MaxLease {
 		panic(fmt.Sprintf("stile: job kind %q: lease %s is outside %s-%s", k.Name, k.Lease, api.MinLease, api.MaxLease))
+	}
+	if k.Timeout == 0 {
+		k.Timeout = max(DefaultTimeout, k.Lease)
+	}
+	if k.Timeout < k.Lease || k.Timeout > api.MaxTimeout {
+		panic(fmt.Sprintf("stile: job kind %q: timeout %s is outside %s (its lease)-%s", k.Name, k.Timeout, k.Lease, api.MaxTimeout))
+	}
+	if k.ConcurrencyKey != "" && !api.ValidName(k.ConcurrencyKey) {
+		panic(fmt.Sprintf("stile: job kind %q: concurrency key %q is invalid: use %s", k.Name, k.ConcurrencyKey, api.NameRule))
 	}
 	if k.Backoff == 0 {
 		k.Backoff = DefaultBackoff

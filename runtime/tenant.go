@@ -37,6 +37,9 @@ func NewTenant(app *App, h do.Host) *Tenant {
 	db := do.NewDB(h)
 	t := &Tenant{app: app, db: db}
 	t.store = jobs.New(db, &t.due)
+	if app != nil {
+		t.store.Limits = app.Limits()
+	}
 	return t
 }
 
@@ -84,7 +87,6 @@ type jsonBody interface{ AppendJSON([]byte) []byte }
 type result struct {
 	status int
 	body   jsonBody // nil for no body
-	wake   bool     // committed work that may be claimable now
 	holdMs int64
 }
 
@@ -92,6 +94,10 @@ type result struct {
 type route func(now int64) (result, error)
 
 var errNoServe = errors.New("this module never called runtime.Serve")
+
+// errRollback, returned by a route with its result, answers that result
+// and rolls back what the route wrote (a batch refused half way).
+var errRollback = errors.New("roll back and answer the result")
 
 // serve answers a request. A refusal before the transaction reads no
 // committed state and leaves the host's alarm as it is.
@@ -125,21 +131,27 @@ func (t *Tenant) serve(req do.Request) do.Response {
 	now := t.db.Now()
 	var res result
 	err := t.db.Tx(func() error {
-		due, err := t.applyDue(now, noticedBy)
-		if err != nil {
+		if err := t.applyDue(now, noticedBy); err != nil {
 			return err
 		}
+		var err error
 		res, err = run(now)
-		res.wake = res.wake || due.Promoted > 0
 		return err
 	})
+	rolledBack := errors.Is(err, errRollback)
+	if rolledBack {
+		err = nil
+	}
 	var resp do.Response
-	if err != nil {
+	if err != nil || rolledBack {
 		t.due.Unknown() // what the store reported did not commit
+		t.store.Woke()  // nor what it woke
+	}
+	if err != nil {
 		resp = errorResponse(statusInternal, api.CodeInternal, "the request was rolled back: "+err.Error())
 	} else {
 		resp = do.Response{Status: res.status, HoldMs: res.holdMs}
-		if res.wake {
+		if t.store.Woke() {
 			resp.Flags |= do.FlagWake
 		}
 		if res.body != nil {
@@ -164,11 +176,12 @@ func (t *Tenant) migrate() error {
 	return nil
 }
 
-func (t *Tenant) applyDue(now int64, noticedBy string) (jobs.DueResult, error) {
+func (t *Tenant) applyDue(now int64, noticedBy string) error {
 	if t.due.known && (t.due.at == 0 || now < t.due.at) {
-		return jobs.DueResult{}, nil
+		return nil
 	}
-	return t.store.ApplyDue(now, noticedBy, mrandFloat)
+	_, err := t.store.ApplyDue(now, noticedBy, mrandFloat)
+	return err
 }
 
 // refreshDue re-reads the earliest due time if the cache lost it.

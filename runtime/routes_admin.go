@@ -1,0 +1,67 @@
+package runtime
+
+import (
+	"github.com/stile-run/stile/api"
+)
+
+func (t *Tenant) status() route {
+	return func(now int64) (result, error) {
+		at, err := t.store.NextDue() // read, not the cache: status shows the truth
+		if err != nil {
+			return result{}, err
+		}
+		return result{status: statusOK, body: api.Status{Tenant: t.name, Now: ts(now),
+			SchemaVersion: t.schemaVersion, AlarmAt: tsPtr(at)}}, nil
+	}
+}
+
+func (t *Tenant) queues() route {
+	return func(int64) (result, error) {
+		live, done, err := t.store.Counts()
+		if err != nil {
+			return result{}, err
+		}
+		resp := api.QueuesResponse{Queues: []api.QueueCounts{}, Finished: done}
+		for _, c := range live {
+			if n := len(resp.Queues); n == 0 || resp.Queues[n-1].Queue != c.Queue {
+				resp.Queues = append(resp.Queues, api.QueueCounts{Queue: c.Queue, Counts: map[string]int64{}})
+			}
+			resp.Queues[len(resp.Queues)-1].Counts[c.State] = c.Count
+		}
+		return result{status: statusOK, body: resp}, nil
+	}
+}
+
+func (t *Tenant) limits() route {
+	return func(int64) (result, error) {
+		ls, err := t.store.ListLimits()
+		if err != nil {
+			return result{}, err
+		}
+		resp := api.LimitsResponse{Limits: make([]api.Limit, len(ls))}
+		for i, l := range ls {
+			resp.Limits[i] = api.Limit{Key: l.Key, Slots: l.Slots, InUse: l.InUse}
+		}
+		return result{status: statusOK, body: resp}, nil
+	}
+}
+
+func (t *Tenant) setLimit(key string, body []byte) (route, *apiError) {
+	if !api.ValidName(key) {
+		return nil, badRequest(api.CodeInvalidRequest, "concurrency key %q is invalid: use %s", key, api.NameRule)
+	}
+	r, err := api.DecodeSetLimit(body)
+	if err != nil {
+		return nil, decodeErr(err)
+	}
+	if r.Slots == nil || *r.Slots < 0 || *r.Slots > api.MaxSlots {
+		return nil, badRequest(api.CodeInvalidRequest, "missing or invalid field \"slots\": 0-%d jobs at once", api.MaxSlots)
+	}
+	return func(now int64) (result, error) {
+		l, err := t.store.SetLimit(now, key, *r.Slots)
+		if err != nil {
+			return result{}, err
+		}
+		return result{status: statusOK, body: api.Limit{Key: l.Key, Slots: l.Slots, InUse: l.InUse}}, nil
+	}, nil
+}

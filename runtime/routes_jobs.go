@@ -1,0 +1,403 @@
+package runtime
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/jobs"
+)
+
+// ---- enqueue ----
+
+func (t *Tenant) validateEnqueue(i int, r api.EnqueueRequest) (jobs.NewJob, *apiError) {
+	where := ""
+	if i >= 0 {
+		where = fmt.Sprintf("jobs[%d]: ", i)
+	}
+	if r.Kind == "" {
+		return jobs.NewJob{}, badRequest(api.CodeInvalidRequest, "%smissing field \"kind\"", where)
+	}
+	k, ok := t.app.Kind(r.Kind)
+	if !ok {
+		return jobs.NewJob{}, badRequest(api.CodeUnknownKind, "%sunknown job kind %q: this module registers %s", where, r.Kind, kindList(t.app.Kinds()))
+	}
+	args := []byte(r.Args)
+	if len(args) == 0 {
+		args = []byte("{}")
+	}
+	if len(args) > api.MaxArgsBytes {
+		return jobs.NewJob{}, badRequest(api.CodeTooLarge, "%sargs of %d bytes exceed the limit of %d (1 MiB): store large data elsewhere and pass a reference", where, len(args), api.MaxArgsBytes)
+	}
+	if k.Validate != nil {
+		if err := k.Validate(args); err != nil {
+			return jobs.NewJob{}, badRequest(api.CodeInvalidArgs, "%sargs of %s: %s", where, r.Kind, oneLine(err.Error()))
+		}
+	}
+	n := jobs.NewJob{Kind: k.Name, Queue: k.Queue, Priority: k.Priority, Args: args,
+		MaxAttempts: int64(k.MaxAttempts), LeaseMs: k.Lease.Milliseconds(), TimeoutMs: k.Timeout.Milliseconds(),
+		BackoffMs: k.Backoff.Milliseconds(), BackoffMaxMs: k.MaxBackoff.Milliseconds(),
+		ConcurrencyKey: k.ConcurrencyKey, RunRegardless: r.RunRegardless}
+	if r.Queue != "" {
+		if !api.ValidName(r.Queue) {
+			return n, badRequest(api.CodeInvalidRequest, "%squeue %q is invalid: use %s", where, r.Queue, api.NameRule)
+		}
+		n.Queue = r.Queue
+	}
+	if r.Priority != nil {
+		if *r.Priority < 0 || *r.Priority > api.MaxPriority {
+			return n, badRequest(api.CodeInvalidRequest, "%spriority %d is outside 0-%d (0 runs first)", where, *r.Priority, api.MaxPriority)
+		}
+		n.Priority = *r.Priority
+	}
+	if r.MaxAttempts != 0 {
+		if r.MaxAttempts < 1 || r.MaxAttempts > api.MaxMaxAttempts {
+			return n, badRequest(api.CodeInvalidRequest, "%smax_attempts %d is outside 1-%d", where, r.MaxAttempts, api.MaxMaxAttempts)
+		}
+		n.MaxAttempts = int64(r.MaxAttempts)
+	}
+	if r.LeaseMs != 0 {
+		if r.LeaseMs < api.MinLease.Milliseconds() || r.LeaseMs > api.MaxLease.Milliseconds() {
+			return n, badRequest(api.CodeInvalidRequest, "%slease_ms %d is outside %d-%d", where, r.LeaseMs, api.MinLease.Milliseconds(), api.MaxLease.Milliseconds())
+		}
+		n.LeaseMs = r.LeaseMs
+		if r.TimeoutMs == 0 && n.TimeoutMs < n.LeaseMs {
+			n.TimeoutMs = n.LeaseMs
+		}
+	}
+	if r.TimeoutMs != 0 {
+		if r.TimeoutMs < n.LeaseMs || r.TimeoutMs > api.MaxTimeout.Milliseconds() {
+			return n, badRequest(api.CodeInvalidRequest, "%stimeout_ms %d is outside %d (the lease)-%d", where, r.TimeoutMs, n.LeaseMs, api.MaxTimeout.Milliseconds())
+		}
+		n.TimeoutMs = r.TimeoutMs
+	}
+	if r.RunAt != nil {
+		ms := r.RunAt.UnixMilli()
+		if ms < 0 || ms > 1<<53-1 {
+			return n, badRequest(api.CodeInvalidRequest, "%srun_at %s is out of range", where, r.RunAt.Format(time.RFC3339))
+		}
+		n.RunAt = ms
+	}
+	tags, e := validTags(where, r.Tags)
+	if e != nil {
+		return n, e
+	}
+	n.Tags = tags
+	if r.UniqueKey != "" {
+		if len(r.UniqueKey) > api.MaxNameBytes*2 {
+			return n, badRequest(api.CodeInvalidRequest, "%sunique_key is longer than %d bytes", where, api.MaxNameBytes*2)
+		}
+		n.UniqueKey = r.UniqueKey
+	}
+	if r.UniqueWindowMs < 0 || r.UniqueWindowMs > api.MaxUniqueWindow.Milliseconds() || (r.UniqueWindowMs > 0 && r.UniqueKey == "") {
+		return n, badRequest(api.CodeInvalidRequest, "%sunique_window_ms %d needs a unique_key and must be within 0-%d", where, r.UniqueWindowMs, api.MaxUniqueWindow.Milliseconds())
+	}
+	n.UniqueWindowMs = r.UniqueWindowMs
+	if r.ConcurrencyKey != "" {
+		if !api.ValidName(r.ConcurrencyKey) {
+			return n, badRequest(api.CodeInvalidRequest, "%sconcurrency_key %q is invalid: use %s", where, r.ConcurrencyKey, api.NameRule)
+		}
+		n.ConcurrencyKey = r.ConcurrencyKey
+	}
+	if len(r.DependsOn) > api.MaxDependsOn {
+		return n, badRequest(api.CodeInvalidRequest, "%s%d parents exceed the limit of %d", where, len(r.DependsOn), api.MaxDependsOn)
+	}
+	for _, d := range r.DependsOn {
+		if ref, ok := strings.CutPrefix(d, "#"); ok {
+			b, err := strconv.Atoi(ref)
+			if err != nil || b < 0 || i < 0 || b >= i {
+				return n, badRequest(api.CodeInvalidRequest, "%sdepends_on %q: \"#n\" names an earlier job of the same batch", where, d)
+			}
+			n.Parents = append(n.Parents, jobs.Parent{Batch: b})
+			continue
+		}
+		id, e := parseJobID(d)
+		if e != nil {
+			return n, badRequest(api.CodeInvalidRequest, "%sdepends_on %q is not a job id", where, d)
+		}
+		n.Parents = append(n.Parents, jobs.Parent{ID: id, Batch: -1})
+	}
+	if r.RunRegardless && len(r.DependsOn) == 0 {
+		return n, badRequest(api.CodeInvalidRequest, "%srun_regardless needs depends_on", where)
+	}
+	return n, nil
+}
+
+func validTags(where string, tags []string) ([]byte, *apiError) {
+	if len(tags) == 0 {
+		return nil, nil
+	}
+	if len(tags) > api.MaxTags {
+		return nil, badRequest(api.CodeInvalidRequest, "%s%d tags exceed the limit of %d", where, len(tags), api.MaxTags)
+	}
+	for _, tag := range tags {
+		if tag == "" || len(tag) > api.MaxTagBytes {
+			return nil, badRequest(api.CodeInvalidRequest, "%stag %q must be 1-%d bytes", where, tag, api.MaxTagBytes)
+		}
+	}
+	b, _ := json.Marshal(tags)
+	return b, nil
+}
+
+func (t *Tenant) enqueueOne(body []byte) (route, *apiError) {
+	r, err := api.DecodeEnqueue(body)
+	if err != nil {
+		return nil, decodeErr(err)
+	}
+	n, e := t.validateEnqueue(-1, r)
+	if e != nil {
+		return nil, e
+	}
+	return func(now int64) (result, error) {
+		if n.RunAt == 0 {
+			n.RunAt = now
+		}
+		js, err := t.store.Enqueue(now, []jobs.NewJob{n})
+		var ref *jobs.Refusal
+		if errors.As(err, &ref) {
+			return refused(ref), errRollback
+		}
+		if err != nil {
+			return result{}, err
+		}
+		v := jobView(js[0].Job)
+		v.Args = nil // the caller sent them; echoing up to 1 MiB back helps nobody
+		v.Existing = js[0].Existing
+		status := statusCreated
+		if v.Existing {
+			status = statusOK
+		}
+		return result{status: status, body: v}, nil
+	}, nil
+}
+
+func (t *Tenant) enqueueBatch(body []byte) (route, *apiError) {
+	r, err := api.DecodeEnqueueBatch(body)
+	if err != nil {
+		return nil, decodeErr(err)
+	}
+	if e := batchSize(len(r.Jobs), api.MaxBatchJobs, "jobs"); e != nil {
+		return nil, e
+	}
+	ns := make([]jobs.NewJob, len(r.Jobs))
+	for i, j := range r.Jobs {
+		var e *apiError
+		if ns[i], e = t.validateEnqueue(i, j); e != nil {
+			return nil, e
+		}
+	}
+	return func(now int64) (result, error) {
+		for i := range ns {
+			if ns[i].RunAt == 0 {
+				ns[i].RunAt = now
+			}
+		}
+		js, err := t.store.Enqueue(now, ns)
+		var ref *jobs.Refusal
+		if errors.As(err, &ref) {
+			return refused(&jobs.Refusal{Code: ref.Code, Message: err.Error()}), errRollback
+		}
+		if err != nil {
+			return result{}, err
+		}
+		resp := api.EnqueueBatchResponse{Jobs: make([]api.Job, len(js))}
+		for i, j := range js {
+			resp.Jobs[i] = jobView(j.Job)
+			resp.Jobs[i].Args = nil
+			resp.Jobs[i].Existing = j.Existing
+		}
+		return result{status: statusCreated, body: resp}, nil
+	}, nil
+}
+
+func jobView(j jobs.Job) api.Job {
+	v := api.Job{ID: fmtID(j.ID), Kind: j.Kind, Queue: j.Queue, Priority: j.Priority, Args: j.Args,
+		State: string(j.State), Attempt: j.Attempt, Failures: j.Failures, MaxAttempts: j.MaxAttempts,
+		LeaseMs: j.LeaseMs, TimeoutMs: j.TimeoutMs, RunAt: ts(j.RunAt), CreatedAt: ts(j.CreatedAt),
+		FinishedAt: tsPtr(j.FinishedAt), Output: j.Output, LastError: j.LastError, Tags: tagList(j.Tags),
+		UniqueKey: j.UniqueKey, ConcurrencyKey: j.ConcurrencyKey, PendingParents: j.PendingParents,
+		RunRegardless: j.RunRegardless, CancelRequestedAt: tsPtr(j.CancelAt)}
+	if j.State == fence.StateRunning {
+		v.Running = &api.Attempt{Attempt: j.Attempt, Worker: j.Worker, ClaimedAt: ts(j.ClaimedAt), LeaseUntil: ts(j.LeaseUntil)}
+	}
+	return v
+}
+
+// tagList reads a stored JSON array of tags.
+func tagList(b []byte) []string {
+	tags := []string{}
+	if len(b) > 2 {
+		_ = json.Unmarshal(b, &tags) // written by the store from valid tags
+	}
+	return tags
+}
+
+// ---- get, list ----
+
+func (t *Tenant) getJob(idText string) (route, *apiError) {
+	id, e := parseJobID(idText)
+	if e != nil {
+		return nil, e
+	}
+	return func(int64) (result, error) {
+		j, err := t.store.Get(id)
+		if errors.Is(err, jobs.ErrNotFound) {
+			return notFound(idText), nil
+		}
+		if err != nil {
+			return result{}, err
+		}
+		v := jobView(j)
+		atts, err := t.store.Attempts(id)
+		if err != nil {
+			return result{}, err
+		}
+		for _, a := range atts {
+			v.Attempts = append(v.Attempts, api.Attempt{Attempt: a.Attempt, Worker: a.Worker, ClaimedAt: ts(a.ClaimedAt),
+				LeaseUntil: ts(a.LeaseUntil), EndedAt: tsPtr(a.EndedAt), Outcome: a.Outcome, Error: a.Error, NoticedBy: a.NoticedBy})
+		}
+		rejs, err := t.store.Rejections(id)
+		if err != nil {
+			return result{}, err
+		}
+		for _, r := range rejs {
+			v.Rejections = append(v.Rejections, api.Rejection{At: ts(r.At), Request: r.Request, Worker: r.Worker,
+				Attempt: r.Attempt, Outcome: r.Outcome, Code: r.Code, Message: r.Message})
+		}
+		deps, err := t.store.Deps(id)
+		if err != nil {
+			return result{}, err
+		}
+		for _, d := range deps {
+			v.DependsOn = append(v.DependsOn, api.Dependency{JobID: fmtID(d.ParentID), Resolved: d.Resolved, ResolvedAt: tsPtr(d.ResolvedAt)})
+		}
+		return result{status: statusOK, body: v}, nil
+	}, nil
+}
+
+func (t *Tenant) listJobs(raw string) (route, *apiError) {
+	q, e := query(raw)
+	if e != nil {
+		return nil, e
+	}
+	f := jobs.ListFilter{State: q.Get("state"), Queue: q.Get("queue"), Kind: q.Get("kind"), Limit: 100}
+	for k := range q {
+		switch k {
+		case "state", "queue", "kind", "after", "limit":
+		default:
+			return nil, badRequest(api.CodeInvalidRequest, "unknown query parameter %q: use state, queue, kind, after, limit", k)
+		}
+	}
+	if f.State != "" && !fence.State(f.State).Valid() {
+		return nil, badRequest(api.CodeInvalidRequest, "state %q is unknown: use one of %s", f.State, stateList())
+	}
+	if a := q.Get("after"); a != "" {
+		id, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || id < 0 {
+			return nil, badRequest(api.CodeInvalidRequest, "after=%q is not a job id", a)
+		}
+		f.After = id
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > api.MaxList {
+			return nil, badRequest(api.CodeInvalidRequest, "limit=%q is outside 1-%d", l, api.MaxList)
+		}
+		f.Limit = n
+	}
+	return func(int64) (result, error) {
+		js, err := t.store.List(f)
+		if err != nil {
+			return result{}, err
+		}
+		resp := api.ListResponse{Jobs: make([]api.Job, len(js))}
+		for i, j := range js {
+			resp.Jobs[i] = jobView(j)
+		}
+		if len(js) == f.Limit {
+			resp.Next = fmtID(js[len(js)-1].ID)
+		}
+		return result{status: statusOK, body: resp}, nil
+	}, nil
+}
+
+func stateList() string {
+	s := make([]string, len(fence.States))
+	for i, st := range fence.States {
+		s[i] = string(st)
+	}
+	return strings.Join(s, ", ")
+}
+
+// ---- cancel, retry, delete ----
+
+func (t *Tenant) cancel(idText string, body []byte) (route, *apiError) {
+	id, e := parseJobID(idText)
+	if e != nil {
+		return nil, e
+	}
+	r, err := api.DecodeCancel(body)
+	if err != nil {
+		return nil, decodeErr(err)
+	}
+	if len(r.Reason) > api.MaxErrorBytes {
+		return nil, badRequest(api.CodeInvalidRequest, "reason is longer than %d bytes", api.MaxErrorBytes)
+	}
+	return func(now int64) (result, error) {
+		j, err := t.store.Cancel(now, id, r.Reason)
+		return t.jobOutcome(idText, j, err)
+	}, nil
+}
+
+func (t *Tenant) retry(idText string) (route, *apiError) {
+	id, e := parseJobID(idText)
+	if e != nil {
+		return nil, e
+	}
+	return func(now int64) (result, error) {
+		j, err := t.store.Retry(now, id)
+		return t.jobOutcome(idText, j, err)
+	}, nil
+}
+
+// jobOutcome answers an operator's action with the job, or why not.
+func (t *Tenant) jobOutcome(idText string, j jobs.Job, err error) (result, error) {
+	var rej *fence.Rejection
+	var ref *jobs.Refusal
+	switch {
+	case errors.Is(err, jobs.ErrNotFound):
+		return notFound(idText), nil
+	case errors.As(err, &rej):
+		return rejected(rej), nil
+	case errors.As(err, &ref):
+		return refused(ref), nil
+	case err != nil:
+		return result{}, err
+	}
+	return result{status: statusOK, body: jobView(j)}, nil
+}
+
+func (t *Tenant) deleteJob(idText string) (route, *apiError) {
+	id, e := parseJobID(idText)
+	if e != nil {
+		return nil, e
+	}
+	return func(int64) (result, error) {
+		err := t.store.Delete(id)
+		var ref *jobs.Refusal
+		switch {
+		case errors.Is(err, jobs.ErrNotFound):
+			return notFound(idText), nil
+		case errors.As(err, &ref):
+			return refused(ref), nil
+		case err != nil:
+			return result{}, err
+		}
+		return result{status: statusNoContent}, nil
+	}, nil
+}

@@ -1,0 +1,247 @@
+package runtime
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/jobs"
+)
+
+// ---- claim ----
+
+func (t *Tenant) claim(body []byte) (route, *apiError) {
+	r, err := api.DecodeClaim(body)
+	if err != nil {
+		return nil, decodeErr(err)
+	}
+	if r.Worker == "" {
+		return nil, badRequest(api.CodeInvalidRequest, "missing field \"worker\": name the claiming worker")
+	}
+	if !api.ValidName(r.Worker) {
+		return nil, badRequest(api.CodeInvalidRequest, "worker %q is invalid: use %s", r.Worker, api.NameRule)
+	}
+	if len(r.Queues) == 0 {
+		r.Queues = []string{api.DefaultQueue}
+	}
+	if len(r.Queues) > api.MaxClaimQueues {
+		return nil, badRequest(api.CodeInvalidRequest, "%d queues exceed the limit of %d per claim", len(r.Queues), api.MaxClaimQueues)
+	}
+	for _, q := range r.Queues {
+		if !api.ValidName(q) {
+			return nil, badRequest(api.CodeInvalidRequest, "queue %q is invalid: use %s", q, api.NameRule)
+		}
+	}
+	if len(r.Kinds) > api.MaxClaimKinds {
+		return nil, badRequest(api.CodeInvalidRequest, "%d kinds exceed the limit of %d per claim", len(r.Kinds), api.MaxClaimKinds)
+	}
+	for _, k := range r.Kinds {
+		if _, ok := t.app.Kind(k); !ok {
+			return nil, badRequest(api.CodeUnknownKind, "unknown job kind %q: this module registers %s", k, kindList(t.app.Kinds()))
+		}
+	}
+	if r.Limit == 0 {
+		r.Limit = 1
+	}
+	if r.Limit < 1 || r.Limit > api.MaxClaim {
+		return nil, badRequest(api.CodeInvalidRequest, "limit %d is outside 1-%d", r.Limit, api.MaxClaim)
+	}
+	if r.WaitMs < 0 || r.WaitMs > api.MaxWait.Milliseconds() {
+		return nil, badRequest(api.CodeInvalidRequest, "wait_ms %d is outside 0-%d", r.WaitMs, api.MaxWait.Milliseconds())
+	}
+	return func(now int64) (result, error) {
+		claimed, err := t.store.Claim(now, jobs.ClaimRequest{Worker: r.Worker, Queues: r.Queues, Kinds: r.Kinds, Limit: r.Limit})
+		if err != nil {
+			return result{}, err
+		}
+		resp := api.ClaimResponse{Now: ts(now), Jobs: make([]api.ClaimedJob, len(claimed))}
+		for i, c := range claimed {
+			resp.Jobs[i] = api.ClaimedJob{ID: fmtID(c.ID), Kind: c.Kind, Queue: c.Queue, Args: c.Args,
+				Attempt: c.Attempt, MaxAttempts: c.MaxAttempts, Failures: c.Failures, LeaseMs: c.LeaseMs,
+				TimeoutMs: c.TimeoutMs, LeaseUntil: ts(c.LeaseUntil), LeaseToken: c.LeaseToken,
+				CreatedAt: ts(c.CreatedAt), Tags: tagList(c.Tags)}
+		}
+		res := result{status: statusOK, body: resp}
+		if len(claimed) == 0 {
+			res.holdMs = r.WaitMs
+		}
+		return res, nil
+	}, nil
+}
+
+// ---- heartbeat, report ----
+
+func validateClaim(c api.Claim) *apiError {
+	switch {
+	case c.Worker == "":
+		return badRequest(api.CodeInvalidRequest, "missing field \"worker\"")
+	case c.Attempt < 1:
+		return badRequest(api.CodeInvalidRequest, "missing or invalid field \"attempt\": the attempt number from the claim (1 or more)")
+	case c.LeaseToken == "":
+		return badRequest(api.CodeInvalidRequest, "missing field \"lease_token\": the token from the claim")
+	case len(c.Worker) > api.MaxNameBytes || len(c.LeaseToken) > 256:
+		return badRequest(api.CodeInvalidRequest, "worker or lease_token is too long")
+	}
+	return nil
+}
+
+func fenceClaim(c api.Claim) fence.Claim {
+	return fence.Claim{Worker: c.Worker, Attempt: c.Attempt, Token: c.LeaseToken}
+}
+
+func (t *Tenant) heartbeat(idText string, body []byte) (route, *apiError) {
+	id, e := parseJobID(idText)
+	if e != nil {
+		return nil, e
+	}
+	r, err := api.DecodeHeartbeat(body)
+	if err != nil {
+		return nil, decodeErr(err)
+	}
+	if e := validateClaim(r.Claim); e != nil {
+		return nil, e
+	}
+	return func(now int64) (result, error) {
+		until, cancel, err := t.store.Heartbeat(now, id, fenceClaim(r.Claim))
+		var rej *fence.Rejection
+		switch {
+		case errors.Is(err, jobs.ErrNotFound):
+			return notFound(idText), nil
+		case errors.As(err, &rej):
+			return rejected(rej), nil
+		case err != nil:
+			return result{}, err
+		}
+		return result{status: statusOK, body: api.HeartbeatResponse{Now: ts(now), LeaseUntil: ts(until), CancelRequested: cancel}}, nil
+	}, nil
+}
+
+func validateReport(r *api.ReportRequest) (jobs.Report, *apiError) {
+	if e := validateClaim(r.Claim); e != nil {
+		return jobs.Report{}, e
+	}
+	rep := jobs.Report{Claim: fenceClaim(r.Claim)}
+	if r.Output != nil && r.Outcome != api.OutcomeCompleted {
+		return rep, badRequest(api.CodeInvalidRequest, "only a completed report carries \"output\"")
+	}
+	if r.Final && r.Outcome != api.OutcomeFailed {
+		return rep, badRequest(api.CodeInvalidRequest, "only a failed report may be \"final\"")
+	}
+	if r.SnoozeMs != 0 && r.Outcome != api.OutcomeSnoozed {
+		return rep, badRequest(api.CodeInvalidRequest, "only a snoozed report carries \"snooze_ms\"")
+	}
+	if r.Error != "" && r.Outcome != api.OutcomeFailed && r.Outcome != api.OutcomeCancelled {
+		return rep, badRequest(api.CodeInvalidRequest, "only a failed or cancelled report carries \"error\"")
+	}
+	switch r.Outcome {
+	case api.OutcomeCompleted:
+		rep.Outcome = fence.OutcomeCompleted
+		if len(r.Output) > api.MaxOutputBytes {
+			return rep, badRequest(api.CodeTooLarge, "output of %d bytes exceeds the limit of %d", len(r.Output), api.MaxOutputBytes)
+		}
+		if len(r.Output) > 0 && !bytes.Equal(bytes.TrimSpace(r.Output), []byte("null")) {
+			rep.Output = r.Output
+		}
+	case api.OutcomeFailed, api.OutcomeCancelled:
+		rep.Outcome = fence.Outcome(r.Outcome)
+		rep.Final = r.Final
+		rep.Error = r.Error
+		if rep.Error == "" && r.Outcome == api.OutcomeFailed {
+			rep.Error = "failed without a message"
+		}
+		if len(rep.Error) > api.MaxErrorBytes {
+			rep.Error = rep.Error[:api.MaxErrorBytes] + "… (truncated)"
+		}
+	case api.OutcomeSnoozed:
+		rep.Outcome = fence.OutcomeSnoozed
+		if r.SnoozeMs < 0 || r.SnoozeMs > api.MaxSnooze.Milliseconds() {
+			return rep, badRequest(api.CodeInvalidRequest, "snooze_ms %d is outside 0-%d", r.SnoozeMs, api.MaxSnooze.Milliseconds())
+		}
+		rep.SnoozeMs = r.SnoozeMs
+	case "":
+		return rep, badRequest(api.CodeInvalidRequest, "missing field \"outcome\": completed, failed, cancelled or snoozed")
+	default:
+		return rep, badRequest(api.CodeInvalidRequest, "outcome %q is unknown: use completed, failed, cancelled or snoozed", r.Outcome)
+	}
+	if _, e := validTags("", r.Tags); e != nil {
+		return rep, e
+	}
+	rep.Tags = r.Tags
+	return rep, nil
+}
+
+func (t *Tenant) reportOne(idText string, body []byte) (route, *apiError) {
+	id, e := parseJobID(idText)
+	if e != nil {
+		return nil, e
+	}
+	r, err := api.DecodeReport(body)
+	if err != nil {
+		return nil, decodeErr(err)
+	}
+	rep, e := validateReport(&r)
+	if e != nil {
+		return nil, e
+	}
+	return func(now int64) (result, error) {
+		res, err := t.store.Report(now, id, rep, mrandFloat())
+		var rej *fence.Rejection
+		switch {
+		case errors.Is(err, jobs.ErrNotFound):
+			return notFound(idText), nil
+		case errors.As(err, &rej):
+			return rejected(rej), nil
+		case err != nil:
+			return result{}, err
+		}
+		j := res.Job
+		return result{status: statusOK, body: api.ReportResponse{JobID: idText, State: string(j.State), Attempt: j.Attempt,
+			Failures: j.Failures, RunAt: ts(j.RunAt), Duplicate: res.Duplicate}}, nil
+	}, nil
+}
+
+func (t *Tenant) reportBatch(body []byte) (route, *apiError) {
+	r, err := api.DecodeReportBatch(body)
+	if err != nil {
+		return nil, decodeErr(err)
+	}
+	if e := batchSize(len(r.Reports), api.MaxBatchReports, "reports"); e != nil {
+		return nil, e
+	}
+	ids := make([]int64, len(r.Reports))
+	reps := make([]jobs.Report, len(r.Reports))
+	for i := range r.Reports {
+		id, e := parseJobID(r.Reports[i].JobID)
+		if e != nil {
+			return nil, badRequest(api.CodeInvalidRequest, "reports[%d]: job_id %q is not a job id", i, r.Reports[i].JobID)
+		}
+		rep, e := validateReport(&r.Reports[i].ReportRequest)
+		if e != nil {
+			e.msg = fmt.Sprintf("reports[%d]: %s", i, e.msg)
+			return nil, e
+		}
+		ids[i], reps[i] = id, rep
+	}
+	return func(now int64) (result, error) {
+		resp := api.BatchReportResponse{Results: make([]api.BatchReportResult, len(reps))}
+		for i, rep := range reps {
+			out := api.BatchReportResult{JobID: r.Reports[i].JobID}
+			res, err := t.store.Report(now, ids[i], rep, mrandFloat())
+			var rej *fence.Rejection
+			switch {
+			case errors.Is(err, jobs.ErrNotFound):
+				out.Error = &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("job %q does not exist", r.Reports[i].JobID)}
+			case errors.As(err, &rej):
+				out.Error = &api.Error{Code: string(rej.Code), Message: rej.Message}
+			case err != nil:
+				return result{}, err
+			default:
+				out.State, out.Duplicate = string(res.Job.State), res.Duplicate
+			}
+			resp.Results[i] = out
+		}
+		return result{status: statusOK, body: resp}, nil
+	}, nil
+}
