@@ -60,6 +60,10 @@ const (
 	CodeNotFound         = "not_found"          // 404
 	CodeMethodNotAllowed = "method_not_allowed" // 405
 	CodeInternal         = "internal"           // 500
+	CodeFinished         = "finished"           // 409: the job already ended (cancel)
+	CodeNotRetryable     = "not_retryable"      // 409: only dead or cancelled jobs can be retried
+	CodeNotFinished      = "not_finished"       // 409: only finished jobs can be deleted
+	CodeUniqueConflict   = "unique_conflict"    // 409: another live job holds the unique key
 	// Fence rejections (409) use the codes of package fence:
 	// stale_attempt, other_worker, bad_token, lease_expired, already_reported.
 )

@@ -188,3 +188,63 @@ func (t *Tenant) Status(ctx context.Context) (api.Status, error) {
 	err := t.do(ctx, http.MethodGet, "status", nil, &out)
 	return out, err
 }
+
+// Cancel cancels a job: at once if it waits, through its worker if it runs.
+func (t *Tenant) Cancel(ctx context.Context, id, reason string) (api.Job, error) {
+	var j api.Job
+	err := t.do(ctx, http.MethodPost, "jobs/"+url.PathEscape(id)+"/cancel", api.CancelRequest{Reason: reason}, &j)
+	return j, err
+}
+
+// Retry runs a dead or cancelled job again with a fresh retry budget.
+func (t *Tenant) Retry(ctx context.Context, id string) (api.Job, error) {
+	var j api.Job
+	err := t.do(ctx, http.MethodPost, "jobs/"+url.PathEscape(id)+"/retry", nil, &j)
+	return j, err
+}
+
+// Delete removes a finished job and its history.
+func (t *Tenant) Delete(ctx context.Context, id string) error {
+	return t.do(ctx, http.MethodDelete, "jobs/"+url.PathEscape(id), nil, nil)
+}
+
+// List lists jobs in id order (state, queue, kind filter; after pages on).
+func (t *Tenant) List(ctx context.Context, state, queue, kind, after string, limit int) (api.ListResponse, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"state": state, "queue": queue, "kind": kind, "after": after} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if limit > 0 {
+		q.Set("limit", fmt.Sprint(limit))
+	}
+	var out api.ListResponse
+	p := "jobs"
+	if len(q) > 0 {
+		p += "?" + q.Encode()
+	}
+	err := t.do(ctx, http.MethodGet, p, nil, &out)
+	return out, err
+}
+
+// Queues counts jobs per queue and state.
+func (t *Tenant) Queues(ctx context.Context) (api.QueuesResponse, error) {
+	var out api.QueuesResponse
+	err := t.do(ctx, http.MethodGet, "queues", nil, &out)
+	return out, err
+}
+
+// SetLimit sets a concurrency limit.
+func (t *Tenant) SetLimit(ctx context.Context, key string, slots int64) (api.Limit, error) {
+	var out api.Limit
+	err := t.do(ctx, http.MethodPut, "concurrency/"+url.PathEscape(key), api.SetLimitRequest{Slots: &slots}, &out)
+	return out, err
+}
+
+// Limits lists the concurrency limits.
+func (t *Tenant) Limits(ctx context.Context) ([]api.Limit, error) {
+	var out api.LimitsResponse
+	err := t.do(ctx, http.MethodGet, "concurrency", nil, &out)
+	return out.Limits, err
+}

@@ -115,6 +115,15 @@ func runSuite(t *testing.T, tg target) {
 		{name: "Auth", run: scenarioAuth},
 		{name: "LargeArgs", run: scenarioLargeArgs},
 		{name: "TrapRollsBack", run: scenarioTrap},
+		{name: "Dependencies", run: scenarioDependencies},
+		{name: "StaleReportUnlatchesNothing", run: scenarioStaleReportUnlatchesNothing},
+		{name: "ConcurrencyLimits", run: scenarioConcurrencyLimits},
+		{name: "Cancel", run: scenarioCancel},
+		{name: "SnoozeFinalRetryDelete", run: scenarioSnoozeFinalRetryDelete},
+		{name: "TagsFollowTheFence", run: scenarioTagsFollowTheFence},
+		{name: "UniqueEnqueue", run: scenarioUniqueEnqueue},
+		{name: "Timeout", run: scenarioTimeout},
+		{name: "ListAndCounts", run: scenarioListAndCounts},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {

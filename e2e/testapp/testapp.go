@@ -13,7 +13,11 @@ var spins int
 // App registers the test kinds.
 func App() *runtime.App {
 	return runtime.NewApp().
+		ConcurrencyLimit("limited", 1).
 		RegisterJob(runtime.JobKind{Name: "test.echo"}).
+		// One at a time, by the module's default limit.
+		RegisterJob(runtime.JobKind{Name: "test.limited", ConcurrencyKey: "limited", Lease: time.Second,
+			Backoff: 200 * time.Millisecond, MaxBackoff: time.Second}).
 		RegisterJob(runtime.JobKind{Name: "test.fast", MaxAttempts: 3, Lease: time.Second,
 			Backoff: 200 * time.Millisecond, MaxBackoff: time.Second}).
 		RegisterJob(runtime.JobKind{Name: "test.other", Queue: "other", Priority: 3}).

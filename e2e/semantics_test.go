@@ -1,0 +1,370 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/fence"
+)
+
+// Scenarios of the complete job semantics (dependencies, concurrency
+// limits, cancel, snooze, retries, tags, unique keys, timeouts, listing).
+
+func (s *scenario) report(c api.ClaimedJob, worker string, r api.ReportRequest) api.ReportResponse {
+	s.t.Helper()
+	r.Claim = claimOf(c, worker)
+	resp, err := s.ten.Report(s.ctx, c.ID, r)
+	require.NoError(s.t, err)
+	return resp
+}
+
+func (s *scenario) complete(c api.ClaimedJob, worker string) {
+	s.t.Helper()
+	s.report(c, worker, api.ReportRequest{Outcome: api.OutcomeCompleted})
+}
+
+// claimID claims the one job id; fails if another (or none) comes.
+func (s *scenario) claimID(worker, id string) api.ClaimedJob {
+	s.t.Helper()
+	c := s.claim(worker, 1, 1)[0]
+	require.Equal(s.t, id, c.ID)
+	return c
+}
+
+func scenarioDependencies(s *scenario) {
+	t := s.t
+	js, err := s.ten.EnqueueBatch(s.ctx, []api.EnqueueRequest{
+		{Kind: "test.echo"}, // #0 a
+		{Kind: "test.echo"}, // #1 b
+		{Kind: "test.echo", DependsOn: []string{"#0", "#1"}},                // #2 c waits for a and b
+		{Kind: "test.echo", DependsOn: []string{"#2"}},                      // #3 d waits for c
+		{Kind: "test.fast", MaxAttempts: 1},                                 // #4 e will die
+		{Kind: "test.echo", DependsOn: []string{"#4"}},                      // #5 f dies with it
+		{Kind: "test.echo", DependsOn: []string{"#4"}, RunRegardless: true}, // #6 g runs anyway
+		{Kind: "test.echo", DependsOn: []string{"#5"}},                      // #7 h: cancelled with f
+	})
+	require.NoError(t, err)
+	require.Equal(t, "pending", js[2].State)
+	require.Equal(t, int64(2), js[2].PendingParents)
+	for _, i := range []int{3, 5, 6, 7} {
+		require.Equal(t, "pending", js[i].State)
+	}
+
+	cs := s.claim("w", 10, 3) // a, b, e: only the jobs without parents
+	byID := map[string]api.ClaimedJob{}
+	for _, c := range cs {
+		byID[c.ID] = c
+	}
+	require.Contains(t, byID, js[0].ID)
+	require.Contains(t, byID, js[1].ID)
+	require.Contains(t, byID, js[4].ID)
+
+	s.complete(byID[js[0].ID], "w")
+	c := s.job(js[2].ID)
+	require.Equal(t, "pending", c.State, "one parent is not enough")
+	require.Equal(t, int64(1), c.PendingParents)
+	s.complete(byID[js[1].ID], "w")
+	c = s.job(js[2].ID)
+	require.Equal(t, "available", c.State, "the last parent's success unlatches the child")
+	require.Len(t, c.DependsOn, 2)
+	for _, d := range c.DependsOn {
+		require.Equal(t, "completed", d.Resolved)
+	}
+
+	s.report(byID[js[4].ID], "w", api.ReportRequest{Outcome: api.OutcomeFailed, Error: "boom"})
+	require.Equal(t, "dead", s.job(js[4].ID).State)
+	f := s.job(js[5].ID)
+	require.Equal(t, "cancelled", f.State)
+	require.Contains(t, f.LastError, "parent job "+js[4].ID+" ended dead", "the reason names the parent")
+	require.Equal(t, "cancelled", s.job(js[7].ID).State, "the cancellation cascades")
+	require.Equal(t, "available", s.job(js[6].ID).State, "a run_regardless child runs anyway")
+
+	cc := s.claim("w", 10, 2) // c and g
+	for _, x := range cc {
+		s.complete(x, "w")
+	}
+	require.Equal(t, "available", s.job(js[3].ID).State)
+
+	// A parent that already completed counts as done; one that does not
+	// exist is refused and nothing is written.
+	late, err := s.ten.Enqueue(s.ctx, api.EnqueueRequest{Kind: "test.echo", DependsOn: []string{js[0].ID}})
+	require.NoError(t, err)
+	require.Equal(t, "available", late.State)
+	_, err = s.ten.Enqueue(s.ctx, api.EnqueueRequest{Kind: "test.echo", DependsOn: []string{"424242"}})
+	requireCode(t, err, http.StatusBadRequest, api.CodeInvalidRequest)
+	_, err = s.ten.EnqueueBatch(s.ctx, []api.EnqueueRequest{{Kind: "test.echo"}, {Kind: "test.echo", DependsOn: []string{"424242"}}})
+	requireCode(t, err, http.StatusBadRequest, api.CodeInvalidRequest)
+	next := s.enqueue(api.EnqueueRequest{Kind: "test.echo"})
+	lateID, _ := strconv.Atoi(late.ID)
+	require.Equal(t, strconv.Itoa(lateID+1), next.ID, "the refused batch wrote nothing")
+}
+
+// scenarioStaleReportUnlatchesNothing: a parent's stale success does not
+// release its child; only the fenced one does.
+func scenarioStaleReportUnlatchesNothing(s *scenario) {
+	t := s.t
+	js, err := s.ten.EnqueueBatch(s.ctx, []api.EnqueueRequest{{Kind: "test.fast"}, {Kind: "test.echo", DependsOn: []string{"#0"}}})
+	require.NoError(t, err)
+	a := s.claimID("worker-a", js[0].ID)
+	s.tg.advance(t, lease+100*time.Millisecond)
+	s.tg.advance(t, maxBackoff)
+	b := s.claimID("worker-b", js[0].ID)
+	_, err = s.ten.Report(s.ctx, js[0].ID, completed(claimOf(a, "worker-a"), `1`))
+	requireCode(t, err, http.StatusConflict, string(fence.CodeStaleAttempt))
+	require.Equal(t, "pending", s.job(js[1].ID).State, "a stale report unlatches nothing")
+	s.complete(b, "worker-b")
+	require.Equal(t, "available", s.job(js[1].ID).State)
+}
+
+func scenarioConcurrencyLimits(s *scenario) {
+	t := s.t
+	_, err := s.ten.Enqueue(s.ctx, api.EnqueueRequest{Kind: "test.echo", ConcurrencyKey: "nolimit"})
+	requireCode(t, err, http.StatusBadRequest, api.CodeInvalidRequest)
+
+	l, err := s.ten.SetLimit(s.ctx, "api", 2)
+	require.NoError(t, err)
+	require.Equal(t, api.Limit{Key: "api", Slots: 2}, l)
+	var ids []string
+	for range 5 {
+		ids = append(ids, s.enqueue(api.EnqueueRequest{Kind: "test.fast", ConcurrencyKey: "api"}).ID)
+	}
+	free := s.enqueue(api.EnqueueRequest{Kind: "test.echo"})
+	cs := s.claim("w", 10, 3)
+	keyed := 0
+	for _, c := range cs {
+		if c.ID != free.ID {
+			keyed++
+		}
+	}
+	require.Equal(t, 2, keyed, "never more than the limit in flight")
+	limits, err := s.ten.Limits(s.ctx)
+	require.NoError(t, err)
+	require.Equal(t, []api.Limit{{Key: "api", Slots: 2, InUse: 2}}, limits)
+	s.claim("w", 10, 0) // the key is full
+
+	// A fenced completion releases a slot; so does lease expiry.
+	for _, c := range cs {
+		if c.ID != free.ID {
+			s.complete(c, "w")
+			break
+		}
+	}
+	one := s.claim("w", 10, 1)[0]
+	require.Contains(t, ids, one.ID)
+	s.tg.advance(t, lease+100*time.Millisecond) // both keyed leases lapse
+	s.tg.advance(t, maxBackoff)
+	limits, err = s.ten.Limits(s.ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(0), limits[0].InUse, "expiry released the slots, once each")
+	rest := s.claim("w", 10, 2)
+	for _, c := range rest {
+		s.complete(c, "w")
+	}
+	for {
+		resp, err := s.ten.Claim(s.ctx, api.ClaimRequest{Worker: "w", Limit: 10})
+		require.NoError(t, err)
+		if len(resp.Jobs) == 0 {
+			break
+		}
+		for _, c := range resp.Jobs {
+			s.complete(c, "w")
+		}
+	}
+	limits, err = s.ten.Limits(s.ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(0), limits[0].InUse, "no slot leaked")
+
+	// The module's default limit for its kind: one at a time.
+	x := s.enqueue(api.EnqueueRequest{Kind: "test.limited"})
+	s.enqueue(api.EnqueueRequest{Kind: "test.limited"})
+	require.Equal(t, "limited", x.ConcurrencyKey)
+	got := s.claim("w", 10, 1)
+	require.Equal(t, x.ID, got[0].ID)
+	s.claim("w", 10, 0)
+	_, err = s.ten.SetLimit(s.ctx, "limited", 2) // a tenant raises the module's default
+	require.NoError(t, err)
+	s.claim("w", 10, 1)
+}
+
+func scenarioCancel(s *scenario) {
+	t := s.t
+	// A waiting job ends at once; its dependents follow.
+	q := s.enqueue(api.EnqueueRequest{Kind: "test.echo", RunAt: timePtr(time.Now().Add(time.Hour))})
+	child, err := s.ten.Enqueue(s.ctx, api.EnqueueRequest{Kind: "test.echo", DependsOn: []string{q.ID}})
+	require.NoError(t, err)
+	j, err := s.ten.Cancel(s.ctx, q.ID, "no longer needed")
+	require.NoError(t, err)
+	require.Equal(t, "cancelled", j.State)
+	require.Equal(t, "cancelled: no longer needed", j.LastError)
+	require.Equal(t, "cancelled", s.job(child.ID).State)
+	_, err = s.ten.Cancel(s.ctx, q.ID, "")
+	requireCode(t, err, http.StatusConflict, string(fence.CodeFinished))
+
+	// A running job: the worker learns at its heartbeat, which stops
+	// extending the lease, and reports cancelled.
+	r := s.enqueue(api.EnqueueRequest{Kind: "test.fast", LeaseMs: 2000})
+	c := s.claimID("w", r.ID)
+	j, err = s.ten.Cancel(s.ctx, r.ID, "")
+	require.NoError(t, err)
+	require.Equal(t, "running", j.State)
+	require.NotNil(t, j.CancelRequestedAt)
+	s.tg.advance(t, 500*time.Millisecond)
+	hb, err := s.ten.Heartbeat(s.ctx, r.ID, claimOf(c, "w"))
+	require.NoError(t, err)
+	require.True(t, hb.CancelRequested, "the heartbeat carries the cancel")
+	require.Equal(t, c.LeaseUntil, hb.LeaseUntil, "and no longer extends the lease")
+	resp := s.report(c, "w", api.ReportRequest{Outcome: api.OutcomeCancelled, Error: "stopped"})
+	require.Equal(t, "cancelled", resp.State)
+	require.Equal(t, "cancelled", s.job(r.ID).Attempts[0].Outcome)
+
+	// A worker that ignores it runs into the lease: cancelled, not retried,
+	// and its late report is fenced out.
+	g := s.enqueue(api.EnqueueRequest{Kind: "test.fast"})
+	gc := s.claimID("deaf", g.ID)
+	_, err = s.ten.Cancel(s.ctx, g.ID, "")
+	require.NoError(t, err)
+	s.tg.advance(t, lease+100*time.Millisecond)
+	eventually(t, s.tg, func() bool { return s.job(g.ID).State == "cancelled" }, "the lapsed lease ends it cancelled")
+	_, err = s.ten.Report(s.ctx, g.ID, completed(claimOf(gc, "deaf"), `"late"`))
+	requireCode(t, err, http.StatusConflict, string(fence.CodeLeaseExpired))
+	require.Equal(t, int64(0), s.job(g.ID).Failures, "a cancel is not a failure")
+	s.tg.advance(t, maxBackoff)
+	s.claim("deaf", 1, 0)
+
+	// A report that arrives while the lease is live is accepted as it is.
+	h := s.enqueue(api.EnqueueRequest{Kind: "test.echo"})
+	hc := s.claimID("quick", h.ID)
+	_, err = s.ten.Cancel(s.ctx, h.ID, "")
+	require.NoError(t, err)
+	require.Equal(t, "completed", s.report(hc, "quick", api.ReportRequest{Outcome: api.OutcomeCompleted}).State)
+}
+
+func scenarioSnoozeFinalRetryDelete(s *scenario) {
+	t := s.t
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.fast", MaxAttempts: 3})
+	c := s.claimID("w", j.ID)
+	resp := s.report(c, "w", api.ReportRequest{Outcome: api.OutcomeSnoozed, SnoozeMs: 1500})
+	require.Equal(t, "scheduled", resp.State)
+	require.Equal(t, int64(0), resp.Failures, "a snooze spends no retry budget")
+	s.claim("w", 1, 0)
+	s.tg.advance(t, 1600*time.Millisecond)
+	c = s.claimID("w", j.ID)
+	require.Equal(t, int64(2), c.Attempt, "the next claim still takes a new attempt number")
+
+	resp = s.report(c, "w", api.ReportRequest{Outcome: api.OutcomeFailed, Error: "permanent", Final: true})
+	require.Equal(t, "dead", resp.State, "a final failure ends the job whatever its budget")
+	got := s.job(j.ID)
+	require.Equal(t, "snoozed", got.Attempts[0].Outcome)
+	require.Equal(t, "failed", got.Attempts[1].Outcome)
+	require.Equal(t, "permanent", got.Attempts[1].Error)
+
+	err := s.ten.Delete(s.ctx, s.enqueue(api.EnqueueRequest{Kind: "test.echo", Queue: "elsewhere"}).ID)
+	requireCode(t, err, http.StatusConflict, api.CodeNotFinished)
+
+	back, err := s.ten.Retry(s.ctx, j.ID)
+	require.NoError(t, err)
+	require.Equal(t, "available", back.State)
+	require.Equal(t, int64(0), back.Failures, "a fresh budget")
+	c = s.claimID("w", j.ID)
+	require.Equal(t, int64(3), c.Attempt, "attempt numbers go on")
+	s.complete(c, "w")
+	_, err = s.ten.Retry(s.ctx, j.ID)
+	requireCode(t, err, http.StatusConflict, api.CodeNotRetryable)
+
+	require.NoError(t, s.ten.Delete(s.ctx, j.ID))
+	_, err = s.ten.Job(s.ctx, j.ID)
+	requireCode(t, err, http.StatusNotFound, api.CodeNotFound)
+}
+
+func scenarioTagsFollowTheFence(s *scenario) {
+	t := s.t
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.fast", Tags: []string{"signup"}})
+	require.Equal(t, []string{"signup"}, j.Tags)
+	a := s.claimID("a", j.ID)
+	s.tg.advance(t, lease+100*time.Millisecond)
+	s.tg.advance(t, maxBackoff)
+	b := s.claimID("b", j.ID)
+	require.Equal(t, []string{"signup"}, b.Tags)
+	_, err := s.ten.Report(s.ctx, j.ID, api.ReportRequest{Claim: claimOf(a, "a"), Outcome: api.OutcomeCompleted,
+		Output: json.RawMessage(`"from a"`), Tags: []string{"stale"}})
+	requireCode(t, err, http.StatusConflict, string(fence.CodeStaleAttempt))
+	s.report(b, "b", api.ReportRequest{Outcome: api.OutcomeCompleted, Output: json.RawMessage(`"from b"`), Tags: []string{"sent", "signup"}})
+	got := s.job(j.ID)
+	require.Equal(t, []string{"signup", "sent"}, got.Tags, "tags of the fenced outcome only, no repeats")
+	require.JSONEq(t, `"from b"`, string(got.Output))
+}
+
+func scenarioUniqueEnqueue(s *scenario) {
+	t := s.t
+	first := s.enqueue(api.EnqueueRequest{Kind: "test.echo", UniqueKey: "invoice-7"})
+	require.False(t, first.Existing)
+	again, err := s.ten.Enqueue(s.ctx, api.EnqueueRequest{Kind: "test.echo", UniqueKey: "invoice-7", Args: json.RawMessage(`{"other":1}`)})
+	require.NoError(t, err)
+	require.True(t, again.Existing)
+	require.Equal(t, first.ID, again.ID, "the live job is returned, not a second one")
+	s.complete(s.claimID("w", first.ID), "w")
+	// Once it finished, the key is free again, unless a window says not yet.
+	within, err := s.ten.Enqueue(s.ctx, api.EnqueueRequest{Kind: "test.echo", UniqueKey: "invoice-7", UniqueWindowMs: 60_000})
+	require.NoError(t, err)
+	require.True(t, within.Existing)
+	require.Equal(t, first.ID, within.ID)
+	fresh := s.enqueue(api.EnqueueRequest{Kind: "test.echo", UniqueKey: "invoice-7"})
+	require.False(t, fresh.Existing)
+	require.NotEqual(t, first.ID, fresh.ID)
+}
+
+func scenarioTimeout(s *scenario) {
+	t := s.t
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.fast", LeaseMs: 1000, TimeoutMs: 1500, MaxAttempts: 1})
+	require.Equal(t, int64(1500), j.TimeoutMs)
+	c := s.claimID("slow", j.ID)
+	require.Equal(t, int64(1500), c.TimeoutMs)
+	s.tg.advance(t, 800*time.Millisecond)
+	hb, err := s.ten.Heartbeat(s.ctx, j.ID, claimOf(c, "slow"))
+	require.NoError(t, err)
+	require.False(t, hb.LeaseUntil.After(c.LeaseUntil.Add(500*time.Millisecond)), "no lease past claim + timeout")
+	s.tg.advance(t, 800*time.Millisecond)
+	eventually(t, s.tg, func() bool { return s.job(j.ID).State == "dead" }, "the time limit ends the attempt")
+	require.Contains(t, s.job(j.ID).LastError, "timed out")
+}
+
+func scenarioListAndCounts(s *scenario) {
+	t := s.t
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, s.enqueue(api.EnqueueRequest{Kind: "test.echo", Queue: []string{"a", "b"}[i%2]}).ID)
+	}
+	s.enqueue(api.EnqueueRequest{Kind: "test.echo", RunAt: timePtr(time.Now().Add(time.Hour))})
+	page, err := s.ten.List(s.ctx, "available", "", "", "", 2)
+	require.NoError(t, err)
+	require.Len(t, page.Jobs, 2)
+	require.Equal(t, ids[1], page.Next)
+	page2, err := s.ten.List(s.ctx, "available", "", "", page.Next, 2)
+	require.NoError(t, err)
+	require.Equal(t, ids[2], page2.Jobs[0].ID)
+	inA, err := s.ten.List(s.ctx, "", "a", "test.echo", "", 100)
+	require.NoError(t, err)
+	require.Len(t, inA.Jobs, 3)
+	require.Empty(t, inA.Next)
+
+	qs, err := s.ten.Queues(s.ctx)
+	require.NoError(t, err)
+	counts := map[string]map[string]int64{}
+	for _, q := range qs.Queues {
+		counts[q.Queue] = q.Counts
+	}
+	require.Equal(t, int64(3), counts["a"]["available"])
+	require.Equal(t, int64(2), counts["b"]["available"])
+	require.Equal(t, int64(1), counts["default"]["scheduled"])
+
+	status, _, err := s.tg.client().Raw(s.ctx, "GET", "/v1/t/"+s.ten.Name()+"/jobs?state=sleeping", nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusBadRequest, status)
+}
+
+func timePtr(t time.Time) *time.Time { return &t }
