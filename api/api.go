@@ -346,3 +346,31 @@ type SetLimitRequest struct {
 type LimitsResponse struct {
 	Limits []Limit `json:"limits"`
 }
+
+// ScheduleRequest creates or replaces a schedule (PUT /schedules/{name}):
+// each period of Cron enqueues Job. Job takes the fields of an enqueue but
+// run_at, depends_on and unique keys (each period is its own unique key).
+type ScheduleRequest struct {
+	Cron   string         `json:"cron"`
+	Job    EnqueueRequest `json:"job"`
+	Paused bool           `json:"paused,omitempty"`
+}
+
+// Schedule is a periodic job.
+type Schedule struct {
+	Name      string          `json:"name"`
+	Cron      string          `json:"cron"`
+	Job       json.RawMessage `json:"job"`
+	Paused    bool            `json:"paused,omitempty"`
+	NextAt    time.Time       `json:"next_at"`
+	LastAt    *time.Time      `json:"last_at,omitempty"`
+	LastJobID string          `json:"last_job_id,omitempty"`
+	LastError string          `json:"last_error,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+// SchedulesResponse lists schedules.
+type SchedulesResponse struct {
+	Schedules []Schedule `json:"schedules"`
+}

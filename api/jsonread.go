@@ -698,3 +698,27 @@ func DecodeSetLimit(b []byte) (SetLimitRequest, error) {
 		})
 	})
 }
+
+// DecodeSchedule decodes the body of PUT /schedules/{name}.
+func DecodeSchedule(b []byte) (ScheduleRequest, error) {
+	var sr ScheduleRequest
+	return sr, decodeBody(b, func(r *reader) error {
+		return decodeObject(r, func(key string) error {
+			var err error
+			switch key {
+			case "cron":
+				sr.Cron, err = r.stringField(key)
+			case "job":
+				if r.kindAt() != "object" {
+					return typeError(r, key, "an object")
+				}
+				err = sr.Job.decode(r)
+			case "paused":
+				sr.Paused, err = r.boolField(key)
+			default:
+				return unknownField(key)
+			}
+			return err
+		})
+	})
+}

@@ -497,3 +497,35 @@ func (r LimitsResponse) AppendJSON(b []byte) []byte {
 
 // MarshalJSON implements json.Marshaler.
 func (r LimitsResponse) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }
+
+// AppendJSON appends sc as JSON.
+func (sc Schedule) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.str("name", sc.Name)
+	o.str("cron", sc.Cron)
+	o.raw("job", sc.Job)
+	if sc.Paused {
+		o.bool("paused", true)
+	}
+	o.time("next_at", sc.NextAt)
+	o.timeOmit("last_at", sc.LastAt)
+	o.strOmit("last_job_id", sc.LastJobID)
+	o.strOmit("last_error", sc.LastError)
+	o.time("created_at", sc.CreatedAt)
+	o.time("updated_at", sc.UpdatedAt)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (sc Schedule) MarshalJSON() ([]byte, error) { return sc.AppendJSON(nil), nil }
+
+// AppendJSON appends r as JSON.
+func (r SchedulesResponse) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.key("schedules")
+	o.b = appendArray(o.b, r.Schedules)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (r SchedulesResponse) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }

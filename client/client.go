@@ -248,3 +248,22 @@ func (t *Tenant) Limits(ctx context.Context) ([]api.Limit, error) {
 	err := t.do(ctx, http.MethodGet, "concurrency", nil, &out)
 	return out.Limits, err
 }
+
+// PutSchedule creates or replaces a schedule.
+func (t *Tenant) PutSchedule(ctx context.Context, name string, r api.ScheduleRequest) (api.Schedule, error) {
+	var out api.Schedule
+	err := t.do(ctx, http.MethodPut, "schedules/"+url.PathEscape(name), r, &out)
+	return out, err
+}
+
+// Schedule reads a schedule.
+func (t *Tenant) Schedule(ctx context.Context, name string) (api.Schedule, error) {
+	var out api.Schedule
+	err := t.do(ctx, http.MethodGet, "schedules/"+url.PathEscape(name), nil, &out)
+	return out, err
+}
+
+// DeleteSchedule removes a schedule; the jobs it enqueued stay.
+func (t *Tenant) DeleteSchedule(ctx context.Context, name string) error {
+	return t.do(ctx, http.MethodDelete, "schedules/"+url.PathEscape(name), nil, nil)
+}

@@ -124,6 +124,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "UniqueEnqueue", run: scenarioUniqueEnqueue},
 		{name: "Timeout", run: scenarioTimeout},
 		{name: "ListAndCounts", run: scenarioListAndCounts},
+		{name: "Schedules", run: scenarioSchedules},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/fence"
 )
 
@@ -368,3 +369,74 @@ func scenarioListAndCounts(s *scenario) {
 }
 
 func timePtr(t time.Time) *time.Time { return &t }
+
+func scenarioSchedules(s *scenario) {
+	t := s.t
+	put := func(cron string, job api.EnqueueRequest) (api.Schedule, error) {
+		return s.ten.PutSchedule(s.ctx, "tick", api.ScheduleRequest{Cron: cron, Job: job})
+	}
+	_, err := put("61 * * * * *", api.EnqueueRequest{Kind: "test.echo"})
+	requireCode(t, err, http.StatusBadRequest, api.CodeInvalidRequest)
+	_, err = put("@every 2s", api.EnqueueRequest{Kind: "nope"})
+	requireCode(t, err, http.StatusBadRequest, api.CodeUnknownKind)
+	_, err = put("@every 2s", api.EnqueueRequest{Kind: "test.echo", DependsOn: []string{"1"}})
+	requireCode(t, err, http.StatusBadRequest, api.CodeInvalidRequest)
+
+	sc, err := put("@every 2s", api.EnqueueRequest{Kind: "test.other", Args: json.RawMessage(`{"every":2}`)})
+	require.NoError(t, err)
+	status, err := s.ten.Status(s.ctx)
+	require.NoError(t, err)
+	require.False(t, status.AlarmAt.After(sc.NextAt), "the alarm covers the schedule's first period")
+
+	ticked := func() []api.Job {
+		l, err := s.ten.List(s.ctx, "", "other", "test.other", "", 100)
+		require.NoError(t, err)
+		return l.Jobs
+	}
+	if s.tg.realTime() {
+		// The real alarm enqueues the first period with nobody calling.
+		time.Sleep(time.Until(sc.NextAt) + 2500*time.Millisecond)
+		jobs := ticked()
+		require.NotEmpty(t, jobs, "a cron tick enqueued a job")
+		keys := map[string]bool{}
+		for _, j := range jobs {
+			require.Contains(t, j.Tags, "schedule:tick")
+			require.NotContains(t, keys, j.UniqueKey, "one job per period")
+			keys[j.UniqueKey] = true
+		}
+		require.NoError(t, s.ten.DeleteSchedule(s.ctx, "tick"))
+		return
+	}
+	p := s.tg.inProcess()
+	p.advance(t, time.Duration(sc.NextAt.UnixMilli()-p.clock.Now())*time.Millisecond)
+	jobs := ticked()
+	require.Len(t, jobs, 1, "the first period enqueued one job")
+	require.Equal(t, "schedule:tick:"+strconv.FormatInt(sc.NextAt.UnixMilli(), 10), jobs[0].UniqueKey)
+	require.JSONEq(t, `{"every":2}`, string(jobs[0].Args))
+
+	// The alarm delivered twice for the same period enqueues nothing twice.
+	for range 2 {
+		_, err := p.manager.Do(s.ctx, s.ten.Name(), doAlarm())
+		require.NoError(t, err)
+	}
+	require.Len(t, ticked(), 1)
+
+	for i := 2; i <= 4; i++ { // each period once
+		p.advance(t, 2*time.Second)
+		require.Len(t, ticked(), i)
+	}
+	p.advance(t, 60*time.Second) // thirty periods missed while idle run once
+	require.Len(t, ticked(), 5)
+	got, err := s.ten.Schedule(s.ctx, "tick")
+	require.NoError(t, err)
+	require.True(t, got.NextAt.After(time.UnixMilli(p.clock.Now())), "the schedule resumes after now")
+	require.Equal(t, ticked()[4].ID, got.LastJobID)
+
+	require.NoError(t, s.ten.DeleteSchedule(s.ctx, "tick"))
+	p.advance(t, 10*time.Second)
+	require.Len(t, ticked(), 5, "a deleted schedule enqueues nothing more")
+	err = s.ten.DeleteSchedule(s.ctx, "tick")
+	requireCode(t, err, http.StatusNotFound, api.CodeNotFound)
+}
+
+func doAlarm() do.Request { return do.Request{Kind: do.KindAlarm} }

@@ -80,12 +80,13 @@ func (s *Store) ApplyDue(now int64, noticedBy string, jitter func() float64) (Du
 const noAlarm = 1<<53 - 1
 
 // NextDue is the earliest time due work exists (a lease to expire, a job to
-// make available), or 0 if none. The tenant's alarm is set to it after
+// make available, a schedule's period), or 0 if none. The tenant's alarm is set to it after
 // every request, from committed state.
 func (s *Store) NextDue() (int64, error) {
 	rows, err := s.db.Query(`SELECT MIN(
 		COALESCE((SELECT MIN(run_at) FROM stile_jobs WHERE state IN ('scheduled', 'retryable')), ?1),
-		COALESCE((SELECT MIN(lease_until) FROM stile_jobs WHERE state = 'running'), ?1))`, noAlarm)
+		COALESCE((SELECT MIN(lease_until) FROM stile_jobs WHERE state = 'running'), ?1),
+		COALESCE((SELECT MIN(next_at) FROM stile_schedules WHERE paused = 0), ?1))`, noAlarm)
 	if err != nil {
 		return 0, fmt.Errorf("compute next due time: %w", err)
 	}

@@ -86,6 +86,18 @@ func (t *Tenant) match(req do.Request) (route, *apiError) {
 		return method("GET", func() (route, *apiError) { return t.limits(), nil })
 	case len(parts) == 2 && parts[0] == "concurrency":
 		return method("PUT", func() (route, *apiError) { return t.setLimit(parts[1], req.Body) })
+	case rest == "schedules":
+		return method("GET", func() (route, *apiError) { return t.listSchedules(), nil })
+	case len(parts) == 2 && parts[0] == "schedules":
+		switch req.Method {
+		case "PUT":
+			return t.putSchedule(parts[1], req.Body)
+		case "GET":
+			return t.getSchedule(parts[1]), nil
+		case "DELETE":
+			return t.deleteSchedule(parts[1]), nil
+		}
+		return nil, &apiError{statusMethodNotAllowed, api.CodeMethodNotAllowed, fmt.Sprintf("%s %s: use PUT, GET or DELETE", req.Method, req.Path)}
 	case rest == "status":
 		return method("GET", func() (route, *apiError) { return t.status(), nil })
 	}

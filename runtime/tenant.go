@@ -180,8 +180,10 @@ func (t *Tenant) applyDue(now int64, noticedBy string) error {
 	if t.due.known && (t.due.at == 0 || now < t.due.at) {
 		return nil
 	}
-	_, err := t.store.ApplyDue(now, noticedBy, mrandFloat)
-	return err
+	if _, err := t.store.ApplyDue(now, noticedBy, mrandFloat); err != nil {
+		return err
+	}
+	return t.tickSchedules(now)
 }
 
 // refreshDue re-reads the earliest due time if the cache lost it.
