@@ -64,6 +64,7 @@ const (
 	CodeNotRetryable     = "not_retryable"      // 409: only dead or cancelled jobs can be retried
 	CodeNotFinished      = "not_finished"       // 409: only finished jobs can be deleted
 	CodeUniqueConflict   = "unique_conflict"    // 409: another live job holds the unique key
+	CodeTxFailed         = "tx_failed"          // 422: a registered transaction failed and wrote nothing
 	// Fence rejections (409) use the codes of package fence:
 	// stale_attempt, other_worker, bad_token, lease_expired, already_reported.
 )
@@ -373,4 +374,9 @@ type Schedule struct {
 // SchedulesResponse lists schedules.
 type SchedulesResponse struct {
 	Schedules []Schedule `json:"schedules"`
+}
+
+// TxResult is the answer of a registered transaction: its output.
+type TxResult struct {
+	Result json.RawMessage `json:"result"`
 }

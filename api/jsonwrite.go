@@ -529,3 +529,13 @@ func (r SchedulesResponse) AppendJSON(b []byte) []byte {
 
 // MarshalJSON implements json.Marshaler.
 func (r SchedulesResponse) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }
+
+// AppendJSON appends r as JSON.
+func (r TxResult) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.raw("result", r.Result)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (r TxResult) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }

@@ -267,3 +267,16 @@ func (t *Tenant) Schedule(ctx context.Context, name string) (api.Schedule, error
 func (t *Tenant) DeleteSchedule(ctx context.Context, name string) error {
 	return t.do(ctx, http.MethodDelete, "schedules/"+url.PathEscape(name), nil, nil)
 }
+
+// Tx runs a transaction registered in the module with input (any JSON
+// value) and decodes its result into out (which may be nil).
+func (t *Tenant) Tx(ctx context.Context, name string, input, out any) error {
+	var r api.TxResult
+	if err := t.do(ctx, http.MethodPost, "tx/"+url.PathEscape(name), input, &r); err != nil {
+		return err
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(r.Result, out)
+}

@@ -125,6 +125,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "Timeout", run: scenarioTimeout},
 		{name: "ListAndCounts", run: scenarioListAndCounts},
 		{name: "Schedules", run: scenarioSchedules},
+		{name: "TransactionalEnqueue", run: scenarioTransactionalEnqueue},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {

@@ -440,3 +440,34 @@ func scenarioSchedules(s *scenario) {
 }
 
 func doAlarm() do.Request { return do.Request{Kind: do.KindAlarm} }
+
+// scenarioTransactionalEnqueue: a registered transaction writes the module's
+// own table and enqueues a job in one storage transaction; when the write
+// fails, the job is not enqueued either.
+func scenarioTransactionalEnqueue(s *scenario) {
+	t := s.t
+	var out struct {
+		JobID string `json:"job_id"`
+	}
+	require.NoError(t, s.ten.Tx(s.ctx, "signup", map[string]string{"email": "ada@example.com", "name": "Ada"}, &out))
+	welcome := s.job(out.JobID)
+	require.Equal(t, "available", welcome.State)
+	require.Equal(t, []string{"welcome"}, welcome.Tags)
+
+	err := s.ten.Tx(s.ctx, "signup", map[string]string{"email": "ada@example.com", "name": "Ada again"}, nil)
+	requireCode(t, err, http.StatusUnprocessableEntity, api.CodeTxFailed)
+	require.Contains(t, err.Error(), "UNIQUE constraint failed: accounts.email")
+	err = s.ten.Tx(s.ctx, "signup", map[string]string{"name": "nobody"}, nil)
+	requireCode(t, err, http.StatusBadRequest, "invalid_signup")
+	err = s.ten.Tx(s.ctx, "sneaky", nil, nil)
+	requireCode(t, err, http.StatusUnprocessableEntity, api.CodeTxFailed)
+	require.Contains(t, err.Error(), "stile_")
+	err = s.ten.Tx(s.ctx, "nope", nil, nil)
+	requireCode(t, err, http.StatusNotFound, api.CodeNotFound)
+
+	// The failed signup enqueued nothing: the next job gets the next id.
+	next := s.enqueue(api.EnqueueRequest{Kind: "test.echo"})
+	id, _ := strconv.Atoi(out.JobID)
+	require.Equal(t, strconv.Itoa(id+1), next.ID, "the failed business write enqueued nothing")
+	require.Equal(t, "available", s.job(out.JobID).State, "and the first signup's job is intact")
+}

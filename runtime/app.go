@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/schema"
 )
 
 // Defaults of a job kind's registration.
@@ -53,12 +54,16 @@ type JobKind struct {
 // App is the registry of a tenant module: everything the user's code
 // contributes. Build it in init and hand it to Serve.
 type App struct {
-	kinds  map[string]JobKind
-	limits map[string]int
+	kinds      map[string]JobKind
+	limits     map[string]int
+	txs        map[string]TxFunc
+	migrations []schema.Migration
 }
 
 // NewApp returns an empty registry.
-func NewApp() *App { return &App{kinds: map[string]JobKind{}, limits: map[string]int{}} }
+func NewApp() *App {
+	return &App{kinds: map[string]JobKind{}, limits: map[string]int{}, txs: map[string]TxFunc{}}
+}
 
 // ConcurrencyLimit sets the default limit of a concurrency key: at most
 // slots jobs with the key run at once. A tenant may set its own with

@@ -86,6 +86,8 @@ func (t *Tenant) match(req do.Request) (route, *apiError) {
 		return method("GET", func() (route, *apiError) { return t.limits(), nil })
 	case len(parts) == 2 && parts[0] == "concurrency":
 		return method("PUT", func() (route, *apiError) { return t.setLimit(parts[1], req.Body) })
+	case len(parts) == 2 && parts[0] == "tx":
+		return method("POST", func() (route, *apiError) { return t.runTx(parts[1], req.Body) })
 	case rest == "schedules":
 		return method("GET", func() (route, *apiError) { return t.listSchedules(), nil })
 	case len(parts) == 2 && parts[0] == "schedules":

@@ -12,5 +12,6 @@ const (
 	statusMethodNotAllowed = 405
 	statusConflict         = 409
 	statusTooLarge         = 413
+	statusUnprocessable    = 422
 	statusInternal         = 500
 )

@@ -171,6 +171,11 @@ func (t *Tenant) migrate() error {
 	if _, err := schema.Apply(t.db, schema.Ledger, schema.Migrations()); err != nil {
 		return fmt.Errorf("migrate tenant schema: %w", err)
 	}
+	if len(t.app.migrations) > 0 {
+		if _, err := schema.Apply(t.db, AppLedger, t.app.migrations); err != nil {
+			return fmt.Errorf("migrate the module's own tables: %w", err)
+		}
+	}
 	t.schemaVersion = int64(len(schema.Migrations()))
 	t.migrated = true
 	return nil

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"time"
 
+	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/runtime"
+	"github.com/stile-run/stile/schema"
 )
 
 var spins int
@@ -14,6 +16,27 @@ var spins int
 func App() *runtime.App {
 	return runtime.NewApp().
 		ConcurrencyLimit("limited", 1).
+		Migrations(schema.Migration{Version: 1, Name: "accounts",
+			SQL: `CREATE TABLE accounts (email TEXT PRIMARY KEY, name TEXT NOT NULL) STRICT`}).
+		// Transactional enqueue: the welcome job is enqueued first; if the
+		// account cannot be written (the email is taken), the job goes too.
+		RegisterTx("signup", func(tx *runtime.Tx, input json.RawMessage) (any, error) {
+			var in struct{ Email, Name string }
+			if err := json.Unmarshal(input, &in); err != nil || in.Email == "" {
+				return nil, &runtime.Error{Status: 400, Code: "invalid_signup", Message: "send {\"email\": …, \"name\": …}"}
+			}
+			job, err := tx.Enqueue(api.EnqueueRequest{Kind: "test.echo", Args: input, Tags: []string{"welcome"}})
+			if err != nil {
+				return nil, err
+			}
+			if err := tx.Exec(`INSERT INTO accounts (email, name) VALUES (?, ?)`, in.Email, in.Name); err != nil {
+				return nil, err
+			}
+			return map[string]string{"job_id": job.ID}, nil
+		}).
+		RegisterTx("sneaky", func(tx *runtime.Tx, _ json.RawMessage) (any, error) {
+			return nil, tx.Exec(`DELETE FROM stile_jobs`)
+		}).
 		RegisterJob(runtime.JobKind{Name: "test.echo"}).
 		// One at a time, by the module's default limit.
 		RegisterJob(runtime.JobKind{Name: "test.limited", ConcurrencyKey: "limited", Lease: time.Second,

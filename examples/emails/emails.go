@@ -6,7 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/runtime"
+	"github.com/stile-run/stile/schema"
 )
 
 // Kind is the job kind of a welcome email.
@@ -18,25 +20,49 @@ type Args struct {
 	Name string `json:"name"`
 }
 
-// App registers the module's job kinds. The tenant module's main package
-// serves it; tests run it in-process.
+// App registers the module's job kinds, its own table and its signup
+// transaction. The tenant module's main package serves it; tests run it
+// in-process.
 func App() *runtime.App {
-	return runtime.NewApp().RegisterJob(runtime.JobKind{
-		Name:        Kind,
-		Queue:       "email",
-		MaxAttempts: 8,
-		Lease:       30 * time.Second,
-		Backoff:     10 * time.Second,
-		// Refused at enqueue with 400 invalid_args, so no bad job is stored.
-		Validate: func(raw json.RawMessage) error {
-			var a Args
-			if err := json.Unmarshal(raw, &a); err != nil {
-				return err
-			}
-			if !strings.Contains(a.To, "@") {
-				return fmt.Errorf("to: %q is not an email address", a.To)
-			}
-			return nil
-		},
-	})
+	return runtime.NewApp().
+		Migrations(schema.Migration{Version: 1, Name: "users",
+			SQL: `CREATE TABLE users (email TEXT PRIMARY KEY, name TEXT NOT NULL, created_at INTEGER NOT NULL) STRICT`}).
+		RegisterTx("signup", Signup).
+		RegisterJob(runtime.JobKind{
+			Name:        Kind,
+			Queue:       "email",
+			MaxAttempts: 8,
+			Lease:       30 * time.Second,
+			Backoff:     10 * time.Second,
+			// Refused at enqueue with 400 invalid_args, so no bad job is stored.
+			Validate: func(raw json.RawMessage) error {
+				var a Args
+				if err := json.Unmarshal(raw, &a); err != nil {
+					return err
+				}
+				if !strings.Contains(a.To, "@") {
+					return fmt.Errorf("to: %q is not an email address", a.To)
+				}
+				return nil
+			},
+		})
+}
+
+// Signup stores a user and enqueues their welcome email in one storage
+// transaction (POST /v1/t/{tenant}/tx/signup with {"to": …, "name": …}):
+// both happen or neither. An address already signed up fails the insert,
+// and the email enqueued a moment before is not sent either.
+func Signup(tx *runtime.Tx, input json.RawMessage) (any, error) {
+	var a Args
+	if err := json.Unmarshal(input, &a); err != nil || !strings.Contains(a.To, "@") {
+		return nil, &runtime.Error{Status: 400, Code: "invalid_signup", Message: `send {"to": "<email>", "name": "<name>"}`}
+	}
+	job, err := tx.Enqueue(api.EnqueueRequest{Kind: Kind, Args: input})
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Exec(`INSERT INTO users (email, name, created_at) VALUES (?, ?, ?)`, a.To, a.Name, tx.Now().UnixMilli()); err != nil {
+		return nil, fmt.Errorf("sign up %s: %w", a.To, err)
+	}
+	return map[string]string{"welcome_job": job.ID}, nil
 }

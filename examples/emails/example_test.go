@@ -79,3 +79,32 @@ func Example() {
 	// sent "Welcome, Ada" to ada@example.com
 	// job: completed after 1 attempt, output {"sent_to":"ada@example.com"}
 }
+
+// A signup writes the user and enqueues the welcome email in one storage
+// transaction; a second signup of the same address fails its insert, and
+// the email it enqueued goes with it.
+func Example_signup() {
+	dir, _ := os.MkdirTemp("", "emails-signup-")
+	defer os.RemoveAll(dir)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	factory, _ := native.New(native.Config{App: emails.App(), Logger: quiet})
+	m, _ := host.NewManager(host.Config{Factory: factory, DataDir: dir, Logger: quiet})
+	defer m.Close()
+	srv, _ := server.New(m, "secret")
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	acme := client.New(ts.URL, "secret", nil).Tenant("acme")
+	ctx := context.Background()
+
+	var out map[string]string
+	err := acme.Tx(ctx, "signup", map[string]string{"to": "ada@example.com", "name": "Ada"}, &out)
+	fmt.Println("first signup:", err, "welcome job", out["welcome_job"])
+	err = acme.Tx(ctx, "signup", map[string]string{"to": "ada@example.com", "name": "Ada"}, nil)
+	fmt.Println("second signup:", client.Code(err))
+	jobs, _ := acme.List(ctx, "", "email", emails.Kind, "", 10)
+	fmt.Println("welcome emails enqueued:", len(jobs.Jobs))
+	// Output:
+	// first signup: <nil> welcome job 1
+	// second signup: tx_failed
+	// welcome emails enqueued: 1
+}

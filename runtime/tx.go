@@ -1,0 +1,154 @@
+package runtime
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/jobs"
+	"github.com/stile-run/stile/schema"
+)
+
+// TxFunc is a registered transaction: Go code in the module that writes
+// the module's own tables and enqueues jobs in one storage transaction
+// (POST /v1/t/{tenant}/tx/{name}). If it returns an error, or panics,
+// nothing it did is kept: no row, no job. Its output is answered as JSON.
+type TxFunc func(tx *Tx, input json.RawMessage) (output any, err error)
+
+// Tx is a registered transaction's view of the tenant's storage.
+type Tx struct {
+	t   *Tenant
+	now int64
+}
+
+// Error is an error a transaction returns to answer with a chosen status
+// (400-499) and code; any other error answers 422 tx_failed.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// ErrStileTables refuses a transaction's SQL that names Stile's own tables.
+var ErrStileTables = errors.New("a transaction may not touch Stile's tables (stile_*): enqueue with tx.Enqueue")
+
+func guard(sql string) error {
+	if strings.Contains(strings.ToLower(sql), "stile_") {
+		return ErrStileTables
+	}
+	return nil
+}
+
+// Exec runs a statement on the module's tables.
+func (tx *Tx) Exec(sql string, args ...any) error {
+	if err := guard(sql); err != nil {
+		return err
+	}
+	return tx.t.db.Exec(sql, args...)
+}
+
+// Query runs a query on the module's tables. The rows are valid until the
+// next statement.
+func (tx *Tx) Query(sql string, args ...any) (*do.Rows, error) {
+	if err := guard(sql); err != nil {
+		return nil, err
+	}
+	return tx.t.db.Query(sql, args...)
+}
+
+// Now is the transaction's time (the host's clock, fixed for the request).
+func (tx *Tx) Now() time.Time { return ts(tx.now) }
+
+// Enqueue enqueues a job in the transaction, validated as the API
+// validates one; it is kept only if the transaction commits.
+func (tx *Tx) Enqueue(r api.EnqueueRequest) (api.Job, error) {
+	n, e := tx.t.validateEnqueue(-1, r)
+	if e != nil {
+		return api.Job{}, &Error{Status: e.status, Code: e.code, Message: e.msg}
+	}
+	if n.RunAt == 0 {
+		n.RunAt = tx.now
+	}
+	js, err := tx.t.store.Enqueue(tx.now, []jobs.NewJob{n})
+	var ref *jobs.Refusal
+	if errors.As(err, &ref) {
+		return api.Job{}, &Error{Status: statusBadRequest, Code: ref.Code, Message: ref.Message}
+	}
+	if err != nil {
+		return api.Job{}, err
+	}
+	v := jobView(js[0].Job)
+	v.Existing = js[0].Existing
+	return v, nil
+}
+
+// RegisterTx adds a transaction. It panics on an invalid or duplicate name.
+func (a *App) RegisterTx(name string, fn TxFunc) *App {
+	if !api.ValidName(name) {
+		panic(fmt.Sprintf("stile: transaction name %q is invalid: use %s", name, api.NameRule))
+	}
+	if _, dup := a.txs[name]; dup {
+		panic(fmt.Sprintf("stile: transaction %q is registered twice", name))
+	}
+	if fn == nil {
+		panic(fmt.Sprintf("stile: transaction %q has no function", name))
+	}
+	a.txs[name] = fn
+	return a
+}
+
+// AppLedger is the table recording the module's own migrations.
+const AppLedger = "app_migrations"
+
+// Migrations sets the module's own schema: numbered migrations (1, 2, 3 …)
+// applied on a tenant's first request after Stile's, each in its own
+// transaction, recorded in app_migrations. Like Stile's, they should only
+// add. Table names must not start with stile_.
+func (a *App) Migrations(ms ...schema.Migration) *App {
+	for i, m := range ms {
+		if m.Version != int64(i+1) {
+			panic(fmt.Sprintf("stile: migration %d is numbered %d; numbers must run 1, 2, 3 …", i+1, m.Version))
+		}
+		if strings.Contains(strings.ToLower(m.SQL), "stile_") {
+			panic(fmt.Sprintf("stile: migration %d_%s names a stile_ table; those are Stile's", m.Version, m.Name))
+		}
+	}
+	a.migrations = ms
+	return a
+}
+
+func (t *Tenant) runTx(name string, body []byte) (route, *apiError) {
+	fn, ok := t.app.txs[name]
+	if !ok {
+		return nil, &apiError{statusNotFound, api.CodeNotFound, fmt.Sprintf("no transaction %q is registered in this module", name)}
+	}
+	input := body
+	if len(strings.TrimSpace(string(input))) == 0 {
+		input = []byte("null")
+	}
+	if !json.Valid(input) {
+		return nil, badRequest(api.CodeInvalidJSON, "the transaction's input is not JSON")
+	}
+	return func(now int64) (result, error) {
+		out, err := fn(&Tx{t: t, now: now}, input)
+		if err != nil {
+			var te *Error
+			if errors.As(err, &te) && te.Status >= 400 && te.Status <= 499 && te.Code != "" {
+				return result{status: te.Status, body: &api.Error{Code: te.Code, Message: oneLine(te.Message)}}, errRollback
+			}
+			return result{status: statusUnprocessable, body: &api.Error{Code: api.CodeTxFailed,
+				Message: fmt.Sprintf("transaction %s failed and wrote nothing: %s", name, oneLine(err.Error()))}}, errRollback
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return result{}, fmt.Errorf("transaction %s: encode its output: %w", name, err)
+		}
+		return result{status: statusOK, body: api.TxResult{Result: b}}, nil
+	}, nil
+}
