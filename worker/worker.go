@@ -42,6 +42,25 @@ type Job struct {
 	MaxAttempts int64
 	// Failures is how many earlier attempts failed.
 	Failures int64
+	// Tags are the job's tags when it was claimed.
+	Tags []string
+
+	mu      sync.Mutex
+	addTags []string
+}
+
+// Tag buffers tags to add to the job. They are sent with the outcome and
+// kept only if the outcome is (a stale attempt's tags are discarded).
+func (j *Job) Tag(tags ...string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.addTags = append(j.addTags, tags...)
+}
+
+func (j *Job) tags() []string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]string(nil), j.addTags...)
 }
 
 // Decode unmarshals the job's args into v.
@@ -63,8 +82,35 @@ type Handler func(ctx context.Context, job *Job) (output any, err error)
 var ErrLeaseLost = errors.New("lease lost")
 
 // ErrShutdown is the cause of a handler's context cancelled because the
-// worker stopped and its grace period ran out.
+// worker stopped and its grace period ran out. The job is released: it runs
+// again soon, without spending its retry budget.
 var ErrShutdown = errors.New("worker shutting down")
+
+// ErrCancelled is the cause of a handler's context cancelled because an
+// operator cancelled the job. A handler that then returns an error ends the
+// job cancelled; one that finishes its work anyway completes it.
+var ErrCancelled = errors.New("job cancelled")
+
+// ErrTimeout is the cause of a handler's context cancelled because the job's
+// time limit (its timeout) passed.
+var ErrTimeout = errors.New("job timed out")
+
+// Snooze asks to run the job again after d, without spending its retry
+// budget (the next run is still a new attempt): return it from a handler.
+func Snooze(d time.Duration) error { return &snooze{d: d} }
+
+type snooze struct{ d time.Duration }
+
+func (s *snooze) Error() string { return fmt.Sprintf("snooze for %s", s.d) }
+
+// Final marks err as not worth retrying: return Final(err) from a handler
+// and the job ends dead, whatever its retry budget.
+func Final(err error) error { return &final{err: err} }
+
+type final struct{ err error }
+
+func (f *final) Error() string { return f.err.Error() }
+func (f *final) Unwrap() error { return f.err }
 
 // Config configures a Worker.
 type Config struct {
@@ -268,9 +314,14 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 
 	ctx, cancel := context.WithCancelCause(hctx)
 	defer cancel(nil)
+	if c.TimeoutMs > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithDeadlineCause(ctx, deadline.Add(time.Duration(c.TimeoutMs-c.LeaseMs)*time.Millisecond), ErrTimeout)
+		defer stop()
+	}
 	lease := &leaseClock{deadline: deadline}
 	job := &Job{JobContext: JobContext{JobID: c.ID, Attempt: c.Attempt, Deadline: deadline}, Tenant: ten.Name(),
-		Kind: c.Kind, Queue: c.Queue, Args: c.Args, MaxAttempts: c.MaxAttempts, Failures: c.Failures}
+		Kind: c.Kind, Queue: c.Queue, Args: c.Args, MaxAttempts: c.MaxAttempts, Failures: c.Failures, Tags: c.Tags}
 
 	stop := make(chan struct{})
 	var beats sync.WaitGroup
@@ -283,15 +334,31 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 	close(stop)
 	beats.Wait()
 
-	if cause := context.Cause(ctx); errors.Is(cause, ErrLeaseLost) {
+	cause := context.Cause(ctx)
+	if errors.Is(cause, ErrLeaseLost) {
 		// The store will refuse the report; send it anyway so the refusal is
 		// on record, and so a duplicate delivery is visible.
 		log.Warn("handler finished after its lease was lost", "cause", cause)
 	}
-	report := api.ReportRequest{Claim: claim, Outcome: api.OutcomeCompleted}
-	if herr != nil {
+	report := api.ReportRequest{Claim: claim, Outcome: api.OutcomeCompleted, Tags: job.tags()}
+	var sn *snooze
+	var fin *final
+	switch {
+	case herr == nil:
+	case errors.As(herr, &sn):
+		report.Outcome, report.SnoozeMs = api.OutcomeSnoozed, max(sn.d.Milliseconds(), 0)
+	case errors.Is(cause, ErrCancelled):
+		report.Outcome, report.Error = api.OutcomeCancelled, herr.Error()
+	case errors.Is(cause, ErrShutdown):
+		report.Outcome = api.OutcomeSnoozed // released: it runs again at once, no budget spent
+	case errors.As(herr, &fin):
+		report.Outcome, report.Error, report.Final = api.OutcomeFailed, herr.Error(), true
+	case errors.Is(cause, ErrTimeout):
+		report.Outcome, report.Error = api.OutcomeFailed, fmt.Sprintf("timed out after %d ms: %v", c.TimeoutMs, herr)
+	default:
 		report.Outcome, report.Error = api.OutcomeFailed, herr.Error()
-	} else if output != nil {
+	}
+	if herr == nil && output != nil {
 		b, err := json.Marshal(output)
 		if err != nil {
 			report.Outcome, report.Error = api.OutcomeFailed, fmt.Sprintf("marshal output: %v", err)
@@ -360,6 +427,11 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 			log.Warn("heartbeat failed; will retry", "err", err)
 		default:
 			lease.set(sent.Add(hb.LeaseUntil.Sub(hb.Now)))
+			if hb.CancelRequested {
+				log.Info("the job was cancelled; cancelling the handler")
+				cancel(ErrCancelled)
+				// Keep watching the lease: it is no longer extended.
+			}
 		}
 	}
 }

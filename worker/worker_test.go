@@ -259,3 +259,80 @@ func TestConfigErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorContains(t, w.Run(context.Background()), "no handlers")
 }
+
+func TestCancelReachesTheHandler(t *testing.T) {
+	t.Parallel()
+	url, ten := setup(t)
+	started := make(chan string, 1)
+	causes := make(chan error, 1)
+	stop := start(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}},
+		map[string]worker.Handler{"test.fast": func(ctx context.Context, j *worker.Job) (any, error) {
+			started <- j.JobID
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return nil, context.Cause(ctx)
+		}})
+	defer stop()
+	j, err := ten.Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.fast"})
+	require.NoError(t, err)
+	<-started
+	_, err = ten.Cancel(context.Background(), j.ID, "operator said so")
+	require.NoError(t, err)
+	select {
+	case cause := <-causes:
+		require.ErrorIs(t, cause, worker.ErrCancelled, "the next heartbeat cancels the handler's context")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the handler was never told")
+	}
+	done := waitState(t, ten, j.ID, "cancelled")
+	require.Equal(t, "cancelled", done.Attempts[0].Outcome, "the worker reported cancelled")
+}
+
+func TestSnoozeFinalAndTags(t *testing.T) {
+	t.Parallel()
+	url, ten := setup(t)
+	var calls atomic.Int64
+	stop := start(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}},
+		map[string]worker.Handler{"test.fast": func(ctx context.Context, j *worker.Job) (any, error) {
+			j.Tag(fmt.Sprintf("attempt-%d", j.Attempt))
+			if calls.Add(1) == 1 {
+				return nil, worker.Snooze(100 * time.Millisecond)
+			}
+			return nil, worker.Final(errors.New("the address bounced"))
+		}})
+	defer stop()
+	j, err := ten.Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.fast", MaxAttempts: 10, Tags: []string{"x"}})
+	require.NoError(t, err)
+	done := waitState(t, ten, j.ID, "dead")
+	require.Len(t, done.Attempts, 2)
+	require.Equal(t, "snoozed", done.Attempts[0].Outcome)
+	require.Equal(t, "failed", done.Attempts[1].Outcome)
+	require.Equal(t, int64(1), done.Failures, "the snooze spent nothing; the final failure ended it")
+	require.Equal(t, []string{"x", "attempt-1", "attempt-2"}, done.Tags)
+}
+
+func TestShutdownReleasesUnfinishedJobs(t *testing.T) {
+	t.Parallel()
+	url, ten := setup(t)
+	started := make(chan struct{})
+	w, err := worker.New(worker.Config{URL: url, Token: token, Tenants: []string{"acme"}, ShutdownGrace: 100 * time.Millisecond, Logger: quiet})
+	require.NoError(t, err)
+	w.Handle("test.echo", func(ctx context.Context, j *worker.Job) (any, error) {
+		close(started)
+		<-ctx.Done() // a handler that only stops when told
+		return nil, context.Cause(ctx)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	j, err := ten.Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.echo"})
+	require.NoError(t, err)
+	<-started
+	cancel()
+	require.NoError(t, <-done)
+	got, err := ten.Job(context.Background(), j.ID)
+	require.NoError(t, err)
+	require.Equal(t, "available", got.State, "released for another worker at once")
+	require.Equal(t, int64(0), got.Failures, "without spending its retry budget")
+	require.Equal(t, "snoozed", got.Attempts[0].Outcome)
+}
