@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/bundle"
 	"github.com/stile-run/stile/client"
 	"github.com/stile-run/stile/cmd/stile/defaultapp/app"
@@ -30,6 +32,7 @@ func runBench(args []string) error {
 	batch := fs.Int("batch", 100, "jobs per request in the batched measurements")
 	latJobs := fs.Int("latency-jobs", 300, "jobs in the latency measurement")
 	latRate := fs.Int("latency-rate", 100, "jobs/s enqueued in the latency measurement (light load)")
+	depth := fs.Int("depth", 1_000_000, "ready jobs in the deep queue of the claim measurement")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -53,10 +56,10 @@ func runBench(args []string) error {
 	fmt.Printf("tenant.wasm (default module): %d bytes, %d bytes gzip -9 (%.2f MB)\n\n", len(wasm), gzipSize(wasm), float64(gzipSize(wasm))/1e6)
 
 	// hosts: each measurement gets a fresh manager over fresh files.
-	n := 0
+	n := new(int)
 	newManager := func(factory host.Factory) (*host.Manager, error) {
-		n++
-		return host.NewManager(host.Config{Factory: factory, DataDir: filepath.Join(dir, fmt.Sprint(n)), Logger: quiet})
+		*n++
+		return host.NewManager(host.Config{Factory: factory, DataDir: filepath.Join(dir, fmt.Sprint(*n)), Logger: quiet})
 	}
 	nativeHost := func() (*host.Manager, error) {
 		f, err := native.New(native.Config{App: app.App(), Logger: quiet})
@@ -157,6 +160,13 @@ func runBench(args []string) error {
 	}
 	print(fmt.Sprintf("batched, %d jobs per request, %d jobs", *batch, bjobs), bjobs, rs)
 
+	if err := benchDepth(ctx, *depth, "native, in-process", nativeHost, n, dir); err != nil {
+		return err
+	}
+	if err := benchDepth(ctx, *depth, "wazero, in-process", wazeroHost(true), n, dir); err != nil {
+		return err
+	}
+
 	m, err := wazeroHost(true)()
 	if err != nil {
 		return err
@@ -217,4 +227,71 @@ func benchWorkerd(ctx context.Context, dir string, wasm []byte, jobs, batch, lat
 	}
 	fmt.Printf("  %d jobs per request: %s jobs/s (%.0f µs/job, %d jobs)\n\n", batch, bench.Rate(bjobs, took), float64(took.Microseconds())/float64(bjobs), bjobs)
 	return latency(ctx, "workerd", d, latJobs, latRate)
+}
+
+// benchDepth measures one-job claims against a shallow queue, a deep one,
+// and a deep backlog behind a full concurrency key (which a claim must not
+// read).
+func benchDepth(ctx context.Context, depth int, name string, open func() (*host.Manager, error), n *int, dir string) error {
+	m, err := open()
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	data := filepath.Join(dir, fmt.Sprint(*n))
+	d := bench.InProcess{M: m}
+	if _, err := bench.Cycle(ctx, d, 10, 1); err != nil { // creates the tenant
+		return err
+	}
+	zero := int64(0)
+	if status, b, err := d.Do(ctx, "PUT", "concurrency/blocked", mustJSON(api.SetLimitRequest{Slots: &zero})); err != nil || status != 200 {
+		return fmt.Errorf("set limit: %d %s %v", status, b, err)
+	}
+	const claims = 1000
+	fills := []struct {
+		label        string
+		queue        string
+		jobs, behind int
+	}{
+		{fmt.Sprintf("queue of %s ready jobs", commas(claims+claims)), "shallow", claims + claims, 0},
+		{fmt.Sprintf("queue of %s ready jobs", commas(depth)), "deep", depth, 0},
+		{fmt.Sprintf("%s jobs behind a full concurrency key, %s free", commas(depth), commas(claims+claims)), "keyed", claims + claims, depth},
+	}
+	fmt.Printf("claim latency, one job per claim, %s (%d claims each)\n", name, claims)
+	for _, f := range fills {
+		started := time.Now()
+		if f.behind > 0 {
+			if err := bench.Fill(data, bench.Tenant, f.behind, f.queue, "blocked"); err != nil {
+				return err
+			}
+		}
+		if err := bench.Fill(data, bench.Tenant, f.jobs, f.queue, ""); err != nil {
+			return err
+		}
+		filled := time.Since(started)
+		lat, err := bench.ClaimLatencies(ctx, d, f.queue, claims)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("  %-62s p50 %-9s p99 %-9s (filled in %s)\n", f.label, bench.Percentile(lat, 50).Round(time.Microsecond),
+			bench.Percentile(lat, 99).Round(time.Microsecond), filled.Round(10*time.Millisecond))
+	}
+	fmt.Println()
+	return nil
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func commas(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -1,0 +1,61 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/host/dosql"
+)
+
+// Fill adds n ready jobs of kind Kind to the tenant's database in dataDir
+// in one statement (through the API a million jobs would take minutes).
+// The tenant must exist already (any request creates it). key, if set,
+// puts them all under that concurrency key.
+func Fill(dataDir, tenant string, n int, queue, key string) error {
+	db, err := dosql.Open(filepath.Join(dataDir, "tenants", tenant+".sqlite"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var k any
+	if key != "" {
+		k = key
+	}
+	params, err := do.EncodeParams(nil, n, Kind, queue, k)
+	if err != nil {
+		return err
+	}
+	_, err = db.Query(`WITH RECURSIVE seq(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM seq WHERE i < ?1)
+		INSERT INTO stile_jobs (kind, queue, priority, args, state, max_attempts, lease_ms, timeout_ms,
+			backoff_ms, backoff_max_ms, run_at, created_at, concurrency_key)
+		SELECT ?2, ?3, 0, '{}', 'available', 20, 60000, 1800000, 1000, 3600000, 1700000000000 + i, 1700000000000, ?4
+		FROM seq`, params)
+	if err != nil {
+		return fmt.Errorf("fill %d jobs: %w", n, err)
+	}
+	return nil
+}
+
+// ClaimLatencies claims one job at a time n times from queue and returns
+// each claim's latency, sorted.
+func ClaimLatencies(ctx context.Context, d Driver, queue string, n int) ([]time.Duration, error) {
+	out := make([]time.Duration, 0, n)
+	for range n {
+		t := time.Now()
+		var resp api.ClaimResponse
+		if err := call(ctx, d, "POST", "claims", api.ClaimRequest{Worker: "bench", Queues: []string{queue}}, &resp, 200); err != nil {
+			return nil, err
+		}
+		out = append(out, time.Since(t))
+		if len(resp.Jobs) != 1 {
+			return nil, fmt.Errorf("claim from %s: %d jobs, want 1", queue, len(resp.Jobs))
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
+	return out, nil
+}
