@@ -77,6 +77,8 @@ func FuzzDecoders(f *testing.F) {
 		differential(t, b, api.DecodeHeartbeat)
 		differential(t, b, api.DecodeReport)
 		differential(t, b, api.DecodeReportBatch)
+		differential(t, b, api.DecodeStrings)
+		require.Equal(t, json.Valid(b), api.Valid(b), "%q", b)
 	})
 }
 
@@ -134,20 +136,31 @@ func TestWritersMatchEncodingJSON(t *testing.T) {
 	later := at.Add(time.Hour)
 	job := api.Job{ID: "1", Kind: "k\"\\\n\t\x01é\u2028", Queue: "q", Priority: 2, Args: json.RawMessage(`{"a":1}`),
 		State: "completed", Attempt: 2, Failures: 1, MaxAttempts: 5, LeaseMs: 100, RunAt: at, CreatedAt: at,
-		FinishedAt: &later, Output: json.RawMessage(`"out"`), LastError: "e",
+		FinishedAt: &later, Output: json.RawMessage(`"out"`), LastError: "e", Tags: []string{},
 		Running:    &api.Attempt{Attempt: 3, Worker: "w", ClaimedAt: at, LeaseUntil: later},
 		Attempts:   []api.Attempt{{Attempt: 1, Worker: "w", ClaimedAt: at, LeaseUntil: at, EndedAt: &later, Outcome: "failed", Error: "x", NoticedBy: "report"}},
 		Rejections: []api.Rejection{{At: at, Request: "report", Worker: "v", Attempt: 1, Outcome: "completed", Code: "stale_attempt", Message: "m"}}}
 	for _, v := range []any{
-		job, api.Job{ID: "2", State: "available", RunAt: at, CreatedAt: at},
-		api.ClaimResponse{Now: at, Jobs: []api.ClaimedJob{{ID: "1", Kind: "k", Args: json.RawMessage(`null`), LeaseUntil: later, LeaseToken: "t", CreatedAt: at}}},
+		job, api.Job{ID: "2", State: "available", RunAt: at, CreatedAt: at, Tags: []string{}},
+		api.ClaimResponse{Now: at, Jobs: []api.ClaimedJob{{ID: "1", Kind: "k", Args: json.RawMessage(`null`), LeaseUntil: later, LeaseToken: "t", CreatedAt: at, Tags: []string{"t"}}}},
 		api.ClaimResponse{Now: at, Jobs: []api.ClaimedJob{}},
 		api.HeartbeatResponse{Now: at, LeaseUntil: later},
 		api.ReportResponse{JobID: "1", State: "retryable", Attempt: 1, Failures: 1, RunAt: later, Duplicate: true},
 		api.BatchReportResponse{Results: []api.BatchReportResult{{JobID: "1", State: "completed"}, {JobID: "2", Error: &api.Error{Code: "c", Message: "m"}}}},
-		api.EnqueueBatchResponse{Jobs: []api.Job{{ID: "3", RunAt: at, CreatedAt: at}}},
+		api.EnqueueBatchResponse{Jobs: []api.Job{{ID: "3", RunAt: at, CreatedAt: at, Tags: []string{}}}},
 		api.Status{Tenant: "t", Now: at, SchemaVersion: 1, AlarmAt: &later},
 		api.Error{Code: "c", Message: "<m>&"},
+		api.Job{ID: "4", State: "pending", RunAt: at, CreatedAt: at, Tags: []string{"a", "b"}, UniqueKey: "u",
+			ConcurrencyKey: "ck", PendingParents: 2, RunRegardless: true, CancelRequestedAt: &later, Existing: true,
+			DependsOn: []api.Dependency{{JobID: "1", Resolved: "completed", ResolvedAt: &later}, {JobID: "2"}}},
+		api.ListResponse{Jobs: []api.Job{{ID: "5", RunAt: at, CreatedAt: at, Tags: []string{}}}, Next: "5"},
+		api.ListResponse{Jobs: []api.Job{}},
+		api.QueuesResponse{Queues: []api.QueueCounts{{Queue: "q", Counts: map[string]int64{"running": 1, "available": 2}}},
+			Finished: map[string]int64{"completed": 3}},
+		api.LimitsResponse{Limits: []api.Limit{{Key: "k", Slots: 2, InUse: 1}}},
+		api.SchedulesResponse{Schedules: []api.Schedule{{Name: "s", Cron: "@hourly", Job: json.RawMessage(`{"kind":"k"}`),
+			Paused: true, NextAt: later, LastAt: &at, LastJobID: "7", LastError: "e", CreatedAt: at, UpdatedAt: at}}},
+		api.TxResult{Result: json.RawMessage(`{"ok":true}`)},
 	} {
 		b, err := json.Marshal(v) // through MarshalJSON: the hand-written writer
 		require.NoError(t, err)
@@ -155,11 +168,52 @@ func TestWritersMatchEncodingJSON(t *testing.T) {
 		// What encoding/json makes of the bytes equals the value.
 		back := newOf(v)
 		require.NoError(t, json.Unmarshal(b, back), "%s", b)
-		require.Equal(t, canon(t, v), canon(t, deref(back)), "%s", b)
+		// Compared as values, not re-encoded: re-encoding would go through
+		// the same writer and hide a field it drops.
+		require.Equal(t, v, deref(back), "%s", b)
 	}
 	b, _ := json.Marshal(api.HeartbeatResponse{Now: at, LeaseUntil: at})
 	require.Equal(t, `{"now":"2026-01-02T03:04:05.678Z","lease_until":"2026-01-02T03:04:05.678Z"}`, string(b))
 	require.True(t, strings.Contains(string(must(json.Marshal(job))), `\u2028`), "U+2028 is escaped for JS")
+}
+
+// The enqueue writer (used by schedules and clients) loses no field: what
+// encoding/json reads back from it equals the request, field by field.
+func TestEnqueueWriterKeepsEveryField(t *testing.T) {
+	t.Parallel()
+	p := 0
+	at := time.Date(2026, 11, 30, 12, 0, 0, 123e6, time.UTC)
+	full := api.EnqueueRequest{Kind: "k\"", Args: json.RawMessage(`{"a":[1,"\u2028"]}`), Queue: "q", Priority: &p, RunAt: &at,
+		MaxAttempts: 3, LeaseMs: 1000, TimeoutMs: 5000, Tags: []string{"x"}, UniqueKey: "u", UniqueWindowMs: 60000,
+		ConcurrencyKey: "ck", DependsOn: []string{"#0", "12"}, RunRegardless: true}
+	for _, e := range []api.EnqueueRequest{full, {Kind: "bare"}} {
+		b := e.AppendJSON(nil)
+		type plain api.EnqueueRequest // no MarshalJSON: encoding/json's own reading
+		var back plain
+		require.NoError(t, json.Unmarshal(b, &back), "%s", b)
+		require.Equal(t, e, api.EnqueueRequest(back), "%s", b)
+		got, err := api.DecodeEnqueue(b)
+		require.NoError(t, err)
+		require.Equal(t, e, got)
+	}
+}
+
+func TestStringsAndValid(t *testing.T) {
+	t.Parallel()
+	for _, v := range [][]string{nil, {}, {"a"}, {"é\n\"", "\u2028", ""}} {
+		b := api.AppendStrings(nil, v)
+		got, err := api.DecodeStrings(b)
+		require.NoError(t, err, "%s", b)
+		require.Equal(t, len(v), len(got))
+		for i := range v {
+			require.Equal(t, v[i], got[i])
+		}
+	}
+	_, err := api.DecodeStrings([]byte(`["a",1]`))
+	require.Error(t, err)
+	for _, s := range append(seeds, ` 1 `, `"x"`, `[1,]`, `{} {}`, ` `, `nul`) {
+		require.Equal(t, json.Valid([]byte(s)), api.Valid([]byte(s)), "%q", s)
+	}
 }
 
 func must(b []byte, err error) []byte {

@@ -483,13 +483,14 @@ func (e *EnqueueRequest) decode(r *reader) error {
 // DecodeEnqueue decodes the body of POST /jobs.
 func DecodeEnqueue(b []byte) (EnqueueRequest, error) {
 	var e EnqueueRequest
-	return e, decodeBody(b, e.decode)
+	err := decodeBody(b, e.decode)
+	return e, err
 }
 
 // DecodeEnqueueBatch decodes the body of POST /jobs/batch.
 func DecodeEnqueueBatch(b []byte) (EnqueueBatchRequest, error) {
 	var e EnqueueBatchRequest
-	return e, decodeBody(b, func(r *reader) error {
+	err := decodeBody(b, func(r *reader) error {
 		return decodeObject(r, func(key string) error {
 			if key != "jobs" {
 				return unknownField(key)
@@ -512,6 +513,7 @@ func DecodeEnqueueBatch(b []byte) (EnqueueBatchRequest, error) {
 			})
 		})
 	})
+	return e, err
 }
 
 func stringArray(r *reader, key string) ([]string, error) {
@@ -530,10 +532,31 @@ func stringArray(r *reader, key string) ([]string, error) {
 	return out, err
 }
 
+// DecodeStrings decodes a JSON array of strings (null gives nil).
+func DecodeStrings(b []byte) ([]string, error) {
+	var out []string
+	err := decodeBody(b, func(r *reader) error {
+		var err error
+		out, err = stringArray(r, "array")
+		return err
+	})
+	return out, err
+}
+
+// Valid reports whether b holds exactly one well-formed JSON value,
+// with space around it allowed.
+func Valid(b []byte) bool {
+	r := &reader{b: b}
+	if r.peek() == 0 {
+		return false
+	}
+	return r.skip(0) == nil && r.peek() == 0
+}
+
 // DecodeClaim decodes the body of POST /claims.
 func DecodeClaim(b []byte) (ClaimRequest, error) {
 	var c ClaimRequest
-	return c, decodeBody(b, func(r *reader) error {
+	err := decodeBody(b, func(r *reader) error {
 		return decodeObject(r, func(key string) error {
 			var err error
 			switch key {
@@ -555,6 +578,7 @@ func DecodeClaim(b []byte) (ClaimRequest, error) {
 			return err
 		})
 	})
+	return c, err
 }
 
 // claimField decodes one field of Claim; ok is false for other keys.
@@ -575,7 +599,7 @@ func (c *Claim) field(r *reader, key string) (ok bool, err error) {
 // DecodeHeartbeat decodes the body of POST /jobs/{id}/heartbeat.
 func DecodeHeartbeat(b []byte) (HeartbeatRequest, error) {
 	var h HeartbeatRequest
-	return h, decodeBody(b, func(r *reader) error {
+	err := decodeBody(b, func(r *reader) error {
 		return decodeObject(r, func(key string) error {
 			ok, err := h.Claim.field(r, key)
 			if !ok {
@@ -584,6 +608,7 @@ func DecodeHeartbeat(b []byte) (HeartbeatRequest, error) {
 			return err
 		})
 	})
+	return h, err
 }
 
 func (p *ReportRequest) field(r *reader, key string) (bool, error) {
@@ -613,7 +638,7 @@ func (p *ReportRequest) field(r *reader, key string) (bool, error) {
 // DecodeReport decodes the body of POST /jobs/{id}/report.
 func DecodeReport(b []byte) (ReportRequest, error) {
 	var p ReportRequest
-	return p, decodeBody(b, func(r *reader) error {
+	err := decodeBody(b, func(r *reader) error {
 		return decodeObject(r, func(key string) error {
 			ok, err := p.field(r, key)
 			if !ok {
@@ -622,12 +647,13 @@ func DecodeReport(b []byte) (ReportRequest, error) {
 			return err
 		})
 	})
+	return p, err
 }
 
 // DecodeReportBatch decodes the body of POST /reports.
 func DecodeReportBatch(b []byte) (BatchReportRequest, error) {
 	var p BatchReportRequest
-	return p, decodeBody(b, func(r *reader) error {
+	err := decodeBody(b, func(r *reader) error {
 		return decodeObject(r, func(key string) error {
 			if key != "reports" {
 				return unknownField(key)
@@ -659,6 +685,7 @@ func DecodeReportBatch(b []byte) (BatchReportRequest, error) {
 			})
 		})
 	})
+	return p, err
 }
 
 // DecodeCancel decodes the body of POST /jobs/{id}/cancel; an empty body
@@ -668,7 +695,7 @@ func DecodeCancel(b []byte) (CancelRequest, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return c, nil
 	}
-	return c, decodeBody(b, func(r *reader) error {
+	err := decodeBody(b, func(r *reader) error {
 		return decodeObject(r, func(key string) error {
 			if key != "reason" {
 				return unknownField(key)
@@ -678,12 +705,13 @@ func DecodeCancel(b []byte) (CancelRequest, error) {
 			return err
 		})
 	})
+	return c, err
 }
 
 // DecodeSetLimit decodes the body of PUT /concurrency/{key}.
 func DecodeSetLimit(b []byte) (SetLimitRequest, error) {
 	var l SetLimitRequest
-	return l, decodeBody(b, func(r *reader) error {
+	err := decodeBody(b, func(r *reader) error {
 		return decodeObject(r, func(key string) error {
 			if key != "slots" {
 				return unknownField(key)
@@ -697,12 +725,13 @@ func DecodeSetLimit(b []byte) (SetLimitRequest, error) {
 			return err
 		})
 	})
+	return l, err
 }
 
 // DecodeSchedule decodes the body of PUT /schedules/{name}.
 func DecodeSchedule(b []byte) (ScheduleRequest, error) {
 	var sr ScheduleRequest
-	return sr, decodeBody(b, func(r *reader) error {
+	err := decodeBody(b, func(r *reader) error {
 		return decodeObject(r, func(key string) error {
 			var err error
 			switch key {
@@ -721,4 +750,5 @@ func DecodeSchedule(b []byte) (ScheduleRequest, error) {
 			return err
 		})
 	})
+	return sr, err
 }

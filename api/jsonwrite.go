@@ -49,6 +49,12 @@ func (o *object) int(k string, v int64) {
 	o.b = strconv.AppendInt(o.b, v, 10)
 }
 
+func (o *object) intOmit(k string, v int64) {
+	if v != 0 {
+		o.int(k, v)
+	}
+}
+
 func (o *object) bool(k string, v bool) {
 	o.key(k)
 	o.b = strconv.AppendBool(o.b, v)
@@ -85,10 +91,11 @@ func (o *object) end() []byte { return append(o.b, '}') }
 
 func (o *object) strings(k string, v []string) {
 	o.key(k)
-	o.b = appendStrings(o.b, v)
+	o.b = AppendStrings(o.b, v)
 }
 
-func appendStrings(b []byte, v []string) []byte {
+// AppendStrings appends v as a JSON array of strings.
+func AppendStrings(b []byte, v []string) []byte {
 	b = append(b, '[')
 	for i, s := range v {
 		if i > 0 {
@@ -265,9 +272,7 @@ func (j Job) AppendJSON(b []byte) []byte {
 	o.strings("tags", j.Tags)
 	o.strOmit("unique_key", j.UniqueKey)
 	o.strOmit("concurrency_key", j.ConcurrencyKey)
-	if j.PendingParents != 0 {
-		o.int("pending_parents", j.PendingParents)
-	}
+	o.intOmit("pending_parents", j.PendingParents)
 	if j.RunRegardless {
 		o.bool("run_regardless", true)
 	}
@@ -309,6 +314,39 @@ func appendArray[T appender](b []byte, xs []T) []byte {
 	}
 	return append(b, ']')
 }
+
+// AppendJSON appends e as JSON.
+func (e EnqueueRequest) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.str("kind", e.Kind)
+	o.rawOmit("args", e.Args)
+	o.strOmit("queue", e.Queue)
+	if e.Priority != nil {
+		o.int("priority", int64(*e.Priority))
+	}
+	o.timeOmit("run_at", e.RunAt)
+	if e.MaxAttempts != 0 {
+		o.int("max_attempts", int64(e.MaxAttempts))
+	}
+	o.intOmit("lease_ms", e.LeaseMs)
+	o.intOmit("timeout_ms", e.TimeoutMs)
+	if len(e.Tags) > 0 {
+		o.strings("tags", e.Tags)
+	}
+	o.strOmit("unique_key", e.UniqueKey)
+	o.intOmit("unique_window_ms", e.UniqueWindowMs)
+	o.strOmit("concurrency_key", e.ConcurrencyKey)
+	if len(e.DependsOn) > 0 {
+		o.strings("depends_on", e.DependsOn)
+	}
+	if e.RunRegardless {
+		o.bool("run_regardless", true)
+	}
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (e EnqueueRequest) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil), nil }
 
 // AppendJSON appends r as JSON.
 func (r EnqueueBatchResponse) AppendJSON(b []byte) []byte {

@@ -1,9 +1,9 @@
 package jobs
 
 import (
-	"encoding/json"
 	"fmt"
 
+	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/fence"
 )
@@ -185,7 +185,8 @@ func mergeTags(have []byte, add []string) ([]byte, error) {
 	}
 	var tags []string
 	if len(have) > 0 {
-		if err := json.Unmarshal(have, &tags); err != nil {
+		var err error
+		if tags, err = api.DecodeStrings(have); err != nil {
 			return nil, err
 		}
 	}
@@ -199,7 +200,7 @@ func mergeTags(have []byte, add []string) ([]byte, error) {
 			tags = append(tags, t)
 		}
 	}
-	return json.Marshal(tags)
+	return api.AppendStrings(nil, tags), nil
 }
 
 // settleChildren applies a parent's end to the jobs waiting for it, once:

@@ -56,13 +56,13 @@ type JobKind struct {
 type App struct {
 	kinds      map[string]JobKind
 	limits     map[string]int
-	txs        map[string]TxFunc
+	txs        map[string]encodedTx
 	migrations []schema.Migration
 }
 
 // NewApp returns an empty registry.
 func NewApp() *App {
-	return &App{kinds: map[string]JobKind{}, limits: map[string]int{}, txs: map[string]TxFunc{}}
+	return &App{kinds: map[string]JobKind{}, limits: map[string]int{}, txs: map[string]encodedTx{}}
 }
 
 // ConcurrencyLimit sets the default limit of a concurrency key: at most

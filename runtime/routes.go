@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -177,11 +176,69 @@ func refused(r *jobs.Refusal) result {
 	return result{status: status, body: &api.Error{Code: r.Code, Message: r.Message}}
 }
 
-// query parses a request's query string.
-func query(raw string) (url.Values, *apiError) {
-	q, err := url.ParseQuery(raw)
-	if err != nil {
-		return nil, badRequest(api.CodeInvalidRequest, "malformed query string: %v", err)
+// query parses a request's query string: key=value pairs joined by '&',
+// percent-encoded, '+' for a space. A key given twice is refused rather
+// than guessed at. (Written here rather than taken from net/url, which
+// adds 27 KB of gzipped Wasm to every module for this one call.)
+func query(raw string) (map[string]string, *apiError) {
+	q := map[string]string{}
+	for raw != "" {
+		var pair string
+		pair, raw, _ = strings.Cut(raw, "&")
+		if pair == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		key, ok1 := unescapeQuery(k)
+		val, ok2 := unescapeQuery(v)
+		if !ok1 || !ok2 {
+			return nil, badRequest(api.CodeInvalidRequest, "malformed query string: bad percent-encoding in %q", pair)
+		}
+		if _, dup := q[key]; dup {
+			return nil, badRequest(api.CodeInvalidRequest, "query parameter %q is given twice", key)
+		}
+		q[key] = val
 	}
 	return q, nil
+}
+
+// unescapeQuery decodes one query component; ok is false for a '%' not
+// followed by two hex digits.
+func unescapeQuery(s string) (string, bool) {
+	if !strings.ContainsAny(s, "%+") {
+		return s, true
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '+':
+			b = append(b, ' ')
+		case '%':
+			if i+2 >= len(s) {
+				return "", false
+			}
+			hi, ok1 := unhex(s[i+1])
+			lo, ok2 := unhex(s[i+2])
+			if !ok1 || !ok2 {
+				return "", false
+			}
+			b = append(b, hi<<4|lo)
+			i += 2
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b), true
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }

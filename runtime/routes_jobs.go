@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -140,8 +139,7 @@ func validTags(where string, tags []string) ([]byte, *apiError) {
 			return nil, badRequest(api.CodeInvalidRequest, "%stag %q must be 1-%d bytes", where, tag, api.MaxTagBytes)
 		}
 	}
-	b, _ := json.Marshal(tags)
-	return b, nil
+	return api.AppendStrings(nil, tags), nil
 }
 
 func (t *Tenant) enqueueOne(body []byte) (route, *apiError) {
@@ -230,11 +228,12 @@ func jobView(j jobs.Job) api.Job {
 
 // tagList reads a stored JSON array of tags.
 func tagList(b []byte) []string {
-	tags := []string{}
 	if len(b) > 2 {
-		_ = json.Unmarshal(b, &tags) // written by the store from valid tags
+		if tags, err := api.DecodeStrings(b); err == nil { // written by the store from valid tags
+			return tags
+		}
 	}
-	return tags
+	return []string{}
 }
 
 // ---- get, list ----
@@ -285,7 +284,7 @@ func (t *Tenant) listJobs(raw string) (route, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	f := jobs.ListFilter{State: q.Get("state"), Queue: q.Get("queue"), Kind: q.Get("kind"), Limit: 100}
+	f := jobs.ListFilter{State: q["state"], Queue: q["queue"], Kind: q["kind"], Limit: 100}
 	for k := range q {
 		switch k {
 		case "state", "queue", "kind", "after", "limit":
@@ -296,14 +295,14 @@ func (t *Tenant) listJobs(raw string) (route, *apiError) {
 	if f.State != "" && !fence.State(f.State).Valid() {
 		return nil, badRequest(api.CodeInvalidRequest, "state %q is unknown: use one of %s", f.State, stateList())
 	}
-	if a := q.Get("after"); a != "" {
+	if a := q["after"]; a != "" {
 		id, err := strconv.ParseInt(a, 10, 64)
 		if err != nil || id < 0 {
 			return nil, badRequest(api.CodeInvalidRequest, "after=%q is not a job id", a)
 		}
 		f.After = id
 	}
-	if l := q.Get("limit"); l != "" {
+	if l := q["limit"]; l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > api.MaxList {
 			return nil, badRequest(api.CodeInvalidRequest, "limit=%q is outside 1-%d", l, api.MaxList)

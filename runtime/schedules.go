@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -93,7 +92,7 @@ func (t *Tenant) putSchedule(name string, body []byte) (route, *apiError) {
 	case r.Job.RunAt != nil, len(r.Job.DependsOn) > 0, r.Job.UniqueKey != "", r.Job.UniqueWindowMs != 0:
 		return nil, badRequest(api.CodeInvalidRequest, "a scheduled job takes no run_at, depends_on or unique key: each period is its own")
 	}
-	template, _ := json.Marshal(r.Job)
+	template := r.Job.AppendJSON(nil)
 	if _, e := t.scheduledJob(name, template, 1); e != nil {
 		return nil, e
 	}

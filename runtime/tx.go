@@ -19,6 +19,9 @@ import (
 // nothing it did is kept: no row, no job. Its output is answered as JSON.
 type TxFunc func(tx *Tx, input json.RawMessage) (output any, err error)
 
+// encodedTx is a TxFunc whose output is already JSON.
+type encodedTx func(tx *Tx, input json.RawMessage) (json.RawMessage, error)
+
 // Tx is a registered transaction's view of the tenant's storage.
 type Tx struct {
 	t   *Tenant
@@ -99,7 +102,19 @@ func (a *App) RegisterTx(name string, fn TxFunc) *App {
 	if fn == nil {
 		panic(fmt.Sprintf("stile: transaction %q has no function", name))
 	}
-	a.txs[name] = fn
+	// The output is encoded here, at registration, so that a module that
+	// registers no transaction does not carry encoding/json's encoder.
+	a.txs[name] = func(tx *Tx, input json.RawMessage) (json.RawMessage, error) {
+		out, err := fn(tx, input)
+		if err != nil {
+			return nil, err
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return nil, fmt.Errorf("encode its output: %w", err)
+		}
+		return b, nil
+	}
 	return a
 }
 
@@ -132,7 +147,7 @@ func (t *Tenant) runTx(name string, body []byte) (route, *apiError) {
 	if len(strings.TrimSpace(string(input))) == 0 {
 		input = []byte("null")
 	}
-	if !json.Valid(input) {
+	if !api.Valid(input) {
 		return nil, badRequest(api.CodeInvalidJSON, "the transaction's input is not JSON")
 	}
 	return func(now int64) (result, error) {
@@ -145,10 +160,6 @@ func (t *Tenant) runTx(name string, body []byte) (route, *apiError) {
 			return result{status: statusUnprocessable, body: &api.Error{Code: api.CodeTxFailed,
 				Message: fmt.Sprintf("transaction %s failed and wrote nothing: %s", name, oneLine(err.Error()))}}, errRollback
 		}
-		b, err := json.Marshal(out)
-		if err != nil {
-			return result{}, fmt.Errorf("transaction %s: encode its output: %w", name, err)
-		}
-		return result{status: statusOK, body: api.TxResult{Result: b}}, nil
+		return result{status: statusOK, body: api.TxResult{Result: out}}, nil
 	}, nil
 }
