@@ -363,9 +363,55 @@ func scenarioListAndCounts(s *scenario) {
 	require.Equal(t, int64(2), counts["b"]["available"])
 	require.Equal(t, int64(1), counts["default"]["scheduled"])
 
+	// Every state is listed and counted, whichever index serves it: run one
+	// job in queue a, finish one in b, cancel one, and add a keyed job and a
+	// pending one.
+	c := s.claim("w", 1, 1, "a")[0]
+	done := s.claim("w", 1, 1, "b")[0]
+	s.complete(done, "w")
+	_, err = s.ten.Cancel(s.ctx, ids[4], "not needed")
+	require.NoError(t, err)
+	keyed := s.enqueue(api.EnqueueRequest{Kind: "test.limited", Queue: "a"})
+	waiting, err := s.ten.EnqueueBatch(s.ctx, []api.EnqueueRequest{{Kind: "test.echo", Queue: "b"},
+		{Kind: "test.echo", Queue: "b", DependsOn: []string{"#0"}}})
+	require.NoError(t, err)
+	listed := func(state string) []string {
+		l, err := s.ten.List(s.ctx, state, "", "", "", 100)
+		require.NoError(t, err)
+		var got []string
+		for _, j := range l.Jobs {
+			require.Equal(t, state, string(j.State))
+			got = append(got, j.ID)
+		}
+		return got
+	}
+	require.Equal(t, []string{c.ID}, listed("running"))
+	require.Equal(t, []string{done.ID}, listed("completed"))
+	require.Equal(t, []string{ids[4]}, listed("cancelled"))
+	require.Equal(t, []string{waiting[1].ID}, listed("pending"))
+	require.Contains(t, listed("available"), keyed.ID)
+	running, err := s.ten.List(s.ctx, "running", "b", "", "", 100)
+	require.NoError(t, err)
+	require.Empty(t, running.Jobs, "the running job is in queue a")
+
+	qs, err = s.ten.Queues(s.ctx)
+	require.NoError(t, err)
+	counts = map[string]map[string]int64{}
+	for _, q := range qs.Queues {
+		counts[q.Queue] = q.Counts
+	}
+	// a: 0 running, 2 and the keyed job available, 4 cancelled; b: 1 done, 3
+	// and the batch's first available, its second pending.
+	require.Equal(t, map[string]int64{"running": 1, "available": 2}, counts["a"])
+	require.Equal(t, map[string]int64{"available": 2, "pending": 1}, counts["b"])
+	require.Equal(t, map[string]int64{"completed": 1, "cancelled": 1}, qs.Finished)
+
 	status, _, err := s.tg.client().Raw(s.ctx, "GET", "/v1/t/"+s.ten.Name()+"/jobs?state=sleeping", nil, nil)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusBadRequest, status)
+	status, _, err = s.tg.client().Raw(s.ctx, "GET", "/v1/t/"+s.ten.Name()+"/jobs?state=running&state=dead", nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusBadRequest, status, "a repeated parameter is refused")
 }
 
 func timePtr(t time.Time) *time.Time { return &t }

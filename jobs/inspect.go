@@ -3,6 +3,8 @@ package jobs
 import (
 	"fmt"
 	"strings"
+
+	"github.com/stile-run/stile/fence"
 )
 
 // ListFilter selects jobs to list.
@@ -12,22 +14,29 @@ type ListFilter struct {
 	Limit              int
 }
 
-// List reads jobs in id order, after f.After. A state filter reads the
-// stile_jobs_state index; queue and kind filter the rows it finds.
+// List reads jobs in id order, after f.After. A state filter reads an
+// index: the lease index for running jobs (there are only as many as
+// workers run), stile_jobs_state for the others; queue and kind filter the
+// rows it finds.
 func (s *Store) List(f ListFilter) ([]Job, error) {
-	var where []string
+	from, where := "stile_jobs", []string{"id > ?"}
 	args := []any{f.After}
-	for _, c := range []struct{ col, v string }{{"state", f.State}, {"queue", f.Queue}, {"kind", f.Kind}} {
+	switch f.State {
+	case "":
+	case string(fence.StateRunning):
+		from, where = "stile_jobs INDEXED BY stile_jobs_lease", append(where, "state = 'running'")
+	default:
+		// The literal term lets SQLite use the partial index.
+		where = append(where, "state = ?", "state <> 'running'")
+		args = append(args, f.State)
+	}
+	for _, c := range []struct{ col, v string }{{"queue", f.Queue}, {"kind", f.Kind}} {
 		if c.v != "" {
 			where = append(where, c.col+" = ?")
 			args = append(args, c.v)
 		}
 	}
-	cond := ""
-	if len(where) > 0 {
-		cond = " AND " + strings.Join(where, " AND ")
-	}
-	rows, err := s.db.Query(`SELECT `+jobColumns+` FROM stile_jobs WHERE id > ?`+cond+` ORDER BY id LIMIT ?`,
+	rows, err := s.db.Query(`SELECT `+jobColumns+` FROM `+from+` WHERE `+strings.Join(where, " AND ")+` ORDER BY id LIMIT ?`,
 		append(args, f.Limit)...)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
@@ -45,11 +54,22 @@ type QueueCount struct {
 	Count        int64
 }
 
-// Counts counts the jobs not finished yet, per queue and state (from the
-// stile_jobs_live index), and the finished ones per state.
+// Counts counts the jobs not finished yet, per queue and state, and the
+// finished ones per state. Counts are taken when asked, from the indexes
+// each state already has, rather than kept up to date by every write: a
+// job's every move would pay for them (measured: a quarter of the job
+// cycle), and they are read rarely. The cost is a read of the counted
+// jobs' index entries.
 func (s *Store) Counts() ([]QueueCount, map[string]int64, error) {
-	rows, err := s.db.Query(`SELECT queue, state, count(*) FROM stile_jobs
-		WHERE state NOT IN ('completed', 'cancelled', 'dead') GROUP BY queue, state ORDER BY queue, state`)
+	rows, err := s.db.Query(`SELECT queue, state, sum(n) FROM (
+		SELECT queue, 'available' AS state, count(*) AS n FROM stile_jobs
+			WHERE state = 'available' AND concurrency_key IS NULL GROUP BY queue
+		UNION ALL SELECT queue, 'available', count(*) FROM stile_jobs
+			WHERE state = 'available' AND concurrency_key IS NOT NULL GROUP BY queue
+		UNION ALL SELECT queue, 'running', count(*) FROM stile_jobs WHERE state = 'running' GROUP BY queue
+		UNION ALL SELECT queue, state, count(*) FROM stile_jobs
+			WHERE state IN ('pending', 'scheduled', 'retryable') AND state <> 'running' GROUP BY queue, state
+		) GROUP BY queue, state ORDER BY queue, state`)
 	if err != nil {
 		return nil, nil, fmt.Errorf("count jobs: %w", err)
 	}
@@ -60,7 +80,8 @@ func (s *Store) Counts() ([]QueueCount, map[string]int64, error) {
 	if err := rows.Err(); err != nil {
 		return nil, nil, err
 	}
-	rows, err = s.db.Query(`SELECT state, count(*) FROM stile_jobs WHERE state IN ('completed', 'cancelled', 'dead') GROUP BY state`)
+	rows, err = s.db.Query(`SELECT state, count(*) FROM stile_jobs
+		WHERE state IN ('completed', 'cancelled', 'dead') AND state <> 'running' GROUP BY state`)
 	if err != nil {
 		return nil, nil, fmt.Errorf("count finished jobs: %w", err)
 	}
