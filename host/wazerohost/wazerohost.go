@@ -166,7 +166,6 @@ func (f *Factory) Open(ctx context.Context, tenant, path string, clock host.Cloc
 	e.mod = mod
 	e.buffer = mod.ExportedFunction(do.ExportBuffer)
 	e.handle = mod.ExportedFunction(do.ExportHandle)
-	e.txBody = mod.ExportedFunction(do.ExportTxBody)
 	if _, err := mod.ExportedFunction("_initialize").Call(ictx); err != nil {
 		e.Close()
 		return nil, fmt.Errorf("initialize tenant module: %w%s", err, e.stderr.tail())
@@ -176,17 +175,22 @@ func (f *Factory) Open(ctx context.Context, tenant, path string, clock host.Cloc
 
 // engine is one tenant's instance.
 type engine struct {
-	f       *Factory
-	name    string
-	db      *dosql.DB
-	clock   host.Clock
-	mod     api.Module
-	buffer  api.Function
-	handle  api.Function
-	txBody  api.Function
-	stderr  *lineLog
-	pending []byte // an ImportSQL/ImportTx payload too large for the guest's buffer
-	stack   [2]uint64
+	f      *Factory
+	name   string
+	db     *dosql.DB
+	clock  host.Clock
+	mod    api.Module
+	buffer api.Function
+	handle api.Function
+	// txBodies holds one stile_tx_body function per nesting depth: a
+	// wazero function must not be called again while it runs (its call
+	// engine holds the running call's stack), and a nested transaction
+	// calls stile_tx_body from inside stile_tx_body.
+	txBodies []api.Function
+	txDepth  int
+	stderr   *lineLog
+	pending  []byte // an ImportSQL/ImportTx payload too large for the guest's buffer
+	stack    [2]uint64
 }
 
 // Handle implements host.Engine.
@@ -301,7 +305,14 @@ func hostTx(ctx context.Context, mod api.Module, stack []uint64) {
 		return
 	}
 	body := []uint64{uint64(id)}
-	if err := e.txBody.CallWithStack(ctx, body); err != nil {
+	if e.txDepth == len(e.txBodies) {
+		e.txBodies = append(e.txBodies, mod.ExportedFunction(do.ExportTxBody))
+	}
+	fn := e.txBodies[e.txDepth]
+	e.txDepth++
+	err := fn.CallWithStack(ctx, body)
+	e.txDepth--
+	if err != nil {
 		// The guest trapped inside the body. Never return into it: unwind
 		// the whole call, and let Handle roll back and discard it.
 		panic(fmt.Errorf("transaction body: %w", err))
