@@ -444,14 +444,8 @@ func (e *EnqueueRequest) decode(r *reader) error {
 			if r.null() {
 				return nil
 			}
-			var s string
-			if s, err = r.stringField(key); err != nil {
-				return err
-			}
-			t, perr := time.Parse(time.RFC3339Nano, s)
-			if perr != nil {
-				return &DecodeError{Msg: fmt.Sprintf("field \"run_at\" is not an RFC 3339 time (e.g. 2026-11-30T12:00:00Z): %q", s)}
-			}
+			var t time.Time
+			t, err = timeField(r, key)
 			e.RunAt = &t
 		case "max_attempts":
 			var n int64
@@ -514,6 +508,41 @@ func DecodeEnqueueBatch(b []byte) (EnqueueBatchRequest, error) {
 		})
 	})
 	return e, err
+}
+
+// timeField reads an RFC 3339 time. Callers handle null first (a no-op,
+// as in encoding/json).
+func timeField(r *reader, key string) (time.Time, error) {
+	s, err := r.stringField(key)
+	if err != nil {
+		return time.Time{}, err
+	}
+	t, perr := time.Parse(time.RFC3339Nano, s)
+	if perr != nil {
+		return time.Time{}, &DecodeError{Msg: fmt.Sprintf("field %q is not an RFC 3339 time (e.g. 2026-11-30T12:00:00Z): %q", key, s)}
+	}
+	return t, nil
+}
+
+// objectArray reads an array of objects, each with dec.
+func objectArray[T any](r *reader, key string, dec func(*T, *reader) error) ([]T, error) {
+	if r.null() {
+		return nil, nil
+	}
+	if r.kindAt() != "array" {
+		return nil, typeError(r, key, "an array of objects")
+	}
+	out := []T{}
+	err := decodeArray(r, func(int) error {
+		if r.kindAt() != "object" {
+			return typeError(r, key, "an array of objects")
+		}
+		var v T
+		err := dec(&v, r)
+		out = append(out, v)
+		return err
+	})
+	return out, err
 }
 
 func stringArray(r *reader, key string) ([]string, error) {

@@ -61,8 +61,17 @@ var Unauthorized = Error{Code: CodeUnauthorized,
 // ValidName reports whether s is a valid job kind, queue or worker name:
 // 1 to 128 bytes of letters, digits, '_', '.', ':' and '-', starting with a
 // letter or digit.
-func ValidName(s string) bool {
-	if len(s) == 0 || len(s) > MaxNameBytes {
+func ValidName(s string) bool { return validName(s, MaxNameBytes) }
+
+// ValidStream reports whether s is a valid stream name: the characters of
+// ValidName, up to MaxStreamBytes ("<aggregate>:<id>" fits).
+func ValidStream(s string) bool { return validName(s, MaxStreamBytes) }
+
+// StreamRule describes ValidStream for error messages.
+const StreamRule = "1-257 characters of letters, digits, '_', '.', ':' and '-', starting with a letter or digit"
+
+func validName(s string, maxLen int) bool {
+	if len(s) == 0 || len(s) > maxLen {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

@@ -1,0 +1,257 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Limits of the event log and of reactions.
+const (
+	MaxEventBytes       = 1 << 20 // one event's JSON data, a command's data, a process's state
+	MaxAppendEvents     = 100     // events in one append
+	MaxReadEvents       = 1000    // events in one page of a read
+	MaxDeliveries       = 100     // deliveries in one reaction claim
+	MaxSettlements      = 100     // settlements in one settle request
+	MaxSettleCommands   = 64      // commands one settlement dispatches
+	MaxSettleScheduled  = 64      // commands one settlement schedules
+	MaxSettleDeadlines  = 32      // deadlines one settlement sets or cancels
+	MaxReactionTimeout  = time.Hour
+	MaxReactionDelay    = 366 * 24 * time.Hour
+	MaxStreamBytes      = 2*MaxNameBytes + 1 // "<aggregate>:<id>"
+	DeadlineEventPrefix = "stile.deadline:"  // + process name: the type of a process's deadline events
+	MaxLagCount         = 100_000            // a reaction's lag is counted up to this
+	MaxOpenShown        = 20                 // open deliveries shown per reaction
+)
+
+// Error codes of events and reactions.
+const (
+	CodeVersionConflict   = "version_conflict"  // 409: the stream is not at the expected version
+	CodeUnknownAggregate  = "unknown_aggregate" // 400: no aggregate of that name is registered
+	CodeCommandRejected   = "command_rejected"  // 422: the aggregate's decide refused the command
+	CodeCommandIDReused   = "command_id_reused" // 409: the id was applied before with other content
+	CodeUnknownHandler    = "unknown_handler"   // 400: no policy or process of that name is registered
+	CodeClaimTakenOver    = "claim_taken_over"  // 409: another claim holds the delivery now
+	CodeUnknownClaim      = "unknown_claim"     // 409: the event was never delivered to the handler
+	CodeOutOfOrder        = "out_of_order"      // 409: an earlier event of the handler is not settled
+	CodeAlreadySettled    = "already_settled"   // 409: the claim was settled with another outcome
+	CodeNotStuck          = "not_stuck"         // 409: skip: the event is not the handler's open head
+	OutcomeSucceeded      = "succeeded"         // a settlement's outcomes
+	OutcomeDelayed        = "delayed"           // run the handler again after delay_ms, no failure counted
+	ReactionKindPolicy    = "policy"            // a reaction without state
+	ReactionKindProcess   = "process"           // a reaction with state per correlation id
+	InboxPending          = "pending"           // delivered; its claim's lease is out
+	InboxRetry            = "retry"             // failed or delayed; runs again at run_at
+	InboxReady            = "ready"             // to be delivered again now
+	InboxSucceeded        = "succeeded"         // settled
+	InboxSkipped          = "skipped"           // skipped by an operator
+	CommandStateScheduled = "scheduled"         // a scheduled command waiting for its time
+	CommandStateApplied   = "applied"           // … applied
+	CommandStateRejected  = "rejected"          // … refused by its aggregate when due
+)
+
+// NewEvent is an event to append.
+type NewEvent struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// AppendRequest appends events to a stream (POST /streams/{stream}).
+// ExpectedVersion, if set, must be the stream's current version (0: the
+// stream must not exist yet).
+type AppendRequest struct {
+	ExpectedVersion *int64     `json:"expected_version,omitempty"`
+	Events          []NewEvent `json:"events"`
+}
+
+// AppendResponse says where appended events went.
+type AppendResponse struct {
+	Stream   string `json:"stream"`
+	Version  int64  `json:"version"`
+	FirstSeq int64  `json:"first_seq"`
+	LastSeq  int64  `json:"last_seq"`
+}
+
+// VersionConflict is the body of a 409 version_conflict.
+type VersionConflict struct {
+	Code           string `json:"code"`
+	Message        string `json:"message"`
+	Stream         string `json:"stream"`
+	CurrentVersion int64  `json:"current_version"`
+}
+
+// Event is a stored event. Seq numbers the tenant's log without gaps;
+// Version numbers its stream from 1.
+type Event struct {
+	Seq       int64           `json:"seq"`
+	Stream    string          `json:"stream"`
+	Version   int64           `json:"version"`
+	Type      string          `json:"type"`
+	Data      json.RawMessage `json:"data"`
+	CommandID string          `json:"command_id,omitempty"`
+	At        time.Time       `json:"at"`
+}
+
+// EventsResponse is a page of events. Next, when set, is the after= (or
+// from_version=) of the next page; Head is the log's last seq.
+type EventsResponse struct {
+	Events []Event `json:"events"`
+	Next   int64   `json:"next,omitempty"`
+	Head   int64   `json:"head"`
+}
+
+// Command asks an aggregate to decide (POST /commands). ID makes it
+// idempotent: a command id already applied is acknowledged, not applied
+// again.
+type Command struct {
+	ID          string          `json:"id"`
+	Aggregate   string          `json:"aggregate"`
+	AggregateID string          `json:"aggregate_id"`
+	Type        string          `json:"type"`
+	Data        json.RawMessage `json:"data,omitempty"`
+}
+
+// CommandResult is what a command did: the events it appended and the
+// jobs it enqueued. Duplicate is set when the id had been applied before;
+// the events are then the ones that first application appended.
+type CommandResult struct {
+	ID        string   `json:"id"`
+	Stream    string   `json:"stream"`
+	Version   int64    `json:"version"`
+	Events    []Event  `json:"events"`
+	JobIDs    []string `json:"job_ids,omitempty"`
+	Duplicate bool     `json:"duplicate,omitempty"`
+}
+
+// ReactionClaimRequest claims deliveries of events to reactions
+// (POST /reactions/claims). Handlers empty: every registered reaction.
+type ReactionClaimRequest struct {
+	Worker   string   `json:"worker"`
+	Handlers []string `json:"handlers,omitempty"`
+	Limit    int      `json:"limit,omitempty"`
+	WaitMs   int64    `json:"wait_ms,omitempty"`
+}
+
+// Delivery is one event handed to one reaction, with the claim its
+// settlement must name.
+type Delivery struct {
+	Handler        string          `json:"handler"`
+	Kind           string          `json:"kind"`
+	Event          Event           `json:"event"`
+	ClaimID        string          `json:"claim_id"`
+	Attempt        int64           `json:"attempt"`
+	Failures       int64           `json:"failures"`
+	TimeoutMs      int64           `json:"timeout_ms"`
+	LeaseUntil     time.Time       `json:"lease_until"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	Correlation    string          `json:"correlation,omitempty"`
+	State          json.RawMessage `json:"state,omitempty"`
+	LastError      string          `json:"last_error,omitempty"`
+}
+
+// ReactionClaimResponse carries deliveries, in event order per handler.
+type ReactionClaimResponse struct {
+	Now        time.Time  `json:"now"`
+	Deliveries []Delivery `json:"deliveries"`
+}
+
+// ScheduledCommand is a command to apply at a later time.
+type ScheduledCommand struct {
+	At      time.Time `json:"at"`
+	Command Command   `json:"command"`
+}
+
+// Deadline is a process deadline: at At, an event of type
+// DeadlineEventPrefix+process is delivered to the process.
+type Deadline struct {
+	Name string    `json:"name"`
+	At   time.Time `json:"at"`
+}
+
+// Settlement ends one delivery. Outcome succeeded commits, in one
+// transaction with the success mark, the commands the handler dispatched,
+// the commands it scheduled and, for a process, its new state and
+// deadlines. failed records Error and retries after a backoff; delayed
+// runs the handler again after DelayMs without counting a failure.
+type Settlement struct {
+	Handler         string             `json:"handler"`
+	Seq             int64              `json:"seq"`
+	ClaimID         string             `json:"claim_id"`
+	Outcome         string             `json:"outcome"`
+	Error           string             `json:"error,omitempty"`
+	DelayMs         int64              `json:"delay_ms,omitempty"`
+	Commands        []Command          `json:"commands,omitempty"`
+	Scheduled       []ScheduledCommand `json:"scheduled,omitempty"`
+	State           json.RawMessage    `json:"state,omitempty"`
+	Done            bool               `json:"done,omitempty"`
+	Deadlines       []Deadline         `json:"deadlines,omitempty"`
+	CancelDeadlines []string           `json:"cancel_deadlines,omitempty"`
+}
+
+// SettleRequest settles deliveries (POST /reactions/settle). Each is
+// fenced and committed on its own: one refused leaves the others.
+type SettleRequest struct {
+	Settlements []Settlement `json:"settlements"`
+}
+
+// SettleResult is one settlement's answer. State is the delivery's inbox
+// state afterwards; Error is set when it was refused.
+type SettleResult struct {
+	Handler   string `json:"handler"`
+	Seq       int64  `json:"seq"`
+	State     string `json:"state,omitempty"`
+	Duplicate bool   `json:"duplicate,omitempty"`
+	Events    int    `json:"events,omitempty"`
+	Error     *Error `json:"error,omitempty"`
+}
+
+// SettleResponse answers a settle request, in request order.
+type SettleResponse struct {
+	Results []SettleResult `json:"results"`
+}
+
+// InboxEntry is a delivery not settled yet, or the last one skipped.
+type InboxEntry struct {
+	Seq        int64      `json:"seq"`
+	State      string     `json:"state"`
+	Attempt    int64      `json:"attempt"`
+	Failures   int64      `json:"failures"`
+	Worker     string     `json:"worker,omitempty"`
+	LeaseUntil *time.Time `json:"lease_until,omitempty"`
+	RunAt      *time.Time `json:"run_at,omitempty"`
+	Error      string     `json:"error,omitempty"`
+}
+
+// ReactionStatus describes one registered reaction: Lag counts the events
+// of its types after its checkpoint (up to MaxLagCount), Open its first
+// unsettled deliveries.
+type ReactionStatus struct {
+	Name       string       `json:"name"`
+	Kind       string       `json:"kind"`
+	Types      []string     `json:"types"`
+	TimeoutMs  int64        `json:"timeout_ms"`
+	Checkpoint int64        `json:"checkpoint"`
+	Lag        int64        `json:"lag"`
+	Open       []InboxEntry `json:"open"`
+}
+
+// ReactionsResponse lists the module's reactions (GET /reactions).
+type ReactionsResponse struct {
+	Head      int64            `json:"head"`
+	Reactions []ReactionStatus `json:"reactions"`
+}
+
+// SkipRequest skips a delivery that keeps failing (POST
+// /reactions/{handler}/skip): it is marked skipped and the handler moves
+// on to its next event.
+type SkipRequest struct {
+	Seq    int64  `json:"seq"`
+	Reason string `json:"reason"`
+}
+
+// DeadlineFired is the data of a process's deadline event.
+type DeadlineFired struct {
+	Process     string    `json:"process"`
+	Correlation string    `json:"correlation"`
+	Name        string    `json:"name"`
+	At          time.Time `json:"at"`
+}
