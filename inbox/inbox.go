@@ -1,0 +1,174 @@
+package inbox
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+
+	"github.com/stile-run/stile/fence"
+)
+
+// State is a delivery's state in the ledger.
+type State string
+
+// Delivery states.
+const (
+	Pending   State = "pending"   // claimed; its lease is out
+	Retry     State = "retry"     // failed or delayed; runs again at RunAt
+	Ready     State = "ready"     // to be delivered again now (lease ran out, or RunAt came)
+	Succeeded State = "succeeded" // settled: never run again
+	Skipped   State = "skipped"   // an operator skipped it
+)
+
+// Open reports whether s still has to be settled.
+func (s State) Open() bool { return s == Pending || s == Retry || s == Ready }
+
+// Entry is what the ledger holds for one (handler, event).
+type Entry struct {
+	Handler    string
+	Seq        int64
+	State      State
+	ClaimID    string
+	Worker     string
+	Attempt    int64 // claims of this delivery so far; never repeats
+	Failures   int64 // failed attempts (a delay is not one)
+	ClaimedAt  int64
+	LeaseUntil int64 // while pending: the claim holds until then
+	RunAt      int64 // while retry: when it is due
+	Error      string
+}
+
+// Verdict is what the handler's lowest open entry means for a claim.
+type Verdict int
+
+const (
+	// Deliver: nothing is open; deliver the handler's next new events.
+	Deliver Verdict = iota
+	// Redeliver: run the open entry again under a new claim.
+	Redeliver
+	// Hold: the entry is in flight or waits for its time; the handler's
+	// later events wait behind it until Head's second result.
+	Hold
+)
+
+// Head decides for a handler whose lowest open entry is e (nil: none).
+func Head(e *Entry, now int64) (Verdict, int64) {
+	switch {
+	case e == nil:
+		return Deliver, 0
+	case e.State == Pending && now < e.LeaseUntil:
+		return Hold, e.LeaseUntil
+	case e.State == Retry && now < e.RunAt:
+		return Hold, e.RunAt
+	}
+	return Redeliver, 0
+}
+
+// Lease is how long the i-th delivery (from 0) of one claim is held: twice
+// the handler's time limit for each delivery up to and including it, since
+// a claim's deliveries run one after the other.
+func Lease(timeoutMs int64, i int) int64 { return 2 * timeoutMs * int64(i+1) }
+
+// Outcome is how a settlement ends a delivery.
+type Outcome string
+
+// Settlement outcomes.
+const (
+	OutcomeSucceeded Outcome = "succeeded"
+	OutcomeFailed    Outcome = "failed"
+	OutcomeDelayed   Outcome = "delayed"
+)
+
+// Rejection codes.
+const (
+	CodeUnknownClaim   fence.Code = "unknown_claim"
+	CodeTakenOver      fence.Code = "claim_taken_over"
+	CodeOutOfOrder     fence.Code = "out_of_order"
+	CodeAlreadySettled fence.Code = "already_settled"
+)
+
+// CheckSettle decides whether a settlement with claimID and outcome o may
+// commit for entry e (nil: the event was never delivered to the handler).
+// earlierOpen says whether an earlier event of the same handler is still
+// open: a success may not overtake it. duplicate means the same claim
+// already settled the same way: answer success, write nothing.
+func CheckSettle(e *Entry, handler string, seq int64, claimID string, o Outcome, earlierOpen bool) (duplicate bool, rej *fence.Rejection) {
+	if e == nil {
+		return false, &fence.Rejection{Code: CodeUnknownClaim,
+			Message: fmt.Sprintf("event %d was never delivered to %s: claim it first", seq, handler)}
+	}
+	if subtle.ConstantTimeCompare([]byte(e.ClaimID), []byte(claimID)) != 1 {
+		msg := fmt.Sprintf("the claim on event %d of %s was taken over: attempt %d holds it now", seq, handler, e.Attempt)
+		if e.State == Succeeded || e.State == Skipped {
+			msg = fmt.Sprintf("event %d of %s was %s under another claim (attempt %d)", seq, handler, e.State, e.Attempt)
+		}
+		return false, &fence.Rejection{Code: CodeTakenOver, Message: msg}
+	}
+	switch e.State {
+	case Succeeded:
+		if o == OutcomeSucceeded {
+			return true, nil
+		}
+		return false, alreadySettled(handler, seq, "succeeded")
+	case Skipped:
+		return false, alreadySettled(handler, seq, "skipped by an operator")
+	case Retry:
+		// This claim already reported a failure or a delay.
+		if o != OutcomeSucceeded {
+			return true, nil
+		}
+		return false, alreadySettled(handler, seq, "reported failed or delayed")
+	}
+	// Pending or ready under this claim: a lease that ran out with nobody
+	// taking the delivery over does not void the claim.
+	if o == OutcomeSucceeded && earlierOpen {
+		return false, &fence.Rejection{Code: CodeOutOfOrder,
+			Message: fmt.Sprintf("event %d of %s cannot succeed before the handler's earlier events are settled", seq, handler)}
+	}
+	return false, nil
+}
+
+func alreadySettled(handler string, seq int64, how string) *fence.Rejection {
+	return &fence.Rejection{Code: CodeAlreadySettled,
+		Message: fmt.Sprintf("event %d of %s was already %s under this claim", seq, handler, how)}
+}
+
+// AfterFailure is the entry's next RunAt and failure count after a failed
+// attempt: the handler's backoff, from the failure count.
+func AfterFailure(e Entry, b fence.Backoff, now int64, jitter float64) (runAt, failures int64) {
+	failures = e.Failures + 1
+	return now + b.Delay(failures, jitter), failures
+}
+
+// Key is the idempotency key of the delivery of event seq to handler in
+// the tenant whose storage identity is tenantID: the same on every retry,
+// different for every (tenant, handler, event).
+func Key(tenantID, handler string, seq int64) string {
+	return derive("stile/v1/delivery", tenantID, handler, strconv.FormatInt(seq, 10))
+}
+
+// KeyFor derives the key of one effect of a handler from its delivery's
+// key: KeyFor(key, "refund"). Same inputs, same key.
+func KeyFor(key, label string) string { return derive("stile/v1/effect", key, label) }
+
+// CommandID is the id of the n-th command (from 0) a handler dispatches
+// under key, so a rerun that dispatches the same commands stores them once.
+func CommandID(key string, n int) string { return KeyFor(key, "command/"+strconv.Itoa(n)) }
+
+// derive hashes length-prefixed parts, so no two part lists collide.
+func derive(parts ...string) string {
+	h := sha256.New()
+	var n [8]byte
+	for _, p := range parts {
+		l := len(p)
+		for i := range n {
+			n[i] = byte(l >> (8 * i))
+		}
+		h.Write(n[:])
+		h.Write([]byte(p))
+	}
+	sum := h.Sum(nil)
+	return hex.EncodeToString(sum[:16])
+}
