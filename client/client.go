@@ -13,6 +13,7 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/inbox"
 )
 
 // Client talks to one Stile deployment.
@@ -39,16 +40,29 @@ type Error struct {
 	Status  int
 	Code    string
 	Message string
+	// CurrentVersion is the stream's version in a 409 version_conflict.
+	CurrentVersion int64
 }
 
 func (e *Error) Error() string {
 	return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
 }
 
-// Is makes errors.Is(err, fence.ErrStale) true for a refused heartbeat or
-// report (409 with a fence code).
+// Is makes errors.Is(err, fence.ErrStale) true for a refused heartbeat,
+// report or settlement (409 with a code of package fence or inbox).
 func (e *Error) Is(target error) bool {
-	return target == fence.ErrStale && e.Status == http.StatusConflict
+	return target == fence.ErrStale && e.Status == http.StatusConflict && StaleCode(e.Code)
+}
+
+// StaleCode reports whether code is a fence's refusal of a stale claim.
+func StaleCode(code string) bool {
+	switch fence.Code(code) {
+	case fence.CodeStaleAttempt, fence.CodeOtherWorker, fence.CodeBadToken, fence.CodeLeaseExpired,
+		fence.CodeAlreadyReported, inbox.CodeTakenOver, inbox.CodeUnknownClaim, inbox.CodeOutOfOrder,
+		inbox.CodeAlreadySettled:
+		return true
+	}
+	return false
 }
 
 // Code returns the API error code of err, or "" if err is not an *Error.
@@ -115,11 +129,11 @@ func (t *Tenant) do(ctx context.Context, method, p string, in, out any) error {
 		return fmt.Errorf("%s %s: %w", method, t.path(p), err)
 	}
 	if status < 200 || status > 299 {
-		var body api.Error
+		var body api.VersionConflict // an api.Error, and what a conflict adds
 		if json.Unmarshal(b, &body) != nil || body.Code == "" {
 			body.Code, body.Message = "http_"+fmt.Sprint(status), strings.TrimSpace(string(b))
 		}
-		return &Error{Status: status, Code: body.Code, Message: body.Message}
+		return &Error{Status: status, Code: body.Code, Message: body.Message, CurrentVersion: body.CurrentVersion}
 	}
 	if out == nil {
 		return nil

@@ -58,11 +58,15 @@ type App struct {
 	limits     map[string]int
 	txs        map[string]encodedTx
 	migrations []schema.Migration
+	aggregates map[string]aggregate
+	reactions  []*reaction // in registration order
+	reactionBy map[string]*reaction
 }
 
 // NewApp returns an empty registry.
 func NewApp() *App {
-	return &App{kinds: map[string]JobKind{}, limits: map[string]int{}, txs: map[string]encodedTx{}}
+	return &App{kinds: map[string]JobKind{}, limits: map[string]int{}, txs: map[string]encodedTx{},
+		aggregates: map[string]aggregate{}, reactionBy: map[string]*reaction{}}
 }
 
 // ConcurrencyLimit sets the default limit of a concurrency key: at most

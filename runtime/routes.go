@@ -101,6 +101,24 @@ func (t *Tenant) match(req do.Request) (route, *apiError) {
 		return nil, &apiError{statusMethodNotAllowed, api.CodeMethodNotAllowed, fmt.Sprintf("%s %s: use PUT, GET or DELETE", req.Method, req.Path)}
 	case rest == "status":
 		return method("GET", func() (route, *apiError) { return t.status(), nil })
+	case rest == "events":
+		return method("GET", func() (route, *apiError) { return t.readEvents(req.Query) })
+	case len(parts) == 2 && parts[0] == "streams" && req.Method == "GET":
+		return t.readStream(parts[1], req.Query)
+	case len(parts) == 2 && parts[0] == "streams":
+		return method("POST", func() (route, *apiError) { return t.appendEvents(parts[1], req.Body) })
+	case rest == "commands":
+		return method("POST", func() (route, *apiError) { return t.command(req.Body) })
+	case len(parts) == 2 && parts[0] == "commands":
+		return method("GET", func() (route, *apiError) { return t.getCommand(parts[1]), nil })
+	case rest == "reactions":
+		return method("GET", func() (route, *apiError) { return t.reactionsStatus(), nil })
+	case rest == "reactions/claims":
+		return method("POST", func() (route, *apiError) { return t.claimReactions(req.Body) })
+	case rest == "reactions/settle":
+		return method("POST", func() (route, *apiError) { return t.settle(req.Body) })
+	case len(parts) == 3 && parts[0] == "reactions" && parts[2] == "skip":
+		return method("POST", func() (route, *apiError) { return t.skipReaction(parts[1], req.Body) })
 	}
 	return nil, &apiError{statusNotFound, api.CodeNotFound, fmt.Sprintf("no route %s %s", req.Method, req.Path)}
 }

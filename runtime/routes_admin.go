@@ -6,7 +6,7 @@ import (
 
 func (t *Tenant) status() route {
 	return func(now int64) (result, error) {
-		at, err := t.store.NextDue() // read, not the cache: status shows the truth
+		at, err := t.nextDue() // read, not the cache: status shows the truth
 		if err != nil {
 			return result{}, err
 		}

@@ -7,7 +7,9 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/events"
 	"github.com/stile-run/stile/jobs"
+	"github.com/stile-run/stile/reactions"
 	"github.com/stile-run/stile/schema"
 )
 
@@ -17,8 +19,10 @@ import (
 type Tenant struct {
 	app   *App
 	name  string // learnt from the first API request's path
-	db    *do.DB
-	store *jobs.Store
+	db        *do.DB
+	store     *jobs.Store
+	events    *events.Store
+	reactions *reactions.Store
 
 	migrated      bool
 	schemaVersion int64
@@ -37,6 +41,8 @@ func NewTenant(app *App, h do.Host) *Tenant {
 	db := do.NewDB(h)
 	t := &Tenant{app: app, db: db}
 	t.store = jobs.New(db, &t.due)
+	t.events = events.New(db)
+	t.reactions = reactions.New(db, t.events, &t.due)
 	if app != nil {
 		t.store.Limits = app.Limits()
 	}
@@ -144,14 +150,15 @@ func (t *Tenant) serve(req do.Request) do.Response {
 	}
 	var resp do.Response
 	if err != nil || rolledBack {
-		t.due.Unknown() // what the store reported did not commit
-		t.store.Woke()  // nor what it woke
+		t.due.Unknown()     // what the stores reported did not commit
+		t.store.Woke()      // nor what they woke
+		t.reactions.Woke()
 	}
 	if err != nil {
 		resp = errorResponse(statusInternal, api.CodeInternal, "the request was rolled back: "+err.Error())
 	} else {
 		resp = do.Response{Status: res.status, HoldMs: res.holdMs}
-		if t.store.Woke() {
+		if jobsWoke, reactionsWoke := t.store.Woke(), t.reactions.Woke(); jobsWoke || reactionsWoke {
 			resp.Flags |= do.FlagWake
 		}
 		if res.body != nil {
@@ -176,6 +183,11 @@ func (t *Tenant) migrate() error {
 			return fmt.Errorf("migrate the module's own tables: %w", err)
 		}
 	}
+	// Every registered reaction gets its checkpoint before any request
+	// can append an event it should see.
+	if err := t.db.Tx(func() error { return t.reactions.Sync(t.db.Now(), t.app.handlers()) }); err != nil {
+		return fmt.Errorf("register the module's reactions: %w", err)
+	}
 	t.schemaVersion = int64(len(schema.Migrations()))
 	t.migrated = true
 	return nil
@@ -188,7 +200,10 @@ func (t *Tenant) applyDue(now int64, noticedBy string) error {
 	if _, err := t.store.ApplyDue(now, noticedBy, mrandFloat); err != nil {
 		return err
 	}
-	return t.tickSchedules(now)
+	if err := t.tickSchedules(now); err != nil {
+		return err
+	}
+	return t.applyReactionsDue(now)
 }
 
 // refreshDue re-reads the earliest due time if the cache lost it.
@@ -196,12 +211,29 @@ func (t *Tenant) refreshDue() error {
 	if t.due.known {
 		return nil
 	}
-	at, err := t.store.NextDue()
+	at, err := t.nextDue()
 	if err != nil {
 		return err
 	}
 	t.due = dueCache{at: at, known: true}
 	return nil
+}
+
+// nextDue reads the earliest due time of the jobs and the reactions from
+// storage (0: nothing is due).
+func (t *Tenant) nextDue() (int64, error) {
+	at, err := t.store.NextDue()
+	if err != nil {
+		return 0, err
+	}
+	rat, err := t.reactions.NextDue()
+	if err != nil {
+		return 0, err
+	}
+	if rat != 0 && (at == 0 || rat < at) {
+		at = rat
+	}
+	return at, nil
 }
 
 // mrandFloat is jitter for retry backoffs; it needs spread, not secrecy.

@@ -147,8 +147,9 @@ type Worker struct {
 	cl       *client.Client
 	log      *slog.Logger
 	mu       sync.Mutex
-	handlers map[string]Handler
-	slots    chan struct{}
+	handlers  map[string]Handler
+	reactions map[string]ReactionHandler
+	slots     chan struct{}
 }
 
 // New returns a worker. It does nothing until Run.
@@ -193,7 +194,7 @@ func New(cfg Config) (*Worker, error) {
 		cfg.Logger = slog.Default()
 	}
 	return &Worker{cfg: cfg, cl: client.New(cfg.URL, cfg.Token, cfg.HTTPClient),
-		log: cfg.Logger.With("worker", cfg.ID), handlers: map[string]Handler{},
+		log: cfg.Logger.With("worker", cfg.ID), handlers: map[string]Handler{}, reactions: map[string]ReactionHandler{},
 		slots: make(chan struct{}, cfg.Concurrency)}, nil
 }
 
@@ -219,13 +220,13 @@ func (w *Worker) kinds() []string {
 	return ks
 }
 
-// Run claims and runs jobs until ctx ends, then stops claiming, lets
-// running handlers finish for up to ShutdownGrace (then cancels their
-// contexts), and returns once every claimed job has been reported or
-// abandoned to its lease.
+// Run claims and runs jobs and reaction deliveries until ctx ends, then
+// stops claiming, lets running handlers finish for up to ShutdownGrace
+// (then cancels their contexts), and returns once every claimed job and
+// delivery has been reported, settled or abandoned to its lease.
 func (w *Worker) Run(ctx context.Context) error {
-	kinds := w.kinds()
-	if len(kinds) == 0 {
+	kinds, names := w.kinds(), w.reactionNames()
+	if len(kinds) == 0 && len(names) == 0 {
 		return errors.New("worker: no handlers registered")
 	}
 	// Handlers get a context that outlives ctx by the grace period.
@@ -234,11 +235,20 @@ func (w *Worker) Run(ctx context.Context) error {
 	var jobs sync.WaitGroup
 	var loops sync.WaitGroup
 	for _, tenant := range w.cfg.Tenants {
-		loops.Add(1)
-		go func() {
-			defer loops.Done()
-			w.claimLoop(ctx, hctx, tenant, kinds, &jobs)
-		}()
+		if len(kinds) > 0 {
+			loops.Add(1)
+			go func() {
+				defer loops.Done()
+				w.claimLoop(ctx, hctx, tenant, kinds, &jobs)
+			}()
+		}
+		if len(names) > 0 {
+			loops.Add(1)
+			go func() {
+				defer loops.Done()
+				w.reactionLoop(ctx, hctx, tenant, names, &jobs)
+			}()
+		}
 	}
 	loops.Wait()
 	done := make(chan struct{})

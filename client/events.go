@@ -1,0 +1,81 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/stile-run/stile/api"
+)
+
+// Append appends events to a stream. With r.ExpectedVersion set, a stream
+// at another version answers 409 version_conflict (Error.CurrentVersion).
+func (t *Tenant) Append(ctx context.Context, stream string, r api.AppendRequest) (api.AppendResponse, error) {
+	var out api.AppendResponse
+	err := t.do(ctx, http.MethodPost, "streams/"+url.PathEscape(stream), r, &out)
+	return out, err
+}
+
+// Events reads up to limit events after seq after, optionally of some
+// types only.
+func (t *Tenant) Events(ctx context.Context, after int64, limit int, types ...string) (api.EventsResponse, error) {
+	q := url.Values{"after": {strconv.FormatInt(after, 10)}, "limit": {strconv.Itoa(limit)}}
+	if len(types) > 0 {
+		q.Set("types", strings.Join(types, ","))
+	}
+	var out api.EventsResponse
+	err := t.do(ctx, http.MethodGet, "events?"+q.Encode(), nil, &out)
+	return out, err
+}
+
+// Stream reads up to limit events of a stream from version from on.
+func (t *Tenant) Stream(ctx context.Context, stream string, from int64, limit int) (api.EventsResponse, error) {
+	q := url.Values{"from_version": {strconv.FormatInt(from, 10)}, "limit": {strconv.Itoa(limit)}}
+	var out api.EventsResponse
+	err := t.do(ctx, http.MethodGet, "streams/"+url.PathEscape(stream)+"?"+q.Encode(), nil, &out)
+	return out, err
+}
+
+// Command applies a command; an id applied before answers what it did
+// then, with Duplicate set.
+func (t *Tenant) Command(ctx context.Context, c api.Command) (api.CommandResult, error) {
+	var out api.CommandResult
+	err := t.do(ctx, http.MethodPost, "commands", c, &out)
+	return out, err
+}
+
+// GetCommand reads what an applied command did.
+func (t *Tenant) GetCommand(ctx context.Context, id string) (api.CommandResult, error) {
+	var out api.CommandResult
+	err := t.do(ctx, http.MethodGet, "commands/"+url.PathEscape(id), nil, &out)
+	return out, err
+}
+
+// ClaimReactions claims deliveries of events to the module's reactions.
+func (t *Tenant) ClaimReactions(ctx context.Context, r api.ReactionClaimRequest) (api.ReactionClaimResponse, error) {
+	var out api.ReactionClaimResponse
+	err := t.do(ctx, http.MethodPost, "reactions/claims", r, &out)
+	return out, err
+}
+
+// Settle settles deliveries; each result says how its settlement went
+// (Error set when it was refused).
+func (t *Tenant) Settle(ctx context.Context, ss ...api.Settlement) ([]api.SettleResult, error) {
+	var out api.SettleResponse
+	err := t.do(ctx, http.MethodPost, "reactions/settle", api.SettleRequest{Settlements: ss}, &out)
+	return out.Results, err
+}
+
+// Reactions reads the status of the module's reactions.
+func (t *Tenant) Reactions(ctx context.Context) (api.ReactionsResponse, error) {
+	var out api.ReactionsResponse
+	err := t.do(ctx, http.MethodGet, "reactions", nil, &out)
+	return out, err
+}
+
+// Skip skips the event a reaction is stuck on, with the reason.
+func (t *Tenant) Skip(ctx context.Context, handler string, seq int64, reason string) error {
+	return t.do(ctx, http.MethodPost, "reactions/"+url.PathEscape(handler)+"/skip", api.SkipRequest{Seq: seq, Reason: reason}, nil)
+}

@@ -1,0 +1,283 @@
+package runtime
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/events"
+	"github.com/stile-run/stile/jobs"
+)
+
+// Command is a command as an aggregate's Decide sees it.
+type Command struct {
+	api.Command
+	// At is the time the command is applied (the host's clock).
+	At time.Time
+}
+
+// Decision is what an aggregate decided: the events to append to its
+// stream and the jobs to enqueue, committed together with the command.
+type Decision struct {
+	Events []api.NewEvent
+	Jobs   []api.EnqueueRequest
+}
+
+// Emit is a decision to append events.
+func Emit(events ...api.NewEvent) Decision { return Decision{Events: events} }
+
+// Enqueue adds jobs to the decision: they are enqueued in the command's
+// transaction, so they exist if and only if its events do.
+func (d Decision) Enqueue(jobs ...api.EnqueueRequest) Decision {
+	d.Jobs = append(d.Jobs, jobs...)
+	return d
+}
+
+// Aggregate registers an aggregate: a stream per id ("<name>:<id>") whose
+// state is the fold of its events by Evolve, from Initial, and whose
+// commands Decide turns into events. Both are pure: no I/O, no clock but
+// Command.At. Decide returning an error refuses the command (422
+// command_rejected) and nothing is written.
+type Aggregate[S any] struct {
+	Name    string
+	Initial func() S // nil: S's zero value
+	Evolve  func(state S, e api.Event) S
+	Decide  func(state S, c Command) (Decision, error)
+}
+
+// aggregate is a registered Aggregate with its state type erased.
+type aggregate struct {
+	name   string
+	decide func(history []events.Event, c Command) (Decision, error)
+}
+
+// RegisterAggregate adds an aggregate to app. It panics on an invalid or
+// duplicate registration.
+func RegisterAggregate[S any](app *App, agg Aggregate[S]) *App {
+	if !api.ValidName(agg.Name) || strings.Contains(agg.Name, ":") {
+		panic(fmt.Sprintf("stile: aggregate name %q is invalid: use %s, without ':'", agg.Name, api.NameRule))
+	}
+	if _, dup := app.aggregates[agg.Name]; dup {
+		panic(fmt.Sprintf("stile: aggregate %q is registered twice", agg.Name))
+	}
+	if agg.Decide == nil {
+		panic(fmt.Sprintf("stile: aggregate %q has no Decide", agg.Name))
+	}
+	app.aggregates[agg.Name] = aggregate{name: agg.Name, decide: func(history []events.Event, c Command) (d Decision, err error) {
+		// A panic in the module's code refuses the command, like an error.
+		defer func() {
+			if p := recover(); p != nil {
+				d, err = Decision{}, fmt.Errorf("panic: %v", p)
+			}
+		}()
+		var s S
+		if agg.Initial != nil {
+			s = agg.Initial()
+		}
+		if agg.Evolve != nil {
+			for _, e := range history {
+				s = agg.Evolve(s, eventView(e))
+			}
+		}
+		return agg.Decide(s, c)
+	}}
+	return app
+}
+
+func (a *App) aggregateNames() string {
+	names := make([]string, 0, len(a.aggregates))
+	for n := range a.aggregates {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return "no aggregates"
+	}
+	return strings.Join(names, ", ")
+}
+
+func eventView(e events.Event) api.Event {
+	return api.Event{Seq: e.Seq, Stream: e.Stream, Version: e.Version, Type: e.Type, Data: json.RawMessage(e.Data),
+		CommandID: e.CommandID, At: ts(e.At)}
+}
+
+// validateCommand refuses a command that can be refused without storage.
+func (t *Tenant) validateCommand(where string, c api.Command) *apiError {
+	switch {
+	case c.ID == "":
+		return badRequest(api.CodeInvalidRequest, "%smissing field \"id\": give every command an id (a retry with the same id is applied once)", where)
+	case !api.ValidName(c.ID):
+		return badRequest(api.CodeInvalidRequest, "%scommand id %q is invalid: use %s", where, c.ID, api.NameRule)
+	case c.Aggregate == "":
+		return badRequest(api.CodeInvalidRequest, "%smissing field \"aggregate\"", where)
+	case c.AggregateID == "" || !api.ValidName(c.AggregateID):
+		return badRequest(api.CodeInvalidRequest, "%saggregate_id %q is invalid: use %s", where, c.AggregateID, api.NameRule)
+	case c.Type == "" || !api.ValidName(c.Type):
+		return badRequest(api.CodeInvalidRequest, "%scommand type %q is invalid: use %s", where, c.Type, api.NameRule)
+	case len(c.Data) > api.MaxEventBytes:
+		return badRequest(api.CodeTooLarge, "%scommand data of %d bytes exceeds the limit of %d", where, len(c.Data), api.MaxEventBytes)
+	}
+	if _, ok := t.app.aggregates[c.Aggregate]; !ok {
+		return badRequest(api.CodeUnknownAggregate, "%sunknown aggregate %q: this module registers %s", where, c.Aggregate, t.app.aggregateNames())
+	}
+	return nil
+}
+
+// commandRefusal is a command refused inside the transaction: by its
+// aggregate, or because its id was used for another command. The caller
+// rolls back whatever the command wrote.
+type commandRefusal struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (r *commandRefusal) Error() string { return r.msg }
+
+func (r *commandRefusal) result() result {
+	return result{status: r.status, body: &api.Error{Code: r.code, Message: r.msg}}
+}
+
+// runCommand applies a validated command: a command id already applied is
+// answered with what it did then; otherwise the aggregate decides from its
+// stream and its events and jobs are written with the ledger entry.
+// source says who sent it (api, reaction:<handler>:<seq>, scheduled).
+func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.CommandResult, *commandRefusal, error) {
+	stream := c.Aggregate + ":" + c.AggregateID
+	digest := events.Digest(c.Aggregate, c.AggregateID, c.Type, c.Data)
+	rec, found, err := t.events.Command(c.ID)
+	if err != nil {
+		return api.CommandResult{}, nil, err
+	}
+	if found {
+		if rec.Digest != digest {
+			return api.CommandResult{}, &commandRefusal{statusConflict, api.CodeCommandIDReused,
+				fmt.Sprintf("command id %s was applied before to a different command (%s %s on %s:%s): use a new id",
+					c.ID, rec.Type, rec.Source, rec.Aggregate, rec.AggregateID)}, nil
+		}
+		evs, err := t.events.ReadRange(rec.FirstSeq, rec.LastSeq)
+		if err != nil {
+			return api.CommandResult{}, nil, err
+		}
+		jobIDs, _ := api.DecodeStrings(rec.JobIDs)
+		return commandResult(c.ID, stream, rec.Version, evs, jobIDs, true), nil, nil
+	}
+	history, err := t.events.ReadStream(stream, 1, maxStreamRead)
+	if err != nil {
+		return api.CommandResult{}, nil, err
+	}
+	version := int64(len(history))
+	if version > 0 {
+		version = history[len(history)-1].Version
+	}
+	agg := t.app.aggregates[c.Aggregate]
+	d, derr := agg.decide(history, Command{Command: c, At: ts(now)})
+	if derr != nil {
+		return api.CommandResult{}, &commandRefusal{statusUnprocessable, api.CodeCommandRejected,
+			fmt.Sprintf("%s %s on %s refused: %s", c.Aggregate, c.Type, stream, oneLine(derr.Error()))}, nil
+	}
+	drafts := make([]events.Draft, len(d.Events))
+	for i, e := range d.Events {
+		if msg := eventProblem(e); msg != "" {
+			return api.CommandResult{}, &commandRefusal{statusUnprocessable, api.CodeCommandRejected,
+				fmt.Sprintf("%s %s decided an invalid event %d: %s", c.Aggregate, c.Type, i, msg)}, nil
+		}
+		drafts[i] = events.Draft{Type: e.Type, Data: e.Data}
+	}
+	var first, last int64
+	if len(drafts) > 0 {
+		first, last, version, err = t.events.Append(now, stream, version, drafts, c.ID)
+		if err != nil {
+			return api.CommandResult{}, nil, err
+		}
+		t.reactions.Wake()
+	}
+	var jobIDs []string
+	if len(d.Jobs) > 0 {
+		jobIDs, err = t.enqueueDecided(now, c, d.Jobs)
+		if err != nil {
+			var ref *commandRefusal
+			if errors.As(err, &ref) {
+				return api.CommandResult{}, ref, nil
+			}
+			return api.CommandResult{}, nil, err
+		}
+	}
+	err = t.events.RecordCommand(events.CommandRecord{ID: c.ID, Aggregate: c.Aggregate, AggregateID: c.AggregateID,
+		Type: c.Type, Digest: digest, FirstSeq: first, LastSeq: last, Version: version,
+		JobIDs: api.AppendStrings(nil, jobIDs), Source: source, At: now})
+	if err != nil {
+		return api.CommandResult{}, nil, err
+	}
+	evs := make([]events.Event, len(drafts))
+	for i, dr := range drafts {
+		data := dr.Data
+		if len(data) == 0 {
+			data = []byte("null")
+		}
+		evs[i] = events.Event{Seq: first + int64(i), Stream: stream, Version: version - int64(len(drafts)-1-i),
+			Type: dr.Type, Data: data, CommandID: c.ID, At: now}
+	}
+	return commandResult(c.ID, stream, version, evs, jobIDs, false), nil, nil
+}
+
+// maxStreamRead bounds the events one command folds: an aggregate's
+// stream is meant to stay short (no snapshots yet).
+const maxStreamRead = 100_000
+
+func commandResult(id, stream string, version int64, evs []events.Event, jobIDs []string, dup bool) api.CommandResult {
+	r := api.CommandResult{ID: id, Stream: stream, Version: version, Events: make([]api.Event, len(evs)), JobIDs: jobIDs, Duplicate: dup}
+	for i, e := range evs {
+		r.Events[i] = eventView(e)
+	}
+	return r
+}
+
+// eventProblem says what is wrong with an event to append ("" if nothing).
+func eventProblem(e api.NewEvent) string {
+	switch {
+	case e.Type == "" || !api.ValidName(e.Type):
+		return fmt.Sprintf("type %q is invalid: use %s", e.Type, api.NameRule)
+	case strings.HasPrefix(e.Type, "stile."):
+		return fmt.Sprintf("type %q is reserved: types starting with stile. are Stile's", e.Type)
+	case len(e.Data) > api.MaxEventBytes:
+		return fmt.Sprintf("data of %d bytes exceeds the limit of %d", len(e.Data), api.MaxEventBytes)
+	case len(e.Data) > 0 && !api.Valid(e.Data):
+		return "data is not JSON"
+	}
+	return ""
+}
+
+// enqueueDecided enqueues the jobs a command decided.
+func (t *Tenant) enqueueDecided(now int64, c api.Command, reqs []api.EnqueueRequest) ([]string, error) {
+	ns := make([]jobs.NewJob, len(reqs))
+	for i, r := range reqs {
+		n, e := t.validateEnqueue(i, r)
+		if e != nil {
+			return nil, &commandRefusal{statusUnprocessable, api.CodeCommandRejected,
+				fmt.Sprintf("%s %s decided an invalid job: %s", c.Aggregate, c.Type, e.msg)}
+		}
+		if n.RunAt == 0 {
+			n.RunAt = now
+		}
+		ns[i] = n
+	}
+	js, err := t.store.Enqueue(now, ns)
+	var ref *jobs.Refusal
+	if errors.As(err, &ref) {
+		return nil, &commandRefusal{statusUnprocessable, api.CodeCommandRejected,
+			fmt.Sprintf("%s %s decided a job the queue refused: %s", c.Aggregate, c.Type, ref.Message)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(js))
+	for i, j := range js {
+		ids[i] = fmtID(j.ID)
+	}
+	return ids, nil
+}

@@ -1,0 +1,229 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/events"
+)
+
+// ---- the event log ----
+
+func validStream(stream string) *apiError {
+	if !api.ValidStream(stream) {
+		return badRequest(api.CodeInvalidRequest, "stream %q is invalid: use %s", stream, api.StreamRule)
+	}
+	return nil
+}
+
+func (t *Tenant) appendEvents(stream string, body []byte) (route, *apiError) {
+	if e := validStream(stream); e != nil {
+		return nil, e
+	}
+	if strings.HasPrefix(stream, "stile.") {
+		return nil, badRequest(api.CodeInvalidRequest, "stream %q is reserved: streams starting with stile. are Stile's", stream)
+	}
+	r, err := api.DecodeAppend(body)
+	if err != nil {
+		return nil, decodeErr(err)
+	}
+	if e := batchSize(len(r.Events), api.MaxAppendEvents, "events"); e != nil {
+		return nil, e
+	}
+	drafts := make([]events.Draft, len(r.Events))
+	for i, e := range r.Events {
+		if msg := eventProblem(e); msg != "" {
+			return nil, badRequest(api.CodeInvalidRequest, "events[%d]: %s", i, msg)
+		}
+		drafts[i] = events.Draft{Type: e.Type, Data: e.Data}
+	}
+	expected := int64(events.Any)
+	if r.ExpectedVersion != nil {
+		if *r.ExpectedVersion < 0 {
+			return nil, badRequest(api.CodeInvalidRequest, "expected_version %d is negative: use 0 for a new stream, or leave it out", *r.ExpectedVersion)
+		}
+		expected = *r.ExpectedVersion
+	}
+	return func(now int64) (result, error) {
+		first, last, version, err := t.events.Append(now, stream, expected, drafts, "")
+		var c *events.Conflict
+		if errors.As(err, &c) {
+			return result{status: statusConflict, body: api.VersionConflict{Code: api.CodeVersionConflict,
+				Message: c.Error(), Stream: stream, CurrentVersion: c.Current}}, errRollback
+		}
+		if err != nil {
+			return result{}, err
+		}
+		t.reactions.Wake()
+		return result{status: statusCreated, body: api.AppendResponse{Stream: stream, Version: version, FirstSeq: first, LastSeq: last}}, nil
+	}, nil
+}
+
+// readLimit reads the limit= parameter of a read.
+func readLimit(q map[string]string) (int, *apiError) {
+	l, ok := q["limit"]
+	if !ok {
+		return 100, nil
+	}
+	n, err := strconv.Atoi(l)
+	if err != nil || n < 1 || n > api.MaxReadEvents {
+		return 0, badRequest(api.CodeInvalidRequest, "limit=%q is outside 1-%d", l, api.MaxReadEvents)
+	}
+	return n, nil
+}
+
+// position reads a non-negative integer parameter.
+func position(q map[string]string, name string, def int64) (int64, *apiError) {
+	v, ok := q[name]
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > 1<<53-1 {
+		return 0, badRequest(api.CodeInvalidRequest, "%s=%q is not a position in the log", name, v)
+	}
+	return n, nil
+}
+
+func onlyParams(q map[string]string, allowed ...string) *apiError {
+	for k := range q {
+		found := false
+		for _, a := range allowed {
+			found = found || k == a
+		}
+		if !found {
+			return badRequest(api.CodeInvalidRequest, "unknown query parameter %q: use %s", k, strings.Join(allowed, ", "))
+		}
+	}
+	return nil
+}
+
+func (t *Tenant) readStream(stream, raw string) (route, *apiError) {
+	if e := validStream(stream); e != nil {
+		return nil, e
+	}
+	q, e := query(raw)
+	if e != nil {
+		return nil, e
+	}
+	if e := onlyParams(q, "from_version", "limit"); e != nil {
+		return nil, e
+	}
+	from, e := position(q, "from_version", 1)
+	if e != nil {
+		return nil, e
+	}
+	limit, e := readLimit(q)
+	if e != nil {
+		return nil, e
+	}
+	return func(int64) (result, error) {
+		evs, err := t.events.ReadStream(stream, from, limit)
+		if err != nil {
+			return result{}, err
+		}
+		resp, err := t.eventsPage(evs, limit)
+		if len(evs) == limit {
+			resp.Next = evs[len(evs)-1].Version + 1
+		}
+		return result{status: statusOK, body: resp}, err
+	}, nil
+}
+
+func (t *Tenant) readEvents(raw string) (route, *apiError) {
+	q, e := query(raw)
+	if e != nil {
+		return nil, e
+	}
+	if e := onlyParams(q, "after", "limit", "types"); e != nil {
+		return nil, e
+	}
+	after, e := position(q, "after", 0)
+	if e != nil {
+		return nil, e
+	}
+	limit, e := readLimit(q)
+	if e != nil {
+		return nil, e
+	}
+	var types []string
+	if v := q["types"]; v != "" {
+		types = strings.Split(v, ",")
+		if len(types) > api.MaxClaimKinds {
+			return nil, badRequest(api.CodeInvalidRequest, "%d types exceed the limit of %d", len(types), api.MaxClaimKinds)
+		}
+		for _, ty := range types {
+			if !api.ValidName(ty) {
+				return nil, badRequest(api.CodeInvalidRequest, "event type %q is invalid: use %s", ty, api.NameRule)
+			}
+		}
+	}
+	return func(int64) (result, error) {
+		evs, err := t.events.Read(after, types, limit)
+		if err != nil {
+			return result{}, err
+		}
+		resp, err := t.eventsPage(evs, limit)
+		if len(evs) == limit {
+			resp.Next = evs[len(evs)-1].Seq
+		}
+		return result{status: statusOK, body: resp}, err
+	}, nil
+}
+
+func (t *Tenant) eventsPage(evs []events.Event, limit int) (api.EventsResponse, error) {
+	head, err := t.events.Head()
+	resp := api.EventsResponse{Events: make([]api.Event, len(evs)), Head: head}
+	for i, e := range evs {
+		resp.Events[i] = eventView(e)
+	}
+	return resp, err
+}
+
+// ---- commands ----
+
+func (t *Tenant) command(body []byte) (route, *apiError) {
+	c, err := api.DecodeCommand(body)
+	if err != nil {
+		return nil, decodeErr(err)
+	}
+	if e := t.validateCommand("", c); e != nil {
+		return nil, e
+	}
+	return func(now int64) (result, error) {
+		res, ref, err := t.runCommand(now, c, "api")
+		if err != nil {
+			return result{}, err
+		}
+		if ref != nil {
+			return ref.result(), errRollback
+		}
+		status := statusCreated
+		if res.Duplicate {
+			status = statusOK
+		}
+		return result{status: status, body: res}, nil
+	}, nil
+}
+
+func (t *Tenant) getCommand(id string) route {
+	return func(int64) (result, error) {
+		rec, found, err := t.events.Command(id)
+		if err != nil {
+			return result{}, err
+		}
+		if !found {
+			return result{status: statusNotFound, body: &api.Error{Code: api.CodeNotFound,
+				Message: fmt.Sprintf("command %q was never applied", id)}}, nil
+		}
+		evs, err := t.events.ReadRange(rec.FirstSeq, rec.LastSeq)
+		if err != nil {
+			return result{}, err
+		}
+		jobIDs, _ := api.DecodeStrings(rec.JobIDs)
+		return result{status: statusOK, body: commandResult(rec.ID, rec.Aggregate+":"+rec.AggregateID, rec.Version, evs, jobIDs, false)}, nil
+	}
+}

@@ -1,0 +1,444 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/events"
+	"github.com/stile-run/stile/inbox"
+	"github.com/stile-run/stile/reactions"
+)
+
+// ---- claim ----
+
+func (t *Tenant) claimReactions(body []byte) (route, *apiError) {
+	r, err := api.DecodeReactionClaim(body)
+	if err != nil {
+		return nil, decodeErr(err)
+	}
+	if r.Worker == "" || !api.ValidName(r.Worker) {
+		return nil, badRequest(api.CodeInvalidRequest, "worker %q is invalid: name the claiming worker with %s", r.Worker, api.NameRule)
+	}
+	hs := t.app.handlers()
+	if len(r.Handlers) > 0 {
+		hs = hs[:0:0]
+		for _, name := range r.Handlers {
+			rc, ok := t.app.reactionBy[name]
+			if !ok {
+				return nil, badRequest(api.CodeUnknownHandler, "unknown reaction %q: this module registers %s", name, t.app.reactionNames())
+			}
+			hs = append(hs, rc.h)
+		}
+	}
+	if r.Limit == 0 {
+		r.Limit = DefaultReactionBatch
+	}
+	if r.Limit < 1 || r.Limit > api.MaxDeliveries {
+		return nil, badRequest(api.CodeInvalidRequest, "limit %d is outside 1-%d", r.Limit, api.MaxDeliveries)
+	}
+	if r.WaitMs < 0 || r.WaitMs > api.MaxWait.Milliseconds() {
+		return nil, badRequest(api.CodeInvalidRequest, "wait_ms %d is outside 0-%d", r.WaitMs, api.MaxWait.Milliseconds())
+	}
+	return func(now int64) (result, error) {
+		ds, err := t.reactions.Claim(now, r.Worker, hs, r.Limit)
+		if err != nil {
+			return result{}, err
+		}
+		tenantID, err := t.events.TenantID()
+		if err != nil {
+			return result{}, err
+		}
+		resp := api.ReactionClaimResponse{Now: ts(now), Deliveries: make([]api.Delivery, 0, len(ds))}
+		for _, d := range ds {
+			rc := t.app.reactionBy[d.Entry.Handler]
+			out := api.Delivery{Handler: rc.h.Name, Kind: rc.h.Kind, Event: eventView(d.Event), ClaimID: d.Entry.ClaimID,
+				Attempt: d.Entry.Attempt, Failures: d.Entry.Failures, TimeoutMs: rc.h.TimeoutMs,
+				LeaseUntil: ts(d.Entry.LeaseUntil), IdempotencyKey: inbox.Key(tenantID, rc.h.Name, d.Event.Seq),
+				LastError: d.Entry.Error}
+			if rc.h.Kind == api.ReactionKindProcess {
+				corr, cerr := t.correlate(rc, d.Event)
+				if cerr != nil {
+					// Not run: failed now, retried after the backoff.
+					runAt, failures := inbox.AfterFailure(d.Entry, rc.h.Backoff, now, mrandFloat())
+					msg := fmt.Sprintf("correlate event %d: %s", d.Event.Seq, oneLine(cerr.Error()))
+					if err := t.reactions.Retry(now, d.Entry, runAt, failures, msg); err != nil {
+						return result{}, err
+					}
+					continue
+				}
+				out.Correlation = corr
+				if out.State, err = t.reactions.ProcessState(rc.h.Name, corr); err != nil {
+					return result{}, err
+				}
+			}
+			resp.Deliveries = append(resp.Deliveries, out)
+		}
+		res := result{status: statusOK, body: resp}
+		if len(resp.Deliveries) == 0 {
+			res.holdMs = r.WaitMs
+		}
+		return res, nil
+	}, nil
+}
+
+// correlate names the process instance of an event: a deadline carries
+// its own; other events go through the process's Correlate.
+func (t *Tenant) correlate(rc *reaction, e events.Event) (corr string, err error) {
+	if e.Type == api.DeadlineEventPrefix+rc.h.Name {
+		d, err := api.DecodeDeadlineFired(e.Data)
+		if err != nil {
+			return "", err
+		}
+		return d.Correlation, nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("Correlate panicked: %v", p)
+		}
+	}()
+	corr, err = rc.correlate(eventView(e))
+	if err == nil && !api.ValidName(corr) {
+		err = fmt.Errorf("Correlate returned %q, which is not a valid correlation id (%s)", corr, api.NameRule)
+	}
+	return corr, err
+}
+
+// ---- settle ----
+
+func (t *Tenant) validateSettlement(i int, s api.Settlement) *apiError {
+	where := fmt.Sprintf("settlements[%d]: ", i)
+	rc, ok := t.app.reactionBy[s.Handler]
+	if !ok {
+		return badRequest(api.CodeUnknownHandler, "%sunknown reaction %q: this module registers %s", where, s.Handler, t.app.reactionNames())
+	}
+	switch {
+	case s.Seq < 1:
+		return badRequest(api.CodeInvalidRequest, "%smissing field \"seq\": the event's seq from the delivery", where)
+	case s.ClaimID == "" || len(s.ClaimID) > 64:
+		return badRequest(api.CodeInvalidRequest, "%smissing or invalid field \"claim_id\": the claim id from the delivery", where)
+	case s.Outcome != api.OutcomeSucceeded && s.Outcome != api.OutcomeFailed && s.Outcome != api.OutcomeDelayed:
+		return badRequest(api.CodeInvalidRequest, "%soutcome %q is invalid: use succeeded, failed or delayed", where, s.Outcome)
+	case s.Outcome == api.OutcomeDelayed && (s.DelayMs < 0 || s.DelayMs > api.MaxReactionDelay.Milliseconds()):
+		return badRequest(api.CodeInvalidRequest, "%sdelay_ms %d is outside 0-%d", where, s.DelayMs, api.MaxReactionDelay.Milliseconds())
+	case s.Outcome != api.OutcomeSucceeded && (len(s.Commands) > 0 || len(s.Scheduled) > 0 || len(s.State) > 0 ||
+		s.Done || len(s.Deadlines) > 0 || len(s.CancelDeadlines) > 0):
+		return badRequest(api.CodeInvalidRequest, "%sonly a succeeded settlement carries commands, state or deadlines", where)
+	case len(s.Commands) > api.MaxSettleCommands || len(s.Scheduled) > api.MaxSettleScheduled ||
+		len(s.Deadlines)+len(s.CancelDeadlines) > api.MaxSettleDeadlines:
+		return badRequest(api.CodeInvalidRequest, "%stoo many commands (max %d), scheduled commands (max %d) or deadlines (max %d)",
+			where, api.MaxSettleCommands, api.MaxSettleScheduled, api.MaxSettleDeadlines)
+	case rc.h.Kind == api.ReactionKindPolicy && (len(s.State) > 0 || s.Done || len(s.Deadlines) > 0 || len(s.CancelDeadlines) > 0):
+		return badRequest(api.CodeInvalidRequest, "%s%s is a policy: only a process keeps state and deadlines", where, s.Handler)
+	case len(s.State) > api.MaxEventBytes:
+		return badRequest(api.CodeTooLarge, "%sstate of %d bytes exceeds the limit of %d", where, len(s.State), api.MaxEventBytes)
+	}
+	for j, c := range s.Commands {
+		if e := t.validateCommand(fmt.Sprintf("%scommands[%d]: ", where, j), c); e != nil {
+			return e
+		}
+	}
+	for j, sc := range s.Scheduled {
+		if sc.At.IsZero() {
+			return badRequest(api.CodeInvalidRequest, "%sscheduled[%d]: missing field \"at\"", where, j)
+		}
+		if e := t.validateCommand(fmt.Sprintf("%sscheduled[%d].command: ", where, j), sc.Command); e != nil {
+			return e
+		}
+	}
+	for j, d := range s.Deadlines {
+		if !api.ValidName(d.Name) || d.At.IsZero() {
+			return badRequest(api.CodeInvalidRequest, "%sdeadlines[%d]: name %q is invalid (%s) or at is missing", where, j, d.Name, api.NameRule)
+		}
+	}
+	for j, n := range s.CancelDeadlines {
+		if !api.ValidName(n) {
+			return badRequest(api.CodeInvalidRequest, "%scancel_deadlines[%d]: name %q is invalid: use %s", where, j, n, api.NameRule)
+		}
+	}
+	return nil
+}
+
+func (t *Tenant) settle(body []byte) (route, *apiError) {
+	r, err := api.DecodeSettle(body)
+	if err != nil {
+		return nil, decodeErr(err)
+	}
+	if e := batchSize(len(r.Settlements), api.MaxSettlements, "settlements"); e != nil {
+		return nil, e
+	}
+	for i, s := range r.Settlements {
+		if e := t.validateSettlement(i, s); e != nil {
+			return nil, e
+		}
+	}
+	return func(now int64) (result, error) {
+		resp := api.SettleResponse{Results: make([]api.SettleResult, len(r.Settlements))}
+		for i, s := range r.Settlements {
+			res, err := t.settleOne(now, s)
+			if err != nil {
+				return result{}, err
+			}
+			resp.Results[i] = res
+		}
+		return result{status: statusOK, body: resp}, nil
+	}, nil
+}
+
+// errRefused rolls back a settlement's nested transaction.
+var errRefused = errors.New("settlement refused")
+
+// settleOne fences and commits one settlement. It writes nothing when
+// refused; a command its aggregate rejects fails the delivery instead
+// (retried after the backoff) and nothing of the rest is written.
+func (t *Tenant) settleOne(now int64, s api.Settlement) (api.SettleResult, error) {
+	rc := t.app.reactionBy[s.Handler]
+	res := api.SettleResult{Handler: s.Handler, Seq: s.Seq}
+	e, err := t.reactions.Entry(s.Handler, s.Seq)
+	if err != nil {
+		return res, err
+	}
+	earlier := false
+	if e != nil && s.Outcome == api.OutcomeSucceeded {
+		if earlier, err = t.reactions.EarlierOpen(s.Handler, s.Seq); err != nil {
+			return res, err
+		}
+	}
+	dup, rej := inbox.CheckSettle(e, s.Handler, s.Seq, s.ClaimID, inbox.Outcome(s.Outcome), earlier)
+	if rej != nil {
+		res.Error = &api.Error{Code: string(rej.Code), Message: rej.Message}
+		return res, nil
+	}
+	if dup {
+		res.State, res.Duplicate = string(e.State), true
+		return res, nil
+	}
+	switch s.Outcome {
+	case api.OutcomeFailed:
+		runAt, failures := inbox.AfterFailure(*e, rc.h.Backoff, now, mrandFloat())
+		msg := s.Error
+		if msg == "" {
+			msg = "failed"
+		}
+		if len(msg) > api.MaxErrorBytes {
+			msg = msg[:api.MaxErrorBytes]
+		}
+		res.State = string(inbox.Retry)
+		return res, t.reactions.Retry(now, *e, runAt, failures, msg)
+	case api.OutcomeDelayed:
+		res.State = string(inbox.Retry)
+		return res, t.reactions.Retry(now, *e, now+s.DelayMs, e.Failures, "")
+	}
+	var ref *commandRefusal
+	var appended int
+	err = t.db.Tx(func() error {
+		var err error
+		appended, ref, err = t.commitSuccess(now, rc, *e, s)
+		if err == nil && ref != nil {
+			return errRefused
+		}
+		return err
+	})
+	switch {
+	case ref != nil:
+		// Nothing of the settlement stayed; the delivery failed.
+		t.due.Unknown() // what the nested transaction reported did not commit
+		runAt, failures := inbox.AfterFailure(*e, rc.h.Backoff, now, mrandFloat())
+		if err := t.reactions.Retry(now, *e, runAt, failures, ref.msg); err != nil {
+			return res, err
+		}
+		res.State = string(inbox.Retry)
+		res.Error = &api.Error{Code: ref.code, Message: ref.msg}
+		return res, nil
+	case err != nil:
+		return res, err
+	}
+	res.State, res.Events = string(inbox.Succeeded), appended
+	return res, nil
+}
+
+// commitSuccess writes a succeeded settlement: its commands, scheduled
+// commands, process state and deadlines, and the success mark.
+func (t *Tenant) commitSuccess(now int64, rc *reaction, e inbox.Entry, s api.Settlement) (int, *commandRefusal, error) {
+	source := "reaction:" + s.Handler + ":" + strconv.FormatInt(s.Seq, 10)
+	appended := 0
+	for _, c := range s.Commands {
+		res, ref, err := t.runCommand(now, c, source)
+		if err != nil || ref != nil {
+			return 0, ref, err
+		}
+		if !res.Duplicate {
+			appended += len(res.Events)
+		}
+	}
+	for _, sc := range s.Scheduled {
+		if err := t.reactions.Schedule(now, sc.Command.ID, max(sc.At.UnixMilli(), now), sc.Command.AppendJSON(nil), source); err != nil {
+			return 0, nil, err
+		}
+	}
+	if rc.h.Kind == api.ReactionKindProcess {
+		evs, err := t.events.ReadSeqs([]int64{s.Seq})
+		if err != nil || len(evs) != 1 {
+			return 0, nil, errors.Join(err, fmt.Errorf("read event %d: %w", s.Seq, reactions.ErrGuard))
+		}
+		corr, err := t.correlate(rc, evs[0])
+		if err != nil {
+			return 0, &commandRefusal{statusUnprocessable, api.CodeInvalidRequest, "correlate: " + oneLine(err.Error())}, nil
+		}
+		if err := t.settleProcess(now, rc.h.Name, corr, s); err != nil {
+			return 0, nil, err
+		}
+	}
+	return appended, nil, t.reactions.Succeed(now, e)
+}
+
+func (t *Tenant) settleProcess(now int64, process, corr string, s api.Settlement) error {
+	if s.Done {
+		return t.reactions.EndProcess(process, corr)
+	}
+	if len(s.State) > 0 {
+		if err := t.reactions.SetProcessState(now, process, corr, s.State); err != nil {
+			return err
+		}
+	}
+	for _, d := range s.Deadlines {
+		if err := t.reactions.SetDeadline(process, corr, d.Name, d.At.UnixMilli()); err != nil {
+			return err
+		}
+	}
+	for _, n := range s.CancelDeadlines {
+		if err := t.reactions.CancelDeadline(process, corr, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ---- status, skip ----
+
+func (t *Tenant) reactionsStatus() route {
+	return func(int64) (result, error) {
+		head, err := t.events.Head()
+		if err != nil {
+			return result{}, err
+		}
+		resp := api.ReactionsResponse{Head: head, Reactions: make([]api.ReactionStatus, len(t.app.reactions))}
+		for i, rc := range t.app.reactions {
+			st, err := t.reactions.Status(rc.h, api.MaxLagCount, api.MaxOpenShown)
+			if err != nil {
+				return result{}, err
+			}
+			v := api.ReactionStatus{Name: rc.h.Name, Kind: rc.h.Kind, Types: rc.h.Types, TimeoutMs: rc.h.TimeoutMs,
+				Checkpoint: st.Checkpoint, Lag: st.Lag, Open: make([]api.InboxEntry, len(st.Open))}
+			for j, e := range st.Open {
+				ie := api.InboxEntry{Seq: e.Seq, State: string(e.State), Attempt: e.Attempt, Failures: e.Failures,
+					Worker: e.Worker, Error: e.Error, RunAt: tsPtr(e.RunAt)}
+				if e.State == inbox.Pending {
+					ie.LeaseUntil = tsPtr(e.LeaseUntil)
+				}
+				v.Open[j] = ie
+			}
+			resp.Reactions[i] = v
+		}
+		return result{status: statusOK, body: resp}, nil
+	}
+}
+
+func (t *Tenant) skipReaction(handler string, body []byte) (route, *apiError) {
+	if _, ok := t.app.reactionBy[handler]; !ok {
+		return nil, &apiError{statusNotFound, api.CodeNotFound, fmt.Sprintf("no reaction %q: this module registers %s", handler, t.app.reactionNames())}
+	}
+	r, err := api.DecodeSkip(body)
+	if err != nil {
+		return nil, decodeErr(err)
+	}
+	if r.Seq < 1 {
+		return nil, badRequest(api.CodeInvalidRequest, "missing field \"seq\": the seq of the event to skip")
+	}
+	if r.Reason == "" {
+		return nil, badRequest(api.CodeInvalidRequest, "missing field \"reason\": say why the event is skipped (it is kept in the inbox)")
+	}
+	return func(now int64) (result, error) {
+		ok, err := t.reactions.Skip(now, handler, r.Seq, oneLine(r.Reason))
+		if err != nil {
+			return result{}, err
+		}
+		if !ok {
+			return result{status: statusConflict, body: &api.Error{Code: api.CodeNotStuck,
+				Message: fmt.Sprintf("event %d is not the first unsettled delivery of %s: only that one can be skipped", r.Seq, handler)}}, nil
+		}
+		return result{status: statusOK, body: api.SettleResult{Handler: handler, Seq: r.Seq, State: string(inbox.Skipped)}}, nil
+	}, nil
+}
+
+// ---- due work ----
+
+// dueBatch bounds the scheduled commands and deadlines one request fires;
+// the alarm is then due at once and continues.
+const dueBatch = 100
+
+// applyReactionsDue readies reaction deliveries whose time came, applies
+// scheduled commands that are due and fires due process deadlines, each
+// exactly once: in the transaction that records it done.
+func (t *Tenant) applyReactionsDue(now int64) error {
+	if len(t.app.reactions) == 0 && len(t.app.aggregates) == 0 {
+		return nil
+	}
+	if err := t.reactions.ApplyDue(now); err != nil {
+		return err
+	}
+	cmds, err := t.reactions.DueCommands(now, dueBatch)
+	if err != nil {
+		return err
+	}
+	for _, sc := range cmds {
+		if err := t.fireScheduled(now, sc); err != nil {
+			return err
+		}
+	}
+	ds, err := t.reactions.TakeDueDeadlines(now, dueBatch)
+	if err != nil {
+		return err
+	}
+	for _, d := range ds {
+		typ := api.DeadlineEventPrefix + d.Process
+		data := api.DeadlineFired{Process: d.Process, Correlation: d.Correlation, Name: d.Name, At: ts(d.At)}.AppendJSON(nil)
+		if _, _, _, err := t.events.Append(now, typ, events.Any, []events.Draft{{Type: typ, Data: data}}, ""); err != nil {
+			return err
+		}
+		t.reactions.Wake()
+	}
+	return nil
+}
+
+// fireScheduled applies one due command; one its aggregate refuses (or
+// that is no longer valid for the module) is recorded rejected.
+func (t *Tenant) fireScheduled(now int64, sc reactions.ScheduledCommand) error {
+	c, err := api.DecodeCommand(sc.Command)
+	msg := ""
+	if err != nil {
+		msg = "the stored command is unreadable: " + err.Error()
+	} else if e := t.validateCommand("", c); e != nil {
+		msg = e.msg
+	}
+	if msg == "" {
+		var ref *commandRefusal
+		err := t.db.Tx(func() error {
+			var err error
+			_, ref, err = t.runCommand(now, c, "scheduled:"+sc.Source)
+			if err == nil && ref != nil {
+				return errRefused
+			}
+			return err
+		})
+		switch {
+		case ref != nil:
+			msg = ref.msg
+			t.due.Unknown()
+		case err != nil:
+			return err
+		}
+	}
+	return t.reactions.FinishScheduled(now, sc.ID, msg)
+}

@@ -1,0 +1,299 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/client"
+	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/inbox"
+)
+
+// Reaction is one event delivered to a policy or a process. What the
+// handler dispatches, schedules or sets here is staged, and committed by
+// the settlement in one transaction with the success mark, or not at all.
+type Reaction struct {
+	Tenant  string
+	Handler string
+	Kind    string // api.ReactionKindPolicy or api.ReactionKindProcess
+	Event   api.Event
+	// IdempotencyKey is derived from (tenant, handler, event): the same on
+	// every retry of this delivery. Send it to providers that take one;
+	// KeyFor derives one per effect.
+	IdempotencyKey string
+	Attempt        int64 // claims of this delivery, from 1
+	Failures       int64 // earlier failed attempts
+	// Deadline is the handler's time limit on this machine's clock.
+	Deadline time.Time
+	// LastError is the error of the previous attempt, if it failed.
+	LastError string
+	// Correlation and State are a process instance's id and its state
+	// (nil before its first settlement).
+	Correlation string
+	State       json.RawMessage
+
+	mu        sync.Mutex
+	commands  []api.Command
+	scheduled []api.ScheduledCommand
+	newState  json.RawMessage
+	done      bool
+	deadlines []api.Deadline
+	cancels   []string
+}
+
+// KeyFor derives the idempotency key of one effect of this delivery, e.g.
+// r.KeyFor("refund"): the same on every retry.
+func (r *Reaction) KeyFor(label string) string { return inbox.KeyFor(r.IdempotencyKey, label) }
+
+// Decode decodes the event's data into v.
+func (r *Reaction) Decode(v any) error {
+	if err := json.Unmarshal(r.Event.Data, v); err != nil {
+		return fmt.Errorf("decode event %d (%s): %w", r.Event.Seq, r.Event.Type, err)
+	}
+	return nil
+}
+
+// Dispatch stages a command, applied when the delivery settles. A command
+// without an id gets one derived from the delivery's key and its order,
+// so a rerun that dispatches the same commands stores them once.
+func (r *Reaction) Dispatch(c api.Command) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c.ID == "" {
+		c.ID = inbox.CommandID(r.IdempotencyKey, len(r.commands))
+	}
+	r.commands = append(r.commands, c)
+}
+
+// Schedule stages a command to apply at at (by the tenant's alarm).
+func (r *Reaction) Schedule(at time.Time, c api.Command) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c.ID == "" {
+		c.ID = r.KeyFor(fmt.Sprintf("scheduled/%d", len(r.scheduled)))
+	}
+	r.scheduled = append(r.scheduled, api.ScheduledCommand{At: at, Command: c})
+}
+
+// DecodeState decodes a process's state into v; false if it has none yet.
+func (r *Reaction) DecodeState(v any) (bool, error) {
+	if len(r.State) == 0 || string(r.State) == "null" {
+		return false, nil
+	}
+	return true, json.Unmarshal(r.State, v)
+}
+
+// SetState stages a process's new state.
+func (r *Reaction) SetState(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode process state: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.newState = b
+	return nil
+}
+
+// Done ends the process instance: its state and deadlines are deleted.
+func (r *Reaction) Done() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.done = true
+}
+
+// SetDeadline stages a named deadline of the process instance (moving it
+// if set): at at, an event of type api.DeadlineEventPrefix+process is
+// delivered to the process.
+func (r *Reaction) SetDeadline(name string, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.deadlines = append(r.deadlines, api.Deadline{Name: name, At: at})
+}
+
+// CancelDeadline stages the removal of a named deadline.
+func (r *Reaction) CancelDeadline(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cancels = append(r.cancels, name)
+}
+
+// ReactionHandler handles one delivery. nil settles it succeeded, with
+// what it staged; Delay(d) runs it again after d without counting a
+// failure; any other error fails it (retried after the backoff).
+type ReactionHandler func(ctx context.Context, r *Reaction) error
+
+// Delay asks for the delivery to run again after d, without counting a
+// failure; the handler's later events wait behind it.
+func Delay(d time.Duration) error { return &delay{d: d} }
+
+type delay struct{ d time.Duration }
+
+func (d *delay) Error() string { return fmt.Sprintf("delay for %s", d.d) }
+
+// HandleReaction registers the handler of a policy or process of the
+// module. The worker claims only reactions it has handlers for.
+func (w *Worker) HandleReaction(name string, h ReactionHandler) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.reactions[name] = h
+}
+
+func (w *Worker) reactionNames() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ns := make([]string, 0, len(w.reactions))
+	for n := range w.reactions {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return ns
+}
+
+// reactionLoop claims deliveries for one tenant and runs each handler's
+// run of deliveries in order, one slot per run.
+func (w *Worker) reactionLoop(ctx, hctx context.Context, tenant string, names []string, runs *sync.WaitGroup) {
+	ten := w.cl.Tenant(tenant)
+	backoff := time.Duration(0)
+	for ctx.Err() == nil {
+		select {
+		case w.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		resp, err := ten.ClaimReactions(ctx, api.ReactionClaimRequest{Worker: w.cfg.ID, Handlers: names,
+			Limit: api.MaxDeliveries, WaitMs: w.cfg.PollWait.Milliseconds()})
+		received := time.Now()
+		<-w.slots
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			backoff = min(max(backoff*2, 100*time.Millisecond), 10*time.Second)
+			w.log.Warn("reaction claim failed; retrying", "tenant", tenant, "in", backoff, "err", err)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		backoff = 0
+		byHandler := map[string][]api.Delivery{}
+		var order []string
+		for _, d := range resp.Deliveries {
+			if _, seen := byHandler[d.Handler]; !seen {
+				order = append(order, d.Handler)
+			}
+			byHandler[d.Handler] = append(byHandler[d.Handler], d)
+		}
+		for _, name := range order {
+			ds := byHandler[name]
+			select {
+			case w.slots <- struct{}{}:
+			case <-ctx.Done():
+				// Not started: their leases run out and another claim takes them.
+				return
+			}
+			runs.Add(1)
+			go func() {
+				defer runs.Done()
+				defer func() { <-w.slots }()
+				for _, d := range ds {
+					local := received.Add(d.LeaseUntil.Sub(resp.Now))
+					if !w.runReaction(hctx, ten, d, local) {
+						return // failed or taken over: the rest of the run waits behind it
+					}
+				}
+			}()
+		}
+	}
+}
+
+// runReaction runs one delivery and settles it; false stops the run.
+func (w *Worker) runReaction(hctx context.Context, ten *client.Tenant, d api.Delivery, leaseUntil time.Time) bool {
+	w.mu.Lock()
+	h := w.reactions[d.Handler]
+	w.mu.Unlock()
+	log := w.log.With("tenant", ten.Name(), "reaction", d.Handler, "seq", d.Event.Seq, "attempt", d.Attempt)
+	deadline := time.Now().Add(time.Duration(d.TimeoutMs) * time.Millisecond)
+	ctx, cancel := context.WithDeadlineCause(hctx, deadline, ErrTimeout)
+	defer cancel()
+	r := &Reaction{Tenant: ten.Name(), Handler: d.Handler, Kind: d.Kind, Event: d.Event, IdempotencyKey: d.IdempotencyKey,
+		Attempt: d.Attempt, Failures: d.Failures, Deadline: deadline, LastError: d.LastError,
+		Correlation: d.Correlation, State: d.State}
+	herr := callReaction(ctx, h, r)
+	s := api.Settlement{Handler: d.Handler, Seq: d.Event.Seq, ClaimID: d.ClaimID, Outcome: api.OutcomeSucceeded}
+	var dl *delay
+	cause := context.Cause(ctx)
+	switch {
+	case herr == nil:
+		r.mu.Lock()
+		s.Commands, s.Scheduled, s.State, s.Done = r.commands, r.scheduled, r.newState, r.done
+		s.Deadlines, s.CancelDeadlines = r.deadlines, r.cancels
+		r.mu.Unlock()
+	case errors.As(herr, &dl):
+		s.Outcome, s.DelayMs = api.OutcomeDelayed, max(dl.d.Milliseconds(), 0)
+	case errors.Is(cause, ErrShutdown):
+		s.Outcome = api.OutcomeDelayed // released: runs again at once, no failure counted
+	case errors.Is(cause, ErrTimeout):
+		s.Outcome, s.Error = api.OutcomeFailed, fmt.Sprintf("timed out after %d ms: %v", d.TimeoutMs, herr)
+	default:
+		s.Outcome, s.Error = api.OutcomeFailed, herr.Error()
+	}
+	res, ok := w.settle(ten, s, leaseUntil, log)
+	return ok && res.Error == nil && s.Outcome == api.OutcomeSucceeded
+}
+
+func callReaction(ctx context.Context, h ReactionHandler, r *Reaction) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("handler panicked: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return h(ctx, r)
+}
+
+// settle sends a settlement, retrying transport failures until the lease
+// runs out (a retried settlement that committed answers as a duplicate).
+func (w *Worker) settle(ten *client.Tenant, s api.Settlement, leaseUntil time.Time, log *slog.Logger) (api.SettleResult, bool) {
+	wait := 100 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		results, err := ten.Settle(ctx, s)
+		cancel()
+		switch {
+		case err == nil && len(results) == 1:
+			res := results[0]
+			if res.Error != nil {
+				if client.StaleCode(res.Error.Code) {
+					log.Warn("settlement refused by the inbox; another claim holds the delivery", "code", res.Error.Code, "err", res.Error.Message)
+				} else {
+					log.Warn("settlement failed", "code", res.Error.Code, "err", res.Error.Message)
+				}
+			}
+			return res, true
+		case err == nil:
+			log.Error("settle answered no result")
+			return api.SettleResult{}, false
+		case errors.Is(err, fence.ErrStale), client.Code(err) != "" && client.Code(err) != api.CodeInternal:
+			log.Error("settlement rejected", "err", err)
+			return api.SettleResult{}, false
+		}
+		if time.Now().After(leaseUntil) {
+			log.Error("giving up on the settlement: the lease is over, the delivery will run again", "err", err)
+			return api.SettleResult{}, false
+		}
+		log.Warn("settle failed; retrying", "in", wait, "err", err)
+		time.Sleep(wait)
+		wait = min(wait*2, 5*time.Second)
+	}
+}
