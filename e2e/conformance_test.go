@@ -126,6 +126,15 @@ func runSuite(t *testing.T, tg target) {
 		{name: "ListAndCounts", run: scenarioListAndCounts},
 		{name: "Schedules", run: scenarioSchedules},
 		{name: "TransactionalEnqueue", run: scenarioTransactionalEnqueue},
+		{name: "EventLog", run: scenarioEventLog},
+		{name: "Commands", run: scenarioCommands},
+		{name: "RefundStory", run: scenarioRefundStory},
+		{name: "Takeover", run: scenarioTakeover},
+		{name: "ReactionOrder", run: scenarioReactionOrder},
+		{name: "DelayAndSkip", run: scenarioDelayAndSkip},
+		{name: "ProcessDeadline", run: scenarioProcessDeadline},
+		{name: "ScheduledCommand", run: scenarioScheduledCommand},
+		{name: "RejectedCommandFailsDelivery", run: scenarioRejectedCommandFailsDelivery},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {

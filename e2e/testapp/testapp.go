@@ -12,9 +12,10 @@ import (
 
 var spins int
 
-// App registers the test kinds.
+// App registers the test kinds, transactions, the payment aggregate and
+// its reactions.
 func App() *runtime.App {
-	return runtime.NewApp().
+	return registerPayments(runtime.NewApp()).
 		ConcurrencyLimit("limited", 1).
 		Migrations(schema.Migration{Version: 1, Name: "accounts",
 			SQL: `CREATE TABLE accounts (email TEXT PRIMARY KEY, name TEXT NOT NULL) STRICT`}).
