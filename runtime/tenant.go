@@ -17,8 +17,8 @@ import (
 // the object that runs it. A wasip1 module holds one; the native host holds
 // one per tenant. It is not safe for concurrent use: hosts serialize calls.
 type Tenant struct {
-	app   *App
-	name  string // learnt from the first API request's path
+	app       *App
+	name      string // learnt from the first API request's path
 	db        *do.DB
 	store     *jobs.Store
 	events    *events.Store
@@ -150,8 +150,8 @@ func (t *Tenant) serve(req do.Request) do.Response {
 	}
 	var resp do.Response
 	if err != nil || rolledBack {
-		t.due.Unknown()     // what the stores reported did not commit
-		t.store.Woke()      // nor what they woke
+		t.due.Unknown() // what the stores reported did not commit
+		t.store.Woke()  // nor what they woke
 		t.reactions.Woke()
 	}
 	if err != nil {

@@ -143,10 +143,10 @@ type Config struct {
 
 // Worker runs handlers. Register handlers with Handle, then call Run.
 type Worker struct {
-	cfg      Config
-	cl       *client.Client
-	log      *slog.Logger
-	mu       sync.Mutex
+	cfg       Config
+	cl        *client.Client
+	log       *slog.Logger
+	mu        sync.Mutex
 	handlers  map[string]Handler
 	reactions map[string]ReactionHandler
 	slots     chan struct{}
