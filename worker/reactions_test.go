@@ -1,0 +1,190 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/client"
+	"github.com/stile-run/stile/e2e/testapp"
+	"github.com/stile-run/stile/worker"
+)
+
+func startReactions(t *testing.T, cfg worker.Config, handlers map[string]worker.ReactionHandler) (stop func()) {
+	t.Helper()
+	cfg.Logger = quiet
+	if cfg.PollWait == 0 {
+		cfg.PollWait = 2 * time.Second
+	}
+	w, err := worker.New(cfg)
+	require.NoError(t, err)
+	for name, h := range handlers {
+		w.HandleReaction(name, h)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	return func() {
+		cancel()
+		require.NoError(t, <-done)
+	}
+}
+
+func streamTypes(t *testing.T, ten *client.Tenant, stream string) []string {
+	t.Helper()
+	r, err := ten.Stream(context.Background(), stream, 1, 100)
+	require.NoError(t, err)
+	var out []string
+	for _, e := range r.Events {
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+func command(t *testing.T, ten *client.Tenant, c api.Command) {
+	t.Helper()
+	_, err := ten.Command(context.Background(), c)
+	require.NoError(t, err)
+}
+
+// The seed's refund story with the worker library and a real HTTP
+// provider that honours Idempotency-Key: attempt 1 dies after the refund
+// and before settling; attempt 2 sends the same key, gets the same
+// refund, and RecordRefund commits once.
+func TestRefundStoryWithTheWorker(t *testing.T) {
+	t.Parallel()
+	url, ten := setup(t)
+	var mu sync.Mutex
+	calls, refunds := 0, map[string]string{}
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		key := r.Header.Get("Idempotency-Key")
+		id, ok := refunds[key]
+		if !ok {
+			id = fmt.Sprintf("re_%d", len(refunds)+1)
+			refunds[key] = id
+		}
+		fmt.Fprintf(w, `{"refund_id":%q}`, id)
+	}))
+	defer provider.Close()
+
+	var attempts atomic.Int64
+	refund := func(ctx context.Context, r *worker.Reaction) error {
+		req, _ := http.NewRequestWithContext(ctx, "POST", provider.URL, nil)
+		req.Header.Set("Idempotency-Key", r.IdempotencyKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var out struct {
+			RefundID string `json:"refund_id"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			return err
+		}
+		if attempts.Add(1) == 1 {
+			runtime.Goexit() // the attempt dies after the provider's refund, before settling
+		}
+		id, _ := json.Marshal(map[string]string{"refund_id": out.RefundID})
+		r.Dispatch(api.Command{Aggregate: "payment", AggregateID: r.Event.Stream[len("payment:"):], Type: "RecordRefund", Data: id})
+		return nil
+	}
+	stop := startReactions(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}, ID: "w1"},
+		map[string]worker.ReactionHandler{testapp.RefundPolicy: refund})
+	defer stop()
+
+	command(t, ten, api.Command{ID: "c1", Aggregate: "payment", AggregateID: "p1", Type: "Create", Data: json.RawMessage(`{"amount":5}`)})
+	command(t, ten, api.Command{ID: "r1", Aggregate: "payment", AggregateID: "p1", Type: "RequestRefund"})
+	require.Eventually(t, func() bool { return len(streamTypes(t, ten, "payment:p1")) == 3 }, 20*time.Second, 20*time.Millisecond)
+	require.Equal(t, []string{testapp.PaymentCreated, testapp.RefundRequested, testapp.RefundRecorded}, streamTypes(t, ten, "payment:p1"))
+	mu.Lock()
+	require.Equal(t, 2, calls, "the provider was called by both attempts")
+	require.Len(t, refunds, 1, "and refunded once")
+	mu.Unlock()
+	require.Equal(t, int64(2), attempts.Load())
+	st, err := ten.Reactions(context.Background())
+	require.NoError(t, err)
+	for _, r := range st.Reactions {
+		if r.Name == testapp.RefundPolicy {
+			require.Empty(t, r.Open)
+		}
+	}
+}
+
+// A failing delivery is retried after the backoff with its error, and the
+// handler's later events wait behind it: they run in event order.
+func TestReactionsRunInOrderAndRetry(t *testing.T) {
+	t.Parallel()
+	url, ten := setup(t)
+	var mu sync.Mutex
+	var seen []string
+	var failed atomic.Bool
+	audit := func(ctx context.Context, r *worker.Reaction) error {
+		var d struct{ N int }
+		if err := r.Decode(&d); err != nil {
+			return err
+		}
+		if d.N == 1 && failed.CompareAndSwap(false, true) {
+			return errors.New("provider down")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, fmt.Sprintf("%d:%d:%q", d.N, r.Failures, r.LastError))
+		return nil
+	}
+	stop := startReactions(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}, Concurrency: 4},
+		map[string]worker.ReactionHandler{testapp.AuditPolicy: audit})
+	defer stop()
+	for i := range 4 {
+		_, err := ten.Append(context.Background(), "notes", api.AppendRequest{Events: []api.NewEvent{{Type: testapp.Noted,
+			Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}})
+		require.NoError(t, err)
+	}
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 4 }, 20*time.Second, 20*time.Millisecond)
+	require.Equal(t, []string{`0:0:""`, `1:1:"provider down"`, `2:0:""`, `3:0:""`}, seen)
+}
+
+// A process keeps state per payment and a deadline; when the deadline
+// fires, the process expires the payment and ends.
+func TestProcessDeadlineWithTheWorker(t *testing.T) {
+	t.Parallel()
+	url, ten := setup(t)
+	expiry := func(ctx context.Context, r *worker.Reaction) error {
+		switch r.Event.Type {
+		case testapp.PaymentCreated:
+			if err := r.SetState(map[string]string{"waiting": "capture"}); err != nil {
+				return err
+			}
+			r.SetDeadline("capture", r.Event.At.Add(300*time.Millisecond))
+		case api.DeadlineEventPrefix + testapp.ExpiryProcess:
+			var st map[string]string
+			ok, err := r.DecodeState(&st)
+			if err != nil || !ok || st["waiting"] != "capture" {
+				return fmt.Errorf("state %v %v %v", st, ok, err)
+			}
+			r.Dispatch(api.Command{Aggregate: "payment", AggregateID: r.Correlation, Type: "Expire"})
+			r.Done()
+		}
+		return nil
+	}
+	stop := startReactions(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}},
+		map[string]worker.ReactionHandler{testapp.ExpiryProcess: expiry})
+	defer stop()
+	command(t, ten, api.Command{ID: "c1", Aggregate: "payment", AggregateID: "p1", Type: "Create"})
+	require.Eventually(t, func() bool { return len(streamTypes(t, ten, "payment:p1")) == 2 }, 20*time.Second, 20*time.Millisecond)
+	require.Equal(t, []string{testapp.PaymentCreated, testapp.PaymentExpired}, streamTypes(t, ten, "payment:p1"))
+}
