@@ -1,7 +1,10 @@
 package schema_test
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -26,6 +29,24 @@ func (h dbHost) Tx(body func() error) error {
 		return err
 	}
 	return h.db.Commit()
+}
+
+// Every file in migrations/ is listed by Migrations, in order, with its
+// content: a new file that is not embedded would never run.
+func TestEveryMigrationFileIsListed(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("migrations/*.sql")
+	require.NoError(t, err)
+	ms := schema.Migrations()
+	require.Len(t, ms, len(files))
+	for i, m := range ms {
+		name := fmt.Sprintf("migrations/%04d_%s.sql", m.Version, m.Name)
+		require.Equal(t, name, files[i])
+		body, err := os.ReadFile(name)
+		require.NoError(t, err)
+		require.Equal(t, string(body), m.SQL)
+		require.True(t, strings.Contains(m.SQL, "CREATE TABLE"), "%s creates tables", name)
+	}
 }
 
 func TestMigrationsAreNumberedAndIdempotent(t *testing.T) {
