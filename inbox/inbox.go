@@ -1,10 +1,10 @@
 package inbox
 
 import (
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 
 	"github.com/stile-run/stile/fence"
@@ -157,9 +157,14 @@ func KeyFor(key, label string) string { return derive("stile/v1/effect", key, la
 // under key, so a rerun that dispatches the same commands stores them once.
 func CommandID(key string, n int) string { return KeyFor(key, "command/"+strconv.Itoa(n)) }
 
-// derive hashes length-prefixed parts, so no two part lists collide.
+// derive hashes length-prefixed parts, so no two part lists collide,
+// with 128-bit FNV-1a. The inputs are Stile's own (a random tenant id,
+// names, numbers), not an adversary's, so a cryptographic hash would buy
+// nothing; crypto/sha256 would add 100 KB of FIPS code to every module.
+// Changing this function changes every key: providers would see retries
+// after a deploy as new requests (inbox_test.go pins it).
 func derive(parts ...string) string {
-	h := sha256.New()
+	h := fnv.New128a()
 	var n [8]byte
 	for _, p := range parts {
 		l := len(p)
@@ -169,6 +174,5 @@ func derive(parts ...string) string {
 		h.Write(n[:])
 		h.Write([]byte(p))
 	}
-	sum := h.Sum(nil)
-	return hex.EncodeToString(sum[:16])
+	return hex.EncodeToString(h.Sum(nil))
 }
