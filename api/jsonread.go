@@ -422,6 +422,9 @@ func rawField(r *reader, key string) ([]byte, error) {
 	return r.raw()
 }
 
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
 func (e *EnqueueRequest) decode(r *reader) error {
 	return decodeObject(r, func(key string) error {
 		var err error

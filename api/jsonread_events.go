@@ -28,6 +28,9 @@ func DecodeAppend(b []byte) (AppendRequest, error) {
 	return a, err
 }
 
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
 func (e *NewEvent) decode(r *reader) error {
 	return decodeObject(r, func(key string) error {
 		var err error
@@ -50,6 +53,9 @@ func DecodeCommand(b []byte) (Command, error) {
 	return c, err
 }
 
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
 func (c *Command) decode(r *reader) error {
 	return decodeObject(r, func(key string) error {
 		var err error
@@ -113,6 +119,9 @@ func DecodeSettle(b []byte) (SettleRequest, error) {
 	return p, err
 }
 
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
 func (s *Settlement) decode(r *reader) error {
 	return decodeObject(r, func(key string) error {
 		var err error
@@ -148,6 +157,9 @@ func (s *Settlement) decode(r *reader) error {
 	})
 }
 
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
 func (sc *ScheduledCommand) decode(r *reader) error {
 	return decodeObject(r, func(key string) error {
 		var err error
@@ -172,6 +184,9 @@ func (sc *ScheduledCommand) decode(r *reader) error {
 	})
 }
 
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
 func (d *Deadline) decode(r *reader) error {
 	return decodeObject(r, func(key string) error {
 		var err error
