@@ -103,7 +103,9 @@ func scanEntry(r *do.Rows) inbox.Entry {
 
 // open reads a handler's first n open entries, in event order.
 func (s *Store) open(handler string, n int) ([]inbox.Entry, error) {
-	rows, err := s.db.Query(`SELECT `+entryColumns+` FROM stile_inbox
+	// INDEXED BY: without statistics SQLite would walk the primary key
+	// through every settled delivery of the handler.
+	rows, err := s.db.Query(`SELECT `+entryColumns+` FROM stile_inbox INDEXED BY stile_inbox_open
 		WHERE handler = ? AND state IN ('pending', 'retry', 'ready') ORDER BY seq LIMIT ?`, handler, n)
 	if err != nil {
 		return nil, fmt.Errorf("read the open deliveries of %s: %w", handler, err)
@@ -130,7 +132,7 @@ func (s *Store) Entry(handler string, seq int64) (*inbox.Entry, error) {
 
 // EarlierOpen reports whether an event of handler before seq is open.
 func (s *Store) EarlierOpen(handler string, seq int64) (bool, error) {
-	rows, err := s.db.Query(`SELECT 1 FROM stile_inbox WHERE handler = ? AND seq < ?
+	rows, err := s.db.Query(`SELECT 1 FROM stile_inbox INDEXED BY stile_inbox_open WHERE handler = ? AND seq < ?
 		AND state IN ('pending', 'retry', 'ready') LIMIT 1`, handler, seq)
 	if err != nil {
 		return false, fmt.Errorf("read earlier deliveries of %s: %w", handler, err)
