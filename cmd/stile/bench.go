@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -33,9 +35,12 @@ func runBench(args []string) error {
 	latJobs := fs.Int("latency-jobs", 300, "jobs in the latency measurement")
 	latRate := fs.Int("latency-rate", 100, "jobs/s enqueued in the latency measurement (light load)")
 	depth := fs.Int("depth", 1_000_000, "ready jobs in the deep queue of the claim measurement")
+	events := fs.Int("events", 20000, "events per measurement of the event log and reactions")
+	only := fs.String("only", "", "comma-separated parts to run: jobs, depth, latency, events, workerd (default: all)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	part := func(name string) bool { return *only == "" || slices.Contains(strings.Split(*only, ","), name) }
 	ctx := context.Background()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	dir, err := os.MkdirTemp("", "stile-bench-")
@@ -120,11 +125,7 @@ func runBench(args []string) error {
 		fmt.Println()
 	}
 
-	type config struct {
-		name string
-		open func() (*host.Manager, error)
-		http bool
-	}
+	type config = benchConfig
 	run := func(cs []config, jobs, batch int) ([]result, error) {
 		var rs []result
 		for _, c := range cs {
@@ -136,51 +137,130 @@ func runBench(args []string) error {
 		}
 		return rs, nil
 	}
-	rs, err := run([]config{
-		{"native, in-process", nativeHost, false},
-		{"wazero, in-process", wazeroHost(true), false},
-		{"wazero, no runaway guard", wazeroHost(false), false},
-		{"native, loopback HTTP", nativeHost, true},
-		{"wazero, loopback HTTP", wazeroHost(true), true},
-	}, *jobs, 1)
-	if err != nil {
-		return err
-	}
-	print(fmt.Sprintf("full job cycle, one job per request (enqueue, claim, report: 3 requests per job), %d jobs", *jobs), *jobs, rs)
+	if part("jobs") {
+		rs, err := run([]config{
+			{"native, in-process", nativeHost, false},
+			{"wazero, in-process", wazeroHost(true), false},
+			{"wazero, no runaway guard", wazeroHost(false), false},
+			{"native, loopback HTTP", nativeHost, true},
+			{"wazero, loopback HTTP", wazeroHost(true), true},
+		}, *jobs, 1)
+		if err != nil {
+			return err
+		}
+		print(fmt.Sprintf("full job cycle, one job per request (enqueue, claim, report: 3 requests per job), %d jobs", *jobs), *jobs, rs)
 
-	bjobs := *jobs * 5
-	rs, err = run([]config{
-		{"native, in-process", nativeHost, false},
-		{"wazero, in-process", wazeroHost(true), false},
-		{"wazero, no runaway guard", wazeroHost(false), false},
-		{"wazero, loopback HTTP", wazeroHost(true), true},
-	}, bjobs, *batch)
-	if err != nil {
-		return err
-	}
-	print(fmt.Sprintf("batched, %d jobs per request, %d jobs", *batch, bjobs), bjobs, rs)
-
-	if err := benchDepth(ctx, *depth, "native, in-process", nativeHost, n, dir); err != nil {
-		return err
-	}
-	if err := benchDepth(ctx, *depth, "wazero, in-process", wazeroHost(true), n, dir); err != nil {
-		return err
+		bjobs := *jobs * 5
+		rs, err = run([]config{
+			{"native, in-process", nativeHost, false},
+			{"wazero, in-process", wazeroHost(true), false},
+			{"wazero, no runaway guard", wazeroHost(false), false},
+			{"wazero, loopback HTTP", wazeroHost(true), true},
+		}, bjobs, *batch)
+		if err != nil {
+			return err
+		}
+		print(fmt.Sprintf("batched, %d jobs per request, %d jobs", *batch, bjobs), bjobs, rs)
 	}
 
-	m, err := wazeroHost(true)()
-	if err != nil {
-		return err
+	if part("depth") {
+		if err := benchDepth(ctx, *depth, "native, in-process", nativeHost, n, dir); err != nil {
+			return err
+		}
+		if err := benchDepth(ctx, *depth, "wazero, in-process", wazeroHost(true), n, dir); err != nil {
+			return err
+		}
 	}
-	defer m.Close()
-	h, stop, err := bench.Serve(m, "bench-token")
-	if err != nil {
-		return err
+
+	if part("events") {
+		if err := benchEvents(ctx, *events, *batch, []config{
+			{"native, in-process", nativeHost, false},
+			{"wazero, in-process", wazeroHost(true), false},
+			{"wazero, loopback HTTP", wazeroHost(true), true},
+		}); err != nil {
+			return err
+		}
 	}
-	defer stop()
-	if err := latency(ctx, "wazero over loopback HTTP", h, *latJobs, *latRate); err != nil {
-		return err
+
+	if part("latency") {
+		m, err := wazeroHost(true)()
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		h, stop, err := bench.Serve(m, "bench-token")
+		if err != nil {
+			return err
+		}
+		defer stop()
+		if err := latency(ctx, "wazero over loopback HTTP", h, *latJobs, *latRate); err != nil {
+			return err
+		}
 	}
-	return benchWorkerd(ctx, dir, wasm, *jobs/4, *batch, *latJobs, *latRate)
+	if part("workerd") {
+		return benchWorkerd(ctx, dir, wasm, *jobs/4, *batch, *events/4, *latJobs, *latRate)
+	}
+	return nil
+}
+
+// benchConfig is one host a measurement runs on.
+type benchConfig = struct {
+	name string
+	open func() (*host.Manager, error)
+	http bool
+}
+
+// benchEvents measures the event log and reactions per host: events
+// appended one and batch per request, and deliveries to the default
+// module's log policy claimed and settled one and batch per request.
+func benchEvents(ctx context.Context, n, batch int, cs []benchConfig) error {
+	fmt.Printf("event log and reactions, %d events per measurement (one tenant)\n", n)
+	tw := tabwriter.NewWriter(os.Stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "  host\tappended/s, 1 per request\tappended/s, %d per request\tsettled/s, 1 per claim and settle\tsettled/s, %d per request\t\n", batch, batch)
+	for _, c := range cs {
+		m, err := c.open()
+		if err != nil {
+			return err
+		}
+		var d bench.Driver = bench.InProcess{M: m}
+		if c.http {
+			h, stop, err := bench.Serve(m, "bench-token")
+			if err != nil {
+				m.Close()
+				return err
+			}
+			defer stop()
+			d = h
+		}
+		figures, err := eventFigures(ctx, d, n, batch)
+		m.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t\n", c.name, figures[0], figures[1], figures[2], figures[3])
+	}
+	tw.Flush()
+	fmt.Println()
+	return nil
+}
+
+// eventFigures runs the four event measurements on d.
+func eventFigures(ctx context.Context, d bench.Driver, n, batch int) ([4]string, error) {
+	var out [4]string
+	if _, err := bench.Append(ctx, d, 200, 1); err != nil { // warm up
+		return out, err
+	}
+	for i, m := range []struct {
+		f     func(context.Context, bench.Driver, int, int) (time.Duration, error)
+		batch int
+	}{{bench.Append, 1}, {bench.Append, batch}, {bench.Settle, 1}, {bench.Settle, batch}} {
+		took, err := m.f(ctx, d, n, m.batch)
+		if err != nil {
+			return out, err
+		}
+		out[i] = bench.Rate(n, took)
+	}
+	return out, nil
 }
 
 func latency(ctx context.Context, where string, d bench.Driver, jobs, rate int) error {
@@ -196,7 +276,7 @@ func latency(ctx context.Context, where string, d bench.Driver, jobs, rate int) 
 
 // benchWorkerd measures the same module in real workerd (Miniflare 4): the
 // Durable Object's own path, V8 instead of wazero.
-func benchWorkerd(ctx context.Context, dir string, wasm []byte, jobs, batch, latJobs, latRate int) error {
+func benchWorkerd(ctx context.Context, dir string, wasm []byte, jobs, batch, events, latJobs, latRate int) error {
 	bundleDir := filepath.Join(dir, "worker")
 	if err := bundle.WriteWorker(bundleDir, wasm); err != nil {
 		return err
@@ -225,7 +305,13 @@ func benchWorkerd(ctx context.Context, dir string, wasm []byte, jobs, batch, lat
 	if err != nil {
 		return fmt.Errorf("workerd: %w", err)
 	}
-	fmt.Printf("  %d jobs per request: %s jobs/s (%.0f µs/job, %d jobs)\n\n", batch, bench.Rate(bjobs, took), float64(took.Microseconds())/float64(bjobs), bjobs)
+	fmt.Printf("  %d jobs per request: %s jobs/s (%.0f µs/job, %d jobs)\n", batch, bench.Rate(bjobs, took), float64(took.Microseconds())/float64(bjobs), bjobs)
+	figures, err := eventFigures(ctx, d, events, batch)
+	if err != nil {
+		return fmt.Errorf("workerd: %w", err)
+	}
+	fmt.Printf("  events appended/s: %s one per request, %s %d per request (%d events)\n", figures[0], figures[1], batch, events)
+	fmt.Printf("  reactions settled/s: %s one per claim and settle, %s %d per request\n\n", figures[2], figures[3], batch)
 	return latency(ctx, "workerd", d, latJobs, latRate)
 }
 

@@ -86,8 +86,13 @@ func runWork(args []string) error {
 		}
 		return map[string]any{"status": resp.StatusCode}, nil
 	})
+	w.HandleReaction("log", func(ctx context.Context, r *worker.Reaction) error {
+		log.Info("event", "tenant", r.Tenant, "seq", r.Event.Seq, "stream", r.Event.Stream, "type", r.Event.Type,
+			"data", string(r.Event.Data), "attempt", r.Attempt, "idempotency_key", r.IdempotencyKey)
+		return nil
+	})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Fprintf(os.Stderr, "stile work: worker %s claiming echo, sleep and webhook jobs of %s from %s (Ctrl-C to stop)\n", w.ID(), *tenants, *url)
+	fmt.Fprintf(os.Stderr, "stile work: worker %s claiming echo, sleep and webhook jobs and the log policy's events of %s from %s (Ctrl-C to stop)\n", w.ID(), *tenants, *url)
 	return w.Run(ctx)
 }

@@ -1,19 +1,54 @@
 package app
 
 import (
+	"errors"
 	"time"
 
+	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/runtime"
 )
 
-// App registers the default kinds.
+// Counter is the state of the built-in counter aggregate.
+type Counter struct{ Value int64 }
+
+// App registers the default kinds, a counter aggregate and a policy.
 func App() *runtime.App {
-	return runtime.NewApp().
+	app := runtime.NewApp().
 		// A job whose handler (stile work) echoes its args back as output.
 		RegisterJob(runtime.JobKind{Name: "echo"}).
 		// A job that sleeps for args.ms milliseconds in the worker.
 		RegisterJob(runtime.JobKind{Name: "sleep", Lease: 30 * time.Second}).
 		// A job that POSTs args.body to args.url from the worker, with an
 		// Idempotency-Key header that is the same on every attempt.
-		RegisterJob(runtime.JobKind{Name: "webhook", MaxAttempts: 10, Backoff: 5 * time.Second})
+		RegisterJob(runtime.JobKind{Name: "webhook", MaxAttempts: 10, Backoff: 5 * time.Second}).
+		// A policy that stile work runs for every "note" event appended
+		// (POST /v1/t/{tenant}/streams/{stream}) and every counter change:
+		// it logs the event.
+		RegisterPolicy(runtime.Policy{Name: "log", Events: []string{"note", "Incremented", "Decremented"}, Batch: 100})
+	// A counter per id (stream counter:<id>): commands Increment and
+	// Decrement; a Decrement below zero is refused.
+	return runtime.RegisterAggregate(app, runtime.Aggregate[Counter]{
+		Name: "counter",
+		Evolve: func(c Counter, e api.Event) Counter {
+			switch e.Type {
+			case "Incremented":
+				c.Value++
+			case "Decremented":
+				c.Value--
+			}
+			return c
+		},
+		Decide: func(c Counter, cmd runtime.Command) (runtime.Decision, error) {
+			switch cmd.Type {
+			case "Increment":
+				return runtime.Emit(api.NewEvent{Type: "Incremented"}), nil
+			case "Decrement":
+				if c.Value == 0 {
+					return runtime.Decision{}, errors.New("the counter is at zero")
+				}
+				return runtime.Emit(api.NewEvent{Type: "Decremented"}), nil
+			}
+			return runtime.Decision{}, errors.New("unknown command: use Increment or Decrement")
+		},
+	})
 }

@@ -1,0 +1,67 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/stile-run/stile/api"
+)
+
+// Policy is the default module's policy the reaction measurement settles:
+// it handles "note" events.
+const Policy = "log"
+
+var note = api.NewEvent{Type: "note", Data: json.RawMessage(`{"n":1}`)}
+
+// Append appends n "note" events, batch per request, to one stream, and
+// returns the elapsed time.
+func Append(ctx context.Context, d Driver, n, batch int) (time.Duration, error) {
+	start := time.Now()
+	for done := 0; done < n; done += batch {
+		evs := make([]api.NewEvent, min(batch, n-done))
+		for i := range evs {
+			evs[i] = note
+		}
+		if err := call(ctx, d, "POST", "streams/bench", api.AppendRequest{Events: evs}, nil, 201); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start), nil
+}
+
+// Settle appends n "note" events, then claims and settles their deliveries
+// to Policy, batch per claim and per settle request (1: two requests per
+// event), and returns the time the claims and settlements took.
+func Settle(ctx context.Context, d Driver, n, batch int) (time.Duration, error) {
+	if _, err := Append(ctx, d, n, api.MaxAppendEvents); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	for done := 0; done < n; {
+		var claimed api.ReactionClaimResponse
+		req := api.ReactionClaimRequest{Worker: "bench", Handlers: []string{Policy}, Limit: min(batch, n-done)}
+		if err := call(ctx, d, "POST", "reactions/claims", req, &claimed, 200); err != nil {
+			return 0, err
+		}
+		if len(claimed.Deliveries) == 0 {
+			return 0, fmt.Errorf("no deliveries after %d of %d", done, n)
+		}
+		ss := make([]api.Settlement, len(claimed.Deliveries))
+		for i, dl := range claimed.Deliveries {
+			ss[i] = api.Settlement{Handler: dl.Handler, Seq: dl.Event.Seq, ClaimID: dl.ClaimID, Outcome: api.OutcomeSucceeded}
+		}
+		var res api.SettleResponse
+		if err := call(ctx, d, "POST", "reactions/settle", api.SettleRequest{Settlements: ss}, &res, 200); err != nil {
+			return 0, err
+		}
+		for _, r := range res.Results {
+			if r.Error != nil {
+				return 0, fmt.Errorf("settle %d: %s", r.Seq, r.Error.Message)
+			}
+		}
+		done += len(ss)
+	}
+	return time.Since(start), nil
+}
