@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime/debug"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -127,17 +128,10 @@ func (r *Reaction) CancelDeadline(name string) {
 }
 
 // ReactionHandler handles one delivery. nil settles it succeeded, with
-// what it staged; Delay(d) runs it again after d without counting a
-// failure; any other error fails it (retried after the backoff).
+// what it staged; Snooze(d) runs it again after d without counting a
+// failure (the handler's later events wait behind it); any other error
+// fails it (retried after the backoff).
 type ReactionHandler func(ctx context.Context, r *Reaction) error
-
-// Delay asks for the delivery to run again after d, without counting a
-// failure; the handler's later events wait behind it.
-func Delay(d time.Duration) error { return &delay{d: d} }
-
-type delay struct{ d time.Duration }
-
-func (d *delay) Error() string { return fmt.Sprintf("delay for %s", d.d) }
 
 // HandleReaction registers the handler of a policy or process of the
 // module. The worker claims only reactions it has handlers for.
@@ -150,12 +144,7 @@ func (w *Worker) HandleReaction(name string, h ReactionHandler) {
 func (w *Worker) reactionNames() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	ns := make([]string, 0, len(w.reactions))
-	for n := range w.reactions {
-		ns = append(ns, n)
-	}
-	sort.Strings(ns)
-	return ns
+	return slices.Sorted(maps.Keys(w.reactions))
 }
 
 // reactionLoop claims deliveries for one tenant and runs each handler's
@@ -232,7 +221,7 @@ func (w *Worker) runReaction(hctx context.Context, ten *client.Tenant, d api.Del
 		Correlation: d.Correlation, State: d.State}
 	herr := callReaction(ctx, h, r)
 	s := api.Settlement{Handler: d.Handler, Seq: d.Event.Seq, ClaimID: d.ClaimID, Outcome: api.OutcomeSucceeded}
-	var dl *delay
+	var sn *snooze
 	cause := context.Cause(ctx)
 	switch {
 	case herr == nil:
@@ -240,8 +229,8 @@ func (w *Worker) runReaction(hctx context.Context, ten *client.Tenant, d api.Del
 		s.Commands, s.Scheduled, s.State, s.Done = r.commands, r.scheduled, r.newState, r.done
 		s.Deadlines, s.CancelDeadlines = r.deadlines, r.cancels
 		r.mu.Unlock()
-	case errors.As(herr, &dl):
-		s.Outcome, s.DelayMs = api.OutcomeDelayed, max(dl.d.Milliseconds(), 0)
+	case errors.As(herr, &sn):
+		s.Outcome, s.DelayMs = api.OutcomeDelayed, max(sn.d.Milliseconds(), 0)
 	case errors.Is(cause, ErrShutdown):
 		s.Outcome = api.OutcomeDelayed // released: runs again at once, no failure counted
 	case errors.Is(cause, ErrTimeout):

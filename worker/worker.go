@@ -8,10 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"runtime/debug"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -95,8 +96,9 @@ var ErrCancelled = errors.New("job cancelled")
 // time limit (its timeout) passed.
 var ErrTimeout = errors.New("job timed out")
 
-// Snooze asks to run the job again after d, without spending its retry
-// budget (the next run is still a new attempt): return it from a handler.
+// Snooze asks to run the job (or the reaction's delivery) again after d,
+// without spending its retry budget (the next run is still a new
+// attempt): return it from a handler.
 func Snooze(d time.Duration) error { return &snooze{d: d} }
 
 type snooze struct{ d time.Duration }
@@ -212,12 +214,7 @@ func (w *Worker) Handle(kind string, h Handler) {
 func (w *Worker) kinds() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	ks := make([]string, 0, len(w.handlers))
-	for k := range w.handlers {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
+	return slices.Sorted(maps.Keys(w.handlers))
 }
 
 // Run claims and runs jobs and reaction deliveries until ctx ends, then
