@@ -64,6 +64,52 @@ var seeds = []string{
 	` { "kind" : "a" } `, `{"kind":1}`, `{"kind":"a","colour":1}`, `{"kind":"a"} {}`, `{"priority":1.5}`,
 	`{"priority":1e2}`, `{"lease_ms":-0}`, `{"kind":"a\x01"}`, `{"kind":"\ud800"}`, `[]`, `null`, ``, `{`,
 	`{"kind":"a",}`, `{"args":01}`, `{"args":tru}`, `{"queues":["a",1]}`, `{"attempt":9223372036854775808}`,
+	// Events and reactions.
+	`{"expected_version":0,"events":[{"type":"placed","data":{"x":[1,{"y":null}]}},{"type":"b"}]}`,
+	`{"expected_version":null,"events":[]}`,
+	`{"expected_version":-1,"events":null}`,
+	`{"id":"c1","aggregate":"order","aggregate_id":"o-\u00e9","type":"place","data":{"items":[1,2]}}`,
+	`{"id":"c1","aggregate":"order","aggregate_id":"o-1","type":"place"}`,
+	`{"worker":"w","handlers":["refunds","emails"],"limit":10,"wait_ms":500}`,
+	`{"worker":"w","handlers":[],"limit":null}`,
+	settleSeed,
+	`{"settlements":[{"scheduled":[{"at":null,"command":null}],"deadlines":[{"name":"n","at":null}],"commands":null,"done":false}]}`,
+	`{"settlements":[]}`,
+	`{"seq":7,"reason":"poison message"}`,
+	`{"process":"checkout","correlation":"order-1","name":"remind","at":"2026-11-30T12:00:00Z"}`,
+	`{"process":"checkout","at":null}`,
+	`{"events":[{"type":"a","colour":1}]}`, `{"events":{}}`, `{"events":[1]}`, `{"events":[null]}`, `{"expected_version":"1"}`,
+	`{"settlements":[{"scheduled":[{"at":"tomorrow"}]}]}`, `{"settlements":[{"scheduled":[{"command":[]}]}]}`,
+	`{"settlements":[{"scheduled":[{"command":{"id":1}}]}]}`, `{"settlements":[{"done":"yes"}]}`,
+	`{"settlements":[{"deadlines":[{"name":"n","at":1}]}]}`, `{"settlements":[{"cancel_deadlines":[1]}]}`,
+	`{"settlements":[{"commands":[{"id":"x","data":}]}]}`, `{"settlements":[{"seq":1e3}]}`, `{"settlements":{}}`,
+	`{"handlers":"refunds"}`, `{"seq":1.5,"reason":"x"}`, `{"process":"p","at":"2026-11-30"}`, `{"process":"p","at":"2026-11-30T25:00:00Z"}`,
+}
+
+// settleSeed settles three deliveries, the first with every field.
+const settleSeed = `{"settlements":[{"handler":"refunds","seq":42,"claim_id":"c","outcome":"succeeded",` +
+	`"commands":[{"id":"x","aggregate":"a","aggregate_id":"1","type":"t","data":{}}],` +
+	`"scheduled":[{"at":"2026-11-30T12:00:00.5Z","command":{"id":"y","aggregate":"a","aggregate_id":"2","type":"u","data":[1]}}],` +
+	`"state":{"step":2,"seen":["a"]},"done":true,` +
+	`"deadlines":[{"name":"remind","at":"2026-12-01T00:00:00+01:00"}],"cancel_deadlines":["old",""]},` +
+	`{"handler":"h","seq":1,"claim_id":"d","outcome":"failed","error":"boom\n"},` +
+	`{"handler":"h","seq":2,"claim_id":"e","outcome":"delayed","delay_ms":1000}]}`
+
+// decodeAll runs the differential check for every request decoder.
+func decodeAll(t *testing.T, b []byte) {
+	differential(t, b, api.DecodeEnqueue)
+	differential(t, b, api.DecodeEnqueueBatch)
+	differential(t, b, api.DecodeClaim)
+	differential(t, b, api.DecodeHeartbeat)
+	differential(t, b, api.DecodeReport)
+	differential(t, b, api.DecodeReportBatch)
+	differential(t, b, api.DecodeStrings)
+	differential(t, b, api.DecodeAppend)
+	differential(t, b, api.DecodeCommand)
+	differential(t, b, api.DecodeReactionClaim)
+	differential(t, b, api.DecodeSettle)
+	differential(t, b, api.DecodeSkip)
+	differential(t, b, api.DecodeDeadlineFired)
 }
 
 func FuzzDecoders(f *testing.F) {
@@ -71,13 +117,7 @@ func FuzzDecoders(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		differential(t, b, api.DecodeEnqueue)
-		differential(t, b, api.DecodeEnqueueBatch)
-		differential(t, b, api.DecodeClaim)
-		differential(t, b, api.DecodeHeartbeat)
-		differential(t, b, api.DecodeReport)
-		differential(t, b, api.DecodeReportBatch)
-		differential(t, b, api.DecodeStrings)
+		decodeAll(t, b)
 		require.Equal(t, json.Valid(b), api.Valid(b), "%q", b)
 	})
 }
@@ -85,13 +125,107 @@ func FuzzDecoders(f *testing.F) {
 func TestDecodersOnSeeds(t *testing.T) {
 	t.Parallel()
 	for _, s := range seeds {
-		differential(t, []byte(s), api.DecodeEnqueue)
-		differential(t, []byte(s), api.DecodeEnqueueBatch)
-		differential(t, []byte(s), api.DecodeClaim)
-		differential(t, []byte(s), api.DecodeHeartbeat)
-		differential(t, []byte(s), api.DecodeReport)
-		differential(t, []byte(s), api.DecodeReportBatch)
+		decodeAll(t, []byte(s))
 	}
+}
+
+// The event and reaction decoders read every field of the valid seeds
+// (the differential check alone passes for a decoder that refuses all).
+func TestEventDecodersReadEveryField(t *testing.T) {
+	t.Parallel()
+	zero := int64(0)
+	a, err := api.DecodeAppend([]byte(`{"expected_version":0,"events":[{"type":"placed","data":{"x":[1,{"y":null}]}},{"type":"b"}]}`))
+	require.NoError(t, err)
+	require.Equal(t, api.AppendRequest{ExpectedVersion: &zero, Events: []api.NewEvent{
+		{Type: "placed", Data: json.RawMessage(`{"x":[1,{"y":null}]}`)}, {Type: "b"}}}, a)
+	a, err = api.DecodeAppend([]byte(`{"expected_version":null,"events":[]}`))
+	require.NoError(t, err)
+	require.Equal(t, api.AppendRequest{Events: []api.NewEvent{}}, a)
+
+	c, err := api.DecodeCommand([]byte(`{"id":"c1","aggregate":"order","aggregate_id":"o-\u00e9","type":"place","data":{"items":[1,2]}}`))
+	require.NoError(t, err)
+	require.Equal(t, api.Command{ID: "c1", Aggregate: "order", AggregateID: "o-é", Type: "place", Data: json.RawMessage(`{"items":[1,2]}`)}, c)
+
+	rc, err := api.DecodeReactionClaim([]byte(`{"worker":"w","handlers":["refunds","emails"],"limit":10,"wait_ms":500}`))
+	require.NoError(t, err)
+	require.Equal(t, api.ReactionClaimRequest{Worker: "w", Handlers: []string{"refunds", "emails"}, Limit: 10, WaitMs: 500}, rc)
+
+	sk, err := api.DecodeSkip([]byte(`{"seq":7,"reason":"poison message"}`))
+	require.NoError(t, err)
+	require.Equal(t, api.SkipRequest{Seq: 7, Reason: "poison message"}, sk)
+
+	df, err := api.DecodeDeadlineFired([]byte(`{"process":"checkout","correlation":"order-1","name":"remind","at":"2026-11-30T12:00:00Z"}`))
+	require.NoError(t, err)
+	require.Equal(t, api.DeadlineFired{Process: "checkout", Correlation: "order-1", Name: "remind",
+		At: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}, df)
+
+	p, err := api.DecodeSettle([]byte(settleSeed))
+	require.NoError(t, err)
+	require.Len(t, p.Settlements, 3)
+	s := p.Settlements[0]
+	require.WithinDuration(t, time.Date(2026, 11, 30, 12, 0, 0, 5e8, time.UTC), s.Scheduled[0].At, 0)
+	require.WithinDuration(t, time.Date(2026, 11, 30, 23, 0, 0, 0, time.UTC), s.Deadlines[0].At, 0)
+	s.Scheduled[0].At, s.Deadlines[0].At = time.Time{}, time.Time{}
+	require.Equal(t, api.Settlement{Handler: "refunds", Seq: 42, ClaimID: "c", Outcome: "succeeded",
+		Commands: []api.Command{{ID: "x", Aggregate: "a", AggregateID: "1", Type: "t", Data: json.RawMessage(`{}`)}},
+		Scheduled: []api.ScheduledCommand{{Command: api.Command{ID: "y", Aggregate: "a", AggregateID: "2", Type: "u",
+			Data: json.RawMessage(`[1]`)}}},
+		State: json.RawMessage(`{"step":2,"seen":["a"]}`), Done: true,
+		Deadlines: []api.Deadline{{Name: "remind"}}, CancelDeadlines: []string{"old", ""}}, s)
+	require.Equal(t, api.Settlement{Handler: "h", Seq: 1, ClaimID: "d", Outcome: "failed", Error: "boom\n"}, p.Settlements[1])
+	require.Equal(t, api.Settlement{Handler: "h", Seq: 2, ClaimID: "e", Outcome: "delayed", DelayMs: 1000}, p.Settlements[2])
+
+	// What the client sends (encoding/json) reads back the same.
+	at := time.Date(2026, 11, 30, 12, 0, 0, 123e6, time.UTC)
+	req := api.SettleRequest{Settlements: []api.Settlement{{Handler: "h", Seq: 3, ClaimID: "c", Outcome: "succeeded",
+		Commands:  []api.Command{{ID: "1", Aggregate: "a", AggregateID: "b", Type: "t", Data: json.RawMessage(`{"\u2028":1}`)}},
+		Scheduled: []api.ScheduledCommand{{At: at, Command: api.Command{ID: "2", Aggregate: "a", AggregateID: "b", Type: "t"}}},
+		State:     json.RawMessage(`[true]`), Done: true, Deadlines: []api.Deadline{{Name: "d", At: at}}, CancelDeadlines: []string{"e"}}}}
+	b, err := json.Marshal(req)
+	require.NoError(t, err)
+	got, err := api.DecodeSettle(b)
+	require.NoError(t, err)
+	require.Equal(t, req, got)
+}
+
+// A field repeated in one object is refused, with a message naming it:
+// encoding/json would merge the two values (for an array of objects, the
+// second array into the elements of the first), which nobody means. Raw
+// values keep what JSON allows.
+func TestDecodersRefuseRepeatedFields(t *testing.T) {
+	t.Parallel()
+	for body, decode := range map[string]func([]byte) error{
+		`{"settlements":[{"handler":"a","seq":1}],"settlements":[{"seq":2}]}`: func(b []byte) error { _, err := api.DecodeSettle(b); return err },
+		`{"events":[{"type":"a","data":{"x":1}}],"events":[{"type":"b"}]}`:    func(b []byte) error { _, err := api.DecodeAppend(b); return err },
+		`{"jobs":[{"kind":"a"}],"jobs":[{"queue":"q"}]}`:                      func(b []byte) error { _, err := api.DecodeEnqueueBatch(b); return err },
+		`{"kind":"a","kind":"b"}`:                                             func(b []byte) error { _, err := api.DecodeEnqueue(b); return err },
+	} {
+		err := decode([]byte(body))
+		require.ErrorContains(t, err, "appears twice", body)
+		require.NotContains(t, err.Error(), "\n")
+	}
+	e, err := api.DecodeEnqueue([]byte(`{"kind":"a","args":{"x":1,"x":2}}`))
+	require.NoError(t, err, "a raw value may repeat keys")
+	require.Equal(t, `{"x":1,"x":2}`, string(e.Args))
+}
+
+// A raw field set to null keeps the value null, as encoding/json does: a
+// process whose new state encodes to null (worker.Reaction.SetState(nil))
+// clears its state rather than keeping the old one.
+func TestDecodersOnNullRawFields(t *testing.T) {
+	t.Parallel()
+	for name, s := range map[string]string{
+		"command data":         `{"id":"c1","aggregate":"order","aggregate_id":"o-1","type":"place","data":null}`,
+		"event data":           `{"events":[{"type":"a","data":null}]}`,
+		"process state":        `{"settlements":[{"handler":"h","seq":1,"claim_id":"c","outcome":"succeeded","state":null}]}`,
+		"settled command data": `{"settlements":[{"commands":[{"id":"x","data":null}]}]}`,
+		"job args":             `{"kind":"a","args":null}`,
+	} {
+		t.Run(name, func(t *testing.T) { decodeAll(t, []byte(s)) })
+	}
+	st, err := api.DecodeSettle([]byte(`{"settlements":[{"state":null}]}`))
+	require.NoError(t, err)
+	require.Equal(t, "null", string(st.Settlements[0].State))
 }
 
 func TestDecodeRoundTripsWhatClientsSend(t *testing.T) {
@@ -140,6 +274,16 @@ func TestWritersMatchEncodingJSON(t *testing.T) {
 		Running:    &api.Attempt{Attempt: 3, Worker: "w", ClaimedAt: at, LeaseUntil: later},
 		Attempts:   []api.Attempt{{Attempt: 1, Worker: "w", ClaimedAt: at, LeaseUntil: at, EndedAt: &later, Outcome: "failed", Error: "x", NoticedBy: "report"}},
 		Rejections: []api.Rejection{{At: at, Request: "report", Worker: "v", Attempt: 1, Outcome: "completed", Code: "stale_attempt", Message: "m"}}}
+	cmd := api.Command{ID: "c\"1", Aggregate: "order", AggregateID: "o-é", Type: "place", Data: json.RawMessage(`{"items":[1,2]}`)}
+	ev := api.Event{Seq: 1, Stream: "order:o-1", Version: 1, Type: "placed", Data: json.RawMessage(`{"a":"\u2028"}`),
+		CommandID: "c1", At: at}
+	delivery := api.Delivery{Handler: "checkout", Kind: api.ReactionKindProcess, Event: ev, ClaimID: "claim", Attempt: 2,
+		Failures: 1, TimeoutMs: 30000, LeaseUntil: later, IdempotencyKey: "0123456789abcdef0123456789abcdef",
+		Correlation: "order-1", State: json.RawMessage(`{"step":2}`), LastError: "boom\n"}
+	inboxEntry := api.InboxEntry{Seq: 5, State: api.InboxRetry, Attempt: 3, Failures: 2, Worker: "w", LeaseUntil: &at,
+		RunAt: &later, Error: "e"}
+	status := api.ReactionStatus{Name: "checkout", Kind: api.ReactionKindProcess, Types: []string{"placed", "paid"},
+		TimeoutMs: 30000, Checkpoint: 40, Lag: 3, Open: []api.InboxEntry{inboxEntry, {Seq: 6, State: api.InboxPending, Attempt: 1}}}
 	for _, v := range []any{
 		job, api.Job{ID: "2", State: "available", RunAt: at, CreatedAt: at, Tags: []string{}},
 		api.ClaimResponse{Now: at, Jobs: []api.ClaimedJob{{ID: "1", Kind: "k", Args: json.RawMessage(`null`), LeaseUntil: later, LeaseToken: "t", CreatedAt: at, Tags: []string{"t"}}}},
@@ -161,6 +305,31 @@ func TestWritersMatchEncodingJSON(t *testing.T) {
 		api.SchedulesResponse{Schedules: []api.Schedule{{Name: "s", Cron: "@hourly", Job: json.RawMessage(`{"kind":"k"}`),
 			Paused: true, NextAt: later, LastAt: &at, LastJobID: "7", LastError: "e", CreatedAt: at, UpdatedAt: at}}},
 		api.TxResult{Result: json.RawMessage(`{"ok":true}`)},
+		// Events and reactions.
+		cmd, api.Command{ID: "c", Aggregate: "a", AggregateID: "1", Type: "t"},
+		api.AppendResponse{Stream: "order:1", Version: 3, FirstSeq: 10, LastSeq: 12},
+		api.VersionConflict{Code: api.CodeVersionConflict, Message: "m\"", Stream: "order:1", CurrentVersion: 4},
+		ev, api.Event{Seq: 2, Stream: "s:1", Version: 1, Type: "t", Data: json.RawMessage(`null`), At: at},
+		api.EventsResponse{Events: []api.Event{ev, {Seq: 2, Stream: "s", Version: 2, Type: "u", Data: json.RawMessage(`[]`), At: later}},
+			Next: 2, Head: 99},
+		api.EventsResponse{Events: []api.Event{}, Head: 0},
+		api.CommandResult{ID: "c", Stream: "order:1", Version: 5, Events: []api.Event{ev}, JobIDs: []string{"j1", "j2"}, Duplicate: true},
+		api.CommandResult{ID: "c", Stream: "order:1", Events: []api.Event{}},
+		delivery, api.Delivery{Handler: "h", Kind: api.ReactionKindPolicy, Event: ev, ClaimID: "c", LeaseUntil: at, IdempotencyKey: "k"},
+		api.ReactionClaimResponse{Now: at, Deliveries: []api.Delivery{delivery, delivery}},
+		api.ReactionClaimResponse{Now: at, Deliveries: []api.Delivery{}},
+		api.SettleResult{Handler: "h", Seq: 7, State: api.InboxSucceeded, Duplicate: true, Events: 3},
+		api.SettleResult{Handler: "h", Seq: 8, State: api.InboxRetry, Events: 1,
+			Error: &api.Error{Code: api.CodeCommandRejected, Message: "no\nway"}},
+		api.SettleResult{Handler: "h", Seq: 9, Error: &api.Error{Code: api.CodeClaimTakenOver, Message: "m"}},
+		api.SettleResponse{Results: []api.SettleResult{{Handler: "h", Seq: 1, State: api.InboxSucceeded},
+			{Handler: "h", Seq: 2, Error: &api.Error{Code: api.CodeOutOfOrder, Message: "m"}}}},
+		api.SettleResponse{Results: []api.SettleResult{}},
+		inboxEntry, api.InboxEntry{Seq: 1, State: api.InboxReady},
+		status, api.ReactionStatus{Name: "p", Kind: api.ReactionKindPolicy, Types: []string{}, Open: []api.InboxEntry{}},
+		api.ReactionsResponse{Head: 77, Reactions: []api.ReactionStatus{status}},
+		api.ReactionsResponse{Reactions: []api.ReactionStatus{}},
+		api.DeadlineFired{Process: "checkout", Correlation: "order-1", Name: "remind\u2028", At: later},
 	} {
 		b, err := json.Marshal(v) // through MarshalJSON: the hand-written writer
 		require.NoError(t, err)

@@ -87,9 +87,18 @@ func (r *reader) null() bool {
 	return r.literal("null")
 }
 
-// decodeObject reads a whole object, calling field for each member; field
-// must read the member's value.
+// decodeObject reads a whole object of a request, calling field for each
+// member; field must read the member's value. A member given twice is
+// refused: encoding/json would merge the two in ways nobody means.
 func decodeObject(r *reader, field func(key string) error) error {
+	return members(r, true, field)
+}
+
+// members reads an object; unique refuses a repeated member name (raw
+// values, which Stile only stores, keep whatever JSON allows).
+func members(r *reader, unique bool, field func(key string) error) error {
+	var buf [16]string
+	seen := buf[:0]
 	if r.peek() != '{' {
 		if k := r.kindAt(); k == "nothing" || k == "invalid" {
 			return r.fail("expected a JSON object")
@@ -113,6 +122,14 @@ func decodeObject(r *reader, field func(key string) error) error {
 			return r.fail("expected ':' after field %q", key)
 		}
 		r.i++
+		if unique {
+			for _, k := range seen {
+				if k == key {
+					return &DecodeError{Msg: fmt.Sprintf("field %q appears twice: send each field once", key)}
+				}
+			}
+			seen = append(seen, key)
+		}
 		if err := field(key); err != nil {
 			return err
 		}
@@ -357,7 +374,8 @@ func (r *reader) stringField(key string) (string, error) {
 	return r.str()
 }
 
-// raw reads any JSON value and returns its text.
+// raw reads any JSON value and returns its text (null stays the value
+// null, as in encoding/json; an absent field stays nil).
 func (r *reader) raw() ([]byte, error) {
 	start := r.i
 	if err := r.skip(0); err != nil {
@@ -373,7 +391,7 @@ func (r *reader) skip(depth int) error {
 	}
 	switch r.peek() {
 	case '{':
-		return decodeObject(r, func(string) error { return r.skip(depth + 1) })
+		return members(r, false, func(string) error { return r.skip(depth + 1) })
 	case '[':
 		return decodeArray(r, func(int) error { return r.skip(depth + 1) })
 	case '"':
@@ -415,12 +433,6 @@ func decodeBody(b []byte, obj func(r *reader) error) error {
 	return nil
 }
 
-func rawField(r *reader, key string) ([]byte, error) {
-	if r.null() {
-		return nil, nil
-	}
-	return r.raw()
-}
 
 // Not inlined: each call site would carry its own copy of the closure.
 //
@@ -432,7 +444,7 @@ func (e *EnqueueRequest) decode(r *reader) error {
 		case "kind":
 			e.Kind, err = r.stringField(key)
 		case "args":
-			e.Args, err = rawField(r, key)
+			e.Args, err = r.raw()
 		case "queue":
 			e.Queue, err = r.stringField(key)
 		case "priority":
@@ -492,7 +504,6 @@ func DecodeEnqueueBatch(b []byte) (EnqueueBatchRequest, error) {
 			if key != "jobs" {
 				return unknownField(key)
 			}
-			e.Jobs = nil // a repeated field replaces, as in encoding/json
 			if r.null() {
 				return nil
 			}
@@ -652,7 +663,7 @@ func (p *ReportRequest) field(r *reader, key string) (bool, error) {
 	case "outcome":
 		p.Outcome, err = r.stringField(key)
 	case "output":
-		p.Output, err = rawField(r, key)
+		p.Output, err = r.raw()
 	case "error":
 		p.Error, err = r.stringField(key)
 	case "final":
@@ -690,7 +701,6 @@ func DecodeReportBatch(b []byte) (BatchReportRequest, error) {
 			if key != "reports" {
 				return unknownField(key)
 			}
-			p.Reports = nil
 			if r.null() {
 				return nil
 			}

@@ -38,7 +38,7 @@ func (e *NewEvent) decode(r *reader) error {
 		case "type":
 			e.Type, err = r.stringField(key)
 		case "data":
-			e.Data, err = rawField(r, key)
+			e.Data, err = r.raw()
 		default:
 			return unknownField(key)
 		}
@@ -69,7 +69,7 @@ func (c *Command) decode(r *reader) error {
 		case "type":
 			c.Type, err = r.stringField(key)
 		case "data":
-			c.Data, err = rawField(r, key)
+			c.Data, err = r.raw()
 		default:
 			return unknownField(key)
 		}
@@ -143,7 +143,7 @@ func (s *Settlement) decode(r *reader) error {
 		case "scheduled":
 			s.Scheduled, err = objectArray(r, key, (*ScheduledCommand).decode)
 		case "state":
-			s.State, err = rawField(r, key)
+			s.State, err = r.raw()
 		case "done":
 			s.Done, err = r.boolField(key)
 		case "deadlines":
