@@ -1,0 +1,272 @@
+package projection
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Kind is what a statement is allowed to be.
+type Kind int
+
+const (
+	// Write is a handler's statement: SELECT, INSERT, UPDATE, DELETE or
+	// REPLACE over the projection's tables.
+	Write Kind = iota
+	// Read is a registered query's statement: SELECT only.
+	Read
+	// Schema is a projection's table definition: CREATE TABLE {t} (...)
+	// or CREATE [UNIQUE] INDEX {i} ON {t} (...).
+	Schema
+)
+
+// ErrRefused matches every statement Check refuses.
+var ErrRefused = errors.New("statement refused")
+
+type refusal struct{ msg string }
+
+func (r *refusal) Error() string        { return r.msg }
+func (r *refusal) Is(target error) bool { return target == ErrRefused }
+
+func refuse(format string, args ...any) error { return &refusal{msg: fmt.Sprintf(format, args...)} }
+
+// ValidName reports whether s can name a projection, or one of its tables
+// or indexes: 1-32 characters of a-z, 0-9 and _, starting with a letter.
+func ValidName(s string) bool {
+	if len(s) == 0 || len(s) > 32 || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// NameRule describes ValidName for error messages.
+const NameRule = "1-32 characters of a-z, 0-9 and _, starting with a letter"
+
+// Physical is the table (or index) name of a projection's logical name in
+// a generation: p_<projection>_<generation>_<name>.
+func Physical(projection string, generation int64, name string) string {
+	return "p_" + projection + "_" + strconv.FormatInt(generation, 10) + "_" + name
+}
+
+// Check validates sql as a statement of kind k whose tables are the
+// placeholders {name} of names, and returns it with each placeholder
+// replaced by names[name].
+func Check(sql string, k Kind, names map[string]string) (string, error) {
+	toks, err := lex(sql)
+	if err != nil {
+		return "", err
+	}
+	if len(toks) == 0 {
+		return "", refuse("the statement is empty")
+	}
+	for _, t := range toks {
+		if t.kind == tPlaceholder {
+			if _, ok := names[t.text]; !ok {
+				return "", refuse("{%s} is not one of this projection's tables: use %s", t.text, nameList(names))
+			}
+		}
+		if t.kind == tPunct && t.text == ";" {
+			return "", refuse("one statement at a time: remove the ';'")
+		}
+	}
+	first := strings.ToUpper(toks[0].text)
+	switch k {
+	case Schema:
+		if err := checkSchema(toks); err != nil {
+			return "", err
+		}
+	case Read:
+		if first != "SELECT" {
+			return "", refuse("a query must be a SELECT, not %s", first)
+		}
+		if err := checkTables(toks, names); err != nil {
+			return "", err
+		}
+	default:
+		switch first {
+		case "SELECT", "INSERT", "UPDATE", "DELETE", "REPLACE":
+		case "WITH":
+			return "", refuse("common table expressions (WITH) are not supported in projections: use a subquery")
+		default:
+			return "", refuse("a projection handler may SELECT, INSERT, UPDATE, DELETE or REPLACE, not %s", first)
+		}
+		if err := checkTables(toks, names); err != nil {
+			return "", err
+		}
+	}
+	var b strings.Builder
+	last := 0
+	for _, t := range toks {
+		if t.kind == tPlaceholder {
+			b.WriteString(sql[last:t.start])
+			b.WriteString(names[t.text])
+			last = t.end
+		}
+	}
+	b.WriteString(sql[last:])
+	return b.String(), nil
+}
+
+func nameList(names map[string]string) string {
+	var out []string
+	for n := range names {
+		out = append(out, "{"+n+"}")
+	}
+	if len(out) == 0 {
+		return "no tables"
+	}
+	sortStrings(out)
+	return strings.Join(out, ", ")
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}
+
+// clauseEnd are the keywords that end a FROM list.
+var clauseEnd = map[string]bool{"WHERE": true, "GROUP": true, "ORDER": true, "LIMIT": true, "HAVING": true,
+	"WINDOW": true, "UNION": true, "EXCEPT": true, "INTERSECT": true, "ON": true, "USING": true, "SET": true,
+	"VALUES": true, "RETURNING": true, "SELECT": true, "DEFAULT": true}
+
+// tablePosition keywords are followed by a table.
+var tablePosition = map[string]bool{"FROM": true, "JOIN": true, "INTO": true, "UPDATE": true, "TABLE": true}
+
+// checkTables requires every table position to hold a placeholder (or a
+// subquery, or a table-valued function such as json_each).
+func checkTables(toks []token, names map[string]string) error {
+	type frame struct{ inFrom bool }
+	stack := []frame{{}}
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		top := &stack[len(stack)-1]
+		switch {
+		case t.kind == tPunct && t.text == "(":
+			stack = append(stack, frame{})
+			continue
+		case t.kind == tPunct && t.text == ")":
+			if len(stack) > 1 {
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		}
+		up := strings.ToUpper(t.text)
+		position := false
+		switch {
+		case t.kind == tWord && tablePosition[up] && !notATable(toks, i):
+			position = true
+			top.inFrom = up == "FROM" || up == "JOIN"
+		case t.kind == tPunct && t.text == "," && top.inFrom:
+			position = true
+		case t.kind == tWord && clauseEnd[up]:
+			top.inFrom = false
+		}
+		if !position || i+1 >= len(toks) {
+			continue
+		}
+		j := i + 1
+		if up == "UPDATE" && j+1 < len(toks) && strings.EqualFold(toks[j].text, "OR") {
+			j += 2 // UPDATE OR IGNORE {t}
+		}
+		if j >= len(toks) {
+			continue
+		}
+		next := toks[j]
+		switch {
+		case next.kind == tPlaceholder:
+			i = j
+		case next.kind == tPunct && next.text == "(":
+			// a subquery or a parenthesised join: checked inside
+		case next.kind == tWord && isFunction(toks, j) && (up == "FROM" || up == "JOIN" || up == ","):
+			if strings.HasPrefix(strings.ToLower(next.text), "pragma_") {
+				return refuse("%s is not allowed in a projection", next.text)
+			}
+		default:
+			return refuse("name tables as placeholders: %q after %s is not one of this projection's tables (%s)",
+				next.text, t.text, nameList(names))
+		}
+	}
+	return nil
+}
+
+// notATable reports whether the keyword at i, though a table keyword, does
+// not introduce a table here: ON CONFLICT ... DO UPDATE, IS [NOT]
+// DISTINCT FROM.
+func notATable(toks []token, i int) bool {
+	prev := func(k int) string {
+		if i-k < 0 {
+			return ""
+		}
+		return strings.ToUpper(toks[i-k].text)
+	}
+	switch strings.ToUpper(toks[i].text) {
+	case "UPDATE":
+		return prev(1) == "DO"
+	case "FROM":
+		return prev(1) == "DISTINCT" && (prev(2) == "IS" || prev(2) == "NOT")
+	}
+	return false
+}
+
+func isFunction(toks []token, i int) bool {
+	return i+1 < len(toks) && toks[i+1].kind == tPunct && toks[i+1].text == "("
+}
+
+// checkSchema allows CREATE TABLE [IF NOT EXISTS] {t} (...) and CREATE
+// [UNIQUE] INDEX [IF NOT EXISTS] {i} ON {t} (...), placeholders only.
+func checkSchema(toks []token) error {
+	word := func(i int, w string) bool {
+		return i < len(toks) && toks[i].kind == tWord && strings.EqualFold(toks[i].text, w)
+	}
+	i := 0
+	if !word(i, "CREATE") {
+		return refuse("a projection's schema is CREATE TABLE and CREATE INDEX statements, not %s", toks[0].text)
+	}
+	i++
+	if word(i, "UNIQUE") {
+		i++
+		if !word(i, "INDEX") {
+			return refuse("expected INDEX after CREATE UNIQUE")
+		}
+	}
+	isIndex := word(i, "INDEX")
+	if !isIndex && !word(i, "TABLE") {
+		return refuse("a projection's schema is CREATE TABLE and CREATE INDEX statements")
+	}
+	i++
+	if word(i, "IF") {
+		i += 3 // IF NOT EXISTS
+	}
+	if i >= len(toks) || toks[i].kind != tPlaceholder {
+		return refuse("name the table or index as a placeholder, e.g. CREATE TABLE {orders} (...)")
+	}
+	i++
+	if isIndex {
+		if !word(i, "ON") || i+1 >= len(toks) || toks[i+1].kind != tPlaceholder {
+			return refuse("name the indexed table as a placeholder: CREATE INDEX {i} ON {t} (...)")
+		}
+		i += 2
+	}
+	for ; i < len(toks); i++ {
+		if toks[i].kind == tWord && strings.EqualFold(toks[i].text, "REFERENCES") {
+			if i+1 >= len(toks) || toks[i+1].kind != tPlaceholder {
+				return refuse("a foreign key must reference one of this projection's tables as a placeholder")
+			}
+		}
+		if toks[i].kind == tWord && strings.EqualFold(toks[i].text, "AS") && i+1 < len(toks) &&
+			toks[i+1].kind == tWord && strings.EqualFold(toks[i+1].text, "SELECT") {
+			return refuse("CREATE TABLE ... AS SELECT is not allowed: define the columns")
+		}
+	}
+	return nil
+}
