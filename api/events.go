@@ -255,3 +255,40 @@ type DeadlineFired struct {
 	Name        string    `json:"name"`
 	At          time.Time `json:"at"`
 }
+
+// ProjectionStatus describes one projection: the generation serving reads
+// and, during a rebuild, the one replacing it.
+type ProjectionStatus struct {
+	Name    string            `json:"name"`
+	Types   []string          `json:"types"`
+	Head    int64             `json:"head"`
+	Live    *GenerationStatus `json:"live,omitempty"`
+	Rebuild *GenerationStatus `json:"rebuild,omitempty"`
+}
+
+// GenerationStatus is how far a generation has applied the log. Status is
+// "current", "catching_up" or "stalled" (at ErrorSeq, retried at RetryAt).
+type GenerationStatus struct {
+	Generation int64      `json:"generation"`
+	Checkpoint int64      `json:"checkpoint"`
+	Lag        int64      `json:"lag"`
+	Status     string     `json:"status"`
+	Failures   int64      `json:"failures,omitempty"`
+	Error      string     `json:"error,omitempty"`
+	ErrorSeq   int64      `json:"error_seq,omitempty"`
+	RetryAt    *time.Time `json:"retry_at,omitempty"`
+	Outdated   bool       `json:"outdated,omitempty"`
+}
+
+// ProjectionsResponse lists the module's projections (GET /projections).
+type ProjectionsResponse struct {
+	Projections []ProjectionStatus `json:"projections"`
+}
+
+// QueryResult is the answer of a registered query: one object per row,
+// with the query's columns as keys. Truncated is set when more rows than
+// the query's MaxRows matched.
+type QueryResult struct {
+	Rows      []json.RawMessage `json:"rows"`
+	Truncated bool              `json:"truncated,omitempty"`
+}

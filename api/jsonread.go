@@ -433,7 +433,6 @@ func decodeBody(b []byte, obj func(r *reader) error) error {
 	return nil
 }
 
-
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline

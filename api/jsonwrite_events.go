@@ -214,3 +214,78 @@ func (d DeadlineFired) AppendJSON(b []byte) []byte {
 
 // MarshalJSON implements json.Marshaler.
 func (d DeadlineFired) MarshalJSON() ([]byte, error) { return d.AppendJSON(nil), nil }
+
+// AppendJSON appends s as JSON.
+func (s ProjectionStatus) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.str("name", s.Name)
+	o.strings("types", s.Types)
+	o.int("head", s.Head)
+	if s.Live != nil {
+		o.key("live")
+		o.b = s.Live.AppendJSON(o.b)
+	}
+	if s.Rebuild != nil {
+		o.key("rebuild")
+		o.b = s.Rebuild.AppendJSON(o.b)
+	}
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (s ProjectionStatus) MarshalJSON() ([]byte, error) { return s.AppendJSON(nil), nil }
+
+// AppendJSON appends g as JSON.
+func (g GenerationStatus) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.int("generation", g.Generation)
+	o.int("checkpoint", g.Checkpoint)
+	o.int("lag", g.Lag)
+	o.str("status", g.Status)
+	o.intOmit("failures", g.Failures)
+	o.strOmit("error", g.Error)
+	o.intOmit("error_seq", g.ErrorSeq)
+	o.timeOmit("retry_at", g.RetryAt)
+	if g.Outdated {
+		o.bool("outdated", true)
+	}
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (g GenerationStatus) MarshalJSON() ([]byte, error) { return g.AppendJSON(nil), nil }
+
+// AppendJSON appends r as JSON.
+func (r ProjectionsResponse) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.key("projections")
+	o.b = appendArray(o.b, r.Projections)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (r ProjectionsResponse) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }
+
+// AppendJSON appends r as JSON.
+func (r QueryResult) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.key("rows")
+	o.b = append(o.b, '[')
+	for i, row := range r.Rows {
+		if i > 0 {
+			o.b = append(o.b, ',')
+		}
+		o.b = append(o.b, row...)
+	}
+	o.b = append(o.b, ']')
+	if r.Truncated {
+		o.bool("truncated", true)
+	}
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (r QueryResult) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }
+
+// AppendString appends s as a JSON string.
+func AppendString(b []byte, s string) []byte { return appendString(b, s) }

@@ -79,3 +79,29 @@ func (t *Tenant) Reactions(ctx context.Context) (api.ReactionsResponse, error) {
 func (t *Tenant) Skip(ctx context.Context, handler string, seq int64, reason string) error {
 	return t.do(ctx, http.MethodPost, "reactions/"+url.PathEscape(handler)+"/skip", api.SkipRequest{Seq: seq, Reason: reason}, nil)
 }
+
+// Projections reads the status of the module's projections.
+func (t *Tenant) Projections(ctx context.Context) (api.ProjectionsResponse, error) {
+	var out api.ProjectionsResponse
+	err := t.do(ctx, http.MethodGet, "projections", nil, &out)
+	return out, err
+}
+
+// Rebuild starts rebuilding a projection into a new generation; reads
+// keep the current one until the new one reaches the head.
+func (t *Tenant) Rebuild(ctx context.Context, projection string) (api.ProjectionsResponse, error) {
+	var out api.ProjectionsResponse
+	err := t.do(ctx, http.MethodPost, "projections/"+url.PathEscape(projection)+"/rebuild", nil, &out)
+	return out, err
+}
+
+// Query runs a registered query with its parameters.
+func (t *Tenant) Query(ctx context.Context, name string, params url.Values) (api.QueryResult, error) {
+	var out api.QueryResult
+	p := "queries/" + url.PathEscape(name)
+	if len(params) > 0 {
+		p += "?" + params.Encode()
+	}
+	err := t.do(ctx, http.MethodGet, p, nil, &out)
+	return out, err
+}

@@ -135,6 +135,10 @@ func runSuite(t *testing.T, tg target) {
 		{name: "ProcessDeadline", run: scenarioProcessDeadline},
 		{name: "ScheduledCommand", run: scenarioScheduledCommand},
 		{name: "RejectedCommandFailsDelivery", run: scenarioRejectedCommandFailsDelivery},
+		{name: "ProjectionFifthEvent", run: scenarioProjectionFifthEvent},
+		{name: "ProjectionWriteOutside", run: scenarioProjectionWriteOutside},
+		{name: "ProjectionRebuild", run: scenarioProjectionRebuild},
+		{name: "ProjectionFaults", run: scenarioProjectionFaults},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {

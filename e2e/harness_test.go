@@ -87,11 +87,19 @@ func newInProcess(t testing.TB, label string, factory host.Factory, f *faults) *
 
 // faults injects traps per tenant through a host's test-only Fault option.
 type faults struct {
-	mu sync.Mutex
-	fn map[string]func(sql string) bool
+	mu   sync.Mutex
+	fn   map[string]func(sql string) bool
+	hits map[string]int
 }
 
-func newFaults() *faults { return &faults{fn: map[string]func(string) bool{}} }
+func newFaults() *faults { return &faults{fn: map[string]func(string) bool{}, hits: map[string]int{}} }
+
+// fired is how many traps the tenant's module took.
+func (f *faults) fired(tenant string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hits[tenant]
+}
 
 func (f *faults) set(tenant string, fn func(sql string) bool) {
 	f.mu.Lock()
@@ -103,7 +111,13 @@ func (f *faults) check(tenant, sql string) bool {
 	f.mu.Lock()
 	fn := f.fn[tenant]
 	f.mu.Unlock()
-	return fn != nil && fn(sql)
+	if fn == nil || !fn(sql) {
+		return false
+	}
+	f.mu.Lock()
+	f.hits[tenant]++
+	f.mu.Unlock()
+	return true
 }
 
 // eventually asserts cond: at once under a controlled clock, within a

@@ -49,6 +49,15 @@ var errGuard = errors.New("a guarded write found the state changed underneath it
 type Store struct {
 	db       *do.DB
 	tenantID string
+	appended bool
+}
+
+// Appended reports, and forgets, whether events were appended since the
+// last call (projections have work).
+func (s *Store) Appended() bool {
+	a := s.appended
+	s.appended = false
+	return a
 }
 
 // New returns a store over db.
@@ -142,6 +151,7 @@ func (s *Store) Append(now int64, stream string, expected int64, drafts []Draft,
 			return 0, 0, 0, err
 		}
 	}
+	s.appended = s.appended || first > 0
 	return first, last, version, nil
 }
 

@@ -61,12 +61,16 @@ type App struct {
 	aggregates map[string]aggregate
 	reactions  []*reaction // in registration order
 	reactionBy map[string]*reaction
+	projections  []*projectionReg
+	projectionBy map[string]*projectionReg
+	queries      map[string]*queryReg
 }
 
 // NewApp returns an empty registry.
 func NewApp() *App {
 	return &App{kinds: map[string]JobKind{}, limits: map[string]int{}, txs: map[string]encodedTx{},
-		aggregates: map[string]aggregate{}, reactionBy: map[string]*reaction{}}
+		aggregates: map[string]aggregate{}, reactionBy: map[string]*reaction{},
+		projectionBy: map[string]*projectionReg{}, queries: map[string]*queryReg{}}
 }
 
 // ConcurrencyLimit sets the default limit of a concurrency key: at most

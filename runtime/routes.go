@@ -119,6 +119,12 @@ func (t *Tenant) match(req do.Request) (route, *apiError) {
 		return method("POST", func() (route, *apiError) { return t.settle(req.Body) })
 	case len(parts) == 3 && parts[0] == "reactions" && parts[2] == "skip":
 		return method("POST", func() (route, *apiError) { return t.skipReaction(parts[1], req.Body) })
+	case rest == "projections":
+		return method("GET", func() (route, *apiError) { return t.projectionsStatus(), nil })
+	case len(parts) == 3 && parts[0] == "projections" && parts[2] == "rebuild":
+		return method("POST", func() (route, *apiError) { return t.rebuildProjection(parts[1]) })
+	case len(parts) == 2 && parts[0] == "queries":
+		return method("GET", func() (route, *apiError) { return t.runQuery(parts[1], req.Query) })
 	}
 	return nil, &apiError{statusNotFound, api.CodeNotFound, fmt.Sprintf("no route %s %s", req.Method, req.Path)}
 }

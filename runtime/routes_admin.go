@@ -10,6 +10,9 @@ func (t *Tenant) status() route {
 		if err != nil {
 			return result{}, err
 		}
+		if t.projDue != 0 && (at == 0 || t.projDue < at) {
+			at = t.projDue
+		}
 		return result{status: statusOK, body: api.Status{Tenant: t.name, Now: ts(now),
 			SchemaVersion: t.schemaVersion, AlarmAt: tsPtr(at)}}, nil
 	}

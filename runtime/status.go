@@ -6,6 +6,7 @@ package runtime
 const (
 	statusOK               = 200
 	statusCreated          = 201
+	statusAccepted         = 202
 	statusNoContent        = 204
 	statusBadRequest       = 400
 	statusNotFound         = 404

@@ -9,6 +9,7 @@ import (
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/events"
 	"github.com/stile-run/stile/jobs"
+	"github.com/stile-run/stile/projections"
 	"github.com/stile-run/stile/reactions"
 	"github.com/stile-run/stile/schema"
 )
@@ -21,8 +22,13 @@ type Tenant struct {
 	name      string // learnt from the first API request's path
 	db        *do.DB
 	store     *jobs.Store
-	events    *events.Store
-	reactions *reactions.Store
+	events      *events.Store
+	reactions   *reactions.Store
+	projections *projections.Store
+	projTx      map[string]*ProjectionTx
+	// projDue is when projection work is next due (0: none): now after
+	// events were appended, a stalled event's retry time.
+	projDue int64
 
 	migrated      bool
 	schemaVersion int64
@@ -43,6 +49,8 @@ func NewTenant(app *App, h do.Host) *Tenant {
 	t.store = jobs.New(db, &t.due)
 	t.events = events.New(db)
 	t.reactions = reactions.New(db, t.events, &t.due)
+	t.projections = projections.New(db)
+	t.projTx = map[string]*ProjectionTx{}
 	if app != nil {
 		t.store.Limits = app.Limits()
 	}
@@ -149,10 +157,24 @@ func (t *Tenant) serve(req do.Request) do.Response {
 		err = nil
 	}
 	var resp do.Response
+	appended := t.events.Appended()
 	if err != nil || rolledBack {
 		t.due.Unknown() // what the stores reported did not commit
 		t.store.Woke()  // nor what they woke
 		t.reactions.Woke()
+		appended = false
+	}
+	if appended && len(t.app.projections) > 0 {
+		t.projDue = now // the alarm catches the projections up
+	}
+	if err == nil && req.Kind == do.KindAlarm && len(t.app.projections) > 0 && t.projDue != 0 && now >= t.projDue {
+		// Projections catch up in their own transactions, after the
+		// alarm's due work committed.
+		var cerr error
+		if t.projDue, cerr = t.catchUp(now); cerr != nil {
+			t.projDue = now // the host retries the alarm
+			return errorResponse(statusInternal, api.CodeInternal, "projection catch-up failed: "+cerr.Error())
+		}
 	}
 	if err != nil {
 		resp = errorResponse(statusInternal, api.CodeInternal, "the request was rolled back: "+err.Error())
@@ -170,8 +192,18 @@ func (t *Tenant) serve(req do.Request) do.Response {
 	if err := t.refreshDue(); err != nil {
 		return errorResponse(statusInternal, api.CodeInternal, err.Error())
 	}
-	resp.AlarmAt = t.due.at
+	resp.AlarmAt = t.alarmAt()
 	return resp
+}
+
+// alarmAt is the tenant's next alarm: the earliest due work of the jobs,
+// the reactions and the projections.
+func (t *Tenant) alarmAt() int64 {
+	at := t.due.at
+	if t.projDue != 0 && (at == 0 || t.projDue < at) {
+		at = t.projDue
+	}
+	return at
 }
 
 func (t *Tenant) migrate() error {
@@ -187,6 +219,9 @@ func (t *Tenant) migrate() error {
 	// can append an event it should see.
 	if err := t.db.Tx(func() error { return t.reactions.Sync(t.db.Now(), t.app.handlers()) }); err != nil {
 		return fmt.Errorf("register the module's reactions: %w", err)
+	}
+	if err := t.db.Tx(func() error { return t.syncProjections(t.db.Now()) }); err != nil {
+		return fmt.Errorf("register the module's projections: %w", err)
 	}
 	t.schemaVersion = int64(len(schema.Migrations()))
 	t.migrated = true

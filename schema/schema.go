@@ -17,6 +17,8 @@ var (
 	m0002 string
 	//go:embed migrations/0003_events.sql
 	m0003 string
+	//go:embed migrations/0004_projections.sql
+	m0004 string
 )
 
 // Migration is one numbered schema step.
@@ -32,6 +34,7 @@ func Migrations() []Migration {
 		{Version: 1, Name: "jobs", SQL: m0001},
 		{Version: 2, Name: "schedules", SQL: m0002},
 		{Version: 3, Name: "events", SQL: m0003},
+		{Version: 4, Name: "projections", SQL: m0004},
 	}
 }
 

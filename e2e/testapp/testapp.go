@@ -15,7 +15,7 @@ var spins int
 // App registers the test kinds, transactions, the payment aggregate and
 // its reactions.
 func App() *runtime.App {
-	return registerPayments(runtime.NewApp()).
+	return registerProjections(registerPayments(runtime.NewApp())).
 		ConcurrencyLimit("limited", 1).
 		Migrations(schema.Migration{Version: 1, Name: "accounts",
 			SQL: `CREATE TABLE accounts (email TEXT PRIMARY KEY, name TEXT NOT NULL) STRICT`}).

@@ -1,0 +1,521 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/events"
+	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/projection"
+	"github.com/stile-run/stile/projections"
+)
+
+// Projection defaults and bounds.
+const (
+	DefaultProjectionBatch = 100
+	MaxProjectionBatch     = 1000
+)
+
+// Projection registers a read model: tables of its own, filled by Handle
+// from events of the given types, a batch of events per storage
+// transaction, exactly once per batch.
+type Projection struct {
+	// Name: 1-32 characters of a-z, 0-9 and _, starting with a letter.
+	Name   string
+	Events []string
+	// Tables defines the projection's tables and indexes, naming each as
+	// a placeholder: CREATE TABLE {orders} (...), CREATE INDEX
+	// {orders_by_day} ON {orders} (day).
+	Tables []string
+	// Handle applies one event. It reads and writes the projection's own
+	// tables only, through tx; an error (or a panic) rolls back the batch,
+	// commits the events before this one on their own, and retries this
+	// one after the backoff, never skipping it.
+	Handle func(tx *ProjectionTx, e api.Event) error
+	// Batch is how many events one transaction applies (default 100, at
+	// most 1000).
+	Batch int
+	// Version: change it (or the tables, or the event types) and the next
+	// deploy rebuilds the projection into a new generation, swapped in when
+	// it reaches the head of the log.
+	Version int
+	// Backoff before retrying a failed event, doubling up to MaxBackoff.
+	// Defaults 1 s and 5 min.
+	Backoff, MaxBackoff time.Duration
+}
+
+// Query registers a named read-only query of a projection's live tables,
+// served at GET /v1/t/{tenant}/queries/{name}?param=… .
+type Query struct {
+	Name       string
+	Projection string
+	// SQL is a SELECT naming the projection's tables as placeholders, with
+	// one ? per entry of Params, in order.
+	SQL string
+	// Params name the URL parameters bound to the ?s, as text (compare with
+	// a column to get its type, or CAST).
+	Params []string
+	// Columns name the result's columns, in order: each row is answered as
+	// an object with these keys.
+	Columns []string
+	// MaxRows bounds the answer (default 100, at most 1000).
+	MaxRows int
+}
+
+// projectionReg is a registered projection.
+type projectionReg struct {
+	Projection
+	logical     []string // its table and index names
+	fingerprint string
+	backoff     fence.Backoff
+}
+
+type queryReg struct{ Query }
+
+// RegisterProjection adds a projection. It panics on an invalid or
+// duplicate registration, or on tables it cannot own.
+func (a *App) RegisterProjection(p Projection) *App {
+	if !projection.ValidName(p.Name) {
+		panic(fmt.Sprintf("stile: projection name %q is invalid: use %s", p.Name, projection.NameRule))
+	}
+	if _, dup := a.projectionBy[p.Name]; dup {
+		panic(fmt.Sprintf("stile: projection %q is registered twice", p.Name))
+	}
+	if p.Handle == nil || len(p.Events) == 0 || len(p.Tables) == 0 {
+		panic(fmt.Sprintf("stile: projection %q needs Events, Tables and Handle", p.Name))
+	}
+	for _, t := range p.Events {
+		if !api.ValidName(t) {
+			panic(fmt.Sprintf("stile: projection %q: event type %q is invalid: use %s", p.Name, t, api.NameRule))
+		}
+	}
+	if p.Batch == 0 {
+		p.Batch = DefaultProjectionBatch
+	}
+	if p.Batch < 1 || p.Batch > MaxProjectionBatch {
+		panic(fmt.Sprintf("stile: projection %q: batch %d is outside 1-%d", p.Name, p.Batch, MaxProjectionBatch))
+	}
+	if p.Backoff == 0 {
+		p.Backoff = DefaultBackoff
+	}
+	if p.MaxBackoff == 0 {
+		p.MaxBackoff = max(5*time.Minute, p.Backoff)
+	}
+	if p.Backoff < time.Millisecond || p.MaxBackoff < p.Backoff {
+		panic(fmt.Sprintf("stile: projection %q: backoff %s..%s is invalid", p.Name, p.Backoff, p.MaxBackoff))
+	}
+	r := &projectionReg{Projection: p, backoff: fence.Backoff{BaseMs: p.Backoff.Milliseconds(), MaxMs: p.MaxBackoff.Milliseconds()}}
+	for _, sql := range p.Tables {
+		name, err := definedName(sql)
+		if err != nil {
+			panic(fmt.Sprintf("stile: projection %q: %v", p.Name, err))
+		}
+		r.logical = append(r.logical, name)
+	}
+	names := r.names(1)
+	for _, sql := range p.Tables {
+		if _, err := projection.Check(sql, projection.Schema, names); err != nil {
+			panic(fmt.Sprintf("stile: projection %q: %s: %v", p.Name, sql, err))
+		}
+	}
+	h := fnv.New128a()
+	for _, part := range append(append([]string{strconv.Itoa(p.Version)}, p.Events...), p.Tables...) {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(part)))
+		h.Write(n[:])
+		h.Write([]byte(part))
+	}
+	r.fingerprint = hex.EncodeToString(h.Sum(nil))
+	a.projections = append(a.projections, r)
+	a.projectionBy[p.Name] = r
+	return a
+}
+
+// definedName is the placeholder a CREATE TABLE or CREATE INDEX defines.
+func definedName(sql string) (string, error) {
+	open := strings.IndexByte(sql, '{')
+	end := strings.IndexByte(sql, '}')
+	if open < 0 || end < open {
+		return "", fmt.Errorf("%q defines no {table} or {index}", sql)
+	}
+	name := sql[open+1 : end]
+	if !projection.ValidName(name) {
+		return "", fmt.Errorf("{%s} is not a valid name: use %s", name, projection.NameRule)
+	}
+	return name, nil
+}
+
+// names maps the projection's logical names to generation gen's tables.
+func (r *projectionReg) names(gen int64) map[string]string {
+	m := make(map[string]string, len(r.logical))
+	for _, n := range r.logical {
+		m[n] = projection.Physical(r.Name, gen, n)
+	}
+	return m
+}
+
+// RegisterQuery adds a named query. It panics on an invalid one.
+func (a *App) RegisterQuery(q Query) *App {
+	if !api.ValidName(q.Name) {
+		panic(fmt.Sprintf("stile: query name %q is invalid: use %s", q.Name, api.NameRule))
+	}
+	if _, dup := a.queries[q.Name]; dup {
+		panic(fmt.Sprintf("stile: query %q is registered twice", q.Name))
+	}
+	p, ok := a.projectionBy[q.Projection]
+	if !ok {
+		panic(fmt.Sprintf("stile: query %q: register projection %q first", q.Name, q.Projection))
+	}
+	if _, err := projection.Check(q.SQL, projection.Read, p.names(1)); err != nil {
+		panic(fmt.Sprintf("stile: query %q: %v", q.Name, err))
+	}
+	if strings.Count(q.SQL, "?") != len(q.Params) || len(q.Columns) == 0 {
+		panic(fmt.Sprintf("stile: query %q: give one ? per param (%d params) and name its columns", q.Name, len(q.Params)))
+	}
+	if q.MaxRows == 0 {
+		q.MaxRows = 100
+	}
+	if q.MaxRows < 1 || q.MaxRows > 1000 {
+		panic(fmt.Sprintf("stile: query %q: max rows %d is outside 1-1000", q.Name, q.MaxRows))
+	}
+	a.queries[q.Name] = &queryReg{Query: q}
+	return a
+}
+
+// ProjectionTx is a projection handler's view of storage: its own tables,
+// named as placeholders, in the generation being built.
+type ProjectionTx struct {
+	t     *Tenant
+	p     *projectionReg
+	gen   int64
+	names map[string]string
+	sql   map[string]string // checked statements, by their text
+	now   int64
+}
+
+// Exec runs a statement on the projection's tables.
+func (tx *ProjectionTx) Exec(sql string, args ...any) error {
+	s, err := tx.check(sql)
+	if err != nil {
+		return err
+	}
+	return tx.t.db.Exec(s, args...)
+}
+
+// Query runs a SELECT on the projection's tables. The rows are valid until
+// the next statement.
+func (tx *ProjectionTx) Query(sql string, args ...any) (*do.Rows, error) {
+	s, err := tx.check(sql)
+	if err != nil {
+		return nil, err
+	}
+	return tx.t.db.Query(s, args...)
+}
+
+// Now is the batch's time (the host's clock).
+func (tx *ProjectionTx) Now() time.Time { return ts(tx.now) }
+
+// Generation is the generation being built (a rebuild builds a new one).
+func (tx *ProjectionTx) Generation() int64 { return tx.gen }
+
+func (tx *ProjectionTx) check(sql string) (string, error) {
+	if s, ok := tx.sql[sql]; ok {
+		return s, nil
+	}
+	s, err := projection.Check(sql, projection.Write, tx.names)
+	if err != nil {
+		return "", fmt.Errorf("projection %s: %w", tx.p.Name, err)
+	}
+	if len(tx.sql) < 1024 {
+		tx.sql[sql] = s
+	}
+	return s, nil
+}
+
+// projectionTx returns the (reused) view of generation gen of p.
+func (t *Tenant) projectionTx(p *projectionReg, gen, now int64) *ProjectionTx {
+	key := p.Name + "/" + strconv.FormatInt(gen, 10)
+	tx, ok := t.projTx[key]
+	if !ok {
+		tx = &ProjectionTx{t: t, p: p, gen: gen, names: p.names(gen), sql: map[string]string{}}
+		t.projTx[key] = tx
+	}
+	tx.now = now
+	return tx
+}
+
+// ---- generations ----
+
+// syncProjections gives every registered projection a live generation,
+// and starts a rebuild for one whose definition changed.
+func (t *Tenant) syncProjections(now int64) error {
+	if len(t.app.projections) == 0 {
+		return nil
+	}
+	gens, err := t.projections.All()
+	if err != nil {
+		return err
+	}
+	for _, p := range t.app.projections {
+		var live, building *projections.Generation
+		for i := range gens {
+			if gens[i].Name == p.Name {
+				if gens[i].Role == projections.Live {
+					live = &gens[i]
+				} else {
+					building = &gens[i]
+				}
+			}
+		}
+		switch {
+		case live == nil:
+			if err := t.createGeneration(now, p, projections.Live); err != nil {
+				return err
+			}
+		case live.Fingerprint == p.fingerprint:
+			if building != nil { // a rebuild of an older definition: pointless now
+				if err := t.dropGeneration(p, building.Generation); err != nil {
+					return err
+				}
+			}
+		case building == nil || building.Fingerprint != p.fingerprint:
+			if building != nil {
+				if err := t.dropGeneration(p, building.Generation); err != nil {
+					return err
+				}
+			}
+			if err := t.createGeneration(now, p, projections.Building); err != nil {
+				return err
+			}
+		}
+	}
+	t.projDue = now // whatever was appended meanwhile may be waiting
+	return nil
+}
+
+func (t *Tenant) createGeneration(now int64, p *projectionReg, role string) error {
+	gen, err := t.projections.Next(p.Name)
+	if err != nil {
+		return err
+	}
+	names := p.names(gen)
+	for _, sql := range p.Tables {
+		s, err := projection.Check(sql, projection.Schema, names)
+		if err != nil {
+			return err
+		}
+		if err := t.db.Exec(s); err != nil {
+			return fmt.Errorf("projection %s: create generation %d: %s: %w", p.Name, gen, oneLine(sql), err)
+		}
+	}
+	return t.projections.Create(now, p.Name, gen, role, p.fingerprint)
+}
+
+// dropGeneration drops a generation's tables (and their indexes) and row.
+func (t *Tenant) dropGeneration(p *projectionReg, gen int64) error {
+	for _, sql := range p.Tables {
+		name, _ := definedName(sql)
+		if strings.Contains(strings.ToUpper(sql[:strings.IndexByte(sql, '{')]), "INDEX") {
+			continue // goes with its table
+		}
+		if err := t.db.Exec(`DROP TABLE IF EXISTS ` + projection.Physical(p.Name, gen, name)); err != nil {
+			return fmt.Errorf("projection %s: drop generation %d: %w", p.Name, gen, err)
+		}
+	}
+	delete(t.projTx, p.Name+"/"+strconv.FormatInt(gen, 10))
+	return t.projections.Delete(p.Name, gen)
+}
+
+// ---- catching up ----
+
+// Catch-up budget per alarm: it runs in the tenant's single thread, so it
+// stops in time for other requests and continues at the next alarm.
+const (
+	catchUpEvents = 20_000
+	catchUpMs     = 1_000
+)
+
+// errStall rolls back a batch whose handler failed.
+var errStall = errors.New("a projection handler failed")
+
+// catchUp applies batches to every generation that is behind and not
+// waiting to retry, until all are at the head or the budget is spent, and
+// swaps in rebuilt generations that reached the head. It returns when
+// projection work is next due (now: more to do; 0: none).
+func (t *Tenant) catchUp(start int64) (int64, error) {
+	gens, err := t.projections.All()
+	if err != nil {
+		return 0, err
+	}
+	applied, next := 0, int64(0)
+	due := func(at int64) {
+		if next == 0 || at < next {
+			next = at
+		}
+	}
+	for _, g := range gens {
+		p, ok := t.app.projectionBy[g.Name]
+		if !ok || g.Fingerprint != p.fingerprint {
+			// Not this module's, or built with another definition: a live
+			// one serves reads as it is until its rebuild replaces it.
+			continue
+		}
+		for {
+			now := t.db.Now()
+			if applied >= catchUpEvents || now-start >= catchUpMs {
+				due(now)
+				return next, nil
+			}
+			if g.Stalled() && now < g.RetryAt {
+				due(g.RetryAt)
+				break
+			}
+			n, atHead, err := t.applyBatch(now, p, &g)
+			if err != nil {
+				return 0, err
+			}
+			applied += n
+			if g.Stalled() {
+				due(g.RetryAt)
+				break
+			}
+			if atHead {
+				if g.Role == projections.Building {
+					if err := t.swap(now, p, g); err != nil {
+						return 0, err
+					}
+				}
+				break
+			}
+		}
+	}
+	return next, nil
+}
+
+// applyBatch applies the next batch of g in one transaction. It returns
+// how many events it applied and whether g is at the head.
+func (t *Tenant) applyBatch(now int64, p *projectionReg, g *projections.Generation) (int, bool, error) {
+	applied, atHead := 0, false
+	var stall *projections.Generation
+	err := t.db.Tx(func() error {
+		cur, ok, err := t.projections.Get(g.Name, g.Generation)
+		switch {
+		case err != nil:
+			return err
+		case !ok || cur.Checkpoint != g.Checkpoint || cur.Role != g.Role:
+			return projections.ErrMoved // a rebuild or a swap since we read it
+		}
+		evs, err := t.events.Read(g.Checkpoint, p.Events, p.Batch)
+		if err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			atHead = true
+			return nil
+		}
+		tx := t.projectionTx(p, g.Generation, now)
+		failedAt, herr := t.applyEvents(tx, evs)
+		if herr == nil {
+			applied = len(evs)
+			atHead = len(evs) < p.Batch
+			return t.projections.Advance(now, g.Name, g.Generation, g.Checkpoint, evs[len(evs)-1].Seq)
+		}
+		// The batch rolled back; the events before the failing one are
+		// committed again on their own, and the failing one waits.
+		cp := g.Checkpoint
+		if failedAt > 0 {
+			if _, err := t.applyEvents(tx, evs[:failedAt]); err != nil {
+				return err // they succeeded a moment ago: only a broken handler gets here
+			}
+			cp = evs[failedAt-1].Seq
+			if err := t.projections.Advance(now, g.Name, g.Generation, g.Checkpoint, cp); err != nil {
+				return err
+			}
+		}
+		failures := g.Failures + 1
+		if g.ErrorSeq != evs[failedAt].Seq {
+			failures = 1
+		}
+		retryAt := now + p.backoff.Delay(failures, mrandFloat())
+		msg := fmt.Sprintf("event %d (%s): %s", evs[failedAt].Seq, evs[failedAt].Type, oneLine(herr.Error()))
+		if err := t.projections.Stall(now, g.Name, g.Generation, cp, evs[failedAt].Seq, failures, retryAt, msg); err != nil {
+			return err
+		}
+		applied = failedAt
+		s := *g
+		s.Checkpoint, s.Failures, s.RetryAt, s.Error, s.ErrorSeq = cp, failures, retryAt, msg, evs[failedAt].Seq
+		stall = &s
+		return nil
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	if stall != nil {
+		*g = *stall
+		return applied, false, nil
+	}
+	if applied > 0 {
+		cur, _, err := t.projections.Get(g.Name, g.Generation)
+		if err != nil {
+			return 0, false, err
+		}
+		*g = cur
+	}
+	return applied, atHead, nil
+}
+
+// applyEvents applies evs in a savepoint: all, or none and the index of
+// the event that failed.
+func (t *Tenant) applyEvents(tx *ProjectionTx, evs []events.Event) (int, error) {
+	failedAt := 0
+	var herr error
+	err := t.db.Tx(func() error {
+		for i, e := range evs {
+			if err := callProjection(tx, eventView(e)); err != nil {
+				failedAt, herr = i, err
+				return errStall
+			}
+		}
+		return nil
+	})
+	if herr != nil {
+		return failedAt, herr
+	}
+	return 0, err
+}
+
+func callProjection(tx *ProjectionTx, e api.Event) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return tx.p.Handle(tx, e)
+}
+
+// swap replaces p's live generation with the rebuilt one g, which is at
+// the head: reads move to it in the same transaction.
+func (t *Tenant) swap(now int64, p *projectionReg, g projections.Generation) error {
+	return t.db.Tx(func() error {
+		gens, err := t.projections.All()
+		if err != nil {
+			return err
+		}
+		for _, old := range gens {
+			if old.Name == p.Name && old.Role == projections.Live {
+				if err := t.dropGeneration(p, old.Generation); err != nil {
+					return err
+				}
+			}
+		}
+		return t.projections.Promote(now, p.Name, g.Generation, g.Checkpoint)
+	})
+}

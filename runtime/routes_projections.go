@@ -1,0 +1,185 @@
+package runtime
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/projection"
+	"github.com/stile-run/stile/projections"
+)
+
+// ---- status, rebuild ----
+
+func (t *Tenant) projectionsStatus() route {
+	return func(now int64) (result, error) {
+		gens, err := t.projections.All()
+		if err != nil {
+			return result{}, err
+		}
+		head, err := t.events.Head()
+		if err != nil {
+			return result{}, err
+		}
+		resp := api.ProjectionsResponse{Projections: make([]api.ProjectionStatus, 0, len(t.app.projections))}
+		for _, p := range t.app.projections {
+			st := api.ProjectionStatus{Name: p.Name, Types: p.Events, Head: head}
+			for _, g := range gens {
+				if g.Name != p.Name {
+					continue
+				}
+				gs, err := t.generationStatus(p, g, now)
+				if err != nil {
+					return result{}, err
+				}
+				if g.Role == projections.Live {
+					st.Live = &gs
+				} else {
+					st.Rebuild = &gs
+				}
+			}
+			resp.Projections = append(resp.Projections, st)
+		}
+		return result{status: statusOK, body: resp}, nil
+	}
+}
+
+func (t *Tenant) generationStatus(p *projectionReg, g projections.Generation, now int64) (api.GenerationStatus, error) {
+	lag, err := t.events.CountAfter(g.Checkpoint, p.Events, api.MaxLagCount)
+	if err != nil {
+		return api.GenerationStatus{}, err
+	}
+	gs := api.GenerationStatus{Generation: g.Generation, Checkpoint: g.Checkpoint, Lag: lag, Status: "current",
+		Failures: g.Failures, Error: g.Error, ErrorSeq: g.ErrorSeq, RetryAt: tsPtr(g.RetryAt),
+		Outdated: g.Fingerprint != p.fingerprint}
+	switch {
+	case g.Stalled():
+		gs.Status = "stalled"
+	case lag > 0:
+		gs.Status = "catching_up"
+	}
+	return gs, nil
+}
+
+func (t *Tenant) rebuildProjection(name string) (route, *apiError) {
+	p, ok := t.app.projectionBy[name]
+	if !ok {
+		return nil, &apiError{statusNotFound, api.CodeNotFound, fmt.Sprintf("no projection %q is registered in this module", name)}
+	}
+	return func(now int64) (result, error) {
+		gens, err := t.projections.All()
+		if err != nil {
+			return result{}, err
+		}
+		for _, g := range gens {
+			if g.Name == name && g.Role == projections.Building {
+				// A rebuild in progress starts over.
+				if err := t.dropGeneration(p, g.Generation); err != nil {
+					return result{}, err
+				}
+			}
+		}
+		if err := t.createGeneration(now, p, projections.Building); err != nil {
+			return result{}, err
+		}
+		t.projDue = now
+		route := t.projectionsStatus()
+		res, err := route(now)
+		res.status = statusAccepted
+		return res, err
+	}, nil
+}
+
+// ---- queries ----
+
+func (t *Tenant) runQuery(name, raw string) (route, *apiError) {
+	q, ok := t.app.queries[name]
+	if !ok {
+		return nil, &apiError{statusNotFound, api.CodeNotFound, fmt.Sprintf("no query %q is registered in this module", name)}
+	}
+	params, e := query(raw)
+	if e != nil {
+		return nil, e
+	}
+	args := make([]any, len(q.Params))
+	for i, p := range q.Params {
+		v, ok := params[p]
+		if !ok {
+			return nil, badRequest(api.CodeInvalidRequest, "missing query parameter %q: query %s takes %v", p, name, q.Params)
+		}
+		args[i] = v
+	}
+	if len(params) > len(q.Params) {
+		return nil, badRequest(api.CodeInvalidRequest, "unknown query parameters: query %s takes %v", name, q.Params)
+	}
+	p := t.app.projectionBy[q.Projection]
+	return func(now int64) (result, error) {
+		gens, err := t.projections.All()
+		if err != nil {
+			return result{}, err
+		}
+		gen := int64(0)
+		for _, g := range gens {
+			if g.Name == p.Name && g.Role == projections.Live {
+				gen = g.Generation
+			}
+		}
+		if gen == 0 {
+			return result{}, fmt.Errorf("projection %s has no live generation", p.Name)
+		}
+		sql, err := projection.Check(q.SQL, projection.Read, p.names(gen))
+		if err != nil {
+			return result{}, err
+		}
+		rows, err := t.db.Query("SELECT * FROM ("+sql+") LIMIT "+strconv.Itoa(q.MaxRows+1), args...)
+		if err != nil {
+			return result{status: statusUnprocessable, body: &api.Error{Code: api.CodeInvalidRequest,
+				Message: fmt.Sprintf("query %s failed: %s", name, oneLine(err.Error()))}}, nil
+		}
+		if rows.Columns() != len(q.Columns) {
+			return result{}, fmt.Errorf("query %s returns %d columns but names %d", name, rows.Columns(), len(q.Columns))
+		}
+		var out api.QueryResult
+		out.Rows = []json.RawMessage{}
+		for rows.Next() {
+			if len(out.Rows) == q.MaxRows {
+				out.Truncated = true
+				break
+			}
+			b := []byte{'{'}
+			for i, c := range q.Columns {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = api.AppendString(b, c)
+				b = append(b, ':')
+				b = appendValue(b, rows.Value(i))
+			}
+			out.Rows = append(out.Rows, append(b, '}'))
+		}
+		return result{status: statusOK, body: out}, rows.Err()
+	}, nil
+}
+
+// appendValue writes a SQLite value as JSON: numbers, strings, null, and
+// blobs in base64.
+func appendValue(b []byte, v do.Value) []byte {
+	switch v.Kind {
+	case do.KindInt:
+		return strconv.AppendInt(b, v.Int, 10)
+	case do.KindFloat:
+		if math.IsNaN(v.Float) || math.IsInf(v.Float, 0) {
+			return append(b, "null"...)
+		}
+		return strconv.AppendFloat(b, v.Float, 'g', -1, 64)
+	case do.KindText:
+		return api.AppendString(b, string(v.Bytes))
+	case do.KindBlob:
+		return api.AppendString(b, base64.StdEncoding.EncodeToString(v.Bytes))
+	}
+	return append(b, "null"...)
+}
