@@ -54,13 +54,13 @@ type JobKind struct {
 // App is the registry of a tenant module: everything the user's code
 // contributes. Build it in init and hand it to Serve.
 type App struct {
-	kinds      map[string]JobKind
-	limits     map[string]int
-	txs        map[string]encodedTx
-	migrations []schema.Migration
-	aggregates map[string]aggregate
-	reactions  []*reaction // in registration order
-	reactionBy map[string]*reaction
+	kinds        map[string]JobKind
+	limits       map[string]int
+	txs          map[string]encodedTx
+	migrations   []schema.Migration
+	aggregates   map[string]aggregate
+	reactions    []*reaction // in registration order
+	reactionBy   map[string]*reaction
 	projections  []*projectionReg
 	projectionBy map[string]*projectionReg
 	queries      map[string]*queryReg

@@ -18,10 +18,10 @@ import (
 // the object that runs it. A wasip1 module holds one; the native host holds
 // one per tenant. It is not safe for concurrent use: hosts serialize calls.
 type Tenant struct {
-	app       *App
-	name      string // learnt from the first API request's path
-	db        *do.DB
-	store     *jobs.Store
+	app         *App
+	name        string // learnt from the first API request's path
+	db          *do.DB
+	store       *jobs.Store
 	events      *events.Store
 	reactions   *reactions.Store
 	projections *projections.Store
