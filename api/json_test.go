@@ -391,3 +391,31 @@ func must(b []byte, err error) []byte {
 	}
 	return b
 }
+
+// ParseTime accepts what time.Time's UnmarshalJSON reads, as the same
+// instant, and nothing that it refuses.
+func TestParseTimeAgreesWithEncodingJSON(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{"2026-11-30T12:00:00Z", "2026-11-30T12:00:00.5Z", "2026-11-30T12:00:00.123456789Z",
+		"2026-12-01T00:00:00+01:00", "2026-12-01T00:00:00-07:30", "2024-02-29T23:59:59Z", "2026-11-30T12:00:00+00:00",
+		"2026-02-29T00:00:00Z", "2026-13-01T00:00:00Z", "2026-11-30 12:00:00Z", "2026-11-30T12:00:00", "2026-11-30T24:00:00Z",
+		"2026-11-30T12:00:00.Z", "2026-11-30T12:00:00.1234567890Z", "2026-11-30T12:00:00+0100", "2026-11-30T12:00:00+24:00",
+		"tomorrow", "", "2026-11-30t12:00:00z", "+2026-11-30T12:00:00Z", "2026-11-30T12:00:60Z"} {
+		var want time.Time
+		wantErr := json.Unmarshal([]byte(`"`+s+`"`), &want)
+		got, ok := api.ParseTime(s)
+		if wantErr != nil {
+			require.False(t, ok, "accepted %q, which encoding/json refuses", s)
+			continue
+		}
+		if s == "2026-11-30T12:00:00+24:00" {
+			require.False(t, ok, "an offset of 24 hours is not RFC 3339; encoding/json reads it, Stile does not")
+			continue
+		}
+		require.True(t, ok, "refused %q, which encoding/json reads", s)
+		require.True(t, want.Equal(got), "%q: %v vs %v", s, want, got)
+		_, offset := got.Zone()
+		_, wantOffset := want.Zone()
+		require.Equal(t, wantOffset, offset, s)
+	}
+}

@@ -530,11 +530,88 @@ func timeField(r *reader, key string) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	t, perr := time.Parse(time.RFC3339Nano, s)
-	if perr != nil {
+	t, ok := ParseTime(s)
+	if !ok {
 		return time.Time{}, &DecodeError{Msg: fmt.Sprintf("field %q is not an RFC 3339 time (e.g. 2026-11-30T12:00:00Z): %q", key, s)}
 	}
 	return t, nil
+}
+
+// ParseTime parses an RFC 3339 time, YYYY-MM-DDTHH:MM:SS[.fraction] then
+// Z or ±HH:MM, strictly: what it accepts, time.Time's UnmarshalJSON reads
+// as the same instant. (Written here because time.Parse's layout engine
+// adds 10 KB of gzipped Wasm to every module.)
+func ParseTime(s string) (time.Time, bool) {
+	num := func(i, n int) (int, bool) {
+		if i+n > len(s) {
+			return 0, false
+		}
+		v := 0
+		for _, c := range []byte(s[i : i+n]) {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v, true
+	}
+	sep := func(i int, c byte) bool { return i < len(s) && s[i] == c }
+	y, ok1 := num(0, 4)
+	mo, ok2 := num(5, 2)
+	d, ok3 := num(8, 2)
+	h, ok4 := num(11, 2)
+	mi, ok5 := num(14, 2)
+	sec, ok6 := num(17, 2)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && sep(4, '-') && sep(7, '-') && sep(10, 'T') && sep(13, ':') && sep(16, ':')) {
+		return time.Time{}, false
+	}
+	if mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	i, nsec := 19, 0
+	if sep(i, '.') {
+		i++
+		digits := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			if digits < 9 {
+				nsec = nsec*10 + int(s[i]-'0')
+			}
+			digits++
+			i++
+		}
+		if digits == 0 {
+			return time.Time{}, false
+		}
+		digits = min(digits, 9)
+		for ; digits < 9; digits++ {
+			nsec *= 10
+		}
+	}
+	offset := 0
+	switch {
+	case sep(i, 'Z') && i+1 == len(s):
+	case (sep(i, '+') || sep(i, '-')) && i+6 == len(s) && sep(i+3, ':'):
+		oh, ok1 := num(i+1, 2)
+		om, ok2 := num(i+4, 2)
+		if !ok1 || !ok2 || oh > 23 || om > 59 {
+			return time.Time{}, false
+		}
+		offset = (oh*60 + om) * 60
+		if s[i] == '-' {
+			offset = -offset
+		}
+	default:
+		return time.Time{}, false
+	}
+	loc := time.UTC
+	if offset != 0 || s[i] != 'Z' {
+		loc = time.FixedZone("", offset)
+	}
+	t := time.Date(y, time.Month(mo), d, h, mi, sec, nsec, loc)
+	if t.Day() != d { // February 30th and the like
+		return time.Time{}, false
+	}
+	return t, true
 }
 
 // objectArray reads an array of objects, each with dec.

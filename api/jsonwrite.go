@@ -127,13 +127,12 @@ func appendTime(b []byte, t time.Time) []byte {
 	y, mo, d := t.Date()
 	h, mi, s := t.Clock()
 	ms := t.Nanosecond() / 1e6
-	if y < 0 || y > 9999 {
-		b = append(b, '"')
-		b = t.AppendFormat(b, TimeLayout)
-		return append(b, '"')
-	}
 	b = append(b, '"')
-	b = append4(b, y)
+	if y >= 0 && y <= 9999 {
+		b = append4(b, y)
+	} else { // outside RFC 3339; the API refuses such times on input
+		b = strconv.AppendInt(b, int64(y), 10)
+	}
 	b = append(b, '-')
 	b = append2(b, int(mo))
 	b = append(b, '-')

@@ -16,8 +16,22 @@ const DefaultPackage = "github.com/stile-run/stile/cmd/stile/defaultapp"
 
 // BuildWasm compiles the main package pkg (an import path or a ./relative
 // directory, resolved in dir) to a WASI reactor at out. Go's build cache
-// makes a rebuild of unchanged code take about a second.
+// makes a rebuild of unchanged code take about a second. The module keeps
+// its name section, so a trap's Wasm stack trace names functions; see
+// BuildDeploy for the module that is deployed.
 func BuildWasm(ctx context.Context, dir, pkg, out string) error {
+	return build(ctx, dir, pkg, out)
+}
+
+// BuildDeploy is BuildWasm for the module `stile build` deploys: without
+// the Wasm name section (-ldflags=-s), which is a tenth of its gzipped
+// size. A Go panic still prints function names (from Go's own tables);
+// only the engine's Wasm stack trace of a trap loses them.
+func BuildDeploy(ctx context.Context, dir, pkg, out string) error {
+	return build(ctx, dir, pkg, out, "-ldflags=-s")
+}
+
+func build(ctx context.Context, dir, pkg, out string, flags ...string) error {
 	if pkg == "" {
 		pkg = DefaultPackage
 	}
@@ -25,8 +39,8 @@ func BuildWasm(ctx context.Context, dir, pkg, out string) error {
 		return fmt.Errorf("build %s: %w", pkg, err)
 	}
 	tmp := out + ".tmp"
-	cmd := exec.CommandContext(ctx, goTool(), "build", "-buildmode=c-shared", "-trimpath",
-		"-o", tmp, pkg)
+	args := append([]string{"build", "-buildmode=c-shared", "-trimpath"}, flags...)
+	cmd := exec.CommandContext(ctx, goTool(), append(args, "-o", tmp, pkg)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	var stderr bytes.Buffer

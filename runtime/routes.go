@@ -157,6 +157,10 @@ func fmtID(id int64) string { return strconv.FormatInt(id, 10) }
 
 func ts(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
+// maxTimeMs is the last millisecond of year 9999: times the API takes stay
+// within what RFC 3339 can write.
+const maxTimeMs = 253402300799999
+
 func tsPtr(ms int64) *time.Time {
 	if ms == 0 {
 		return nil

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/fence"
@@ -77,8 +76,8 @@ func (t *Tenant) validateEnqueue(i int, r api.EnqueueRequest) (jobs.NewJob, *api
 	}
 	if r.RunAt != nil {
 		ms := r.RunAt.UnixMilli()
-		if ms < 0 || ms > 1<<53-1 {
-			return n, badRequest(api.CodeInvalidRequest, "%srun_at %s is out of range", where, r.RunAt.Format(time.RFC3339))
+		if ms < 0 || ms > maxTimeMs {
+			return n, badRequest(api.CodeInvalidRequest, "%srun_at is out of range: use a time from 1970 to 9999", where)
 		}
 		n.RunAt = ms
 	}

@@ -1,7 +1,7 @@
 package runtime
 
 import (
-	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -166,7 +166,7 @@ func (t *Tenant) runQuery(name, raw string) (route, *apiError) {
 }
 
 // appendValue writes a SQLite value as JSON: numbers, strings, null, and
-// blobs in base64.
+// blobs in hex (base64 would add its package to every module).
 func appendValue(b []byte, v do.Value) []byte {
 	switch v.Kind {
 	case do.KindInt:
@@ -179,7 +179,7 @@ func appendValue(b []byte, v do.Value) []byte {
 	case do.KindText:
 		return api.AppendString(b, string(v.Bytes))
 	case do.KindBlob:
-		return api.AppendString(b, base64.StdEncoding.EncodeToString(v.Bytes))
+		return api.AppendString(b, hex.EncodeToString(v.Bytes))
 	}
 	return append(b, "null"...)
 }

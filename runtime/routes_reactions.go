@@ -140,15 +140,15 @@ func (t *Tenant) validateSettlement(i int, s api.Settlement) *apiError {
 		}
 	}
 	for j, sc := range s.Scheduled {
-		if sc.At.IsZero() {
-			return badRequest(api.CodeInvalidRequest, "%sscheduled[%d]: missing field \"at\"", where, j)
+		if ms := sc.At.UnixMilli(); sc.At.IsZero() || ms < 0 || ms > maxTimeMs {
+			return badRequest(api.CodeInvalidRequest, "%sscheduled[%d]: missing or out of range field \"at\": use a time from 1970 to 9999", where, j)
 		}
 		if e := t.validateCommand(fmt.Sprintf("%sscheduled[%d].command: ", where, j), sc.Command); e != nil {
 			return e
 		}
 	}
 	for j, d := range s.Deadlines {
-		if !api.ValidName(d.Name) || d.At.IsZero() {
+		if ms := d.At.UnixMilli(); !api.ValidName(d.Name) || d.At.IsZero() || ms < 0 || ms > maxTimeMs {
 			return badRequest(api.CodeInvalidRequest, "%sdeadlines[%d]: name %q is invalid (%s) or at is missing", where, j, d.Name, api.NameRule)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/stile-run/stile/bundle"
 	"github.com/stile-run/stile/client"
 	"github.com/stile-run/stile/cmd/stile/defaultapp/app"
+	"github.com/stile-run/stile/e2e/testapp"
 	"github.com/stile-run/stile/host"
 	"github.com/stile-run/stile/host/native"
 	"github.com/stile-run/stile/host/wazerohost"
@@ -36,7 +37,9 @@ func runBench(args []string) error {
 	latRate := fs.Int("latency-rate", 100, "jobs/s enqueued in the latency measurement (light load)")
 	depth := fs.Int("depth", 1_000_000, "ready jobs in the deep queue of the claim measurement")
 	events := fs.Int("events", 20000, "events per measurement of the event log and reactions")
-	only := fs.String("only", "", "comma-separated parts to run: jobs, depth, latency, events, workerd (default: all)")
+	rebuildEvents := fs.Int("rebuild-events", 1_000_000, "events in the log of the projection rebuild measurement")
+	applyEvents := fs.Int("apply-events", 100_000, "events per measurement of projection batches")
+	only := fs.String("only", "", "comma-separated parts to run: jobs, depth, events, projections, latency, workerd (default: all)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -50,7 +53,7 @@ func runBench(args []string) error {
 	defer os.RemoveAll(dir)
 
 	wasmPath := filepath.Join(dir, "tenant.wasm")
-	if err := bundle.BuildWasm(ctx, ".", bundle.DefaultPackage, wasmPath); err != nil {
+	if err := bundle.BuildDeploy(ctx, ".", bundle.DefaultPackage, wasmPath); err != nil {
 		return err
 	}
 	wasm, err := os.ReadFile(wasmPath)
@@ -58,7 +61,7 @@ func runBench(args []string) error {
 		return err
 	}
 	fmt.Printf("stile bench: %s, %d CPUs, %s/%s\n", goruntime.Version(), goruntime.NumCPU(), goruntime.GOOS, goruntime.GOARCH)
-	fmt.Printf("tenant.wasm (default module): %d bytes, %d bytes gzip -9 (%.2f MB)\n\n", len(wasm), gzipSize(wasm), float64(gzipSize(wasm))/1e6)
+	fmt.Printf("tenant.wasm (default module, as stile build makes it): %d bytes, %d bytes gzip -9 (%.2f MB)\n\n", len(wasm), gzipSize(wasm), float64(gzipSize(wasm))/1e6)
 
 	// hosts: each measurement gets a fresh manager over fresh files.
 	n := new(int)
@@ -178,6 +181,12 @@ func runBench(args []string) error {
 			{"wazero, in-process", wazeroHost(true), false},
 			{"wazero, loopback HTTP", wazeroHost(true), true},
 		}); err != nil {
+			return err
+		}
+	}
+
+	if part("projections") {
+		if err := benchProjections(ctx, dir, *applyEvents, *rebuildEvents, n, quiet); err != nil {
 			return err
 		}
 	}
@@ -380,4 +389,85 @@ func commas(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// benchProjections measures projections of the e2e test module (tally100
+// and tally1000: one upsert per event, batches of 100 and 1000): events
+// applied per second by a rebuild of a log of apply events, and the time
+// to rebuild from a log of rebuild events.
+func benchProjections(ctx context.Context, dir string, apply, rebuild int, n *int, quiet *slog.Logger) error {
+	wasmPath := filepath.Join(dir, "testapp.wasm")
+	if err := bundle.BuildWasm(ctx, ".", "./e2e/testapp/tenant", wasmPath); err != nil {
+		return err
+	}
+	wasm, err := os.ReadFile(wasmPath)
+	if err != nil {
+		return err
+	}
+	hosts := []struct {
+		name    string
+		factory func() (host.Factory, error)
+	}{
+		{"native, in-process", func() (host.Factory, error) { return native.New(native.Config{App: testapp.App(), Logger: quiet}) }},
+		{"wazero, in-process", func() (host.Factory, error) {
+			return wazerohost.New(ctx, wazerohost.Config{Wasm: wasm, CacheDir: cacheDir(dir), Logger: quiet})
+		}},
+	}
+	fmt.Printf("projections (test module: one upsert per event), rebuilt from the log\n")
+	tw := tabwriter.NewWriter(os.Stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "  host\tapplied/s, batches of 100\tapplied/s, batches of 1000\trebuild of %s events (batches of 1000)\t\n", commas(rebuild))
+	for _, h := range hosts {
+		f, err := h.factory()
+		if err != nil {
+			return err
+		}
+		*n++
+		data := filepath.Join(dir, fmt.Sprint(*n))
+		m, err := host.NewManager(host.Config{Factory: f, DataDir: data, Logger: quiet})
+		if err != nil {
+			return err
+		}
+		d := bench.InProcess{M: m}
+		fire := func() { m.FireDue(ctx) }
+		if err := call0(ctx, d); err != nil { // creates the tenant
+			m.Close()
+			return err
+		}
+		var cells [3]string
+		for i, c := range []struct {
+			events     int
+			projection string
+		}{{apply, "tally100"}, {0, "tally1000"}, {rebuild - apply, "tally1000"}} {
+			if c.events > 0 {
+				if err := bench.FillEvents(data, bench.Tenant, c.events, testapp.Tallied); err != nil {
+					m.Close()
+					return err
+				}
+			}
+			took, err := bench.Rebuild(ctx, d, c.projection, fire)
+			if err != nil {
+				m.Close()
+				return fmt.Errorf("%s: %w", h.name, err)
+			}
+			if i < 2 {
+				cells[i] = bench.Rate(apply, took)
+			} else {
+				cells[i] = fmt.Sprintf("%s (%s/s)", took.Round(10*time.Millisecond), bench.Rate(rebuild, took))
+			}
+		}
+		m.Close()
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t\n", h.name, cells[0], cells[1], cells[2])
+	}
+	tw.Flush()
+	fmt.Println()
+	return nil
+}
+
+// call0 sends a request that creates the bench tenant.
+func call0(ctx context.Context, d bench.Driver) error {
+	status, b, err := d.Do(ctx, "GET", "status", nil)
+	if err == nil && status != 200 {
+		err = fmt.Errorf("status: %d %s", status, b)
+	}
+	return err
 }

@@ -28,7 +28,7 @@ func runBuild(args []string) error {
 		return errors.New("at most one package")
 	}
 	wasmPath := filepath.Join(*out, bundle.WasmFile)
-	if err := bundle.BuildWasm(context.Background(), ".", fs.Arg(0), wasmPath); err != nil {
+	if err := bundle.BuildDeploy(context.Background(), ".", fs.Arg(0), wasmPath); err != nil {
 		return err
 	}
 	wasm, err := os.ReadFile(wasmPath)

@@ -11,7 +11,8 @@ import (
 // Counter is the state of the built-in counter aggregate.
 type Counter struct{ Value int64 }
 
-// App registers the default kinds, a counter aggregate and a policy.
+// App registers the default kinds, a counter aggregate, a policy and a
+// projection.
 func App() *runtime.App {
 	app := runtime.NewApp().
 		// A job whose handler (stile work) echoes its args back as output.
@@ -25,6 +26,18 @@ func App() *runtime.App {
 		// (POST /v1/t/{tenant}/streams/{stream}) and every counter change:
 		// it logs the event.
 		RegisterPolicy(runtime.Policy{Name: "log", Events: []string{"note", "Incremented", "Decremented"}, Batch: 100})
+	// A projection that counts the events of each stream the log policy
+	// sees, read with GET /v1/t/{tenant}/queries/event_counts.
+	app.RegisterProjection(runtime.Projection{
+		Name:   "event_counts",
+		Events: []string{"note", "Incremented", "Decremented"},
+		Tables: []string{`CREATE TABLE {counts} (stream TEXT PRIMARY KEY, events INTEGER NOT NULL, last_seq INTEGER NOT NULL) STRICT`},
+		Handle: func(tx *runtime.ProjectionTx, e api.Event) error {
+			return tx.Exec(`INSERT INTO {counts} (stream, events, last_seq) VALUES (?, 1, ?)
+				ON CONFLICT (stream) DO UPDATE SET events = events + 1, last_seq = excluded.last_seq`, e.Stream, e.Seq)
+		},
+	}).RegisterQuery(runtime.Query{Name: "event_counts", Projection: "event_counts",
+		SQL: `SELECT stream, events, last_seq FROM {counts} ORDER BY stream`, Columns: []string{"stream", "events", "last_seq"}})
 	// A counter per id (stream counter:<id>): commands Increment and
 	// Decrement; a Decrement below zero is refused.
 	return runtime.RegisterAggregate(app, runtime.Aggregate[Counter]{
