@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
@@ -114,7 +115,11 @@ func (t *Tenant) runQuery(name, raw string) (route, *apiError) {
 		args[i] = v
 	}
 	if len(params) > len(q.Params) {
-		return nil, badRequest(api.CodeInvalidRequest, "unknown query parameters: query %s takes %v", name, q.Params)
+		takes := "no parameters"
+		if len(q.Params) > 0 {
+			takes = strings.Join(q.Params, ", ")
+		}
+		return nil, badRequest(api.CodeInvalidRequest, "unknown query parameters: query %s takes %s", name, takes)
 	}
 	p := t.app.projectionBy[q.Projection]
 	return func(now int64) (result, error) {
