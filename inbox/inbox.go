@@ -40,6 +40,10 @@ type Entry struct {
 	LeaseUntil int64 // while pending: the claim holds until then
 	RunAt      int64 // while retry: when it is due
 	Error      string
+	// Reported is how the current claim ended if it reported a failure or
+	// a delay ("" while it has not): kept until the delivery is claimed
+	// again.
+	Reported Outcome
 }
 
 // Verdict is what the handler's lowest open entry means for a claim.
@@ -108,20 +112,21 @@ func CheckSettle(e *Entry, handler string, seq int64, claimID string, o Outcome,
 		}
 		return false, &fence.Rejection{Code: CodeTakenOver, Message: msg}
 	}
-	switch e.State {
-	case Succeeded:
+	switch {
+	case e.State == Succeeded:
 		if o == OutcomeSucceeded {
 			return true, nil
 		}
 		return false, alreadySettled(handler, seq, "succeeded")
-	case Skipped:
+	case e.State == Skipped:
 		return false, alreadySettled(handler, seq, "skipped by an operator")
-	case Retry:
-		// This claim already reported a failure or a delay.
-		if o != OutcomeSucceeded {
+	case e.Reported != "":
+		// This claim already reported a failure or a delay (the delivery
+		// waits for its retry, or its time came and nobody claimed it yet).
+		if o == e.Reported {
 			return true, nil
 		}
-		return false, alreadySettled(handler, seq, "reported failed or delayed")
+		return false, alreadySettled(handler, seq, "reported "+string(e.Reported))
 	}
 	// Pending or ready under this claim: a lease that ran out with nobody
 	// taking the delivery over does not void the claim.

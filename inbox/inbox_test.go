@@ -61,6 +61,13 @@ func entry(s inbox.State) *inbox.Entry {
 		Failures: 1, ClaimedAt: 1000, LeaseUntil: 5000, RunAt: 6000}
 }
 
+// reported is an entry whose current claim reported o.
+func reported(s inbox.State, o inbox.Outcome) *inbox.Entry {
+	e := entry(s)
+	e.Reported = o
+	return e
+}
+
 func TestCheckSettle(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -103,11 +110,18 @@ func TestCheckSettle(t *testing.T) {
 		{name: "skipped, same claim, failed", entry: entry(inbox.Skipped), outcome: inbox.OutcomeFailed,
 			code: inbox.CodeAlreadySettled, msgHas: []string{"skipped by an operator"}},
 
-		{name: "failed twice", entry: entry(inbox.Retry), outcome: inbox.OutcomeFailed, dup: true},
-		{name: "delayed twice", entry: entry(inbox.Retry), outcome: inbox.OutcomeDelayed, dup: true},
-		{name: "delayed after failed", entry: entry(inbox.Retry), outcome: inbox.OutcomeDelayed, earlier: true, dup: true},
-		{name: "succeeded after failed", entry: entry(inbox.Retry), outcome: inbox.OutcomeSucceeded,
-			code: inbox.CodeAlreadySettled, msgHas: []string{"reported failed or delayed"}},
+		{name: "failed twice", entry: reported(inbox.Retry, inbox.OutcomeFailed), outcome: inbox.OutcomeFailed, dup: true},
+		{name: "delayed twice", entry: reported(inbox.Retry, inbox.OutcomeDelayed), outcome: inbox.OutcomeDelayed, dup: true},
+		{name: "delayed after failed", entry: reported(inbox.Retry, inbox.OutcomeFailed), outcome: inbox.OutcomeDelayed, earlier: true,
+			code: inbox.CodeAlreadySettled, msgHas: []string{"already reported failed"}},
+		{name: "succeeded after failed", entry: reported(inbox.Retry, inbox.OutcomeFailed), outcome: inbox.OutcomeSucceeded,
+			code: inbox.CodeAlreadySettled, msgHas: []string{"already reported failed"}},
+		// The retry's time came and nobody claimed the delivery again: the
+		// claim's report still stands (found by the reactions model test).
+		{name: "failed again once ready", entry: reported(inbox.Ready, inbox.OutcomeFailed), outcome: inbox.OutcomeFailed, dup: true},
+		{name: "succeeded once ready after failed", entry: reported(inbox.Ready, inbox.OutcomeFailed), outcome: inbox.OutcomeSucceeded,
+			code: inbox.CodeAlreadySettled, msgHas: []string{"already reported failed"}},
+		{name: "delayed again once ready", entry: reported(inbox.Ready, inbox.OutcomeDelayed), outcome: inbox.OutcomeDelayed, dup: true},
 
 		{name: "pending succeeds past an open earlier event", entry: entry(inbox.Pending), outcome: inbox.OutcomeSucceeded, earlier: true,
 			code: inbox.CodeOutOfOrder, msgHas: []string{"cannot succeed before"}},
@@ -344,6 +358,9 @@ func FuzzCheckSettle(f *testing.F) {
 		var e *inbox.Entry
 		if !nilEntry {
 			e = &inbox.Entry{Handler: h, Seq: s, State: states[int(state)%len(states)], ClaimID: entryClaim, Attempt: 1}
+			if e.State == inbox.Retry || e.State == inbox.Ready && state >= 128 {
+				e.Reported = outcomes[1+int(state/8)%2] // the claim reported a failure or a delay
+			}
 		}
 		dup, rej := inbox.CheckSettle(e, h, s, claimID, o, earlierOpen)
 		commits := !dup && rej == nil
@@ -367,6 +384,9 @@ func FuzzCheckSettle(f *testing.F) {
 		}
 		if !e.State.Open() && commits {
 			t.Fatalf("a settled entry was settled again: %+v outcome %s", e, o)
+		}
+		if commits && e.Reported != "" {
+			t.Fatalf("a claim that reported %s settled again: %+v outcome %s", e.Reported, e, o)
 		}
 		if commits && (claimID != e.ClaimID || !e.State.Open()) {
 			t.Fatalf("committed %s for %+v under claim %q", o, e, claimID)

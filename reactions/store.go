@@ -93,12 +93,12 @@ func (s *Store) Checkpoint(name string) (int64, error) {
 }
 
 const entryColumns = `handler, seq, state, claim_id, worker, attempt, failures, claimed_at, lease_until,
-	COALESCE(run_at, 0), COALESCE(error, '')`
+	COALESCE(run_at, 0), COALESCE(error, ''), COALESCE(outcome, '')`
 
 func scanEntry(r *do.Rows) inbox.Entry {
 	return inbox.Entry{Handler: r.Text(0), Seq: r.Int(1), State: inbox.State(r.Text(2)), ClaimID: r.Text(3),
 		Worker: r.Text(4), Attempt: r.Int(5), Failures: r.Int(6), ClaimedAt: r.Int(7), LeaseUntil: r.Int(8),
-		RunAt: r.Int(9), Error: r.Text(10)}
+		RunAt: r.Int(9), Error: r.Text(10), Reported: inbox.Outcome(r.Text(11))}
 }
 
 // open reads a handler's first n open entries, in event order.
@@ -197,7 +197,7 @@ func (s *Store) reclaim(now int64, worker string, h Handler, open []inbox.Entry)
 	for i, e := range take {
 		lease := now + inbox.Lease(h.TimeoutMs, i)
 		rows, err := s.db.Query(`UPDATE stile_inbox SET state = 'pending', claim_id = lower(hex(randomblob(16))),
-			worker = ?, attempt = attempt + 1, claimed_at = ?, lease_until = ?, run_at = NULL
+			worker = ?, attempt = attempt + 1, claimed_at = ?, lease_until = ?, run_at = NULL, outcome = NULL
 			WHERE handler = ? AND seq = ? AND claim_id = ? AND state IN ('pending', 'retry', 'ready')
 			RETURNING claim_id, attempt`, worker, now, lease, h.Name, e.Seq, e.ClaimID)
 		if err != nil {
@@ -213,6 +213,7 @@ func (s *Store) reclaim(now int64, worker string, h Handler, open []inbox.Entry)
 		}
 		take[i].ClaimID, take[i].Attempt = rows.Text(0), rows.Int(1)
 		take[i].State, take[i].Worker, take[i].ClaimedAt, take[i].LeaseUntil, take[i].RunAt = inbox.Pending, worker, now, lease, 0
+		take[i].Reported = ""
 		s.due.Added(lease)
 		seqs = append(seqs, e.Seq)
 	}
@@ -296,7 +297,7 @@ func (s *Store) withEvents(es []inbox.Entry, seqs []int64) ([]Delivery, error) {
 // Succeed marks e succeeded; e must still hold its claim.
 func (s *Store) Succeed(now int64, e inbox.Entry) error {
 	if err := s.guarded(`UPDATE stile_inbox SET state = 'succeeded', settled_at = ?, run_at = NULL, error = NULL
-		WHERE handler = ? AND seq = ? AND claim_id = ? AND state IN ('pending', 'ready') RETURNING 1`,
+		WHERE handler = ? AND seq = ? AND claim_id = ? AND state IN ('pending', 'ready') AND outcome IS NULL RETURNING 1`,
 		"settle", e, now, e.Handler, e.Seq, e.ClaimID); err != nil {
 		return err
 	}
@@ -311,12 +312,13 @@ func (s *Store) Succeed(now int64, e inbox.Entry) error {
 // none overtakes it.
 func (s *Store) Retry(now int64, e inbox.Entry, runAt, failures int64, msg string) error {
 	var m any
+	outcome := inbox.OutcomeDelayed
 	if msg != "" {
-		m = msg
+		m, outcome = msg, inbox.OutcomeFailed
 	}
-	if err := s.guarded(`UPDATE stile_inbox SET state = 'retry', run_at = ?, failures = ?, error = ?
-		WHERE handler = ? AND seq = ? AND claim_id = ? AND state IN ('pending', 'ready') RETURNING 1`,
-		"fail", e, runAt, failures, m, e.Handler, e.Seq, e.ClaimID); err != nil {
+	if err := s.guarded(`UPDATE stile_inbox SET state = 'retry', run_at = ?, failures = ?, error = ?, outcome = ?
+		WHERE handler = ? AND seq = ? AND claim_id = ? AND state IN ('pending', 'ready') AND outcome IS NULL RETURNING 1`,
+		"fail", e, runAt, failures, m, string(outcome), e.Handler, e.Seq, e.ClaimID); err != nil {
 		return err
 	}
 	s.left(e)

@@ -75,8 +75,13 @@ CREATE TABLE stile_inbox (
   lease_until INTEGER NOT NULL,
   run_at      INTEGER,
   error       TEXT,
+  -- How the current claim ended, when it reported a failure or a delay:
+  -- kept until the delivery is claimed again, so a repeat of that report
+  -- is a duplicate and nothing else from the claim counts.
+  outcome     TEXT    CHECK (outcome IN ('failed', 'delayed')),
   settled_at  INTEGER,
   CHECK ((state = 'retry') = (run_at IS NOT NULL)),
+  CHECK (state <> 'retry' OR outcome IS NOT NULL),
   CHECK ((state IN ('succeeded', 'skipped')) = (settled_at IS NOT NULL)),
   PRIMARY KEY (handler, seq)
 ) STRICT, WITHOUT ROWID;
