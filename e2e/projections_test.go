@@ -105,10 +105,9 @@ func scenarioProjectionFifthEvent(s *scenario) {
 	t := s.t
 	var seqs []int64
 	var sum int64
-	poisonUntil := time.Now().Add(2 * time.Second).UnixMilli()
-	if !s.tg.realTime() {
-		poisonUntil = start.Add(2 * time.Second).UnixMilli()
-	}
+	status, err := s.ten.Status(s.ctx)
+	require.NoError(t, err)
+	poisonUntil := status.Now.Add(2 * time.Second).UnixMilli() // the tenant's clock
 	for i := range 10 {
 		d := testapp.NoteData{N: int64(i + 1)}
 		if i == 4 {

@@ -280,9 +280,6 @@ func (md *rmModel) call(method, rest string, body any) (int, []byte) {
 	if resp.Status >= 500 {
 		md.fail("%s %s: %d %s", method, rest, resp.Status, resp.Body)
 	}
-	if md.req == 1 {
-		md.projDue = md.lastNow // the first request set the tenant up: its projections catch up
-	}
 	return resp.Status, resp.Body
 }
 
