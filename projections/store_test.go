@@ -12,28 +12,11 @@ import (
 	"github.com/stile-run/stile/schema"
 )
 
-// dbHost is a do.Host over a dosql.DB.
-type dbHost struct{ db *dosql.DB }
-
-func (h dbHost) Query(sql string, p []byte) ([]byte, error) { return h.db.Query(sql, p) }
-func (h dbHost) Now() int64                                 { return 1 }
-func (h dbHost) Log(do.Level, string)                       {}
-func (h dbHost) Tx(body func() error) error {
-	if err := h.db.Begin(); err != nil {
-		return err
-	}
-	if err := body(); err != nil {
-		h.db.Rollback()
-		return err
-	}
-	return h.db.Commit()
-}
-
 func open(t *testing.T) (*do.DB, *projections.Store) {
 	sq, err := dosql.Open(filepath.Join(t.TempDir(), "p.sqlite"))
 	require.NoError(t, err)
 	t.Cleanup(func() { sq.Close() })
-	db := do.NewDB(dbHost{sq})
+	db := do.NewDB(dosql.Host(sq, func() int64 { return 1 }))
 	_, err = schema.Apply(db, schema.Ledger, schema.Migrations())
 	require.NoError(t, err)
 	return db, projections.New(db)

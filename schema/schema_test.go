@@ -14,23 +14,6 @@ import (
 	"github.com/stile-run/stile/schema"
 )
 
-// dbHost is a do.Host over a dosql.DB, enough for migrations.
-type dbHost struct{ db *dosql.DB }
-
-func (h dbHost) Query(sql string, p []byte) ([]byte, error) { return h.db.Query(sql, p) }
-func (h dbHost) Now() int64                                 { return 1 }
-func (h dbHost) Log(do.Level, string)                       {}
-func (h dbHost) Tx(body func() error) error {
-	if err := h.db.Begin(); err != nil {
-		return err
-	}
-	if err := body(); err != nil {
-		h.db.Rollback()
-		return err
-	}
-	return h.db.Commit()
-}
-
 // Every file in migrations/ is listed by Migrations, in order, with its
 // content: a new file that is not embedded would never run.
 func TestEveryMigrationFileIsListed(t *testing.T) {
@@ -59,7 +42,7 @@ func TestMigrationsAreNumberedAndIdempotent(t *testing.T) {
 	sq, err := dosql.Open(filepath.Join(t.TempDir(), "m.sqlite"))
 	require.NoError(t, err)
 	defer sq.Close()
-	db := do.NewDB(dbHost{sq})
+	db := do.NewDB(dosql.Host(sq, func() int64 { return 1 }))
 	n, err := schema.Apply(db, schema.Ledger, ms)
 	require.NoError(t, err)
 	require.Equal(t, len(ms), n)
@@ -76,7 +59,7 @@ func TestAFailedMigrationLeavesNothing(t *testing.T) {
 	sq, err := dosql.Open(filepath.Join(t.TempDir(), "m.sqlite"))
 	require.NoError(t, err)
 	defer sq.Close()
-	db := do.NewDB(dbHost{sq})
+	db := do.NewDB(dosql.Host(sq, func() int64 { return 1 }))
 	bad := []schema.Migration{{Version: 1, Name: "bad", SQL: "CREATE TABLE x (a); CREATE TABLE x (a)"}}
 	_, err = schema.Apply(db, "ledger", bad)
 	require.ErrorContains(t, err, "apply migration 1_bad")

@@ -163,14 +163,7 @@ func (w *Worker) reactionLoop(ctx, hctx context.Context, tenant string, names []
 		received := time.Now()
 		<-w.slots
 		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			backoff = min(max(backoff*2, 100*time.Millisecond), 10*time.Second)
-			w.log.Warn("reaction claim failed; retrying", "tenant", tenant, "in", backoff, "err", err)
-			select {
-			case <-time.After(backoff):
-			case <-ctx.Done():
+			if !w.waitAfter(ctx, &backoff, "reaction claim failed; retrying", tenant, err) {
 				return
 			}
 			continue

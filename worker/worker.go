@@ -287,14 +287,7 @@ func (w *Worker) claimLoop(ctx, hctx context.Context, tenant string, kinds []str
 			<-w.slots
 		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			backoff = min(max(backoff*2, 100*time.Millisecond), 10*time.Second)
-			w.log.Warn("claim failed; retrying", "tenant", tenant, "in", backoff, "err", err)
-			select {
-			case <-time.After(backoff):
-			case <-ctx.Done():
+			if !w.waitAfter(ctx, &backoff, "claim failed; retrying", tenant, err) {
 				return
 			}
 			continue
@@ -308,6 +301,22 @@ func (w *Worker) claimLoop(ctx, hctx context.Context, tenant string, kinds []str
 				w.run(hctx, ten, c, received.Add(c.LeaseUntil.Sub(resp.Now)))
 			}()
 		}
+	}
+}
+
+// waitAfter waits out a failed claim's backoff (doubling from 100 ms to
+// 10 s); false if ctx ended first.
+func (w *Worker) waitAfter(ctx context.Context, backoff *time.Duration, msg, tenant string, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	*backoff = min(max(*backoff*2, 100*time.Millisecond), 10*time.Second)
+	w.log.Warn(msg, "tenant", tenant, "in", *backoff, "err", err)
+	select {
+	case <-time.After(*backoff):
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

@@ -333,3 +333,30 @@ func (db *DB) appendColumn(stmt *sqlite3.Stmt, i int) error {
 	}
 	return db.rows.AppendValue(do.Value{Kind: do.KindNull})
 }
+
+// Host is a do.Host over db, with the clock now: what the stores need to
+// run without a tenant module, in tools and tests.
+func Host(db *DB, now func() int64) do.Host { return dbHost{db: db, now: now} }
+
+type dbHost struct {
+	db  *DB
+	now func() int64
+}
+
+func (h dbHost) Query(sql string, params []byte) ([]byte, error) { return h.db.Query(sql, params) }
+func (h dbHost) Now() int64                                      { return h.now() }
+func (h dbHost) Log(do.Level, string)                            {}
+
+// Tx implements do.Host: nested calls are savepoints.
+func (h dbHost) Tx(body func() error) error {
+	if err := h.db.Begin(); err != nil {
+		return err
+	}
+	if err := body(); err != nil {
+		return errors.Join(err, h.db.Rollback())
+	}
+	if err := h.db.Commit(); err != nil {
+		return errors.Join(do.ErrTxFailed, err, h.db.Rollback())
+	}
+	return nil
+}
