@@ -46,49 +46,85 @@ func (t *Tenant) match(req do.Request) (route, *apiError) {
 		return nil, &apiError{statusTooLarge, api.BodyTooLarge.Code, api.BodyTooLarge.Message}
 	}
 	parts := strings.Split(rest, "/")
-	method := func(want string, r func() (route, *apiError)) (route, *apiError) {
-		if req.Method != want {
-			return nil, &apiError{statusMethodNotAllowed, api.CodeMethodNotAllowed, fmt.Sprintf("%s %s: use %s", req.Method, req.Path, want)}
-		}
-		return r()
-	}
 	switch {
 	case rest == "jobs" && req.Method == "GET":
 		return t.listJobs(req.Query)
 	case rest == "jobs":
-		return method("POST", func() (route, *apiError) { return t.enqueueOne(req.Body) })
+		if e := allow(req, "POST"); e != nil {
+			return nil, e
+		}
+		return t.enqueueOne(req.Body)
 	case rest == "jobs/batch":
-		return method("POST", func() (route, *apiError) { return t.enqueueBatch(req.Body) })
+		if e := allow(req, "POST"); e != nil {
+			return nil, e
+		}
+		return t.enqueueBatch(req.Body)
 	case len(parts) == 2 && parts[0] == "jobs" && req.Method == "DELETE":
 		return t.deleteJob(parts[1])
 	case len(parts) == 2 && parts[0] == "jobs":
-		return method("GET", func() (route, *apiError) { return t.getJob(parts[1]) })
+		if e := allow(req, "GET"); e != nil {
+			return nil, e
+		}
+		return t.getJob(parts[1])
 	case len(parts) == 3 && parts[0] == "jobs":
 		id := parts[1]
 		switch parts[2] {
 		case "heartbeat":
-			return method("POST", func() (route, *apiError) { return t.heartbeat(id, req.Body) })
+			if e := allow(req, "POST"); e != nil {
+				return nil, e
+			}
+			return t.heartbeat(id, req.Body)
 		case "report":
-			return method("POST", func() (route, *apiError) { return t.reportOne(id, req.Body) })
+			if e := allow(req, "POST"); e != nil {
+				return nil, e
+			}
+			return t.reportOne(id, req.Body)
 		case "cancel":
-			return method("POST", func() (route, *apiError) { return t.cancel(id, req.Body) })
+			if e := allow(req, "POST"); e != nil {
+				return nil, e
+			}
+			return t.cancel(id, req.Body)
 		case "retry":
-			return method("POST", func() (route, *apiError) { return t.retry(id) })
+			if e := allow(req, "POST"); e != nil {
+				return nil, e
+			}
+			return t.retry(id)
 		}
 	case rest == "claims":
-		return method("POST", func() (route, *apiError) { return t.claim(req.Body) })
+		if e := allow(req, "POST"); e != nil {
+			return nil, e
+		}
+		return t.claim(req.Body)
 	case rest == "reports":
-		return method("POST", func() (route, *apiError) { return t.reportBatch(req.Body) })
+		if e := allow(req, "POST"); e != nil {
+			return nil, e
+		}
+		return t.reportBatch(req.Body)
 	case rest == "queues":
-		return method("GET", func() (route, *apiError) { return t.queues(), nil })
+		if e := allow(req, "GET"); e != nil {
+			return nil, e
+		}
+		return t.queues(), nil
 	case rest == "concurrency":
-		return method("GET", func() (route, *apiError) { return t.limits(), nil })
+		if e := allow(req, "GET"); e != nil {
+			return nil, e
+		}
+		return t.limits(), nil
 	case len(parts) == 2 && parts[0] == "concurrency":
-		return method("PUT", func() (route, *apiError) { return t.setLimit(parts[1], req.Body) })
+		if e := allow(req, "PUT"); e != nil {
+			return nil, e
+		}
+		return t.setLimit(parts[1], req.Body)
 	case len(parts) == 2 && parts[0] == "tx":
-		return method("POST", func() (route, *apiError) { return t.runTx(parts[1], req.Body) })
+		if e := allow(req, "POST"); e != nil {
+			return nil, e
+		}
+		return t.runTx(parts[1], req.Body)
 	case rest == "schedules":
-		return method("GET", func() (route, *apiError) { return t.listSchedules(), nil })
+		if e := allow(req, "GET"); e != nil {
+			return nil, e
+		}
+		return t.listSchedules(), nil
 	case len(parts) == 2 && parts[0] == "schedules":
 		switch req.Method {
 		case "PUT":
@@ -100,33 +136,77 @@ func (t *Tenant) match(req do.Request) (route, *apiError) {
 		}
 		return nil, &apiError{statusMethodNotAllowed, api.CodeMethodNotAllowed, fmt.Sprintf("%s %s: use PUT, GET or DELETE", req.Method, req.Path)}
 	case rest == "status":
-		return method("GET", func() (route, *apiError) { return t.status(), nil })
+		if e := allow(req, "GET"); e != nil {
+			return nil, e
+		}
+		return t.status(), nil
 	case rest == "events":
-		return method("GET", func() (route, *apiError) { return t.readEvents(req.Query) })
+		if e := allow(req, "GET"); e != nil {
+			return nil, e
+		}
+		return t.readEvents(req.Query)
 	case len(parts) == 2 && parts[0] == "streams" && req.Method == "GET":
 		return t.readStream(parts[1], req.Query)
 	case len(parts) == 2 && parts[0] == "streams":
-		return method("POST", func() (route, *apiError) { return t.appendEvents(parts[1], req.Body) })
+		if e := allow(req, "POST"); e != nil {
+			return nil, e
+		}
+		return t.appendEvents(parts[1], req.Body)
 	case rest == "commands":
-		return method("POST", func() (route, *apiError) { return t.command(req.Body) })
+		if e := allow(req, "POST"); e != nil {
+			return nil, e
+		}
+		return t.command(req.Body)
 	case len(parts) == 2 && parts[0] == "commands":
-		return method("GET", func() (route, *apiError) { return t.getCommand(parts[1]), nil })
+		if e := allow(req, "GET"); e != nil {
+			return nil, e
+		}
+		return t.getCommand(parts[1]), nil
 	case rest == "reactions":
-		return method("GET", func() (route, *apiError) { return t.reactionsStatus(), nil })
+		if e := allow(req, "GET"); e != nil {
+			return nil, e
+		}
+		return t.reactionsStatus(), nil
 	case rest == "reactions/claims":
-		return method("POST", func() (route, *apiError) { return t.claimReactions(req.Body) })
+		if e := allow(req, "POST"); e != nil {
+			return nil, e
+		}
+		return t.claimReactions(req.Body)
 	case rest == "reactions/settle":
-		return method("POST", func() (route, *apiError) { return t.settle(req.Body) })
+		if e := allow(req, "POST"); e != nil {
+			return nil, e
+		}
+		return t.settle(req.Body)
 	case len(parts) == 3 && parts[0] == "reactions" && parts[2] == "skip":
-		return method("POST", func() (route, *apiError) { return t.skipReaction(parts[1], req.Body) })
+		if e := allow(req, "POST"); e != nil {
+			return nil, e
+		}
+		return t.skipReaction(parts[1], req.Body)
 	case rest == "projections":
-		return method("GET", func() (route, *apiError) { return t.projectionsStatus(), nil })
+		if e := allow(req, "GET"); e != nil {
+			return nil, e
+		}
+		return t.projectionsStatus(), nil
 	case len(parts) == 3 && parts[0] == "projections" && parts[2] == "rebuild":
-		return method("POST", func() (route, *apiError) { return t.rebuildProjection(parts[1]) })
+		if e := allow(req, "POST"); e != nil {
+			return nil, e
+		}
+		return t.rebuildProjection(parts[1])
 	case len(parts) == 2 && parts[0] == "queries":
-		return method("GET", func() (route, *apiError) { return t.runQuery(parts[1], req.Query) })
+		if e := allow(req, "GET"); e != nil {
+			return nil, e
+		}
+		return t.runQuery(parts[1], req.Query)
 	}
 	return nil, &apiError{statusNotFound, api.CodeNotFound, fmt.Sprintf("no route %s %s", req.Method, req.Path)}
+}
+
+// allow refuses a request whose method is not want.
+func allow(req do.Request, want string) *apiError {
+	if req.Method != want {
+		return &apiError{statusMethodNotAllowed, api.CodeMethodNotAllowed, fmt.Sprintf("%s %s: use %s", req.Method, req.Path, want)}
+	}
+	return nil
 }
 
 // batchSize refuses an empty batch or one over its limit.
