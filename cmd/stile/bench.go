@@ -428,7 +428,7 @@ func benchProjections(ctx context.Context, dir string, apply, rebuild int, n *in
 			return err
 		}
 		d := bench.InProcess{M: m}
-		fire := func() { m.FireDue(ctx) }
+		fire := func() int { return m.FireDue(ctx) }
 		if err := call0(ctx, d); err != nil { // creates the tenant
 			m.Close()
 			return err
