@@ -64,6 +64,22 @@ func succeeded(d api.Delivery, cmds ...api.Command) api.Settlement {
 	return api.Settlement{Handler: d.Handler, Seq: d.Event.Seq, ClaimID: d.ClaimID, Outcome: api.OutcomeSucceeded, Commands: cmds}
 }
 
+// quiet lets the tenant's due alarms run until none is due at its now.
+func (s *scenario) quiet() {
+	s.t.Helper()
+	cond := func() bool {
+		st, err := s.ten.Status(s.ctx)
+		require.NoError(s.t, err)
+		return st.AlarmAt == nil || st.AlarmAt.After(st.Now)
+	}
+	if !s.tg.realTime() {
+		for i := 0; i < 10 && !cond(); i++ {
+			s.tg.advance(s.t, 0)
+		}
+	}
+	eventually(s.t, s.tg, cond, "no alarm is due")
+}
+
 func (s *scenario) stream(name string) []api.Event {
 	s.t.Helper()
 	r, err := s.ten.Stream(s.ctx, name, 1, 1000)
@@ -491,6 +507,7 @@ func scenarioScheduledCommand(s *scenario) {
 func scenarioRejectedCommandFailsDelivery(s *scenario) {
 	t := s.t
 	s.createPayment("p1", 10)
+	s.quiet() // the projections caught up with the payment's event
 	d := s.deliveries("w", 10, 1, testapp.AuditPolicy)[0]
 	res := s.settleOne(succeeded(d,
 		api.Command{ID: "ok-one", Aggregate: "payment", AggregateID: "p1", Type: "Capture"},
@@ -501,6 +518,12 @@ func scenarioRejectedCommandFailsDelivery(s *scenario) {
 	require.Len(t, s.stream("payment:p1"), 1, "the first command's event went with the rest")
 	_, err := s.ten.GetCommand(s.ctx, "ok-one")
 	requireCode(t, err, http.StatusNotFound, api.CodeNotFound)
+	// The rolled-back event gives the projections no work: the alarm
+	// waits for the delivery's backoff, not for a catch-up due now.
+	status, err := s.ten.Status(s.ctx)
+	require.NoError(t, err)
+	require.NotNil(t, status.AlarmAt, "the alarm covers the delivery's retry")
+	require.True(t, status.AlarmAt.After(status.Now), "the alarm is due at %v, not after the tenant's now %v", status.AlarmAt, status.Now)
 
 	// Bad settlements are refused whole, before anything is read.
 	for _, bad := range []api.Settlement{

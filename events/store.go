@@ -60,6 +60,14 @@ func (s *Store) Appended() bool {
 	return a
 }
 
+// Savepoint returns what Rollback needs to forget the appends of a nested
+// transaction that rolls back.
+func (s *Store) Savepoint() bool { return s.appended }
+
+// Rollback forgets the appends made since Savepoint returned sp: they
+// were rolled back.
+func (s *Store) Rollback(sp bool) { s.appended = sp }
+
 // New returns a store over db.
 func New(db *do.DB) *Store { return &Store{db: db} }
 

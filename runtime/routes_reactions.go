@@ -186,8 +186,33 @@ func (t *Tenant) settle(body []byte) (route, *apiError) {
 	}, nil
 }
 
-// errRefused rolls back a settlement's nested transaction.
-var errRefused = errors.New("settlement refused")
+// errRefused rolls back a nested transaction whose commands were refused.
+var errRefused = errors.New("commands refused")
+
+// refusable runs body in a nested transaction (a savepoint) that rolls
+// back, leaving nothing of it, when body returns a refusal; the caller's
+// transaction goes on. What the stores noted during a rolled-back body
+// (due times, appended events) is forgotten with it.
+func (t *Tenant) refusable(body func() (*commandRefusal, error)) (*commandRefusal, error) {
+	appendedBefore := t.events.Savepoint()
+	var ref *commandRefusal
+	err := t.db.Tx(func() error {
+		var err error
+		ref, err = body()
+		if err == nil && ref != nil {
+			return errRefused
+		}
+		return err
+	})
+	if ref != nil || err != nil {
+		t.due.Unknown()
+		t.events.Rollback(appendedBefore)
+	}
+	if ref != nil {
+		return ref, nil
+	}
+	return nil, err
+}
 
 // settleOne fences and commits one settlement. It writes nothing when
 // refused; a command its aggregate rejects fails the delivery instead
@@ -230,20 +255,16 @@ func (t *Tenant) settleOne(now int64, s api.Settlement) (api.SettleResult, error
 		res.State = string(inbox.Retry)
 		return res, t.reactions.Retry(now, *e, now+s.DelayMs, e.Failures, "")
 	}
-	var ref *commandRefusal
 	var appended int
-	err = t.db.Tx(func() error {
+	ref, err := t.refusable(func() (*commandRefusal, error) {
+		var ref *commandRefusal
 		var err error
 		appended, ref, err = t.commitSuccess(now, rc, *e, s)
-		if err == nil && ref != nil {
-			return errRefused
-		}
-		return err
+		return ref, err
 	})
 	switch {
 	case ref != nil:
 		// Nothing of the settlement stayed; the delivery failed.
-		t.due.Unknown() // what the nested transaction reported did not commit
 		runAt, failures := inbox.AfterFailure(*e, rc.h.Backoff, now, mrandFloat())
 		if err := t.reactions.Retry(now, *e, runAt, failures, ref.msg); err != nil {
 			return res, err
@@ -423,19 +444,13 @@ func (t *Tenant) fireScheduled(now int64, sc reactions.ScheduledCommand) error {
 		msg = e.msg
 	}
 	if msg == "" {
-		var ref *commandRefusal
-		err := t.db.Tx(func() error {
-			var err error
-			_, ref, err = t.runCommand(now, c, "scheduled:"+sc.Source)
-			if err == nil && ref != nil {
-				return errRefused
-			}
-			return err
+		ref, err := t.refusable(func() (*commandRefusal, error) {
+			_, ref, err := t.runCommand(now, c, "scheduled:"+sc.Source)
+			return ref, err
 		})
 		switch {
 		case ref != nil:
 			msg = ref.msg
-			t.due.Unknown()
 		case err != nil:
 			return err
 		}
