@@ -245,6 +245,9 @@ func (s *Store) CountAfter(after int64, types []string, max int64) (int64, error
 		if err := rows.Err(); err != nil {
 			return 0, err
 		}
+		if n >= max {
+			break // the rest would not change the answer
+		}
 	}
 	return min(n, max), nil
 }

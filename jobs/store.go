@@ -37,6 +37,9 @@ type DueTracker interface {
 	Unknown()
 }
 
+// NoTracker is the DueTracker of a store whose due times nobody tracks.
+var NoTracker DueTracker = noTracker{}
+
 type noTracker struct{}
 
 func (noTracker) Added(int64)   {}
@@ -46,7 +49,7 @@ func (noTracker) Unknown()      {}
 // New returns a store over db; due may be nil.
 func New(db *do.DB, due DueTracker) *Store {
 	if due == nil {
-		due = noTracker{}
+		due = NoTracker
 	}
 	return &Store{db: db, due: due, strings: map[string]string{}}
 }

@@ -40,8 +40,12 @@ type Store struct {
 	woke bool
 }
 
-// New returns a store over db; due learns how writes move due times.
+// New returns a store over db; due learns how writes move due times
+// (nil: nobody tracks them).
 func New(db *do.DB, ev *events.Store, due jobs.DueTracker) *Store {
+	if due == nil {
+		due = jobs.NoTracker
+	}
 	return &Store{db: db, ev: ev, due: due}
 }
 
