@@ -174,7 +174,7 @@ func collect(rows *do.Rows, err error, what string) ([]Event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
-	var out []Event
+	out := make([]Event, 0, rows.Len())
 	for rows.Next() {
 		out = append(out, scan(rows))
 	}
