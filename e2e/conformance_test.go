@@ -135,6 +135,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "ProcessDeadline", run: scenarioProcessDeadline},
 		{name: "ScheduledCommand", run: scenarioScheduledCommand},
 		{name: "RejectedCommandFailsDelivery", run: scenarioRejectedCommandFailsDelivery},
+		{name: "EventsBadInputChangesNothing", run: scenarioEventsBadInput},
 		{name: "ProjectionFifthEvent", run: scenarioProjectionFifthEvent},
 		{name: "ProjectionWriteOutside", run: scenarioProjectionWriteOutside},
 		{name: "ProjectionRebuild", run: scenarioProjectionRebuild},

@@ -182,7 +182,7 @@ func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.Comman
 	}
 	drafts := make([]events.Draft, len(d.Events))
 	for i, e := range d.Events {
-		if msg := eventProblem(e); msg != "" {
+		if _, msg := eventProblem(e); msg != "" {
 			return api.CommandResult{}, &commandRefusal{statusUnprocessable, api.CodeCommandRejected,
 				fmt.Sprintf("%s %s decided an invalid event %d: %s", c.Aggregate, c.Type, i, msg)}, nil
 		}
@@ -237,19 +237,20 @@ func commandResult(id, stream string, version int64, evs []events.Event, jobIDs 
 	return r
 }
 
-// eventProblem says what is wrong with an event to append ("" if nothing).
-func eventProblem(e api.NewEvent) string {
+// eventProblem says what is wrong with an event to append, and the error
+// code that says it ("" if nothing is).
+func eventProblem(e api.NewEvent) (code, msg string) {
 	switch {
 	case e.Type == "" || !api.ValidName(e.Type):
-		return fmt.Sprintf("type %q is invalid: use %s", e.Type, api.NameRule)
+		return api.CodeInvalidRequest, fmt.Sprintf("type %q is invalid: use %s", e.Type, api.NameRule)
 	case strings.HasPrefix(e.Type, "stile."):
-		return fmt.Sprintf("type %q is reserved: types starting with stile. are Stile's", e.Type)
+		return api.CodeInvalidRequest, fmt.Sprintf("type %q is reserved: types starting with stile. are Stile's", e.Type)
 	case len(e.Data) > api.MaxEventBytes:
-		return fmt.Sprintf("data of %d bytes exceeds the limit of %d", len(e.Data), api.MaxEventBytes)
+		return api.CodeTooLarge, fmt.Sprintf("data of %d bytes exceeds the limit of %d", len(e.Data), api.MaxEventBytes)
 	case len(e.Data) > 0 && !api.Valid(e.Data):
-		return "data is not JSON"
+		return api.CodeInvalidRequest, "data is not JSON"
 	}
-	return ""
+	return "", ""
 }
 
 // enqueueDecided enqueues the jobs a command decided.

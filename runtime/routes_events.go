@@ -35,8 +35,8 @@ func (t *Tenant) appendEvents(stream string, body []byte) (route, *apiError) {
 	}
 	drafts := make([]events.Draft, len(r.Events))
 	for i, e := range r.Events {
-		if msg := eventProblem(e); msg != "" {
-			return nil, badRequest(api.CodeInvalidRequest, "events[%d]: %s", i, msg)
+		if code, msg := eventProblem(e); msg != "" {
+			return nil, badRequest(code, "events[%d]: %s", i, msg)
 		}
 		drafts[i] = events.Draft{Type: e.Type, Data: e.Data}
 	}
