@@ -18,7 +18,17 @@ func DecodeAppend(b []byte) (AppendRequest, error) {
 				n, err = r.integer(key)
 				a.ExpectedVersion = &n
 			case "events":
-				a.Events, err = objectArray(r, key, (*NewEvent).decode)
+				a.Events = []NewEvent{}
+				var null bool
+				null, err = objectArray(r, key, func() error {
+					var v NewEvent
+					err := v.decode(r)
+					a.Events = append(a.Events, v)
+					return err
+				})
+				if null {
+					a.Events = nil
+				}
 			default:
 				return unknownField(key)
 			}
@@ -112,7 +122,17 @@ func DecodeSettle(b []byte) (SettleRequest, error) {
 				return unknownField(key)
 			}
 			var err error
-			p.Settlements, err = objectArray(r, key, (*Settlement).decode)
+			p.Settlements = []Settlement{}
+			var null bool
+			null, err = objectArray(r, key, func() error {
+				var v Settlement
+				err := v.decode(r)
+				p.Settlements = append(p.Settlements, v)
+				return err
+			})
+			if null {
+				p.Settlements = nil
+			}
 			return err
 		})
 	})
@@ -139,15 +159,45 @@ func (s *Settlement) decode(r *reader) error {
 		case "delay_ms":
 			s.DelayMs, err = r.integer(key)
 		case "commands":
-			s.Commands, err = objectArray(r, key, (*Command).decode)
+			s.Commands = []Command{}
+			var null bool
+			null, err = objectArray(r, key, func() error {
+				var v Command
+				err := v.decode(r)
+				s.Commands = append(s.Commands, v)
+				return err
+			})
+			if null {
+				s.Commands = nil
+			}
 		case "scheduled":
-			s.Scheduled, err = objectArray(r, key, (*ScheduledCommand).decode)
+			s.Scheduled = []ScheduledCommand{}
+			var null bool
+			null, err = objectArray(r, key, func() error {
+				var v ScheduledCommand
+				err := v.decode(r)
+				s.Scheduled = append(s.Scheduled, v)
+				return err
+			})
+			if null {
+				s.Scheduled = nil
+			}
 		case "state":
 			s.State, err = r.raw()
 		case "done":
 			s.Done, err = r.boolField(key)
 		case "deadlines":
-			s.Deadlines, err = objectArray(r, key, (*Deadline).decode)
+			s.Deadlines = []Deadline{}
+			var null bool
+			null, err = objectArray(r, key, func() error {
+				var v Deadline
+				err := v.decode(r)
+				s.Deadlines = append(s.Deadlines, v)
+				return err
+			})
+			if null {
+				s.Deadlines = nil
+			}
 		case "cancel_deadlines":
 			s.CancelDeadlines, err = stringArray(r, key)
 		default:

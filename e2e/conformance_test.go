@@ -136,6 +136,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "ScheduledCommand", run: scenarioScheduledCommand},
 		{name: "RejectedCommandFailsDelivery", run: scenarioRejectedCommandFailsDelivery},
 		{name: "EventsBadInputChangesNothing", run: scenarioEventsBadInput},
+		{name: "AggregateTimeout", run: scenarioAggregateTimeout},
 		{name: "ProjectionFifthEvent", run: scenarioProjectionFifthEvent},
 		{name: "ProjectionWriteOutside", run: scenarioProjectionWriteOutside},
 		{name: "ProjectionRebuild", run: scenarioProjectionRebuild},

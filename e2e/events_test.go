@@ -338,6 +338,37 @@ func scenarioTakeover(s *scenario) {
 	require.Equal(t, api.CodeUnknownClaim, never.Error.Code)
 }
 
+// scenarioAggregateTimeout: an aggregate's override of the policies' time
+// limit applies to the events of its streams: their deliveries carry it,
+// and the claim's staggered leases add twice it, on the first claim and
+// on a takeover alike.
+func scenarioAggregateTimeout(s *scenario) {
+	t := s.t
+	s.createPayment("p1", 10)
+	s.command(api.Command{ID: "bulk-1", Aggregate: "bulk", AggregateID: "b1", Type: "Note", Data: json.RawMessage(`{"n":1}`)})
+	s.note("notes", testapp.NoteData{N: 2})
+	check := func(ds []api.Delivery) {
+		t.Helper()
+		require.Equal(t, []string{"payment:p1", "bulk:b1", "notes"}, []string{ds[0].Event.Stream, ds[1].Event.Stream, ds[2].Event.Stream})
+		require.Equal(t, []int64{testapp.ReactionTimeout.Milliseconds(), testapp.BulkTimeout.Milliseconds(), testapp.ReactionTimeout.Milliseconds()},
+			[]int64{ds[0].TimeoutMs, ds[1].TimeoutMs, ds[2].TimeoutMs})
+		require.Equal(t, 2*testapp.BulkTimeout, ds[1].LeaseUntil.Sub(ds[0].LeaseUntil), "the bulk event is held twice its override")
+		require.Equal(t, reactionLease, ds[2].LeaseUntil.Sub(ds[1].LeaseUntil))
+	}
+	first := s.deliveries("w1", 10, 3, testapp.AuditPolicy)
+	check(first)
+	s.tg.advance(t, reactionLease+100*time.Millisecond) // w1 stalls: its first lease runs out
+	again := s.deliveries("w2", 10, 3, testapp.AuditPolicy)
+	require.Equal(t, int64(2), again[0].Attempt, "taken over")
+	check(again)
+
+	// The expiry process gets no override from bulk (it sets none for
+	// processes) and handles no Noted events anyway; the payment's
+	// creation reaches it with its own time limit.
+	p := s.deliveries("w3", 10, 1, testapp.ExpiryProcess)[0]
+	require.Equal(t, testapp.ReactionTimeout.Milliseconds(), p.TimeoutMs)
+}
+
 // scenarioReactionOrder: a handler's event k+1 waits while k is pending in
 // its lease or waiting for a retry, and cannot be settled before k.
 func scenarioReactionOrder(s *scenario) {

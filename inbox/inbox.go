@@ -72,10 +72,10 @@ func Head(e *Entry, now int64) (Verdict, int64) {
 	return Redeliver, 0
 }
 
-// Lease is how long the i-th delivery (from 0) of one claim is held: twice
-// the handler's time limit for each delivery up to and including it, since
-// a claim's deliveries run one after the other.
-func Lease(timeoutMs int64, i int) int64 { return 2 * timeoutMs * int64(i+1) }
+// Held is how much one delivery adds to the leases of a claim: twice its
+// time limit. A claim's deliveries run one after the other, so the i-th
+// is held until the claim's time plus the holds of it and all before it.
+func Held(timeoutMs int64) int64 { return 2 * timeoutMs }
 
 // Outcome is how a settlement ends a delivery.
 type Outcome string

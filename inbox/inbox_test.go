@@ -193,12 +193,10 @@ func TestStateOpen(t *testing.T) {
 	}
 }
 
-func TestLease(t *testing.T) {
+func TestHeld(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, int64(1000), inbox.Lease(500, 0))
-	require.Equal(t, int64(2000), inbox.Lease(500, 1))
-	require.Equal(t, int64(3000), inbox.Lease(500, 2))
-	require.Equal(t, int64(0), inbox.Lease(0, 5))
+	require.Equal(t, int64(1000), inbox.Held(500))
+	require.Equal(t, int64(0), inbox.Held(0))
 }
 
 func TestAfterFailure(t *testing.T) {

@@ -18,15 +18,32 @@ type Handler struct {
 	Kind      string // api.ReactionKindPolicy or api.ReactionKindProcess
 	Types     []string
 	TimeoutMs int64
+	// Overrides, if set, gives the time limit an aggregate sets for the
+	// handler's events of its streams ("<aggregate>:<id>"), in place of
+	// TimeoutMs (0: none).
+	Overrides func(aggregate string) int64
 	Backoff   fence.Backoff
 	Batch     int  // most deliveries per claim (1 for a process: its state moves with each)
 	FromStart bool // a new reaction starts at the beginning of the log, not at its head
 }
 
+// TimeoutOf is the handler's time limit for an event of stream.
+func (h Handler) TimeoutOf(stream string) int64 {
+	if h.Overrides != nil {
+		if agg, _, ok := strings.Cut(stream, ":"); ok {
+			if ms := h.Overrides(agg); ms > 0 {
+				return ms
+			}
+		}
+	}
+	return h.TimeoutMs
+}
+
 // Delivery is one event handed to one handler.
 type Delivery struct {
-	Entry inbox.Entry
-	Event events.Event
+	Entry     inbox.Entry
+	Event     events.Event
+	TimeoutMs int64 // the handler's time limit for this event
 }
 
 // ErrGuard reports a guarded write that found the state changed under it.
@@ -170,8 +187,12 @@ func (s *Store) Claim(now int64, worker string, hs []Handler, limit int) ([]Deli
 			}
 		}
 		// Nothing is left open: the handler's next new events, in the
-		// same run.
-		more, err := s.deliverNew(now, worker, h, len(ds), n-len(ds))
+		// same run, held after what it already holds.
+		heldUntil := now
+		if len(ds) > 0 {
+			heldUntil = ds[len(ds)-1].Entry.LeaseUntil
+		}
+		more, err := s.deliverNew(now, worker, h, heldUntil, n-len(ds))
 		if err != nil {
 			return nil, err
 		}
@@ -197,9 +218,20 @@ func (s *Store) reclaim(now int64, worker string, h Handler, open []inbox.Entry)
 		}
 		take = append(take, e)
 	}
-	seqs := make([]int64, 0, len(take))
+	seqs := make([]int64, len(take))
 	for i, e := range take {
-		lease := now + inbox.Lease(h.TimeoutMs, i)
+		seqs[i] = e.Seq
+	}
+	ds, err := s.withEvents(take, seqs)
+	if err != nil {
+		return nil, err
+	}
+	lease := now
+	for i := range ds {
+		d := &ds[i]
+		e := d.Entry
+		d.TimeoutMs = h.TimeoutOf(d.Event.Stream)
+		lease += inbox.Held(d.TimeoutMs)
 		rows, err := s.db.Query(`UPDATE stile_inbox SET state = 'pending', claim_id = lower(hex(randomblob(16))),
 			worker = ?, attempt = attempt + 1, claimed_at = ?, lease_until = ?, run_at = NULL, outcome = NULL
 			WHERE handler = ? AND seq = ? AND claim_id = ? AND state IN ('pending', 'retry', 'ready')
@@ -215,22 +247,21 @@ func (s *Store) reclaim(now int64, worker string, h Handler, open []inbox.Entry)
 		} else if e.State == inbox.Retry {
 			s.due.Removed(e.RunAt)
 		}
-		take[i].ClaimID, take[i].Attempt = rows.Text(0), rows.Int(1)
-		take[i].State, take[i].Worker, take[i].ClaimedAt, take[i].LeaseUntil, take[i].RunAt = inbox.Pending, worker, now, lease, 0
-		take[i].Reported = ""
+		d.Entry.ClaimID, d.Entry.Attempt = rows.Text(0), rows.Int(1)
+		d.Entry.State, d.Entry.Worker, d.Entry.ClaimedAt, d.Entry.LeaseUntil, d.Entry.RunAt = inbox.Pending, worker, now, lease, 0
+		d.Entry.Reported = ""
 		s.due.Added(lease)
-		seqs = append(seqs, e.Seq)
 	}
-	return s.withEvents(take, seqs)
+	return ds, nil
 }
 
 // claimRows is how many entries one INSERT carries (6 parameters each).
 const claimRows = 16
 
 // deliverNew hands out the handler's next n events after its checkpoint
-// and moves the checkpoint past them (compare-and-set). They follow first
-// deliveries already in the claim's run (for their leases).
-func (s *Store) deliverNew(now int64, worker string, h Handler, first, n int) ([]Delivery, error) {
+// and moves the checkpoint past them (compare-and-set). They follow the
+// deliveries the claim's run already holds until heldUntil.
+func (s *Store) deliverNew(now int64, worker string, h Handler, heldUntil int64, n int) ([]Delivery, error) {
 	cp, err := s.Checkpoint(h.Name)
 	if err != nil {
 		return nil, err
@@ -250,7 +281,8 @@ func (s *Store) deliverNew(now int64, worker string, h Handler, first, n int) ([
 				sql.WriteString(", ")
 			}
 			sql.WriteString(`(?, ?, 'pending', lower(hex(randomblob(16))), ?, 1, ?, ?)`)
-			args = append(args, h.Name, ev.Seq, worker, now, now+inbox.Lease(h.TimeoutMs, first+start+i))
+			heldUntil += inbox.Held(h.TimeoutOf(ev.Stream))
+			args = append(args, h.Name, ev.Seq, worker, now, heldUntil)
 		}
 		sql.WriteString(` RETURNING seq, claim_id, lease_until`)
 		rows, err := s.db.Query(sql.String(), args...)
@@ -265,7 +297,7 @@ func (s *Store) deliverNew(now int64, worker string, h Handler, first, n int) ([
 			e := inbox.Entry{Handler: h.Name, Seq: ev.Seq, State: inbox.Pending, ClaimID: rows.Text(1), Worker: worker,
 				Attempt: 1, ClaimedAt: now, LeaseUntil: rows.Int(2)}
 			s.due.Added(e.LeaseUntil)
-			out = append(out, Delivery{Entry: e, Event: ev})
+			out = append(out, Delivery{Entry: e, Event: ev, TimeoutMs: h.TimeoutOf(ev.Stream)})
 		}
 		if err := rows.Err(); err != nil {
 			return nil, err

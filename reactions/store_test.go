@@ -174,3 +174,29 @@ func TestSkipTheHead(t *testing.T) {
 	require.ErrorIs(t, f.db.Tx(func() error { return f.s.Succeed(20, d[0].Entry) }), reactions.ErrGuard)
 	require.Equal(t, []int64{2}, seqsOf(f.claim(20, "w", one, 1)))
 }
+
+// An aggregate's override applies to the events of its streams: each
+// delivery carries its own time limit, and a claim's leases add twice
+// each limit in turn.
+func TestOverridesSetEachDeliverysTimeLimit(t *testing.T) {
+	t.Parallel()
+	f := open(t)
+	h := reactions.Handler{Name: "audit", Types: []string{"a"}, TimeoutMs: 1_000, Batch: 3,
+		Overrides: func(agg string) int64 { return map[string]int64{"bulk": 5_000}[agg] }}
+	require.Equal(t, int64(5_000), h.TimeoutOf("bulk:7"))
+	require.Equal(t, int64(1_000), h.TimeoutOf("bulk"), "a stream without an id is no aggregate's")
+	require.Equal(t, int64(1_000), h.TimeoutOf("bulky:7"))
+	require.NoError(t, f.s.Sync(0, []reactions.Handler{h}))
+	for _, stream := range []string{"order:1", "bulk:1", "notes"} {
+		_, _, _, err := f.ev.Append(0, stream, events.Any, []events.Draft{{Type: "a"}}, "")
+		require.NoError(t, err)
+	}
+	check := func(ds []reactions.Delivery, at int64) {
+		t.Helper()
+		require.Equal(t, []int64{1_000, 5_000, 1_000}, []int64{ds[0].TimeoutMs, ds[1].TimeoutMs, ds[2].TimeoutMs})
+		require.Equal(t, []int64{at + 2_000, at + 12_000, at + 14_000},
+			[]int64{ds[0].Entry.LeaseUntil, ds[1].Entry.LeaseUntil, ds[2].Entry.LeaseUntil})
+	}
+	check(f.claim(100, "w1", h, 10), 100)
+	check(f.claim(2_100, "w2", h, 10), 2_100) // taken over when the first lease ran out
+}

@@ -47,45 +47,76 @@ type Aggregate[S any] struct {
 	Initial func() S // nil: S's zero value
 	Evolve  func(state S, e api.Event) S
 	Decide  func(state S, c Command) (Decision, error)
+	// PolicyTimeout and ProcessTimeout, when set, are the time limit of
+	// every policy (process) for the events of this aggregate's streams,
+	// in place of the reaction's own Timeout: the aggregate knows what
+	// reacting to its events takes. At most 1 h.
+	PolicyTimeout, ProcessTimeout time.Duration
 }
 
 // aggregate is a registered Aggregate with its state type erased.
 type aggregate struct {
 	name   string
 	decide func(history []events.Event, c Command) (Decision, error)
+	// policyMs and processMs override the time limits of policies and
+	// processes for its events (0: they do not).
+	policyMs, processMs int64
 }
 
 // RegisterAggregate adds an aggregate to app. It panics on an invalid or
 // duplicate registration.
 func RegisterAggregate[S any](app *App, agg Aggregate[S]) *App {
-	if !api.ValidName(agg.Name) || strings.Contains(agg.Name, ":") {
-		panic(fmt.Sprintf("stile: aggregate name %q is invalid: use %s, without ':'", agg.Name, api.NameRule))
-	}
-	if _, dup := app.aggregates[agg.Name]; dup {
-		panic(fmt.Sprintf("stile: aggregate %q is registered twice", agg.Name))
-	}
-	if agg.Decide == nil {
-		panic(fmt.Sprintf("stile: aggregate %q has no Decide", agg.Name))
-	}
-	app.aggregates[agg.Name] = aggregate{name: agg.Name, decide: func(history []events.Event, c Command) (d Decision, err error) {
-		// A panic in the module's code refuses the command, like an error.
-		defer func() {
-			if p := recover(); p != nil {
-				d, err = Decision{}, fmt.Errorf("panic: %v", p)
+	// Only the fold is generic; the rest is addAggregate's (keeping the
+	// generic part small keeps the module small).
+	initial, evolve, decide := agg.Initial, agg.Evolve, agg.Decide
+	app.addAggregate(agg.Name, decide != nil, agg.PolicyTimeout, agg.ProcessTimeout,
+		func(history []events.Event, c Command) (Decision, error) {
+			var s S
+			if initial != nil {
+				s = initial()
 			}
-		}()
-		var s S
-		if agg.Initial != nil {
-			s = agg.Initial()
-		}
-		if agg.Evolve != nil {
-			for _, e := range history {
-				s = agg.Evolve(s, eventView(e))
+			if evolve != nil {
+				for _, e := range history {
+					s = evolve(s, eventView(e))
+				}
 			}
-		}
-		return agg.Decide(s, c)
-	}}
+			return decide(s, c)
+		})
 	return app
+}
+
+func (a *App) addAggregate(name string, decides bool, policyTimeout, processTimeout time.Duration,
+	decide func(history []events.Event, c Command) (Decision, error)) {
+	if !api.ValidName(name) || strings.Contains(name, ":") {
+		panic(fmt.Sprintf("stile: aggregate name %q is invalid: use %s, without ':'", name, api.NameRule))
+	}
+	if _, dup := a.aggregates[name]; dup {
+		panic(fmt.Sprintf("stile: aggregate %q is registered twice", name))
+	}
+	if !decides {
+		panic(fmt.Sprintf("stile: aggregate %q has no Decide", name))
+	}
+	a.aggregates[name] = aggregate{name: name,
+		policyMs:  overrideMs(name, api.ReactionKindPolicy, policyTimeout),
+		processMs: overrideMs(name, api.ReactionKindProcess, processTimeout),
+		decide: func(history []events.Event, c Command) (d Decision, err error) {
+			// A panic in the module's code refuses the command, like an error.
+			defer func() {
+				if p := recover(); p != nil {
+					d, err = Decision{}, fmt.Errorf("panic: %v", p)
+				}
+			}()
+			return decide(history, c)
+		}}
+}
+
+// overrideMs checks an aggregate's override of a reaction kind's time
+// limit, in ms (0: none).
+func overrideMs(aggregate, kind string, d time.Duration) int64 {
+	if d != 0 && (d < time.Millisecond || d > api.MaxReactionTimeout) {
+		panic(fmt.Sprintf("stile: aggregate %q: %s timeout %s is outside 1ms-%s", aggregate, kind, d, api.MaxReactionTimeout))
+	}
+	return d.Milliseconds()
 }
 
 func (a *App) aggregateNames() string {
@@ -139,7 +170,7 @@ type commandRefusal struct {
 func (r *commandRefusal) Error() string { return r.msg }
 
 func (r *commandRefusal) result() result {
-	return result{status: r.status, body: &api.Error{Code: r.code, Message: r.msg}}
+	return result{status: r.status, body: (&api.Error{Code: r.code, Message: r.msg}).AppendJSON}
 }
 
 // runCommand applies a validated command: a command id already applied is

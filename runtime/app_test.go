@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/runtime"
 )
 
@@ -37,4 +38,33 @@ func TestRegisterJobRefusesMistakesAtStart(t *testing.T) {
 	}
 	app := runtime.NewApp().RegisterJob(runtime.JobKind{Name: "k"})
 	require.PanicsWithValue(t, `stile: job kind "k" is registered twice`, func() { app.RegisterJob(runtime.JobKind{Name: "k"}) })
+}
+
+func TestAggregateTimeoutsOverrideReactionsOfTheirKind(t *testing.T) {
+	t.Parallel()
+	decide := func(struct{}, runtime.Command) (runtime.Decision, error) { return runtime.Emit(), nil }
+	app := runtime.NewApp().
+		RegisterPolicy(runtime.Policy{Name: "before", Events: []string{"E"}}).
+		RegisterProcess(runtime.Process{Name: "proc", Events: []string{"E"}, Correlate: func(api.Event) (string, error) { return "", nil }})
+	runtime.RegisterAggregate(app, runtime.Aggregate[struct{}]{Name: "bulk", Decide: decide, PolicyTimeout: 2 * time.Minute})
+	runtime.RegisterAggregate(app, runtime.Aggregate[struct{}]{Name: "slow", Decide: decide, ProcessTimeout: time.Minute})
+	runtime.RegisterAggregate(app, runtime.Aggregate[struct{}]{Name: "plain", Decide: decide})
+	app.RegisterPolicy(runtime.Policy{Name: "after", Events: []string{"E"}})
+
+	// Whatever the order of registration.
+	for _, c := range []struct {
+		reaction, aggregate string
+		ms                  int64
+	}{
+		{"before", "bulk", 120_000}, {"after", "bulk", 120_000}, {"proc", "bulk", 0},
+		{"before", "slow", 0}, {"proc", "slow", 60_000}, {"before", "plain", 0}, {"before", "nope", 0},
+	} {
+		require.Equal(t, c.ms, app.TimeoutOverride(c.reaction, c.aggregate), "%s for %s", c.reaction, c.aggregate)
+	}
+
+	for _, d := range []time.Duration{time.Microsecond, 2 * time.Hour, -time.Second} {
+		require.Panics(t, func() {
+			runtime.RegisterAggregate(runtime.NewApp(), runtime.Aggregate[struct{}]{Name: "x", Decide: decide, PolicyTimeout: d})
+		}, "%s", d)
+	}
 }

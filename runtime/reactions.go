@@ -120,8 +120,22 @@ func (a *App) addReaction(kind, name string, types []string, timeout, backoff, m
 	r := &reaction{correlate: correlate, h: reactions.Handler{Name: name, Kind: kind, Types: types,
 		TimeoutMs: timeout.Milliseconds(), Backoff: fence.Backoff{BaseMs: backoff.Milliseconds(), MaxMs: maxBackoff.Milliseconds()},
 		Batch: batch, FromStart: fromStart}}
+	r.h.Overrides = a.overrideOf(kind)
 	a.reactions = append(a.reactions, r)
 	a.reactionBy[name] = r
+}
+
+// overrideOf looks up the time limit an aggregate sets for reactions of
+// kind to the events of its streams (0: none). It looks when asked, so
+// the order of registrations does not matter.
+func (a *App) overrideOf(kind string) func(aggregate string) int64 {
+	return func(name string) int64 {
+		agg := a.aggregates[name]
+		if kind == api.ReactionKindProcess {
+			return agg.processMs
+		}
+		return agg.policyMs
+	}
 }
 
 func (a *App) handlers() []reactions.Handler {

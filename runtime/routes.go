@@ -269,11 +269,11 @@ func kindList(names []string) string {
 }
 
 func notFound(id string) result {
-	return result{status: statusNotFound, body: &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("job %q does not exist", id)}}
+	return result{status: statusNotFound, body: (&api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("job %q does not exist", id)}).AppendJSON}
 }
 
 func rejected(rej *fence.Rejection) result {
-	return result{status: statusConflict, body: &api.Error{Code: string(rej.Code), Message: rej.Message}}
+	return result{status: statusConflict, body: (&api.Error{Code: string(rej.Code), Message: rej.Message}).AppendJSON}
 }
 
 func refused(r *jobs.Refusal) result {
@@ -281,7 +281,7 @@ func refused(r *jobs.Refusal) result {
 	if r.Code == api.CodeInvalidRequest {
 		status = statusBadRequest
 	}
-	return result{status: status, body: &api.Error{Code: r.Code, Message: r.Message}}
+	return result{status: status, body: (&api.Error{Code: r.Code, Message: r.Message}).AppendJSON}
 }
 
 // query parses a request's query string: key=value pairs joined by '&',

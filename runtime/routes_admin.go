@@ -14,7 +14,7 @@ func (t *Tenant) status() route {
 			at = t.projDue
 		}
 		return result{status: statusOK, body: api.Status{Tenant: t.name, Now: ts(now),
-			SchemaVersion: t.schemaVersion, AlarmAt: tsPtr(at)}}, nil
+			SchemaVersion: t.schemaVersion, AlarmAt: tsPtr(at)}.AppendJSON}, nil
 	}
 }
 
@@ -31,7 +31,7 @@ func (t *Tenant) queues() route {
 			}
 			resp.Queues[len(resp.Queues)-1].Counts[c.State] = c.Count
 		}
-		return result{status: statusOK, body: resp}, nil
+		return result{status: statusOK, body: resp.AppendJSON}, nil
 	}
 }
 
@@ -45,7 +45,7 @@ func (t *Tenant) limits() route {
 		for i, l := range ls {
 			resp.Limits[i] = api.Limit{Key: l.Key, Slots: l.Slots, InUse: l.InUse}
 		}
-		return result{status: statusOK, body: resp}, nil
+		return result{status: statusOK, body: resp.AppendJSON}, nil
 	}
 }
 
@@ -65,6 +65,6 @@ func (t *Tenant) setLimit(key string, body []byte) (route, *apiError) {
 		if err != nil {
 			return result{}, err
 		}
-		return result{status: statusOK, body: api.Limit{Key: l.Key, Slots: l.Slots, InUse: l.InUse}}, nil
+		return result{status: statusOK, body: api.Limit{Key: l.Key, Slots: l.Slots, InUse: l.InUse}.AppendJSON}, nil
 	}, nil
 }

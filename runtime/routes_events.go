@@ -52,13 +52,13 @@ func (t *Tenant) appendEvents(stream string, body []byte) (route, *apiError) {
 		var c *events.Conflict
 		if errors.As(err, &c) {
 			return result{status: statusConflict, body: api.VersionConflict{Code: api.CodeVersionConflict,
-				Message: c.Error(), Stream: stream, CurrentVersion: c.Current}}, errRollback
+				Message: c.Error(), Stream: stream, CurrentVersion: c.Current}.AppendJSON}, errRollback
 		}
 		if err != nil {
 			return result{}, err
 		}
 		t.reactions.Wake()
-		return result{status: statusCreated, body: api.AppendResponse{Stream: stream, Version: version, FirstSeq: first, LastSeq: last}}, nil
+		return result{status: statusCreated, body: api.AppendResponse{Stream: stream, Version: version, FirstSeq: first, LastSeq: last}.AppendJSON}, nil
 	}, nil
 }
 
@@ -129,7 +129,7 @@ func (t *Tenant) readStream(stream, raw string) (route, *apiError) {
 		if len(evs) == limit {
 			resp.Next = evs[len(evs)-1].Version + 1
 		}
-		return result{status: statusOK, body: resp}, err
+		return result{status: statusOK, body: resp.AppendJSON}, err
 	}, nil
 }
 
@@ -170,7 +170,7 @@ func (t *Tenant) readEvents(raw string) (route, *apiError) {
 		if len(evs) == limit {
 			resp.Next = evs[len(evs)-1].Seq
 		}
-		return result{status: statusOK, body: resp}, err
+		return result{status: statusOK, body: resp.AppendJSON}, err
 	}, nil
 }
 
@@ -205,7 +205,7 @@ func (t *Tenant) command(body []byte) (route, *apiError) {
 		if res.Duplicate {
 			status = statusOK
 		}
-		return result{status: status, body: res}, nil
+		return result{status: status, body: res.AppendJSON}, nil
 	}, nil
 }
 
@@ -216,14 +216,14 @@ func (t *Tenant) getCommand(id string) route {
 			return result{}, err
 		}
 		if !found {
-			return result{status: statusNotFound, body: &api.Error{Code: api.CodeNotFound,
-				Message: fmt.Sprintf("command %q was never applied", id)}}, nil
+			return result{status: statusNotFound, body: (&api.Error{Code: api.CodeNotFound,
+				Message: fmt.Sprintf("command %q was never applied", id)}).AppendJSON}, nil
 		}
 		evs, err := t.events.ReadRange(rec.FirstSeq, rec.LastSeq)
 		if err != nil {
 			return result{}, err
 		}
 		jobIDs, _ := api.DecodeStrings(rec.JobIDs)
-		return result{status: statusOK, body: commandResult(rec.ID, rec.Aggregate+":"+rec.AggregateID, rec.Version, evs, jobIDs, false)}, nil
+		return result{status: statusOK, body: commandResult(rec.ID, rec.Aggregate+":"+rec.AggregateID, rec.Version, evs, jobIDs, false).AppendJSON}, nil
 	}
 }

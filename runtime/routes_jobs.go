@@ -169,7 +169,7 @@ func (t *Tenant) enqueueOne(body []byte) (route, *apiError) {
 		if v.Existing {
 			status = statusOK
 		}
-		return result{status: status, body: v}, nil
+		return result{status: status, body: v.AppendJSON}, nil
 	}, nil
 }
 
@@ -208,7 +208,7 @@ func (t *Tenant) enqueueBatch(body []byte) (route, *apiError) {
 			resp.Jobs[i].Args = nil
 			resp.Jobs[i].Existing = j.Existing
 		}
-		return result{status: statusCreated, body: resp}, nil
+		return result{status: statusCreated, body: resp.AppendJSON}, nil
 	}, nil
 }
 
@@ -274,7 +274,7 @@ func (t *Tenant) getJob(idText string) (route, *apiError) {
 		for _, d := range deps {
 			v.DependsOn = append(v.DependsOn, api.Dependency{JobID: fmtID(d.ParentID), Resolved: d.Resolved, ResolvedAt: tsPtr(d.ResolvedAt)})
 		}
-		return result{status: statusOK, body: v}, nil
+		return result{status: statusOK, body: v.AppendJSON}, nil
 	}, nil
 }
 
@@ -320,7 +320,7 @@ func (t *Tenant) listJobs(raw string) (route, *apiError) {
 		if len(js) == f.Limit {
 			resp.Next = fmtID(js[len(js)-1].ID)
 		}
-		return result{status: statusOK, body: resp}, nil
+		return result{status: statusOK, body: resp.AppendJSON}, nil
 	}, nil
 }
 
@@ -377,7 +377,7 @@ func (t *Tenant) jobOutcome(idText string, j jobs.Job, err error) (result, error
 	case err != nil:
 		return result{}, err
 	}
-	return result{status: statusOK, body: jobView(j)}, nil
+	return result{status: statusOK, body: jobView(j).AppendJSON}, nil
 }
 
 func (t *Tenant) deleteJob(idText string) (route, *apiError) {

@@ -45,7 +45,7 @@ func (t *Tenant) projectionsStatus() route {
 			}
 			resp.Projections = append(resp.Projections, st)
 		}
-		return result{status: statusOK, body: resp}, nil
+		return result{status: statusOK, body: resp.AppendJSON}, nil
 	}
 }
 
@@ -142,8 +142,8 @@ func (t *Tenant) runQuery(name, raw string) (route, *apiError) {
 		}
 		rows, err := t.db.Query("SELECT * FROM ("+sql+") LIMIT "+strconv.Itoa(q.MaxRows+1), args...)
 		if err != nil {
-			return result{status: statusUnprocessable, body: &api.Error{Code: api.CodeInvalidRequest,
-				Message: fmt.Sprintf("query %s failed: %s", name, oneLine(err.Error()))}}, nil
+			return result{status: statusUnprocessable, body: (&api.Error{Code: api.CodeInvalidRequest,
+				Message: fmt.Sprintf("query %s failed: %s", name, oneLine(err.Error()))}).AppendJSON}, nil
 		}
 		if rows.Columns() != len(q.Columns) {
 			return result{}, fmt.Errorf("query %s returns %d columns but names %d", name, rows.Columns(), len(q.Columns))
@@ -166,7 +166,7 @@ func (t *Tenant) runQuery(name, raw string) (route, *apiError) {
 			}
 			out.Rows = append(out.Rows, append(b, '}'))
 		}
-		return result{status: statusOK, body: out}, rows.Err()
+		return result{status: statusOK, body: out.AppendJSON}, rows.Err()
 	}, nil
 }
 

@@ -54,7 +54,7 @@ func (t *Tenant) claimReactions(body []byte) (route, *apiError) {
 		for _, d := range ds {
 			rc := t.app.reactionBy[d.Entry.Handler]
 			out := api.Delivery{Handler: rc.h.Name, Kind: rc.h.Kind, Event: eventView(d.Event), ClaimID: d.Entry.ClaimID,
-				Attempt: d.Entry.Attempt, Failures: d.Entry.Failures, TimeoutMs: rc.h.TimeoutMs,
+				Attempt: d.Entry.Attempt, Failures: d.Entry.Failures, TimeoutMs: d.TimeoutMs,
 				LeaseUntil: ts(d.Entry.LeaseUntil), IdempotencyKey: inbox.Key(tenantID, rc.h.Name, d.Event.Seq),
 				LastError: d.Entry.Error}
 			if rc.h.Kind == api.ReactionKindProcess {
@@ -75,7 +75,7 @@ func (t *Tenant) claimReactions(body []byte) (route, *apiError) {
 			}
 			resp.Deliveries = append(resp.Deliveries, out)
 		}
-		res := result{status: statusOK, body: resp}
+		res := result{status: statusOK, body: resp.AppendJSON}
 		if len(resp.Deliveries) == 0 {
 			res.holdMs = r.WaitMs
 		}
@@ -182,7 +182,7 @@ func (t *Tenant) settle(body []byte) (route, *apiError) {
 			}
 			resp.Results[i] = res
 		}
-		return result{status: statusOK, body: resp}, nil
+		return result{status: statusOK, body: resp.AppendJSON}, nil
 	}, nil
 }
 
@@ -362,7 +362,7 @@ func (t *Tenant) reactionsStatus() route {
 			}
 			resp.Reactions[i] = v
 		}
-		return result{status: statusOK, body: resp}, nil
+		return result{status: statusOK, body: resp.AppendJSON}, nil
 	}
 }
 
@@ -386,10 +386,10 @@ func (t *Tenant) skipReaction(handler string, body []byte) (route, *apiError) {
 			return result{}, err
 		}
 		if !ok {
-			return result{status: statusConflict, body: &api.Error{Code: api.CodeNotStuck,
-				Message: fmt.Sprintf("event %d is not the first unsettled delivery of %s: only that one can be skipped", r.Seq, handler)}}, nil
+			return result{status: statusConflict, body: (&api.Error{Code: api.CodeNotStuck,
+				Message: fmt.Sprintf("event %d is not the first unsettled delivery of %s: only that one can be skipped", r.Seq, handler)}).AppendJSON}, nil
 		}
-		return result{status: statusOK, body: api.SettleResult{Handler: handler, Seq: r.Seq, State: string(inbox.Skipped)}}, nil
+		return result{status: statusOK, body: api.SettleResult{Handler: handler, Seq: r.Seq, State: string(inbox.Skipped)}.AppendJSON}, nil
 	}, nil
 }
 

@@ -63,7 +63,7 @@ func (t *Tenant) claim(body []byte) (route, *apiError) {
 				TimeoutMs: c.TimeoutMs, LeaseUntil: ts(c.LeaseUntil), LeaseToken: c.LeaseToken,
 				CreatedAt: ts(c.CreatedAt), Tags: tagList(c.Tags)}
 		}
-		res := result{status: statusOK, body: resp}
+		res := result{status: statusOK, body: resp.AppendJSON}
 		if len(claimed) == 0 {
 			res.holdMs = r.WaitMs
 		}
@@ -114,7 +114,7 @@ func (t *Tenant) heartbeat(idText string, body []byte) (route, *apiError) {
 		case err != nil:
 			return result{}, err
 		}
-		return result{status: statusOK, body: api.HeartbeatResponse{Now: ts(now), LeaseUntil: ts(until), CancelRequested: cancel}}, nil
+		return result{status: statusOK, body: api.HeartbeatResponse{Now: ts(now), LeaseUntil: ts(until), CancelRequested: cancel}.AppendJSON}, nil
 	}, nil
 }
 
@@ -198,7 +198,7 @@ func (t *Tenant) reportOne(idText string, body []byte) (route, *apiError) {
 		}
 		j := res.Job
 		return result{status: statusOK, body: api.ReportResponse{JobID: idText, State: string(j.State), Attempt: j.Attempt,
-			Failures: j.Failures, RunAt: ts(j.RunAt), Duplicate: res.Duplicate}}, nil
+			Failures: j.Failures, RunAt: ts(j.RunAt), Duplicate: res.Duplicate}.AppendJSON}, nil
 	}, nil
 }
 
@@ -242,6 +242,6 @@ func (t *Tenant) reportBatch(body []byte) (route, *apiError) {
 			}
 			resp.Results[i] = out
 		}
-		return result{status: statusOK, body: resp}, nil
+		return result{status: statusOK, body: resp.AppendJSON}, nil
 	}, nil
 }

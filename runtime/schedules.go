@@ -105,7 +105,7 @@ func (t *Tenant) putSchedule(name string, body []byte) (route, *apiError) {
 		if err != nil {
 			return result{}, err
 		}
-		return result{status: statusOK, body: scheduleView(sc)}, nil
+		return result{status: statusOK, body: scheduleView(sc).AppendJSON}, nil
 	}, nil
 }
 
@@ -118,7 +118,7 @@ func (t *Tenant) getSchedule(name string) route {
 		if !found {
 			return noSchedule(name), nil
 		}
-		return result{status: statusOK, body: scheduleView(sc)}, nil
+		return result{status: statusOK, body: scheduleView(sc).AppendJSON}, nil
 	}
 }
 
@@ -145,12 +145,12 @@ func (t *Tenant) listSchedules() route {
 		for i, sc := range scs {
 			resp.Schedules[i] = scheduleView(sc)
 		}
-		return result{status: statusOK, body: resp}, nil
+		return result{status: statusOK, body: resp.AppendJSON}, nil
 	}
 }
 
 func noSchedule(name string) result {
-	return result{status: statusNotFound, body: &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("schedule %q does not exist", name)}}
+	return result{status: statusNotFound, body: (&api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("schedule %q does not exist", name)}).AppendJSON}
 }
 
 func scheduleView(sc jobs.Schedule) api.Schedule {

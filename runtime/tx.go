@@ -155,11 +155,11 @@ func (t *Tenant) runTx(name string, body []byte) (route, *apiError) {
 		if err != nil {
 			var te *Error
 			if errors.As(err, &te) && te.Status >= 400 && te.Status <= 499 && te.Code != "" {
-				return result{status: te.Status, body: &api.Error{Code: te.Code, Message: oneLine(te.Message)}}, errRollback
+				return result{status: te.Status, body: (&api.Error{Code: te.Code, Message: oneLine(te.Message)}).AppendJSON}, errRollback
 			}
-			return result{status: statusUnprocessable, body: &api.Error{Code: api.CodeTxFailed,
-				Message: fmt.Sprintf("transaction %s failed and wrote nothing: %s", name, oneLine(err.Error()))}}, errRollback
+			return result{status: statusUnprocessable, body: (&api.Error{Code: api.CodeTxFailed,
+				Message: fmt.Sprintf("transaction %s failed and wrote nothing: %s", name, oneLine(err.Error()))}).AppendJSON}, errRollback
 		}
-		return result{status: statusOK, body: api.TxResult{Result: out}}, nil
+		return result{status: statusOK, body: api.TxResult{Result: out}.AppendJSON}, nil
 	}, nil
 }

@@ -34,6 +34,9 @@ const (
 	AuditPolicy     = "audit"
 	ExpiryProcess   = "expiry"
 	ReactionTimeout = 500 * time.Millisecond // a claim holds each delivery 1 s
+	// BulkTimeout is the time limit the bulk aggregate sets for the
+	// policies reacting to its events (the audit policy's Noted).
+	BulkTimeout = 3 * ReactionTimeout
 )
 
 func event(typ string, v any) api.NewEvent {
@@ -110,6 +113,12 @@ func registerPayments(app *runtime.App) *runtime.App {
 			return runtime.Decision{}, fmt.Errorf("unknown command type %q", c.Type)
 		},
 	})
+	// bulk:<id> streams get Noted events by command; reacting to them takes
+	// longer, as the aggregate says.
+	runtime.RegisterAggregate(app, runtime.Aggregate[struct{}]{Name: "bulk", PolicyTimeout: BulkTimeout,
+		Decide: func(_ struct{}, c runtime.Command) (runtime.Decision, error) {
+			return runtime.Emit(api.NewEvent{Type: Noted, Data: c.Data}), nil
+		}})
 	fast := func() (time.Duration, time.Duration) { return 200 * time.Millisecond, time.Second }
 	b, mb := fast()
 	return app.
