@@ -84,11 +84,14 @@ func (s *Store) TakeDueDeadlines(now int64, limit int) ([]DueDeadline, error) {
 // Schedule stores a command to apply at at. A command id already
 // scheduled is left as it is (a settlement repeated stores it once).
 func (s *Store) Schedule(now int64, id string, at int64, command []byte, source string) error {
-	if err := s.db.Exec(`INSERT INTO stile_scheduled_commands (id, at, command, source, created_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO NOTHING`, id, at, string(command), source, now); err != nil {
+	rows, err := s.db.Query(`INSERT INTO stile_scheduled_commands (id, at, command, source, created_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO NOTHING RETURNING 1`, id, at, string(command), source, now)
+	if err != nil {
 		return fmt.Errorf("schedule command %s: %w", id, err)
 	}
-	s.due.Added(at)
+	if rows.Len() == 1 { // only a stored command is due
+		s.due.Added(at)
+	}
 	return nil
 }
 

@@ -200,3 +200,29 @@ func TestOverridesSetEachDeliverysTimeLimit(t *testing.T) {
 	check(f.claim(100, "w1", h, 10), 100)
 	check(f.claim(2_100, "w2", h, 10), 2_100) // taken over when the first lease ran out
 }
+
+// dueLog records what a store tells its due tracker.
+type dueLog struct{ added []int64 }
+
+func (d *dueLog) Added(at int64) { d.added = append(d.added, at) }
+func (d *dueLog) Removed(int64)  {}
+func (d *dueLog) Unknown()       {}
+
+// A command id scheduled again is stored once, and only what was stored
+// is reported due: the alarm never waits for a command that is not there.
+func TestScheduleAnIDOnce(t *testing.T) {
+	t.Parallel()
+	f := open(t)
+	due := &dueLog{}
+	s := reactions.New(f.db, f.ev, due)
+	require.NoError(t, f.db.Tx(func() error { return s.Schedule(1, "remind", 5_000, []byte(`{"id":"remind"}`), "a") }))
+	require.NoError(t, f.db.Tx(func() error { return s.Schedule(2, "remind", 3_000, []byte(`{"id":"other"}`), "b") }))
+	require.Equal(t, []int64{5_000}, due.added)
+	next, err := s.NextDue()
+	require.NoError(t, err)
+	require.Equal(t, int64(5_000), next)
+	cmds, err := s.DueCommands(5_000, 10)
+	require.NoError(t, err)
+	require.Len(t, cmds, 1)
+	require.Equal(t, `{"id":"remind"}`, string(cmds[0].Command), "the first one stays")
+}

@@ -190,7 +190,13 @@ func (t *Tenant) serve(req do.Request) do.Response {
 			resp.Body = t.body
 		}
 	}
-	// The alarm follows committed state, whatever the request did.
+	// The alarm follows committed state, whatever the request did. An
+	// alarm re-reads it once its time came: the incremental tracking is
+	// exact by construction, but an alarm that fired for work no longer
+	// there must not keep firing.
+	if req.Kind == do.KindAlarm && t.due.at != 0 && t.due.at <= now {
+		t.due.Unknown()
+	}
 	if err := t.refreshDue(); err != nil {
 		return errorResponse(statusInternal, api.CodeInternal, err.Error())
 	}
