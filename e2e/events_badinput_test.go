@@ -76,6 +76,7 @@ func scenarioEventsBadInput(s *scenario) {
 		{"read: limit over 1000", "GET", base + "/events?limit=1001", ``, 400, api.CodeInvalidRequest},
 		{"read: repeated parameter", "GET", base + "/events?after=1&after=2", ``, 400, api.CodeInvalidRequest},
 		{"read: unknown parameter", "GET", base + "/events?colour=red", ``, 400, api.CodeInvalidRequest},
+		{"read: type listed twice", "GET", base + "/events?types=Noted,Noted", ``, 400, api.CodeInvalidRequest},
 		{"read stream: bad from_version", "GET", base + "/streams/notes?from_version=-1", ``, 400, api.CodeInvalidRequest},
 		// Commands.
 		{"command: malformed JSON", "POST", base + "/commands", `{"id":`, 400, api.CodeInvalidJSON},

@@ -182,7 +182,8 @@ func collect(rows *do.Rows, err error, what string) ([]Event, error) {
 }
 
 // Read reads up to limit events after seq after, in log order; types, if
-// any, filters by type.
+// any, filters by type (each listed once: a type listed twice reads its
+// events twice).
 func (s *Store) Read(after int64, types []string, limit int) ([]Event, error) {
 	if len(types) == 0 {
 		rows, err := s.db.Query(`SELECT `+eventColumns+` FROM stile_events WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)

@@ -68,3 +68,21 @@ func TestAggregateTimeoutsOverrideReactionsOfTheirKind(t *testing.T) {
 		}, "%s", d)
 	}
 }
+
+func TestRegisterProjectionRefusesMistakesAtStart(t *testing.T) {
+	t.Parallel()
+	ok := runtime.Projection{Name: "p", Events: []string{"A", "B"}, Tables: []string{`CREATE TABLE {t} (k TEXT PRIMARY KEY) STRICT`},
+		Handle: func(*runtime.ProjectionTx, api.Event) error { return nil }}
+	require.NotPanics(t, func() { runtime.NewApp().RegisterProjection(ok) })
+	for name, mutate := range map[string]func(*runtime.Projection){
+		"type listed twice": func(p *runtime.Projection) { p.Events = []string{"A", "B", "A"} },
+		"invalid type":      func(p *runtime.Projection) { p.Events = []string{"no spaces"} },
+		"no events":         func(p *runtime.Projection) { p.Events = nil },
+		"no handler":        func(p *runtime.Projection) { p.Handle = nil },
+		"batch over 1000":   func(p *runtime.Projection) { p.Batch = 1001 },
+	} {
+		p := ok
+		mutate(&p)
+		require.Panics(t, func() { runtime.NewApp().RegisterProjection(p) }, name)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -92,9 +93,10 @@ func (a *App) RegisterProjection(p Projection) *App {
 	if p.Handle == nil || len(p.Events) == 0 || len(p.Tables) == 0 {
 		panic(fmt.Sprintf("stile: projection %q needs Events, Tables and Handle", p.Name))
 	}
-	for _, t := range p.Events {
-		if !api.ValidName(t) {
-			panic(fmt.Sprintf("stile: projection %q: event type %q is invalid: use %s", p.Name, t, api.NameRule))
+	for i, t := range p.Events {
+		if !api.ValidName(t) || slices.Contains(p.Events[:i], t) {
+			// Twice would read each event twice, and apply it twice.
+			panic(fmt.Sprintf("stile: projection %q: event type %q is invalid or listed twice", p.Name, t))
 		}
 	}
 	if p.Batch == 0 {

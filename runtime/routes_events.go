@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -155,9 +156,12 @@ func (t *Tenant) readEvents(raw string) (route, *apiError) {
 		if len(types) > api.MaxClaimKinds {
 			return nil, badRequest(api.CodeInvalidRequest, "%d types exceed the limit of %d", len(types), api.MaxClaimKinds)
 		}
-		for _, ty := range types {
+		for i, ty := range types {
 			if !api.ValidName(ty) {
 				return nil, badRequest(api.CodeInvalidRequest, "event type %q is invalid: use %s", ty, api.NameRule)
+			}
+			if slices.Contains(types[:i], ty) {
+				return nil, badRequest(api.CodeInvalidRequest, "event type %q is listed twice", ty)
 			}
 		}
 	}
