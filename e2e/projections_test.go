@@ -186,6 +186,16 @@ func scenarioProjectionRebuild(s *scenario) {
 		require.Equal(t, int64(2), rebuilding.Rebuild.Generation)
 		require.Equal(t, int64(0), rebuilding.Rebuild.Checkpoint)
 		require.Equal(t, before["s1"], s.notesOf("s1"), "reads during the rebuild see the old generation")
+		// The instance is replaced (a trap; an eviction or a deploy alike):
+		// the new one goes on with the rebuild.
+		p := s.tg.inProcess()
+		p.injectFault(t, s.ten.Name(), "SELECT", 1)
+		_, err := s.ten.Status(s.ctx)
+		requireCode(t, err, http.StatusInternalServerError, api.CodeInternal)
+		require.Equal(t, int64(1), p.manager.Restarts(s.ten.Name()))
+		st := s.notesStatus()
+		require.NotNil(t, st.Rebuild, "the rebuild survives a new instance")
+		require.Equal(t, int64(2), st.Rebuild.Generation)
 	}
 	st := s.caughtUp(false)
 	require.Equal(t, int64(2), st.Live.Generation)

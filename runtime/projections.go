@@ -292,7 +292,9 @@ func (t *Tenant) syncProjections(now int64) error {
 				return err
 			}
 		case live.Fingerprint == p.fingerprint:
-			if building != nil { // a rebuild of an older definition: pointless now
+			// A rebuild of another definition is pointless now (a deploy
+			// rolled back); one of this definition was asked for: it goes on.
+			if building != nil && building.Fingerprint != p.fingerprint {
 				if err := t.dropGeneration(p, building.Generation); err != nil {
 					return err
 				}

@@ -1,0 +1,125 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/host"
+	"github.com/stile-run/stile/host/native"
+	"github.com/stile-run/stile/runtime"
+)
+
+// tallyApp is a module version whose tally projection counts each
+// stream's T events times factor; version is the projection's Version.
+func tallyApp(version int, factor int64) *runtime.App {
+	return runtime.NewApp().
+		RegisterProjection(runtime.Projection{Name: "tally", Version: version, Events: []string{"T"},
+			Tables: []string{`CREATE TABLE {t} (stream TEXT PRIMARY KEY, n INTEGER NOT NULL) STRICT`},
+			Handle: func(tx *runtime.ProjectionTx, e api.Event) error {
+				return tx.Exec(`INSERT INTO {t} (stream, n) VALUES (?, ?) ON CONFLICT (stream) DO UPDATE SET n = n + excluded.n`,
+					e.Stream, factor)
+			}}).
+		RegisterQuery(runtime.Query{Name: "tally", Projection: "tally", SQL: `SELECT n FROM {t} WHERE stream = ?`,
+			Params: []string{"stream"}, Columns: []string{"n"}})
+}
+
+type deployment struct {
+	t     *testing.T
+	dir   string
+	clock *host.ManualClock
+	m     *host.Manager
+}
+
+// deploy replaces the running module with app, over the same storage.
+func (d *deployment) deploy(app *runtime.App) {
+	if d.m != nil {
+		require.NoError(d.t, d.m.Close())
+	}
+	f, err := native.New(native.Config{App: app, Logger: quiet})
+	require.NoError(d.t, err)
+	d.m, err = host.NewManager(host.Config{Factory: f, Clock: d.clock, DataDir: d.dir, Logger: quiet})
+	require.NoError(d.t, err)
+}
+
+func (d *deployment) appendT(n int) {
+	for range n {
+		resp := call(d.t, d.m, "acme", "POST", "streams/s1", api.AppendRequest{Events: []api.NewEvent{{Type: "T"}}})
+		require.Equal(d.t, 201, resp.Status, string(resp.Body))
+	}
+}
+
+func (d *deployment) tally() int64 {
+	resp, err := d.m.Do(context.Background(), "acme", do.Request{Kind: do.KindAPI, Method: "GET",
+		Path: "/v1/t/acme/queries/tally", Query: "stream=s1"})
+	require.NoError(d.t, err)
+	require.Equal(d.t, 200, resp.Status, string(resp.Body))
+	var r struct{ Rows []struct{ N int64 } }
+	require.NoError(d.t, json.Unmarshal(resp.Body, &r))
+	require.Len(d.t, r.Rows, 1)
+	return r.Rows[0].N
+}
+
+func (d *deployment) status() api.ProjectionStatus {
+	resp := call(d.t, d.m, "acme", "GET", "projections", nil)
+	var r api.ProjectionsResponse
+	require.NoError(d.t, json.Unmarshal(resp.Body, &r), string(resp.Body))
+	require.Len(d.t, r.Projections, 1)
+	return r.Projections[0]
+}
+
+func (d *deployment) fire() {
+	for range 10 {
+		d.clock.Advance(time.Millisecond)
+		d.m.FireDue(context.Background())
+	}
+}
+
+// A deploy that changes a projection rebuilds it by itself: the old
+// generation keeps serving reads, frozen, until the new one reaches the
+// head and is swapped in; a deploy back rebuilds again; a rebuild asked
+// for survives a new instance.
+func TestDeployRebuildsAChangedProjection(t *testing.T) {
+	t.Parallel()
+	d := &deployment{t: t, dir: t.TempDir(), clock: host.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())}
+	d.deploy(tallyApp(1, 1))
+	d.appendT(3)
+	d.fire()
+	require.Equal(t, int64(3), d.tally())
+	require.Equal(t, int64(1), d.status().Live.Generation)
+
+	d.deploy(tallyApp(2, 10)) // a new definition
+	st := d.status()
+	require.True(t, st.Live.Outdated, "the live generation was built by the old definition")
+	require.NotNil(t, st.Rebuild)
+	require.Equal(t, int64(2), st.Rebuild.Generation)
+	d.appendT(1)
+	require.Equal(t, int64(3), d.tally(), "the outdated generation serves reads, frozen")
+	d.fire()
+	st = d.status()
+	require.Nil(t, st.Rebuild)
+	require.Equal(t, int64(2), st.Live.Generation)
+	require.False(t, st.Live.Outdated)
+	require.Equal(t, "current", st.Live.Status)
+	require.Equal(t, int64(40), d.tally(), "every event applied once by the new definition")
+
+	d.deploy(tallyApp(1, 1)) // rolled back
+	require.Equal(t, int64(3), d.status().Rebuild.Generation)
+	d.fire()
+	require.Equal(t, int64(3), d.status().Live.Generation)
+	require.Equal(t, int64(4), d.tally())
+
+	// A rebuild asked for, then a new instance of the same module.
+	resp := call(t, d.m, "acme", "POST", "projections/tally/rebuild", nil)
+	require.Equal(t, 202, resp.Status, string(resp.Body))
+	d.deploy(tallyApp(1, 1))
+	require.NotNil(t, d.status().Rebuild, "the rebuild goes on in the new instance")
+	d.fire()
+	require.Equal(t, int64(4), d.status().Live.Generation)
+	require.Equal(t, int64(4), d.tally())
+}
