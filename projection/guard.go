@@ -134,21 +134,33 @@ func sortStrings(s []string) {
 	}
 }
 
-// clauseEnd are the keywords that end a FROM list.
+// clauseEnd are the keywords that end a FROM list. (ON and USING do not:
+// a comma after a join's condition names another table.)
 var clauseEnd = map[string]bool{"WHERE": true, "GROUP": true, "ORDER": true, "LIMIT": true, "HAVING": true,
-	"WINDOW": true, "UNION": true, "EXCEPT": true, "INTERSECT": true, "ON": true, "USING": true, "SET": true,
+	"WINDOW": true, "UNION": true, "EXCEPT": true, "INTERSECT": true, "SET": true,
 	"VALUES": true, "RETURNING": true, "SELECT": true, "DEFAULT": true}
 
 // tablePosition keywords are followed by a table.
 var tablePosition = map[string]bool{"FROM": true, "JOIN": true, "INTO": true, "UPDATE": true, "TABLE": true}
 
-// checkTables requires every table position to hold a placeholder (or a
-// subquery, or a table-valued function such as json_each).
+// tableFunctions are the table-valued functions a projection may read.
+var tableFunctions = map[string]bool{"json_each": true, "json_tree": true}
+
+// checkTables requires every table position to hold a placeholder, a
+// subquery or json_each/json_tree: after FROM, JOIN, INTO, UPDATE, TABLE,
+// a comma of a FROM list, IN (x IN table) and an opening parenthesis in
+// one of these positions. It also refuses any name of Stile's, SQLite's,
+// the platform's or another projection's tables wherever it appears.
 func checkTables(toks []token, names map[string]string) error {
 	type frame struct{ inFrom bool }
 	stack := []frame{{}}
 	for i := 0; i < len(toks); i++ {
 		t := toks[i]
+		if t.kind == tWord || t.kind == tQuoted {
+			if n := unquote(t); reservedName(n) {
+				return refuse("%s names a table that is not this projection's: name tables as placeholders (%s)", n, nameList(names))
+			}
+		}
 		top := &stack[len(stack)-1]
 		switch {
 		case t.kind == tPunct && t.text == "(":
@@ -168,6 +180,8 @@ func checkTables(toks []token, names map[string]string) error {
 			top.inFrom = up == "FROM" || up == "JOIN"
 		case t.kind == tPunct && t.text == "," && top.inFrom:
 			position = true
+		case t.kind == tWord && up == "IN":
+			position = i+1 < len(toks) && !(toks[i+1].kind == tPunct && toks[i+1].text == "(")
 		case t.kind == tWord && clauseEnd[up]:
 			top.inFrom = false
 		}
@@ -178,6 +192,21 @@ func checkTables(toks []token, names map[string]string) error {
 		if up == "UPDATE" && j+1 < len(toks) && strings.EqualFold(toks[j].text, "OR") {
 			j += 2 // UPDATE OR IGNORE {t}
 		}
+		// Opening parentheses in a table position hold a subquery, or
+		// a table or a join (checked here, and inside as a FROM list).
+		for j < len(toks) && toks[j].kind == tPunct && toks[j].text == "(" {
+			j++
+			if j < len(toks) && (toks[j].kind == tWord || toks[j].kind == tQuoted) {
+				switch strings.ToUpper(toks[j].text) {
+				case "SELECT", "VALUES", "WITH":
+					j = len(toks) // a subquery: checked as it goes
+				}
+			}
+			if j < len(toks) {
+				stack = append(stack, frame{inFrom: true})
+				i = j - 1
+			}
+		}
 		if j >= len(toks) {
 			continue
 		}
@@ -185,11 +214,9 @@ func checkTables(toks []token, names map[string]string) error {
 		switch {
 		case next.kind == tPlaceholder:
 			i = j
-		case next.kind == tPunct && next.text == "(":
-			// a subquery or a parenthesised join: checked inside
-		case next.kind == tWord && isFunction(toks, j) && (up == "FROM" || up == "JOIN" || up == ","):
-			if strings.HasPrefix(strings.ToLower(next.text), "pragma_") {
-				return refuse("%s is not allowed in a projection", next.text)
+		case next.kind == tWord && isFunction(toks, j):
+			if !tableFunctions[strings.ToLower(next.text)] {
+				return refuse("%s is not allowed in a projection: of table-valued functions, use json_each or json_tree", next.text)
 			}
 		default:
 			return refuse("name tables as placeholders: %q after %s is not one of this projection's tables (%s)",
@@ -197,6 +224,42 @@ func checkTables(toks []token, names map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// unquote is an identifier's name without its quotes.
+func unquote(t token) string {
+	if t.kind != tQuoted || len(t.text) < 2 {
+		return t.text
+	}
+	return t.text[1 : len(t.text)-1]
+}
+
+// reservedName reports whether name is, or may be, a table no projection
+// may touch: Stile's (stile_), SQLite's (sqlite_), the platform's (_cf_)
+// or a projection's generation (p_<projection>_<generation>_).
+func reservedName(name string) bool {
+	n := strings.ToLower(name)
+	if strings.HasPrefix(n, "stile_") || strings.HasPrefix(n, "sqlite_") || strings.HasPrefix(n, "_cf_") {
+		return true
+	}
+	rest, ok := strings.CutPrefix(n, "p_")
+	if !ok {
+		return false
+	}
+	// p_<name>_<digits>_…
+	for k := 0; k < len(rest); k++ {
+		if rest[k] != '_' || k+1 >= len(rest) || rest[k+1] < '0' || rest[k+1] > '9' {
+			continue
+		}
+		d := k + 1
+		for d < len(rest) && rest[d] >= '0' && rest[d] <= '9' {
+			d++
+		}
+		if d < len(rest) && rest[d] == '_' {
+			return true
+		}
+	}
+	return false
 }
 
 // notATable reports whether the keyword at i, though a table keyword, does
@@ -257,15 +320,24 @@ func checkSchema(toks []token) error {
 		}
 		i += 2
 	}
+	depth := 0
 	for ; i < len(toks); i++ {
 		if toks[i].kind == tWord && strings.EqualFold(toks[i].text, "REFERENCES") {
 			if i+1 >= len(toks) || toks[i+1].kind != tPlaceholder {
 				return refuse("a foreign key must reference one of this projection's tables as a placeholder")
 			}
 		}
-		if toks[i].kind == tWord && strings.EqualFold(toks[i].text, "AS") && i+1 < len(toks) &&
-			toks[i+1].kind == tWord && strings.EqualFold(toks[i+1].text, "SELECT") {
-			return refuse("CREATE TABLE ... AS SELECT is not allowed: define the columns")
+		switch {
+		case toks[i].kind == tPunct && toks[i].text == "(":
+			depth++
+		case toks[i].kind == tPunct && toks[i].text == ")":
+			depth--
+		case depth == 0 && toks[i].kind == tWord && strings.EqualFold(toks[i].text, "AS"):
+			return refuse("CREATE TABLE ... AS is not allowed: define the columns")
+		case toks[i].kind == tWord || toks[i].kind == tQuoted:
+			if n := unquote(toks[i]); reservedName(n) {
+				return refuse("%s names a table that is not this projection's: name tables as placeholders", n)
+			}
 		}
 	}
 	return nil

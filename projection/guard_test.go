@@ -27,6 +27,10 @@ func TestChecksAllowWhatAProjectionWrites(t *testing.T) {
 		`SELECT 'FROM stile_jobs' AS note, "from" FROM {orders} -- FROM stile_jobs`:             `SELECT 'FROM stile_jobs' AS note, "from" FROM p_sales_1_orders -- FROM stile_jobs`,
 		`SELECT a IS NOT DISTINCT FROM b FROM {orders}`:                                         `SELECT a IS NOT DISTINCT FROM b FROM p_sales_1_orders`,
 		`REPLACE INTO {orders} SELECT * FROM {totals}`:                                          `REPLACE INTO p_sales_1_orders SELECT * FROM p_sales_1_totals`,
+		`SELECT * FROM ({orders} JOIN {totals} ON 1), {by_day}`:                                 `SELECT * FROM (p_sales_1_orders JOIN p_sales_1_totals ON 1), p_sales_1_by_day`,
+		`SELECT * FROM {orders} JOIN {totals} USING (id), {by_day} WHERE 1`:                     `SELECT * FROM p_sales_1_orders JOIN p_sales_1_totals USING (id), p_sales_1_by_day WHERE 1`,
+		`SELECT p_value FROM {orders} WHERE id IN {totals} OR id IN json_each(?)`:               `SELECT p_value FROM p_sales_1_orders WHERE id IN p_sales_1_totals OR id IN json_each(?)`,
+		`SELECT * FROM ((SELECT id FROM {orders}))`:                                             `SELECT * FROM ((SELECT id FROM p_sales_1_orders))`,
 	} {
 		got, err := projection.Check(sql, projection.Write, names)
 		require.NoError(t, err, sql)
@@ -37,24 +41,37 @@ func TestChecksAllowWhatAProjectionWrites(t *testing.T) {
 func TestChecksRefuseOtherTables(t *testing.T) {
 	t.Parallel()
 	for sql, msg := range map[string]string{
-		`INSERT INTO stile_jobs (kind) VALUES ('x')`:               `"stile_jobs" after INTO`,
-		`DELETE FROM stile_events`:                                 `"stile_events" after FROM`,
-		`UPDATE accounts SET x = 1`:                                `"accounts" after UPDATE`,
-		`SELECT * FROM {orders}, stile_jobs`:                       `"stile_jobs" after ,`,
-		`SELECT * FROM {orders} JOIN p_other_1_t ON 1`:             `"p_other_1_t" after JOIN`,
-		`SELECT * FROM {orders} WHERE id IN (SELECT id FROM jobs)`: `"jobs" after FROM`,
-		`INSERT INTO "stile_jobs" VALUES (1)`:                      `after INTO`,
-		`INSERT INTO [stile_jobs] VALUES (1)`:                      `after INTO`,
-		`SELECT * FROM pragma_table_info('x')`:                     `pragma_table_info is not allowed`,
-		`INSERT INTO {nope} VALUES (1)`:                            `{nope} is not one of this projection's tables`,
-		`DROP TABLE {orders}`:                                      `not DROP`,
-		`CREATE TABLE {orders} (x)`:                                `not CREATE`,
-		`PRAGMA writable_schema = 1`:                               `not PRAGMA`,
-		`ATTACH 'x' AS y`:                                          `not ATTACH`,
-		`WITH x AS (SELECT 1) SELECT * FROM x`:                     `common table expressions`,
-		`DELETE FROM {orders}; DELETE FROM stile_jobs`:             `one statement at a time`,
-		`SELECT 'unterminated FROM {orders}`:                       `unterminated ' quote`,
-		``:                                                         `empty`,
+		`INSERT INTO stile_jobs (kind) VALUES ('x')`:                       `stile_jobs`,
+		`DELETE FROM stile_events`:                                         `stile_events`,
+		`UPDATE accounts SET x = 1`:                                        `"accounts" after UPDATE`,
+		`SELECT * FROM {orders}, stile_jobs`:                               `stile_jobs`,
+		`SELECT * FROM {orders} JOIN p_other_1_t ON 1`:                     `p_other_1_t`,
+		`SELECT * FROM {orders} WHERE id IN (SELECT id FROM jobs)`:         `"jobs" after FROM`,
+		`INSERT INTO "stile_jobs" VALUES (1)`:                              `after INTO`,
+		`INSERT INTO [stile_jobs] VALUES (1)`:                              `after INTO`,
+		`SELECT * FROM pragma_table_info('x')`:                             `pragma_table_info is not allowed`,
+		`SELECT * FROM dbstat('main')`:                                     `dbstat is not allowed`,
+		`SELECT * FROM (accounts)`:                                         `"accounts" after FROM`,
+		`SELECT * FROM (stile_events)`:                                     `stile_events`,
+		`INSERT INTO {orders} SELECT seq, data FROM (stile_events)`:        `stile_events`,
+		`SELECT * FROM {orders} JOIN {totals} ON 1, accounts`:              `"accounts" after ,`,
+		`SELECT * FROM {orders} JOIN {totals} USING (id), jobs`:            `"jobs" after ,`,
+		`SELECT 1 FROM {orders} WHERE id IN accounts`:                      `"accounts" after IN`,
+		`SELECT * FROM {orders} NATURAL JOIN (accounts)`:                   `"accounts" after JOIN`,
+		`SELECT * FROM ({orders} JOIN {totals} ON 1, accounts)`:            `"accounts" after ,`,
+		`SELECT "stile_jobs".kind FROM {orders}`:                           `stile_jobs`,
+		`SELECT * FROM {orders} WHERE x = (SELECT sql FROM sqlite_schema)`: `sqlite_schema`,
+		`SELECT * FROM {orders} WHERE x IN (SELECT n FROM p_other_2_t)`:    `p_other_2_t`,
+		`SELECT * FROM _cf_KV`:                                             `_cf_KV`,
+		`INSERT INTO {nope} VALUES (1)`:                                    `{nope} is not one of this projection's tables`,
+		`DROP TABLE {orders}`:                                              `not DROP`,
+		`CREATE TABLE {orders} (x)`:                                        `not CREATE`,
+		`PRAGMA writable_schema = 1`:                                       `not PRAGMA`,
+		`ATTACH 'x' AS y`:                                                  `not ATTACH`,
+		`WITH x AS (SELECT 1) SELECT * FROM x`:                             `common table expressions`,
+		`DELETE FROM {orders}; DELETE FROM stile_jobs`:                     `one statement at a time`,
+		`SELECT 'unterminated FROM {orders}`:                               `unterminated ' quote`,
+		``:                                                                 `empty`,
 	} {
 		_, err := projection.Check(sql, projection.Write, names)
 		require.Error(t, err, sql)
@@ -75,6 +92,7 @@ func TestReadAndSchemaKinds(t *testing.T) {
 		`CREATE TABLE {orders} (id TEXT PRIMARY KEY, total INTEGER NOT NULL) STRICT`: `CREATE TABLE p_sales_1_orders (id TEXT PRIMARY KEY, total INTEGER NOT NULL) STRICT`,
 		`CREATE UNIQUE INDEX IF NOT EXISTS {by_day} ON {orders} (day)`:               `CREATE UNIQUE INDEX IF NOT EXISTS p_sales_1_by_day ON p_sales_1_orders (day)`,
 		`CREATE TABLE {totals} (day TEXT REFERENCES {orders} (id))`:                  `CREATE TABLE p_sales_1_totals (day TEXT REFERENCES p_sales_1_orders (id))`,
+		`CREATE TABLE {orders} (a INT, b INT AS (a * 2))`:                            `CREATE TABLE p_sales_1_orders (a INT, b INT AS (a * 2))`,
 	} {
 		got, err := projection.Check(sql, projection.Schema, names)
 		require.NoError(t, err, sql)
@@ -82,7 +100,9 @@ func TestReadAndSchemaKinds(t *testing.T) {
 	}
 	for _, sql := range []string{`CREATE TABLE orders (x)`, `CREATE INDEX {by_day} ON orders (x)`, `DROP TABLE {orders}`,
 		`CREATE TABLE {orders} AS SELECT * FROM stile_jobs`, `CREATE TABLE {orders} (x REFERENCES stile_jobs (id))`,
-		`CREATE VIEW {orders} AS SELECT 1`} {
+		`CREATE VIEW {orders} AS SELECT 1`, `CREATE TABLE {orders} AS VALUES (1)`,
+		`CREATE TABLE {orders} AS WITH x AS (SELECT * FROM stile_events) SELECT * FROM x`,
+		`CREATE TABLE {orders} (x DEFAULT (1), y AS (x)) WITHOUT ROWID, "stile_jobs"`} {
 		_, err := projection.Check(sql, projection.Schema, names)
 		require.Error(t, err, sql)
 	}
