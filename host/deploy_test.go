@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,16 +12,22 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/host"
+	"github.com/stile-run/stile/host/dosql"
 	"github.com/stile-run/stile/host/native"
 	"github.com/stile-run/stile/runtime"
 )
 
 // tallyApp is a module version whose tally projection counts each
-// stream's T events times factor; version is the projection's Version.
-func tallyApp(version int, factor int64) *runtime.App {
+// stream's T events times factor; version is the projection's Version,
+// extra more tables it defines.
+func tallyApp(version int, factor int64, extra ...string) *runtime.App {
+	tables := []string{`CREATE TABLE {t} (stream TEXT PRIMARY KEY, n INTEGER NOT NULL) STRICT`}
+	for _, name := range extra {
+		tables = append(tables, `CREATE TABLE {`+name+`} (x INTEGER) STRICT`, `CREATE INDEX {`+name+`_x} ON {`+name+`} (x)`)
+	}
 	return runtime.NewApp().
 		RegisterProjection(runtime.Projection{Name: "tally", Version: version, Events: []string{"T"},
-			Tables: []string{`CREATE TABLE {t} (stream TEXT PRIMARY KEY, n INTEGER NOT NULL) STRICT`},
+			Tables: tables,
 			Handle: func(tx *runtime.ProjectionTx, e api.Event) error {
 				return tx.Exec(`INSERT INTO {t} (stream, n) VALUES (?, ?) ON CONFLICT (stream) DO UPDATE SET n = n + excluded.n`,
 					e.Stream, factor)
@@ -34,6 +41,7 @@ type deployment struct {
 	dir   string
 	clock *host.ManualClock
 	m     *host.Manager
+	last  *runtime.App
 }
 
 // deploy replaces the running module with app, over the same storage.
@@ -41,6 +49,7 @@ func (d *deployment) deploy(app *runtime.App) {
 	if d.m != nil {
 		require.NoError(d.t, d.m.Close())
 	}
+	d.last = app
 	f, err := native.New(native.Config{App: app, Logger: quiet})
 	require.NoError(d.t, err)
 	d.m, err = host.NewManager(host.Config{Factory: f, Clock: d.clock, DataDir: d.dir, Logger: quiet})
@@ -122,4 +131,36 @@ func TestDeployRebuildsAChangedProjection(t *testing.T) {
 	d.fire()
 	require.Equal(t, int64(4), d.status().Live.Generation)
 	require.Equal(t, int64(4), d.tally())
+
+	// A definition that loses a table: the old generation goes whole.
+	d.deploy(tallyApp(2, 1, "extra"))
+	require.NotNil(t, d.status().Rebuild) // the first request after a deploy starts it
+	d.fire()
+	require.Equal(t, int64(5), d.status().Live.Generation)
+	require.Equal(t, []string{"p_tally_5_extra", "p_tally_5_t"}, d.tables())
+	d.deploy(tallyApp(3, 1))
+	require.NotNil(t, d.status().Rebuild)
+	d.fire()
+	require.Equal(t, int64(6), d.status().Live.Generation)
+	require.Equal(t, []string{"p_tally_6_t"}, d.tables(), "generation 5's extra table went with it")
+	require.Equal(t, int64(4), d.tally())
+}
+
+// tables lists the projection tables in the tenant's database (read
+// with the module stopped, then started again).
+func (d *deployment) tables() []string {
+	require.NoError(d.t, d.m.Close())
+	d.m = nil
+	defer d.deploy(d.last)
+	sq, err := dosql.Open(filepath.Join(d.dir, "tenants", "acme.sqlite"))
+	require.NoError(d.t, err)
+	defer sq.Close()
+	db := do.NewDB(dosql.Host(sq, d.clock.Now))
+	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'p\_%' ESCAPE '\' ORDER BY name`)
+	require.NoError(d.t, err)
+	var out []string
+	for rows.Next() {
+		out = append(out, rows.Text(0))
+	}
+	return out
 }

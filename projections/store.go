@@ -3,6 +3,7 @@ package projections
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/stile-run/stile/do"
 )
@@ -85,12 +86,29 @@ func (s *Store) Next(name string) (int64, error) {
 }
 
 // Create records a new generation at checkpoint 0.
-func (s *Store) Create(now int64, name string, gen int64, role, fingerprint string) error {
-	if err := s.db.Exec(`INSERT INTO stile_projection_generations (name, generation, role, fingerprint, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?)`, name, gen, role, fingerprint, now, now); err != nil {
+func (s *Store) Create(now int64, name string, gen int64, role, fingerprint string, tables []string) error {
+	if err := s.db.Exec(`INSERT INTO stile_projection_generations (name, generation, role, fingerprint, tables, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, name, gen, role, fingerprint, strings.Join(tables, ","), now, now); err != nil {
 		return fmt.Errorf("create generation %d of %s: %w", gen, name, err)
 	}
 	return nil
+}
+
+// Tables are the logical names of the tables generation gen of name was
+// created with; known is false for a generation created before they were
+// recorded.
+func (s *Store) Tables(name string, gen int64) (tables []string, known bool, err error) {
+	rows, err := s.db.Query(`SELECT tables FROM stile_projection_generations WHERE name = ? AND generation = ?`, name, gen)
+	if err != nil {
+		return nil, false, fmt.Errorf("read the tables of projection %s generation %d: %w", name, gen, err)
+	}
+	if !rows.Next() || rows.Null(0) {
+		return nil, false, rows.Err()
+	}
+	if t := rows.Text(0); t != "" {
+		tables = strings.Split(t, ",")
+	}
+	return tables, true, rows.Err()
 }
 
 // Delete removes a generation's row (its tables are the caller's to drop).

@@ -29,7 +29,7 @@ func TestABatchWhoseCheckpointMovedRollsBack(t *testing.T) {
 	db, s := open(t)
 	// No key on seq: a batch applied twice would show as duplicate rows.
 	require.NoError(t, db.Exec(`CREATE TABLE rows (seq INTEGER NOT NULL)`))
-	require.NoError(t, s.Create(1, "orders", 1, projections.Live, "f"))
+	require.NoError(t, s.Create(1, "orders", 1, projections.Live, "f", []string{"rows"}))
 
 	batch := func(planned, to int64) error {
 		return db.Tx(func() error {
@@ -66,7 +66,11 @@ func TestABatchWhoseCheckpointMovedRollsBack(t *testing.T) {
 	require.Empty(t, g.Error)
 
 	// Only a building generation at the checkpoint read is promoted.
-	require.NoError(t, s.Create(6, "orders", 2, projections.Building, "g"))
+	require.NoError(t, s.Create(6, "orders", 2, projections.Building, "g", []string{"rows", "totals"}))
+	tables, known, err := s.Tables("orders", 2)
+	require.NoError(t, err)
+	require.True(t, known)
+	require.Equal(t, []string{"rows", "totals"}, tables, "a generation keeps the tables it was made with")
 	require.ErrorIs(t, s.Promote(7, "orders", 2, 3), projections.ErrMoved)
 	require.NoError(t, s.Delete("orders", 1))
 	require.NoError(t, s.Promote(7, "orders", 2, 0))

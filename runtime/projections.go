@@ -362,16 +362,31 @@ func (t *Tenant) createGeneration(now int64, p *projectionReg, role string) erro
 			return fmt.Errorf("projection %s: create generation %d: %s: %w", p.Name, gen, oneLine(sql), err)
 		}
 	}
-	return t.projections.Create(now, p.Name, gen, role, p.fingerprint)
+	return t.projections.Create(now, p.Name, gen, role, p.fingerprint, p.tables())
 }
 
-// dropGeneration drops a generation's tables (and their indexes) and row.
-func (t *Tenant) dropGeneration(p *projectionReg, gen int64) error {
-	for _, sql := range p.Tables {
-		name, _ := definedName(sql)
-		if strings.Contains(strings.ToUpper(sql[:strings.IndexByte(sql, '{')]), "INDEX") {
-			continue // goes with its table
+// tables are the logical names of the projection's tables (not indexes).
+func (r *projectionReg) tables() []string {
+	var out []string
+	for _, sql := range r.Tables {
+		if name, _ := definedName(sql); !strings.Contains(strings.ToUpper(sql[:strings.IndexByte(sql, '{')]), "INDEX") {
+			out = append(out, name)
 		}
+	}
+	return out
+}
+
+// dropGeneration drops a generation's tables (and their indexes) and row:
+// those it was created with, whatever the projection's definition is now.
+func (t *Tenant) dropGeneration(p *projectionReg, gen int64) error {
+	tables, known, err := t.projections.Tables(p.Name, gen)
+	if err != nil {
+		return err
+	}
+	if !known {
+		tables = p.tables()
+	}
+	for _, name := range tables {
 		if err := t.db.Exec(`DROP TABLE IF EXISTS ` + projection.Physical(p.Name, gen, name)); err != nil {
 			return fmt.Errorf("projection %s: drop generation %d: %w", p.Name, gen, err)
 		}

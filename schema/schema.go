@@ -19,6 +19,8 @@ var (
 	m0003 string
 	//go:embed migrations/0004_projections.sql
 	m0004 string
+	//go:embed migrations/0005_projection_tables.sql
+	m0005 string
 )
 
 // Migration is one numbered schema step.
@@ -35,6 +37,7 @@ func Migrations() []Migration {
 		{Version: 2, Name: "schedules", SQL: m0002},
 		{Version: 3, Name: "events", SQL: m0003},
 		{Version: 4, Name: "projections", SQL: m0004},
+		{Version: 5, Name: "projection_tables", SQL: m0005},
 	}
 }
 
