@@ -483,23 +483,34 @@ func (t *Tenant) applyBatch(now int64, p *projectionReg, g *projections.Generati
 			return nil
 		}
 		tx := t.projectionTx(p, g.Generation, now)
-		failedAt, herr := t.applyEvents(tx, evs)
+		failedAt, herr, err := t.applyEvents(tx, evs)
+		if err != nil {
+			return err
+		}
 		if herr == nil {
 			applied = len(evs)
 			atHead = len(evs) < p.Batch
 			return t.projections.Advance(now, g.Name, g.Generation, g.Checkpoint, evs[len(evs)-1].Seq)
 		}
 		// The batch rolled back; the events before the failing one are
-		// committed again on their own, and the failing one waits.
+		// committed again on their own, and the failing one waits. Should
+		// one of those fail now (a handler that is not deterministic), it
+		// is the one that waits.
 		cp := g.Checkpoint
-		if failedAt > 0 {
-			if _, err := t.applyEvents(tx, evs[:failedAt]); err != nil {
-				return err // they succeeded a moment ago: only a broken handler gets here
+		for failedAt > 0 {
+			k, kerr, err := t.applyEvents(tx, evs[:failedAt])
+			if err != nil {
+				return err
+			}
+			if kerr != nil {
+				failedAt, herr = k, kerr
+				continue
 			}
 			cp = evs[failedAt-1].Seq
 			if err := t.projections.Advance(now, g.Name, g.Generation, g.Checkpoint, cp); err != nil {
 				return err
 			}
+			break
 		}
 		failures := g.Failures + 1
 		if g.ErrorSeq != evs[failedAt].Seq {
@@ -533,12 +544,11 @@ func (t *Tenant) applyBatch(now int64, p *projectionReg, g *projections.Generati
 	return applied, atHead, nil
 }
 
-// applyEvents applies evs in a savepoint: all, or none and the index of
-// the event that failed.
-func (t *Tenant) applyEvents(tx *ProjectionTx, evs []events.Event) (int, error) {
-	failedAt := 0
-	var herr error
-	err := t.db.Tx(func() error {
+// applyEvents applies evs in a savepoint: all, or none. A handler that
+// failed is reported by its event's index and its error (herr); err is a
+// failure of the storage.
+func (t *Tenant) applyEvents(tx *ProjectionTx, evs []events.Event) (failedAt int, herr, err error) {
+	err = t.db.Tx(func() error {
 		for i, e := range evs {
 			if err := callProjection(tx, eventView(e)); err != nil {
 				failedAt, herr = i, err
@@ -548,9 +558,9 @@ func (t *Tenant) applyEvents(tx *ProjectionTx, evs []events.Event) (int, error) 
 		return nil
 	})
 	if herr != nil {
-		return failedAt, herr
+		return failedAt, herr, nil
 	}
-	return 0, err
+	return 0, nil, err
 }
 
 func callProjection(tx *ProjectionTx, e api.Event) (err error) {
