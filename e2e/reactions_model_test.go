@@ -247,9 +247,7 @@ func (md *rmModel) begin() int64 {
 			switch {
 			case e.state == rmPending && e.lease <= now:
 				e.state = rmReady
-				if e.lastErr == "" {
-					e.lastErr = fmt.Sprintf("the lease of attempt %d ran out", e.attempt)
-				}
+				e.lastErr = fmt.Sprintf("the lease of attempt %d ran out", e.attempt) // the latest news
 			case e.state == rmRetry && e.runHi <= now:
 				e.state = rmReady
 			}

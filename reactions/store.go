@@ -416,7 +416,7 @@ func (s *Store) Skip(now int64, handler string, seq int64, reason string) (bool,
 // ApplyDue makes deliveries whose lease ran out or whose retry came due
 // ready, so held claims wake and the alarm moves on.
 func (s *Store) ApplyDue(now int64) error {
-	rows, err := s.db.Query(`UPDATE stile_inbox SET state = 'ready', error = COALESCE(error, 'the lease of attempt ' || attempt || ' ran out')
+	rows, err := s.db.Query(`UPDATE stile_inbox SET state = 'ready', error = 'the lease of attempt ' || attempt || ' ran out'
 		WHERE state = 'pending' AND lease_until <= ? RETURNING 1`, now)
 	if err != nil {
 		return fmt.Errorf("expire reaction leases: %w", err)
