@@ -1,27 +1,16 @@
 package schema
 
 import (
-	_ "embed"
 	"fmt"
 
 	"github.com/stile-run/stile/do"
 )
 
-// Each migration file is embedded as a string: an embed.FS would bring
-// io/fs and path into every tenant module (12 KB gzipped). schema_test.go
-// checks that every file in migrations/ is listed here, in order.
-var (
-	//go:embed migrations/0001_jobs.sql
-	m0001 string
-	//go:embed migrations/0002_schedules.sql
-	m0002 string
-	//go:embed migrations/0003_events.sql
-	m0003 string
-	//go:embed migrations/0004_projections.sql
-	m0004 string
-	//go:embed migrations/0005_projection_tables.sql
-	m0005 string
-)
+// The migrations in migrations/*.sql are compiled in by go generate
+// (gen.go writes migrations_gen.go, without their comments);
+// schema_test.go checks that the two agree.
+//
+//go:generate go run gen.go
 
 // Migration is one numbered schema step.
 type Migration struct {
@@ -31,15 +20,7 @@ type Migration struct {
 }
 
 // Migrations returns Stile's migrations in order.
-func Migrations() []Migration {
-	return []Migration{
-		{Version: 1, Name: "jobs", SQL: m0001},
-		{Version: 2, Name: "schedules", SQL: m0002},
-		{Version: 3, Name: "events", SQL: m0003},
-		{Version: 4, Name: "projections", SQL: m0004},
-		{Version: 5, Name: "projection_tables", SQL: m0005},
-	}
-}
+func Migrations() []Migration { return append([]Migration(nil), migrations...) }
 
 // Ledger names the table that records applied migrations.
 const Ledger = "stile_migrations"
