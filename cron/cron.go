@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stile-run/stile/internal/ascii"
 )
 
 // Schedule is a parsed cron expression.
@@ -55,20 +57,20 @@ var ErrSyntax = errors.New("cron expression")
 // month day-of-week), five (without seconds, which are then 0), a
 // descriptor such as @hourly, or "@every 90s" (at least one second).
 func Parse(expr string) (*Schedule, error) {
-	e := strings.TrimSpace(expr)
+	e := ascii.TrimSpace(expr)
 	s := &Schedule{expr: e}
 	if rest, ok := strings.CutPrefix(e, "@every "); ok {
-		d, err := time.ParseDuration(strings.TrimSpace(rest))
+		d, err := time.ParseDuration(ascii.TrimSpace(rest))
 		if err != nil || d < time.Second || d%time.Second != 0 {
 			return nil, fmt.Errorf("%w %q: @every takes a whole number of seconds, at least 1s", ErrSyntax, expr)
 		}
 		s.every = d
 		return s, nil
 	}
-	if d, ok := descriptors[strings.ToLower(e)]; ok {
+	if d, ok := descriptors[ascii.ToLower(e)]; ok {
 		e = d
 	}
-	parts := strings.Fields(e)
+	parts := ascii.Fields(e)
 	if len(parts) == 5 {
 		parts = append([]string{"0"}, parts...)
 	}
@@ -130,7 +132,7 @@ func parseField(p string, f field) (uint64, error) {
 }
 
 func value(s string, f field) (int, error) {
-	if n, ok := f.names[strings.ToLower(s)]; ok {
+	if n, ok := f.names[ascii.ToLower(s)]; ok {
 		return n, nil
 	}
 	n, err := strconv.Atoi(s)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/stile-run/stile/internal/ascii"
 )
 
 // Kind is what a statement is allowed to be.
@@ -76,7 +78,7 @@ func Check(sql string, k Kind, names map[string]string) (string, error) {
 			return "", refuse("one statement at a time: remove the ';'")
 		}
 	}
-	first := strings.ToUpper(toks[0].text)
+	first := ascii.ToUpper(toks[0].text)
 	switch k {
 	case Schema:
 		if err := checkSchema(toks); err != nil {
@@ -172,7 +174,7 @@ func checkTables(toks []token, names map[string]string) error {
 			}
 			continue
 		}
-		up := strings.ToUpper(t.text)
+		up := ascii.ToUpper(t.text)
 		position := false
 		switch {
 		case t.kind == tWord && tablePosition[up] && !notATable(toks, i):
@@ -189,7 +191,7 @@ func checkTables(toks []token, names map[string]string) error {
 			continue
 		}
 		j := i + 1
-		if up == "UPDATE" && j+1 < len(toks) && strings.EqualFold(toks[j].text, "OR") {
+		if up == "UPDATE" && j+1 < len(toks) && ascii.EqualFold(toks[j].text, "OR") {
 			j += 2 // UPDATE OR IGNORE {t}
 		}
 		// Opening parentheses in a table position hold a subquery, or
@@ -197,7 +199,7 @@ func checkTables(toks []token, names map[string]string) error {
 		for j < len(toks) && toks[j].kind == tPunct && toks[j].text == "(" {
 			j++
 			if j < len(toks) && (toks[j].kind == tWord || toks[j].kind == tQuoted) {
-				switch strings.ToUpper(toks[j].text) {
+				switch ascii.ToUpper(toks[j].text) {
 				case "SELECT", "VALUES", "WITH":
 					j = len(toks) // a subquery: checked as it goes
 				}
@@ -215,7 +217,7 @@ func checkTables(toks []token, names map[string]string) error {
 		case next.kind == tPlaceholder:
 			i = j
 		case next.kind == tWord && isFunction(toks, j):
-			if !tableFunctions[strings.ToLower(next.text)] {
+			if !tableFunctions[ascii.ToLower(next.text)] {
 				return refuse("%s is not allowed in a projection: of table-valued functions, use json_each or json_tree", next.text)
 			}
 		default:
@@ -238,7 +240,7 @@ func unquote(t token) string {
 // may touch: Stile's (stile_), SQLite's (sqlite_), the platform's (_cf_)
 // or a projection's generation (p_<projection>_<generation>_).
 func reservedName(name string) bool {
-	n := strings.ToLower(name)
+	n := ascii.ToLower(name)
 	if strings.HasPrefix(n, "stile_") || strings.HasPrefix(n, "sqlite_") || strings.HasPrefix(n, "_cf_") {
 		return true
 	}
@@ -270,9 +272,9 @@ func notATable(toks []token, i int) bool {
 		if i-k < 0 {
 			return ""
 		}
-		return strings.ToUpper(toks[i-k].text)
+		return ascii.ToUpper(toks[i-k].text)
 	}
-	switch strings.ToUpper(toks[i].text) {
+	switch ascii.ToUpper(toks[i].text) {
 	case "UPDATE":
 		return prev(1) == "DO"
 	case "FROM":
@@ -289,7 +291,7 @@ func isFunction(toks []token, i int) bool {
 // [UNIQUE] INDEX [IF NOT EXISTS] {i} ON {t} (...), placeholders only.
 func checkSchema(toks []token) error {
 	word := func(i int, w string) bool {
-		return i < len(toks) && toks[i].kind == tWord && strings.EqualFold(toks[i].text, w)
+		return i < len(toks) && toks[i].kind == tWord && ascii.EqualFold(toks[i].text, w)
 	}
 	i := 0
 	if !word(i, "CREATE") {
@@ -322,7 +324,7 @@ func checkSchema(toks []token) error {
 	}
 	depth := 0
 	for ; i < len(toks); i++ {
-		if toks[i].kind == tWord && strings.EqualFold(toks[i].text, "REFERENCES") {
+		if toks[i].kind == tWord && ascii.EqualFold(toks[i].text, "REFERENCES") {
 			if i+1 >= len(toks) || toks[i+1].kind != tPlaceholder {
 				return refuse("a foreign key must reference one of this projection's tables as a placeholder")
 			}
@@ -332,7 +334,7 @@ func checkSchema(toks []token) error {
 			depth++
 		case toks[i].kind == tPunct && toks[i].text == ")":
 			depth--
-		case depth == 0 && toks[i].kind == tWord && strings.EqualFold(toks[i].text, "AS"):
+		case depth == 0 && toks[i].kind == tWord && ascii.EqualFold(toks[i].text, "AS"):
 			return refuse("CREATE TABLE ... AS is not allowed: define the columns")
 		case toks[i].kind == tWord || toks[i].kind == tQuoted:
 			if n := unquote(toks[i]); reservedName(n) {

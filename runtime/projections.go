@@ -15,6 +15,7 @@ import (
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/events"
 	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/internal/ascii"
 	"github.com/stile-run/stile/projection"
 	"github.com/stile-run/stile/projections"
 )
@@ -369,7 +370,7 @@ func (t *Tenant) createGeneration(now int64, p *projectionReg, role string) erro
 func (r *projectionReg) tables() []string {
 	var out []string
 	for _, sql := range r.Tables {
-		if name, _ := definedName(sql); !strings.Contains(strings.ToUpper(sql[:strings.IndexByte(sql, '{')]), "INDEX") {
+		if name, _ := definedName(sql); !strings.Contains(ascii.ToUpper(sql[:strings.IndexByte(sql, '{')]), "INDEX") {
 			out = append(out, name)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/internal/ascii"
 	"github.com/stile-run/stile/jobs"
 	"github.com/stile-run/stile/schema"
 )
@@ -42,7 +43,7 @@ func (e *Error) Error() string { return e.Message }
 var ErrStileTables = errors.New("a transaction may not touch Stile's tables (stile_*): enqueue with tx.Enqueue")
 
 func guard(sql string) error {
-	if strings.Contains(strings.ToLower(sql), "stile_") {
+	if strings.Contains(ascii.ToLower(sql), "stile_") {
 		return ErrStileTables
 	}
 	return nil
@@ -130,7 +131,7 @@ func (a *App) Migrations(ms ...schema.Migration) *App {
 		if m.Version != int64(i+1) {
 			panic(fmt.Sprintf("stile: migration %d is numbered %d; numbers must run 1, 2, 3 …", i+1, m.Version))
 		}
-		if strings.Contains(strings.ToLower(m.SQL), "stile_") {
+		if strings.Contains(ascii.ToLower(m.SQL), "stile_") {
 			panic(fmt.Sprintf("stile: migration %d_%s names a stile_ table; those are Stile's", m.Version, m.Name))
 		}
 	}
@@ -144,7 +145,7 @@ func (t *Tenant) runTx(name string, body []byte) (route, *apiError) {
 		return nil, &apiError{statusNotFound, api.CodeNotFound, fmt.Sprintf("no transaction %q is registered in this module", name)}
 	}
 	input := body
-	if len(strings.TrimSpace(string(input))) == 0 {
+	if len(ascii.TrimSpace(string(input))) == 0 {
 		input = []byte("null")
 	}
 	if !api.Valid(input) {
