@@ -536,6 +536,35 @@ func scenarioLongPoll(s *scenario) {
 	require.Empty(t, r.resp.Jobs)
 }
 
+// refusal is a request that must be refused: with status and code, and
+// a one-line message.
+type refusal struct {
+	name, method, path, body string
+	status                   int
+	code                     string
+}
+
+// requireRefused sends each request and checks its refusal.
+func (s *scenario) requireRefused(cases []refusal) {
+	t := s.t
+	t.Helper()
+	for _, tc := range cases {
+		var body []byte
+		if tc.body != "" {
+			body = []byte(tc.body)
+		}
+		status, b, err := s.tg.client().Raw(s.ctx, tc.method, tc.path, body, nil)
+		require.NoError(t, err, tc.name)
+		require.Equal(t, tc.status, status, "%s: %.300s", tc.name, b)
+		var e api.Error
+		require.NoError(t, json.Unmarshal(b, &e), "%s: error body is JSON: %.300s", tc.name, b)
+		require.Equal(t, tc.code, e.Code, "%s: %s", tc.name, e.Message)
+		require.NotEmpty(t, e.Message, tc.name)
+		require.NotContains(t, e.Message, "\n", tc.name)
+		require.Less(t, len(e.Message), 400, "%s: one short line", tc.name)
+	}
+}
+
 func scenarioBadInput(s *scenario) {
 	t := s.t
 	first := s.enqueue(api.EnqueueRequest{Kind: "test.echo"})
@@ -545,11 +574,7 @@ func scenarioBadInput(s *scenario) {
 	base := "/v1/t/" + tp
 	big := `{"kind":"test.echo","args":"` + strings.Repeat("x", api.MaxArgsBytes) + `"}`
 	tooMany := `{"jobs":[` + strings.TrimSuffix(strings.Repeat(`{"kind":"test.echo"},`, api.MaxBatchJobs+1), ",") + `]}`
-	cases := []struct {
-		name, method, path, body string
-		status                   int
-		code                     string
-	}{
+	cases := []refusal{
 		{"malformed JSON", "POST", base + "/jobs", `{"kind":`, 400, api.CodeInvalidJSON},
 		{"not JSON", "POST", base + "/jobs", `kind=test.echo`, 400, api.CodeInvalidJSON},
 		{"empty body", "POST", base + "/jobs", ``, 400, api.CodeInvalidJSON},
@@ -583,21 +608,7 @@ func scenarioBadInput(s *scenario) {
 		{"wrong method", "GET", base + "/claims", ``, 405, api.CodeMethodNotAllowed},
 		{"not an API path", "GET", "/v2/whatever", ``, 404, api.CodeNotFound},
 	}
-	for _, tc := range cases {
-		var body []byte
-		if tc.body != "" {
-			body = []byte(tc.body)
-		}
-		status, b, err := s.tg.client().Raw(s.ctx, tc.method, tc.path, body, nil)
-		require.NoError(t, err, tc.name)
-		require.Equal(t, tc.status, status, "%s: %s", tc.name, b)
-		var e api.Error
-		require.NoError(t, json.Unmarshal(b, &e), "%s: error body is JSON: %s", tc.name, b)
-		require.Equal(t, tc.code, e.Code, "%s: %s", tc.name, e.Message)
-		require.NotEmpty(t, e.Message, tc.name)
-		require.NotContains(t, e.Message, "\n", tc.name)
-		require.Less(t, len(e.Message), 400, "%s: one short line", tc.name)
-	}
+	s.requireRefused(cases)
 
 	// Nothing changed: the claimed job is as it was, and the next job gets
 	// the very next id, so no refused request inserted anything.

@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"encoding/json"
 	"strings"
 
 	"github.com/stretchr/testify/require"
@@ -52,11 +51,7 @@ func scenarioEventsBadInput(s *scenario) {
 	tooMany := `{"events":[` + strings.TrimSuffix(strings.Repeat(`{"type":"noted"},`, api.MaxAppendEvents+1), ",") + `]}`
 	tooManySettlements := `{"settlements":[` + strings.TrimSuffix(strings.Repeat(
 		`{"handler":"audit","seq":1,"claim_id":"x","outcome":"succeeded"},`, api.MaxSettlements+1), ",") + `]}`
-	cases := []struct {
-		name, method, path, body string
-		status                   int
-		code                     string
-	}{
+	cases := []refusal{
 		// Appends.
 		{"append: malformed JSON", "POST", base + "/streams/notes", `{"events":[`, 400, api.CodeInvalidJSON},
 		{"append: unknown field", "POST", base + "/streams/notes", `{"events":[{"type":"noted"}],"colour":1}`, 400, api.CodeInvalidJSON},
@@ -108,21 +103,7 @@ func scenarioEventsBadInput(s *scenario) {
 		{"query: repeated parameter", "GET", base + "/queries/notes_of?stream=a&stream=b", ``, 400, api.CodeInvalidRequest},
 		{"wrong method", "GET", base + "/reactions/settle", ``, 405, api.CodeMethodNotAllowed},
 	}
-	for _, tc := range cases {
-		var body []byte
-		if tc.body != "" {
-			body = []byte(tc.body)
-		}
-		status, b, err := s.tg.client().Raw(s.ctx, tc.method, tc.path, body, nil)
-		require.NoError(t, err, tc.name)
-		var e api.Error
-		require.NoError(t, json.Unmarshal(b, &e), "%s: error body is JSON: %.300s", tc.name, b)
-		require.Equal(t, tc.status, status, "%s: %.300s", tc.name, b)
-		require.Equal(t, tc.code, e.Code, "%s: %s", tc.name, e.Message)
-		require.NotEmpty(t, e.Message, tc.name)
-		require.NotContains(t, e.Message, "\n", tc.name)
-		require.Less(t, len(e.Message), 400, "%s: one short line", tc.name)
-	}
+	s.requireRefused(cases)
 
 	// Forged and stale settlements are refused one by one, in a 200.
 	forged, err := s.ten.Settle(s.ctx,

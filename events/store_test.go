@@ -2,24 +2,17 @@ package events_test
 
 import (
 	"errors"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/events"
-	"github.com/stile-run/stile/host/dosql"
-	"github.com/stile-run/stile/schema"
+	"github.com/stile-run/stile/internal/storetest"
 )
 
 func open(t *testing.T) (*do.DB, *events.Store) {
-	sq, err := dosql.Open(filepath.Join(t.TempDir(), "e.sqlite"))
-	require.NoError(t, err)
-	t.Cleanup(func() { sq.Close() })
-	db := do.NewDB(dosql.Host(sq, func() int64 { return 1 }))
-	_, err = schema.Apply(db, schema.Ledger, schema.Migrations())
-	require.NoError(t, err)
+	db := storetest.Open(t)
 	return db, events.New(db)
 }
 

@@ -1,24 +1,17 @@
 package projections_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/stile-run/stile/do"
-	"github.com/stile-run/stile/host/dosql"
+	"github.com/stile-run/stile/internal/storetest"
 	"github.com/stile-run/stile/projections"
-	"github.com/stile-run/stile/schema"
 )
 
 func open(t *testing.T) (*do.DB, *projections.Store) {
-	sq, err := dosql.Open(filepath.Join(t.TempDir(), "p.sqlite"))
-	require.NoError(t, err)
-	t.Cleanup(func() { sq.Close() })
-	db := do.NewDB(dosql.Host(sq, func() int64 { return 1 }))
-	_, err = schema.Apply(db, schema.Ledger, schema.Migrations())
-	require.NoError(t, err)
+	db := storetest.Open(t)
 	return db, projections.New(db)
 }
 

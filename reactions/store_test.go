@@ -1,7 +1,6 @@
 package reactions_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -9,10 +8,9 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/events"
-	"github.com/stile-run/stile/host/dosql"
 	"github.com/stile-run/stile/inbox"
+	"github.com/stile-run/stile/internal/storetest"
 	"github.com/stile-run/stile/reactions"
-	"github.com/stile-run/stile/schema"
 )
 
 type fixture struct {
@@ -23,12 +21,7 @@ type fixture struct {
 }
 
 func open(t *testing.T) *fixture {
-	sq, err := dosql.Open(filepath.Join(t.TempDir(), "r.sqlite"))
-	require.NoError(t, err)
-	t.Cleanup(func() { sq.Close() })
-	db := do.NewDB(dosql.Host(sq, func() int64 { return 1 }))
-	_, err = schema.Apply(db, schema.Ledger, schema.Migrations())
-	require.NoError(t, err)
+	db := storetest.Open(t)
 	ev := events.New(db)
 	return &fixture{t: t, db: db, ev: ev, s: reactions.New(db, ev, nil)}
 }
