@@ -57,6 +57,24 @@ func Physical(projection string, generation int64, name string) string {
 	return "p_" + projection + "_" + strconv.FormatInt(generation, 10) + "_" + name
 }
 
+// MayCollide reports whether projections named a and b could have tables
+// of the same physical name: when one name is the other followed by
+// _<digits>_ (projection ab, generation 1, table x_2_t and projection
+// ab_1_x, generation 2, table t are both p_ab_1_x_2_t).
+func MayCollide(a, b string) bool { return extends(a, b) || extends(b, a) }
+
+func extends(a, b string) bool {
+	rest, ok := strings.CutPrefix(b, a+"_")
+	if !ok {
+		return false
+	}
+	d := 0
+	for d < len(rest) && rest[d] >= '0' && rest[d] <= '9' {
+		d++
+	}
+	return d > 0 && d < len(rest) && rest[d] == '_'
+}
+
 // Check validates sql as a statement of kind k whose tables are the
 // placeholders {name} of names, and returns it with each placeholder
 // replaced by names[name].

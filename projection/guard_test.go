@@ -110,6 +110,13 @@ func TestReadAndSchemaKinds(t *testing.T) {
 
 func TestNames(t *testing.T) {
 	t.Parallel()
+	require.Equal(t, projection.Physical("ab", 1, "x_2_t"), projection.Physical("ab_1_x", 2, "t"), "why MayCollide exists")
+	for a, b := range map[string]string{"ab": "ab_1_x", "sales_2024_q1": "sales", "a": "a_0_b"} {
+		require.True(t, projection.MayCollide(a, b), "%s %s", a, b)
+	}
+	for _, pair := range [][2]string{{"ab", "abc"}, {"ab", "ab_x_1"}, {"sales", "sales_2024"}, {"a", "a_"}, {"x", "x_1"}} {
+		require.False(t, projection.MayCollide(pair[0], pair[1]), "%v", pair)
+	}
 	require.Equal(t, "p_sales_3_orders", projection.Physical("sales", 3, "orders"))
 	for _, ok := range []string{"a", "orders", "by_day_2", strings.Repeat("a", 32)} {
 		require.True(t, projection.ValidName(ok), ok)

@@ -85,4 +85,7 @@ func TestRegisterProjectionRefusesMistakesAtStart(t *testing.T) {
 		mutate(&p)
 		require.Panics(t, func() { runtime.NewApp().RegisterProjection(p) }, name)
 	}
+	other := ok
+	other.Name = "p_1_x"
+	require.Panics(t, func() { runtime.NewApp().RegisterProjection(ok).RegisterProjection(other) }, "names whose tables could collide")
 }

@@ -91,6 +91,11 @@ func (a *App) RegisterProjection(p Projection) *App {
 	if _, dup := a.projectionBy[p.Name]; dup {
 		panic(fmt.Sprintf("stile: projection %q is registered twice", p.Name))
 	}
+	for _, other := range a.projections {
+		if projection.MayCollide(p.Name, other.Name) {
+			panic(fmt.Sprintf("stile: projections %q and %q could name the same tables: rename one", p.Name, other.Name))
+		}
+	}
 	if p.Handle == nil || len(p.Events) == 0 || len(p.Tables) == 0 {
 		panic(fmt.Sprintf("stile: projection %q needs Events, Tables and Handle", p.Name))
 	}
