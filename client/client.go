@@ -65,6 +65,18 @@ func StaleCode(code string) bool {
 	return false
 }
 
+// Retryable reports whether a request that failed with err may succeed if
+// sent again: a transport failure, or an answer of the server's own
+// trouble (5xx, including a platform's plain-text 500, or 429). A refusal
+// of the request itself (4xx) will be refused again.
+func Retryable(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err != nil
+	}
+	return e.Status >= 500 || e.Status == http.StatusTooManyRequests || e.Code == api.CodeInternal
+}
+
 // Code returns the API error code of err, or "" if err is not an *Error.
 func Code(err error) string {
 	var e *Error

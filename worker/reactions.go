@@ -191,6 +191,15 @@ func (w *Worker) reactionLoop(ctx, hctx context.Context, tenant string, names []
 				defer func() { <-w.slots }()
 				for _, d := range ds {
 					local := received.Add(d.LeaseUntil.Sub(resp.Now))
+					if ctx.Err() != nil || time.Until(local) < time.Duration(d.TimeoutMs)*time.Millisecond {
+						// Not started: the worker is stopping, or the run waited
+						// for a slot until this delivery could no longer finish
+						// inside its lease (running it could overlap a takeover).
+						// Released, with the rest of its run, for the next claim.
+						w.settle(ten, api.Settlement{Handler: d.Handler, Seq: d.Event.Seq, ClaimID: d.ClaimID,
+							Outcome: api.OutcomeDelayed}, local, w.log.With("tenant", ten.Name(), "reaction", d.Handler, "seq", d.Event.Seq))
+						return
+					}
 					if !w.runReaction(hctx, ten, d, local) {
 						return // failed or taken over: the rest of the run waits behind it
 					}
@@ -231,8 +240,25 @@ func (w *Worker) runReaction(hctx context.Context, ten *client.Tenant, d api.Del
 	default:
 		s.Outcome, s.Error = api.OutcomeFailed, herr.Error()
 	}
-	res, ok := w.settle(ten, s, leaseUntil, log)
-	return ok && res.Error == nil && s.Outcome == api.OutcomeSucceeded
+	if _, err := json.Marshal(s); err != nil {
+		// A command's data or the state is not JSON: it cannot be sent.
+		s = failedSettlement(s, "the settlement cannot be encoded: "+err.Error())
+	}
+	res, err := w.settle(ten, s, leaseUntil, log)
+	var refused *client.Error
+	if errors.As(err, &refused) && !client.Retryable(err) && !errors.Is(err, fence.ErrStale) && s.Outcome != api.OutcomeFailed {
+		// The API refused the settlement itself (a command it cannot take,
+		// state from a policy, a delay too long): the delivery fails with
+		// why, and backs off, instead of running again at every lease.
+		w.settle(ten, failedSettlement(s, "the settlement was refused: "+refused.Message), leaseUntil, log)
+		return false
+	}
+	return err == nil && res.Error == nil && s.Outcome == api.OutcomeSucceeded
+}
+
+// failedSettlement is s turned into a failure with msg, and nothing else.
+func failedSettlement(s api.Settlement, msg string) api.Settlement {
+	return api.Settlement{Handler: s.Handler, Seq: s.Seq, ClaimID: s.ClaimID, Outcome: api.OutcomeFailed, Error: msg}
 }
 
 func callReaction(ctx context.Context, h ReactionHandler, r *Reaction) (err error) {
@@ -244,9 +270,11 @@ func callReaction(ctx context.Context, h ReactionHandler, r *Reaction) (err erro
 	return h(ctx, r)
 }
 
-// settle sends a settlement, retrying transport failures until the lease
-// runs out (a retried settlement that committed answers as a duplicate).
-func (w *Worker) settle(ten *client.Tenant, s api.Settlement, leaseUntil time.Time, log *slog.Logger) (api.SettleResult, bool) {
+// settle sends a settlement, retrying what may succeed if sent again
+// until the lease runs out (a retried settlement that committed answers as
+// a duplicate). It returns the inbox's answer, or the error of a
+// settlement that was refused or could not be sent.
+func (w *Worker) settle(ten *client.Tenant, s api.Settlement, leaseUntil time.Time, log *slog.Logger) (api.SettleResult, error) {
 	wait := 100 * time.Millisecond
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -262,17 +290,17 @@ func (w *Worker) settle(ten *client.Tenant, s api.Settlement, leaseUntil time.Ti
 					log.Warn("settlement failed", "code", res.Error.Code, "err", res.Error.Message)
 				}
 			}
-			return res, true
+			return res, nil
 		case err == nil:
 			log.Error("settle answered no result")
-			return api.SettleResult{}, false
-		case errors.Is(err, fence.ErrStale), client.Code(err) != "" && client.Code(err) != api.CodeInternal:
+			return api.SettleResult{}, errors.New("settle answered no result")
+		case !client.Retryable(err):
 			log.Error("settlement rejected", "err", err)
-			return api.SettleResult{}, false
+			return api.SettleResult{}, err
 		}
 		if time.Now().After(leaseUntil) {
 			log.Error("giving up on the settlement: the lease is over, the delivery will run again", "err", err)
-			return api.SettleResult{}, false
+			return api.SettleResult{}, err
 		}
 		log.Warn("settle failed; retrying", "in", wait, "err", err)
 		time.Sleep(wait)

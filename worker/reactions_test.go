@@ -188,3 +188,108 @@ func TestProcessDeadlineWithTheWorker(t *testing.T) {
 	require.Eventually(t, func() bool { return len(streamTypes(t, ten, "payment:p1")) == 2 }, 20*time.Second, 20*time.Millisecond)
 	require.Equal(t, []string{testapp.PaymentCreated, testapp.PaymentExpired}, streamTypes(t, ten, "payment:p1"))
 }
+
+// A settlement the API refuses (here: state from a policy) fails the
+// delivery with why, so it backs off and counts a failure, instead of
+// running again at every lease.
+func TestARefusedSettlementFailsTheDelivery(t *testing.T) {
+	t.Parallel()
+	url, ten := setup(t)
+	var mu sync.Mutex
+	var seen []string
+	audit := func(ctx context.Context, r *worker.Reaction) error {
+		mu.Lock()
+		seen = append(seen, fmt.Sprintf("%d:%q", r.Failures, r.LastError))
+		first := len(seen) == 1
+		mu.Unlock()
+		if first {
+			return r.SetState(map[string]int{"n": 1}) // a policy has no state: the settlement is refused
+		}
+		return nil
+	}
+	stop := startReactions(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}},
+		map[string]worker.ReactionHandler{testapp.AuditPolicy: audit})
+	defer stop()
+	_, err := ten.Append(context.Background(), "notes", api.AppendRequest{Events: []api.NewEvent{{Type: testapp.Noted, Data: json.RawMessage(`{"n":1}`)}}})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 2 }, 20*time.Second, 20*time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, `0:""`, seen[0])
+	require.Regexp(t, `^1:"the settlement was refused: .*state`, seen[1], "the next attempt counts the failure and says why")
+}
+
+// Once Run's context ends, a run finishes the handler it is in and starts
+// no more: the rest of the run is released for the next claim.
+func TestShutdownStartsNoMoreDeliveries(t *testing.T) {
+	t.Parallel()
+	url, ten := setup(t)
+	for i := range 5 {
+		_, err := ten.Append(context.Background(), "notes", api.AppendRequest{Events: []api.NewEvent{{Type: testapp.Noted,
+			Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}})
+		require.NoError(t, err)
+	}
+	var calls atomic.Int64
+	started := make(chan struct{})
+	release := make(chan struct{})
+	w, err := worker.New(worker.Config{URL: url, Token: token, Tenants: []string{"acme"}, Logger: quiet, PollWait: time.Second})
+	require.NoError(t, err)
+	w.HandleReaction(testapp.AuditPolicy, func(ctx context.Context, r *worker.Reaction) error {
+		if calls.Add(1) == 1 {
+			close(started)
+			<-release
+		}
+		return nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	<-started
+	cancel()
+	time.Sleep(100 * time.Millisecond) // Run is stopping
+	close(release)
+	require.NoError(t, <-done)
+	require.Equal(t, int64(1), calls.Load(), "no delivery started after the stop")
+
+	st, err := ten.Reactions(context.Background())
+	require.NoError(t, err)
+	for _, r := range st.Reactions {
+		if r.Name == testapp.AuditPolicy {
+			require.NotEmpty(t, r.Open, "the rest of the run is open again")
+			require.NotEqual(t, "pending", r.Open[0].State, "released, not held until its lease runs out")
+		}
+	}
+}
+
+// A run that waited for a slot until its next delivery could no longer
+// finish inside its lease does not start it (another worker may hold it
+// by then): it is released, and runs once, under a new claim.
+func TestAStaleDeliveryIsNotStarted(t *testing.T) {
+	t.Parallel()
+	url, ten := setup(t)
+	_, err := ten.Append(context.Background(), "notes", api.AppendRequest{Events: []api.NewEvent{{Type: testapp.Noted, Data: json.RawMessage(`{"n":1}`)}}})
+	require.NoError(t, err)
+	command(t, ten, api.Command{ID: "c1", Aggregate: "payment", AggregateID: "p1", Type: "Create", Data: json.RawMessage(`{"amount":5}`)})
+	command(t, ten, api.Command{ID: "c2", Aggregate: "payment", AggregateID: "p1", Type: "RequestRefund"})
+	var mu sync.Mutex
+	var refunds []int64
+	slow := func(ctx context.Context, r *worker.Reaction) error {
+		time.Sleep(3 * testapp.ReactionTimeout) // longer than the refund delivery's lease
+		return nil
+	}
+	refund := func(ctx context.Context, r *worker.Reaction) error {
+		mu.Lock()
+		defer mu.Unlock()
+		refunds = append(refunds, r.Attempt)
+		return nil
+	}
+	stop := startReactions(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}, Concurrency: 1},
+		map[string]worker.ReactionHandler{testapp.AuditPolicy: slow, testapp.RefundPolicy: refund})
+	defer stop()
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(refunds) > 0 }, 20*time.Second, 20*time.Millisecond)
+	time.Sleep(2 * testapp.ReactionTimeout)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, refunds, 1, "the refund ran once")
+	require.Greater(t, refunds[0], int64(1), "not under the claim whose lease ran out")
+}

@@ -467,7 +467,7 @@ func (w *Worker) report(ten *client.Tenant, id string, r api.ReportRequest, leas
 		case errors.Is(err, fence.ErrStale):
 			log.Warn("report refused by the fence; another attempt owns the job", "code", client.Code(err), "err", err)
 			return
-		case client.Code(err) != "" && client.Code(err) != api.CodeInternal:
+		case !client.Retryable(err):
 			log.Error("report rejected", "err", err)
 			return
 		}
