@@ -18,10 +18,11 @@ func (t *Tenant) Append(ctx context.Context, stream string, r api.AppendRequest)
 	return out, err
 }
 
-// Events reads up to limit events after seq after, optionally of some
-// types only.
+// Events reads up to limit events (0: the server's default, 100) after
+// seq after, optionally of some types only.
 func (t *Tenant) Events(ctx context.Context, after int64, limit int, types ...string) (api.EventsResponse, error) {
-	q := url.Values{"after": {strconv.FormatInt(after, 10)}, "limit": {strconv.Itoa(limit)}}
+	q := url.Values{"after": {strconv.FormatInt(after, 10)}}
+	setLimit(q, limit)
 	if len(types) > 0 {
 		q.Set("types", strings.Join(types, ","))
 	}
@@ -30,9 +31,11 @@ func (t *Tenant) Events(ctx context.Context, after int64, limit int, types ...st
 	return out, err
 }
 
-// Stream reads up to limit events of a stream from version from on.
+// Stream reads up to limit events (0: the server's default) of a stream
+// from version from on.
 func (t *Tenant) Stream(ctx context.Context, stream string, from int64, limit int) (api.EventsResponse, error) {
-	q := url.Values{"from_version": {strconv.FormatInt(from, 10)}, "limit": {strconv.Itoa(limit)}}
+	q := url.Values{"from_version": {strconv.FormatInt(from, 10)}}
+	setLimit(q, limit)
 	var out api.EventsResponse
 	err := t.do(ctx, http.MethodGet, "streams/"+url.PathEscape(stream)+"?"+q.Encode(), nil, &out)
 	return out, err
@@ -104,4 +107,11 @@ func (t *Tenant) Query(ctx context.Context, name string, params url.Values) (api
 	}
 	err := t.do(ctx, http.MethodGet, p, nil, &out)
 	return out, err
+}
+
+// setLimit sets the limit parameter, unless limit is 0 (the default).
+func setLimit(q url.Values, limit int) {
+	if limit != 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
 }

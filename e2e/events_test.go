@@ -550,6 +550,16 @@ func scenarioScheduledCommand(s *scenario) {
 	s.tg.advance(t, 200*time.Millisecond)
 	s.quiet()
 	require.Len(t, s.stream("payment:p1"), 2)
+
+	// Another command under that id is refused: the delivery fails.
+	s.createPayment("p3", 10)
+	d = s.deliveries("w", 10, 1, testapp.AuditPolicy)[0]
+	other := api.Command{ID: "capture-p1", Aggregate: "payment", AggregateID: "p3", Type: "Capture"}
+	res = s.settleOne(api.Settlement{Handler: d.Handler, Seq: d.Event.Seq, ClaimID: d.ClaimID, Outcome: api.OutcomeSucceeded,
+		Scheduled: []api.ScheduledCommand{{At: d.LeaseUntil, Command: other}}})
+	require.NotNil(t, res.Error)
+	require.Equal(t, api.CodeCommandIDReused, res.Error.Code, res.Error.Message)
+	require.Equal(t, "retry", res.State)
 }
 
 // scenarioRejectedCommandFailsDelivery: a command the aggregate refuses

@@ -1,6 +1,9 @@
 package reactions
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // ProcessState reads a process's state for a correlation id (nil: none).
 func (s *Store) ProcessState(process, correlation string) ([]byte, error) {
@@ -81,8 +84,13 @@ func (s *Store) TakeDueDeadlines(now int64, limit int) ([]DueDeadline, error) {
 	return out, rows.Err()
 }
 
-// Schedule stores a command to apply at at. A command id already
-// scheduled is left as it is (a settlement repeated stores it once).
+// ErrScheduledIDReused refuses a command scheduled under an id that was
+// scheduled before with a different command.
+var ErrScheduledIDReused = errors.New("scheduled command id reused")
+
+// Schedule stores a command to apply at at. The same command scheduled
+// again under its id is left as it was (a settlement repeated stores it
+// once); another command under that id is ErrScheduledIDReused.
 func (s *Store) Schedule(now int64, id string, at int64, command []byte, source string) error {
 	rows, err := s.db.Query(`INSERT INTO stile_scheduled_commands (id, at, command, source, created_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO NOTHING RETURNING 1`, id, at, string(command), source, now)
@@ -91,6 +99,14 @@ func (s *Store) Schedule(now int64, id string, at int64, command []byte, source 
 	}
 	if rows.Len() == 1 { // only a stored command is due
 		s.due.Added(at)
+		return nil
+	}
+	rows, err = s.db.Query(`SELECT 1 FROM stile_scheduled_commands WHERE id = ? AND command = ?`, id, string(command))
+	if err != nil {
+		return fmt.Errorf("schedule command %s: %w", id, err)
+	}
+	if rows.Len() == 0 {
+		return fmt.Errorf("schedule command %s: %w", id, ErrScheduledIDReused)
 	}
 	return nil
 }

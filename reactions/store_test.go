@@ -209,7 +209,7 @@ func TestScheduleAnIDOnce(t *testing.T) {
 	due := &dueLog{}
 	s := reactions.New(f.db, f.ev, due)
 	require.NoError(t, f.db.Tx(func() error { return s.Schedule(1, "remind", 5_000, []byte(`{"id":"remind"}`), "a") }))
-	require.NoError(t, f.db.Tx(func() error { return s.Schedule(2, "remind", 3_000, []byte(`{"id":"other"}`), "b") }))
+	require.NoError(t, f.db.Tx(func() error { return s.Schedule(2, "remind", 3_000, []byte(`{"id":"remind"}`), "b") }))
 	require.Equal(t, []int64{5_000}, due.added)
 	next, err := s.NextDue()
 	require.NoError(t, err)
@@ -217,5 +217,16 @@ func TestScheduleAnIDOnce(t *testing.T) {
 	cmds, err := s.DueCommands(5_000, 10)
 	require.NoError(t, err)
 	require.Len(t, cmds, 1)
-	require.Equal(t, `{"id":"remind"}`, string(cmds[0].Command), "the first one stays")
+	require.Equal(t, int64(5_000), cmds[0].At, "the first one stays")
+}
+
+// Another command under a scheduled id is refused; the same one again is
+// stored once.
+func TestScheduleRefusesAReusedID(t *testing.T) {
+	t.Parallel()
+	f := open(t)
+	require.NoError(t, f.db.Tx(func() error { return f.s.Schedule(1, "remind", 5_000, []byte(`{"id":"remind","type":"A"}`), "a") }))
+	require.NoError(t, f.db.Tx(func() error { return f.s.Schedule(2, "remind", 6_000, []byte(`{"id":"remind","type":"A"}`), "a") }))
+	err := f.db.Tx(func() error { return f.s.Schedule(3, "remind", 5_000, []byte(`{"id":"remind","type":"B"}`), "b") })
+	require.ErrorIs(t, err, reactions.ErrScheduledIDReused)
 }

@@ -197,9 +197,13 @@ func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.Comman
 		jobIDs, _ := api.DecodeStrings(rec.JobIDs)
 		return commandResult(c.ID, stream, rec.Version, evs, jobIDs, true), nil, nil
 	}
-	history, err := t.events.ReadStream(stream, 1, maxStreamRead)
+	history, err := t.events.ReadStream(stream, 1, maxStreamRead+1)
 	if err != nil {
 		return api.CommandResult{}, nil, err
+	}
+	if len(history) > maxStreamRead {
+		return api.CommandResult{}, &commandRefusal{statusUnprocessable, api.CodeCommandRejected,
+			fmt.Sprintf("stream %s has more than %d events, more than an aggregate folds for a command: keep aggregates' streams short", stream, maxStreamRead)}, nil
 	}
 	version := int64(len(history))
 	if version > 0 {

@@ -294,7 +294,12 @@ func (t *Tenant) commitSuccess(now int64, rc *reaction, e inbox.Entry, s api.Set
 		}
 	}
 	for _, sc := range s.Scheduled {
-		if err := t.reactions.Schedule(now, sc.Command.ID, max(sc.At.UnixMilli(), now), sc.Command.AppendJSON(nil), source); err != nil {
+		err := t.reactions.Schedule(now, sc.Command.ID, max(sc.At.UnixMilli(), now), sc.Command.AppendJSON(nil), source)
+		if errors.Is(err, reactions.ErrScheduledIDReused) {
+			return 0, &commandRefusal{statusConflict, api.CodeCommandIDReused,
+				fmt.Sprintf("scheduled command id %s was scheduled before with a different command: use a new id", sc.Command.ID)}, nil
+		}
+		if err != nil {
 			return 0, nil, err
 		}
 	}

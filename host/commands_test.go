@@ -1,0 +1,44 @@
+package host_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/host"
+	"github.com/stile-run/stile/host/dosql"
+	"github.com/stile-run/stile/host/native"
+)
+
+// A command on a stream longer than an aggregate folds is refused with a
+// message that says so, and writes nothing.
+func TestACommandOnAnOverlongStreamIsRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	m := newManager(t, dir, host.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()), native.Config{})
+	defer m.Close()
+	require.Equal(t, 200, call(t, m, "acme", "GET", "status", nil).Status) // creates the tenant
+
+	sq, err := dosql.Open(filepath.Join(dir, "tenants", "acme.sqlite"))
+	require.NoError(t, err)
+	params, err := do.EncodeParams(nil, 100_001)
+	require.NoError(t, err)
+	_, err = sq.Query(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+		INSERT INTO stile_events (stream, version, type, data, at) SELECT 'payment:big', i, 'Noted', 'null', 0 FROM n`, params)
+	require.NoError(t, err)
+	require.NoError(t, sq.Close())
+
+	resp := call(t, m, "acme", "POST", "commands", api.Command{ID: "c1", Aggregate: "payment", AggregateID: "big", Type: "Capture"})
+	require.Equal(t, 422, resp.Status, string(resp.Body))
+	var e api.Error
+	require.NoError(t, json.Unmarshal(resp.Body, &e))
+	require.Equal(t, api.CodeCommandRejected, e.Code)
+	require.Contains(t, e.Message, "stream payment:big has more than 100000 events")
+	resp = call(t, m, "acme", "GET", "commands/c1", nil)
+	require.Equal(t, 404, resp.Status, "nothing written")
+}
