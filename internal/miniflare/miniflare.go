@@ -33,12 +33,18 @@ type Options struct {
 	Entry  string // another entry module in Bundle (default worker.mjs)
 }
 
+// installing serialises EnsureInstalled: two `npm ci` at once in one
+// directory (parallel tests on a fresh clone) break each other.
+var installing sync.Mutex
+
 // EnsureInstalled runs `npm ci` in root when Miniflare is missing, so a
 // fresh clone needs no manual step.
 func EnsureInstalled(root string) error {
 	if _, err := exec.LookPath("node"); err != nil {
 		return ErrNoNode
 	}
+	installing.Lock()
+	defer installing.Unlock()
 	if _, err := os.Stat(filepath.Join(root, "node_modules", "miniflare", "package.json")); err == nil {
 		return nil
 	}
