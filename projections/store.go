@@ -32,6 +32,12 @@ type Generation struct {
 // Stalled reports whether g waits to retry an event that failed.
 func (g Generation) Stalled() bool { return g.RetryAt != 0 }
 
+// Advanced is g as Advance to checkpoint to leaves it.
+func (g Generation) Advanced(now, to int64) Generation {
+	g.Checkpoint, g.Failures, g.RetryAt, g.Error, g.ErrorSeq, g.UpdatedAt = to, 0, 0, "", 0, now
+	return g
+}
+
 // ErrMoved reports a write guarded by a checkpoint that moved since it was
 // read: the batch must roll back.
 var ErrMoved = errors.New("the projection's checkpoint moved underneath the batch")

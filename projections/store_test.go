@@ -53,9 +53,11 @@ func TestABatchWhoseCheckpointMovedRollsBack(t *testing.T) {
 	g, _, _ = s.Get("orders", 1)
 	require.True(t, g.Stalled())
 	require.Equal(t, int64(6), g.ErrorSeq)
+	stalled := g
 	require.NoError(t, s.Advance(5, "orders", 1, 5, 6))
 	g, _, _ = s.Get("orders", 1)
 	require.False(t, g.Stalled())
+	require.Equal(t, stalled.Advanced(5, 6), g, "Advanced derives what Advance stores")
 	require.Empty(t, g.Error)
 
 	// Only a building generation at the checkpoint read is promoted.

@@ -471,7 +471,7 @@ func (t *Tenant) catchUp(start int64) (int64, error) {
 // how many events it applied and whether g is at the head.
 func (t *Tenant) applyBatch(now int64, p *projectionReg, g *projections.Generation) (int, bool, error) {
 	applied, atHead := 0, false
-	var stall *projections.Generation
+	next := *g // g as the transaction leaves it
 	err := t.db.Tx(func() error {
 		cur, ok, err := t.projections.Get(g.Name, g.Generation)
 		switch {
@@ -496,7 +496,8 @@ func (t *Tenant) applyBatch(now int64, p *projectionReg, g *projections.Generati
 		if herr == nil {
 			applied = len(evs)
 			atHead = len(evs) < p.Batch
-			return t.projections.Advance(now, g.Name, g.Generation, g.Checkpoint, evs[len(evs)-1].Seq)
+			next = g.Advanced(now, evs[len(evs)-1].Seq)
+			return t.projections.Advance(now, g.Name, g.Generation, g.Checkpoint, next.Checkpoint)
 		}
 		// The batch rolled back; the events before the failing one are
 		// committed again on their own, and the failing one waits. Should
@@ -528,25 +529,14 @@ func (t *Tenant) applyBatch(now int64, p *projectionReg, g *projections.Generati
 			return err
 		}
 		applied = failedAt
-		s := *g
-		s.Checkpoint, s.Failures, s.RetryAt, s.Error, s.ErrorSeq = cp, failures, retryAt, msg, evs[failedAt].Seq
-		stall = &s
+		next = g.Advanced(now, cp)
+		next.Failures, next.RetryAt, next.Error, next.ErrorSeq = failures, retryAt, msg, evs[failedAt].Seq
 		return nil
 	})
 	if err != nil {
 		return 0, false, err
 	}
-	if stall != nil {
-		*g = *stall
-		return applied, false, nil
-	}
-	if applied > 0 {
-		cur, _, err := t.projections.Get(g.Name, g.Generation)
-		if err != nil {
-			return 0, false, err
-		}
-		*g = cur
-	}
+	*g = next // derived, not read back: the writes were guarded
 	return applied, atHead, nil
 }
 
