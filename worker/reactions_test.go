@@ -21,24 +21,17 @@ import (
 	"github.com/stile-run/stile/worker"
 )
 
+// startReactions runs a worker with reaction handlers until stop.
 func startReactions(t *testing.T, cfg worker.Config, handlers map[string]worker.ReactionHandler) (stop func()) {
 	t.Helper()
-	cfg.Logger = quiet
 	if cfg.PollWait == 0 {
 		cfg.PollWait = 2 * time.Second
 	}
-	w, err := worker.New(cfg)
-	require.NoError(t, err)
-	for name, h := range handlers {
-		w.HandleReaction(name, h)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	return func() {
-		cancel()
-		require.NoError(t, <-done)
-	}
+	return run(t, cfg, func(w *worker.Worker) {
+		for name, h := range handlers {
+			w.HandleReaction(name, h)
+		}
+	})
 }
 
 func streamTypes(t *testing.T, ten *client.Tenant, stream string) []string {

@@ -45,14 +45,23 @@ func setup(t *testing.T) (string, *client.Tenant) {
 	return ts.URL, client.New(ts.URL, token, nil).Tenant("acme")
 }
 
+// start runs a worker with job handlers until stop.
 func start(t *testing.T, cfg worker.Config, handlers map[string]worker.Handler) (stop func()) {
+	t.Helper()
+	return run(t, cfg, func(w *worker.Worker) {
+		for k, h := range handlers {
+			w.Handle(k, h)
+		}
+	})
+}
+
+// run runs a worker, with the handlers register gives it, until stop.
+func run(t *testing.T, cfg worker.Config, register func(*worker.Worker)) (stop func()) {
 	t.Helper()
 	cfg.Logger = quiet
 	w, err := worker.New(cfg)
 	require.NoError(t, err)
-	for k, h := range handlers {
-		w.Handle(k, h)
-	}
+	register(w)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
