@@ -34,18 +34,24 @@ var (
 // controls, and checks them against a reference model (see modelRun).
 func TestModel(t *testing.T) {
 	t.Parallel()
+	bothHosts(t, modelRun, pick(*modelOps, 100_000), pick(*modelOps, 20_000))
+}
+
+// bothHosts runs a model test over the test module natively and under
+// wazero, in parallel, for the given numbers of operations.
+func bothHosts(t *testing.T, run func(t *testing.T, f host.Factory, log *slog.Logger, ops int), nativeOps, wazeroOps int) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	nf, err := native.New(native.Config{App: testapp.App(), Logger: quiet})
 	require.NoError(t, err)
 	t.Run("native", func(t *testing.T) {
 		t.Parallel()
-		modelRun(t, nf, quiet, pick(*modelOps, 100_000))
+		run(t, nf, quiet, nativeOps)
 	})
 	wf, err := wazerohost.New(context.Background(), wazerohost.Config{Wasm: testWasm(t), Logger: quiet})
 	require.NoError(t, err)
 	t.Run("wazero", func(t *testing.T) {
 		t.Parallel()
-		modelRun(t, wf, quiet, pick(*modelOps, 20_000))
+		run(t, wf, quiet, wazeroOps)
 	})
 }
 

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -22,8 +21,6 @@ import (
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/e2e/testapp"
 	"github.com/stile-run/stile/host"
-	"github.com/stile-run/stile/host/native"
-	"github.com/stile-run/stile/host/wazerohost"
 	"github.com/stile-run/stile/inbox"
 )
 
@@ -47,19 +44,7 @@ var (
 // commands, the streams, the provider and the reactions' status.
 func TestReactionsModel(t *testing.T) {
 	t.Parallel()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	nf, err := native.New(native.Config{App: testapp.App(), Logger: quiet})
-	require.NoError(t, err)
-	t.Run("native", func(t *testing.T) {
-		t.Parallel()
-		rmRun(t, nf, quiet, pick(*rmodelOps, 20_000))
-	})
-	wf, err := wazerohost.New(context.Background(), wazerohost.Config{Wasm: testWasm(t), Logger: quiet})
-	require.NoError(t, err)
-	t.Run("wazero", func(t *testing.T) {
-		t.Parallel()
-		rmRun(t, wf, quiet, pick(*rmodelOps, 4_000))
-	})
+	bothHosts(t, rmRun, pick(*rmodelOps, 20_000), pick(*rmodelOps, 4_000))
 }
 
 // The test module's reactions: their time limit, and the backoff of a

@@ -64,9 +64,7 @@ func (d *deployment) appendT(n int) {
 }
 
 func (d *deployment) tally() int64 {
-	resp, err := d.m.Do(context.Background(), "acme", do.Request{Kind: do.KindAPI, Method: "GET",
-		Path: "/v1/t/acme/queries/tally", Query: "stream=s1"})
-	require.NoError(d.t, err)
+	resp := call(d.t, d.m, "acme", "GET", "queries/tally?stream=s1", nil)
 	require.Equal(d.t, 200, resp.Status, string(resp.Body))
 	var r struct{ Rows []struct{ N int64 } }
 	require.NoError(d.t, json.Unmarshal(resp.Body, &r))

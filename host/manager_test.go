@@ -37,8 +37,9 @@ func call(t *testing.T, m *host.Manager, tenant, method, rest string, body any) 
 	if body != nil {
 		b, _ = json.Marshal(body)
 	}
+	path, query, _ := strings.Cut(rest, "?")
 	resp, err := m.Do(context.Background(), tenant, do.Request{Kind: do.KindAPI, Method: method,
-		Path: "/v1/t/" + tenant + "/" + rest, Body: b})
+		Path: "/v1/t/" + tenant + "/" + path, Query: query, Body: b})
 	require.NoError(t, err)
 	return resp
 }
