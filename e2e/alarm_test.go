@@ -24,10 +24,10 @@ func TestAlarmFollowsCommittedState(t *testing.T) {
 	t.Parallel()
 	nf, err := native.New(native.Config{App: testapp.App()})
 	require.NoError(t, err)
-	t.Run("native", func(t *testing.T) { alarmModel(t, newInProcess(t, "native", nf, nil), 1500) })
+	t.Run("native", func(t *testing.T) { alarmModel(t, newInProcess(t, nf, nil), 1500) })
 	wf, err := wazerohost.New(context.Background(), wazerohost.Config{Wasm: testWasm(t)})
 	require.NoError(t, err)
-	t.Run("wazero", func(t *testing.T) { alarmModel(t, newInProcess(t, "wazero", wf, nil), 400) })
+	t.Run("wazero", func(t *testing.T) { alarmModel(t, newInProcess(t, wf, nil), 400) })
 }
 
 func alarmModel(t *testing.T, p *inProcess, steps int) {

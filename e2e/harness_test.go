@@ -21,7 +21,6 @@ const token = "test-token"
 // target is one host the conformance suite runs against: the native
 // in-process host, the built tenant.wasm under wazero, or workerd.
 type target interface {
-	name() string
 	client() *client.Client
 	// advance lets d pass: a controlled clock moves and due alarms run at
 	// once; in workerd real time passes and the real alarm fires by itself.
@@ -39,7 +38,6 @@ type target interface {
 // inProcess is a Go host (native or wazero) behind the HTTP server on a
 // loopback port, with a clock the test controls.
 type inProcess struct {
-	label   string
 	clock   *host.ManualClock
 	manager *host.Manager
 	server  *httptest.Server
@@ -47,7 +45,6 @@ type inProcess struct {
 	faults  *faults
 }
 
-func (p *inProcess) name() string           { return p.label }
 func (p *inProcess) client() *client.Client { return p.cl }
 func (p *inProcess) realTime() bool         { return false }
 func (p *inProcess) inProcess() *inProcess  { return p }
@@ -71,7 +68,7 @@ func (p *inProcess) advance(t *testing.T, d time.Duration) {
 // start is the controlled clock's start: a fixed, recognisable time.
 var start = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func newInProcess(t testing.TB, label string, factory host.Factory, f *faults) *inProcess {
+func newInProcess(t testing.TB, factory host.Factory, f *faults) *inProcess {
 	clock := host.NewManualClock(start.UnixMilli())
 	m, err := host.NewManager(host.Config{Factory: factory, Clock: clock, DataDir: t.TempDir()})
 	require.NoError(t, err)
@@ -82,7 +79,7 @@ func newInProcess(t testing.TB, label string, factory host.Factory, f *faults) *
 		ts.Close()
 		require.NoError(t, m.Close())
 	})
-	return &inProcess{label: label, clock: clock, manager: m, server: ts, cl: client.New(ts.URL, token, nil), faults: f}
+	return &inProcess{clock: clock, manager: m, server: ts, cl: client.New(ts.URL, token, nil), faults: f}
 }
 
 // faults injects traps per tenant through a host's test-only Fault option.

@@ -14,5 +14,5 @@ func TestNative(t *testing.T) {
 	f := newFaults()
 	factory, err := native.New(native.Config{App: testapp.App(), Fault: f.check})
 	require.NoError(t, err)
-	runSuite(t, newInProcess(t, "native", factory, f))
+	runSuite(t, newInProcess(t, factory, f))
 }

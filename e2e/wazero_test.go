@@ -54,5 +54,5 @@ func TestWazero(t *testing.T) {
 	factory, err := wazerohost.New(context.Background(), wazerohost.Config{
 		Wasm: testWasm(t), CacheDir: filepath.Join(os.TempDir(), "stile-test-wazero-cache"), Fault: f.check})
 	require.NoError(t, err)
-	runSuite(t, newInProcess(t, "wazero", factory, f))
+	runSuite(t, newInProcess(t, factory, f))
 }

@@ -24,7 +24,6 @@ type workerd struct {
 	cl  *client.Client
 }
 
-func (w *workerd) name() string                          { return "workerd" }
 func (w *workerd) client() *client.Client                { return w.cl }
 func (w *workerd) realTime() bool                        { return true }
 func (w *workerd) inProcess() *inProcess                 { return nil }

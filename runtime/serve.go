@@ -10,14 +10,11 @@ var served *App
 //	func init() { runtime.Serve(myapp.App()) }
 //	func main() {}
 //
-// Natively (tests, the in-process host) Serve only records app; Served
-// returns it.
+// Natively Serve only records app: native hosts are given the App itself
+// (native.Config.App), as the examples' tests do.
 func Serve(app *App) {
 	if app == nil {
 		panic("stile: runtime.Serve(nil)")
 	}
 	served = app
 }
-
-// Served returns the App passed to Serve, or nil.
-func Served() *App { return served }

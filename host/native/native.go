@@ -15,7 +15,8 @@ import (
 
 // Config configures the native factory.
 type Config struct {
-	// App is the module's registry (runtime.Served() after its init ran).
+	// App is the module's registry: what its main package passes to
+	// runtime.Serve.
 	App *runtime.App
 	// Logger receives the module's log lines.
 	Logger *slog.Logger
