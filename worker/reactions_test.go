@@ -18,6 +18,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/client"
 	"github.com/stile-run/stile/e2e/testapp"
+	"github.com/stile-run/stile/inbox"
 	"github.com/stile-run/stile/worker"
 )
 
@@ -285,4 +286,63 @@ func TestAStaleDeliveryIsNotStarted(t *testing.T) {
 	defer mu.Unlock()
 	require.Len(t, refunds, 1, "the refund ran once")
 	require.Greater(t, refunds[0], int64(1), "not under the claim whose lease ran out")
+}
+
+// The staging calls the process test does not use: KeyFor is the same on
+// every attempt and differs from the delivery's key; a command scheduled
+// without an id gets one derived from the key, so the tenant's alarm
+// applies it once; a cancelled deadline never fires.
+func TestKeyForScheduleAndCancelDeadline(t *testing.T) {
+	t.Parallel()
+	url, ten := setup(t)
+	command(t, ten, api.Command{ID: "c1", Aggregate: "payment", AggregateID: "p1", Type: "Create"})
+	var mu sync.Mutex
+	var keys []string
+	var fired []string
+	var deliveryKey string
+	audit := func(ctx context.Context, r *worker.Reaction) error {
+		mu.Lock()
+		defer mu.Unlock()
+		keys = append(keys, r.KeyFor("capture"))
+		deliveryKey = r.IdempotencyKey
+		r.Schedule(time.Now().Add(100*time.Millisecond), api.Command{Aggregate: "payment", AggregateID: "p1", Type: "Capture"})
+		if len(keys) == 1 {
+			return errors.New("fails once, after staging")
+		}
+		return nil
+	}
+	expiry := func(ctx context.Context, r *worker.Reaction) error {
+		switch r.Event.Type {
+		case testapp.PaymentCreated:
+			r.SetDeadline("expire", r.Event.At.Add(400*time.Millisecond))
+			r.SetDeadline("remind", r.Event.At.Add(100*time.Millisecond))
+			return r.SetState(map[string]bool{"open": true})
+		case api.DeadlineEventPrefix + testapp.ExpiryProcess:
+			var d api.DeadlineFired
+			if err := r.Decode(&d); err != nil {
+				return err
+			}
+			mu.Lock()
+			fired = append(fired, d.Name)
+			mu.Unlock()
+			r.CancelDeadline("expire")
+		}
+		return nil
+	}
+	stop := startReactions(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}, Concurrency: 4},
+		map[string]worker.ReactionHandler{testapp.AuditPolicy: audit, testapp.ExpiryProcess: expiry})
+	defer stop()
+	require.Eventually(t, func() bool { return len(streamTypes(t, ten, "payment:p1")) == 2 }, 20*time.Second, 20*time.Millisecond)
+	time.Sleep(600 * time.Millisecond) // past the cancelled deadline
+	require.Equal(t, []string{testapp.PaymentCreated, testapp.PaymentCaptured}, streamTypes(t, ten, "payment:p1"),
+		"captured once by the scheduled command, never expired")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, keys, 2)
+	require.Equal(t, keys[0], keys[1], "KeyFor is the same on every attempt")
+	require.NotEqual(t, deliveryKey, keys[0])
+	require.Equal(t, []string{"remind"}, fired, "the cancelled deadline never fired")
+	got, err := ten.GetCommand(context.Background(), inbox.KeyFor(deliveryKey, "scheduled/0"))
+	require.NoError(t, err, "the scheduled command's id is derived from the delivery's key")
+	require.Equal(t, testapp.PaymentCaptured, got.Events[0].Type)
 }
