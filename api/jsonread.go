@@ -614,16 +614,18 @@ func ParseTime(s string) (time.Time, bool) {
 	return t, true
 }
 
-// objectArray reads an array of objects, calling elem at each; null reads
-// as no array. (Not generic: a generic version cost 1.2 KB of gzipped module.)
-func objectArray(r *reader, key string, elem func() error) (null bool, err error) {
+// objectArray reads an array of objects: null reads as no array; else
+// start runs (it sets an empty slice) and elem decodes each element. (Not
+// generic: a generic version cost 1.2 KB of gzipped module.)
+func objectArray(r *reader, key string, start func(), elem func() error) error {
 	if r.null() {
-		return true, nil
+		return nil
 	}
 	if r.kindAt() != "array" {
-		return false, typeError(r, key, "an array of objects")
+		return typeError(r, key, "an array of objects")
 	}
-	return false, decodeArray(r, func(int) error {
+	start()
+	return decodeArray(r, func(int) error {
 		if r.kindAt() != "object" {
 			return typeError(r, key, "an array of objects")
 		}

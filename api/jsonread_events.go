@@ -18,17 +18,12 @@ func DecodeAppend(b []byte) (AppendRequest, error) {
 				n, err = r.integer(key)
 				a.ExpectedVersion = &n
 			case "events":
-				a.Events = []NewEvent{}
-				var null bool
-				null, err = objectArray(r, key, func() error {
+				err = objectArray(r, key, func() { a.Events = []NewEvent{} }, func() error {
 					var v NewEvent
 					err := v.decode(r)
 					a.Events = append(a.Events, v)
 					return err
 				})
-				if null {
-					a.Events = nil
-				}
 			default:
 				return unknownField(key)
 			}
@@ -121,19 +116,12 @@ func DecodeSettle(b []byte) (SettleRequest, error) {
 			if key != "settlements" {
 				return unknownField(key)
 			}
-			var err error
-			p.Settlements = []Settlement{}
-			var null bool
-			null, err = objectArray(r, key, func() error {
+			return objectArray(r, key, func() { p.Settlements = []Settlement{} }, func() error {
 				var v Settlement
 				err := v.decode(r)
 				p.Settlements = append(p.Settlements, v)
 				return err
 			})
-			if null {
-				p.Settlements = nil
-			}
-			return err
 		})
 	})
 	return p, err
@@ -159,45 +147,30 @@ func (s *Settlement) decode(r *reader) error {
 		case "delay_ms":
 			s.DelayMs, err = r.integer(key)
 		case "commands":
-			s.Commands = []Command{}
-			var null bool
-			null, err = objectArray(r, key, func() error {
+			err = objectArray(r, key, func() { s.Commands = []Command{} }, func() error {
 				var v Command
 				err := v.decode(r)
 				s.Commands = append(s.Commands, v)
 				return err
 			})
-			if null {
-				s.Commands = nil
-			}
 		case "scheduled":
-			s.Scheduled = []ScheduledCommand{}
-			var null bool
-			null, err = objectArray(r, key, func() error {
+			err = objectArray(r, key, func() { s.Scheduled = []ScheduledCommand{} }, func() error {
 				var v ScheduledCommand
 				err := v.decode(r)
 				s.Scheduled = append(s.Scheduled, v)
 				return err
 			})
-			if null {
-				s.Scheduled = nil
-			}
 		case "state":
 			s.State, err = r.raw()
 		case "done":
 			s.Done, err = r.boolField(key)
 		case "deadlines":
-			s.Deadlines = []Deadline{}
-			var null bool
-			null, err = objectArray(r, key, func() error {
+			err = objectArray(r, key, func() { s.Deadlines = []Deadline{} }, func() error {
 				var v Deadline
 				err := v.decode(r)
 				s.Deadlines = append(s.Deadlines, v)
 				return err
 			})
-			if null {
-				s.Deadlines = nil
-			}
 		case "cancel_deadlines":
 			s.CancelDeadlines, err = stringArray(r, key)
 		default:
