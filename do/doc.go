@@ -1,7 +1,7 @@
 // Package do is the host ABI of a Stile tenant module: the one definition
 // of what a tenant module imports and exports, how values cross (codec.go),
 // and the request and response frames (frame.go). Three hosts implement
-// it: the Durable Object's JS shim (bundle/js/abi.mjs), the wazero host
+// it: the Durable Object's JS shim (host/workerd/js/abi.mjs), the wazero host
 // (host/wazerohost) and the in-process native host (host/native).
 //
 // Inside a module, tenant code sees the object through Host: SQL

@@ -16,7 +16,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/vectors.json")
 
 // vectors pins the ABI's encodings for every implementation: this file
-// checks the Go codec against it, bundle/js/abi_test.mjs the JS one.
+// checks the Go codec against it, host/workerd/js/abi_test.mjs the JS one.
 type vectors struct {
 	Params    []paramVector    `json:"params"`
 	Rows      []rowsVector     `json:"rows"`

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stile-run/stile/internal/miniflare"
+	"github.com/stile-run/stile/host/workerd"
 )
 
 // TestDurableObjectSQLiteUnchanged measures Durable Object SQLite again in
@@ -24,7 +24,7 @@ func TestDurableObjectSQLiteUnchanged(t *testing.T) {
 	t.Parallel()
 	root, err := filepath.Abs("..")
 	require.NoError(t, err)
-	if err := miniflare.EnsureInstalled(root); errors.Is(err, miniflare.ErrNoNode) {
+	if err := workerd.EnsureInstalled(root); errors.Is(err, workerd.ErrNoNode) {
 		if ci() {
 			t.Fatalf("CI=true: %v", err)
 		}

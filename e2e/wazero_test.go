@@ -7,9 +7,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stile-run/stile/internal/wasmbuild"
+
 	"github.com/stretchr/testify/require"
 
-	"github.com/stile-run/stile/bundle"
 	"github.com/stile-run/stile/host/wazerohost"
 )
 
@@ -35,7 +36,7 @@ func testWasmBytes() []byte {
 			return
 		}
 		wasmPath = filepath.Join(dir, "tenant.wasm")
-		wasmErr = bundle.BuildWasm(context.Background(), "..", "./e2e/testapp/tenant", wasmPath)
+		wasmErr = wasmbuild.BuildWasm(context.Background(), "..", "./e2e/testapp/tenant", wasmPath)
 	})
 	if wasmErr != nil {
 		return nil

@@ -12,26 +12,25 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/stile-run/stile/bundle"
 	"github.com/stile-run/stile/client"
-	"github.com/stile-run/stile/internal/miniflare"
+	"github.com/stile-run/stile/host/workerd"
 )
 
 // workerd is the real Cloudflare runtime, through Miniflare 4 from npm,
 // serving the Worker bundle of the test module on a loopback port.
-type workerd struct {
+type workerdHost struct {
 	url string
 	cl  *client.Client
 }
 
-func (w *workerd) client() *client.Client                { return w.cl }
-func (w *workerd) realTime() bool                        { return true }
-func (w *workerd) inProcess() *inProcess                 { return nil }
-func (w *workerd) advance(t *testing.T, d time.Duration) { time.Sleep(d) }
+func (w *workerdHost) client() *client.Client                { return w.cl }
+func (w *workerdHost) realTime() bool                        { return true }
+func (w *workerdHost) inProcess() *inProcess                 { return nil }
+func (w *workerdHost) advance(t *testing.T, d time.Duration) { time.Sleep(d) }
 
 // injectFault traps the tenant's module at the nth statement starting with
-// prefix, through the test-only entry (e2e/miniflare/faults.mjs).
-func (w *workerd) injectFault(t *testing.T, tenant, prefix string, nth int) {
+// prefix, through the test-only entry (host/workerd/js/faults.mjs).
+func (w *workerdHost) injectFault(t *testing.T, tenant, prefix string, nth int) {
 	body, _ := json.Marshal(map[string]any{"prefix": prefix, "nth": nth})
 	status, b, err := w.cl.Raw(context.Background(), "POST", "/v1/t/"+tenant+"/__faults", body, nil)
 	require.NoError(t, err)
@@ -40,10 +39,10 @@ func (w *workerd) injectFault(t *testing.T, tenant, prefix string, nth int) {
 
 var (
 	workerdOnce   sync.Once
-	workerdT      *workerd
+	workerdT      *workerdHost
 	workerdSkip   string
 	workerdErr    error
-	workerdServer *miniflare.Server
+	workerdServer *workerd.Server
 )
 
 // ci reports whether the suite runs in CI, where the workerd layer must run.
@@ -51,7 +50,7 @@ func ci() bool { return os.Getenv("CI") == "true" }
 
 // startWorkerd builds the bundle and starts Miniflare once per test binary.
 // Without Node it skips, except under CI=true, where it fails.
-func startWorkerd(t *testing.T) *workerd {
+func startWorkerd(t *testing.T) *workerdHost {
 	t.Helper()
 	workerdOnce.Do(func() {
 		root, err := filepath.Abs("..")
@@ -69,11 +68,11 @@ func startWorkerd(t *testing.T) *workerd {
 			workerdErr = wasmErr
 			return
 		}
-		if err := bundle.WriteWorker(dir, wasm); err != nil {
+		if err := workerd.WriteWorker(dir, wasm); err != nil {
 			workerdErr = err
 			return
 		}
-		faults, err := os.ReadFile(filepath.Join(root, "e2e", "miniflare", "faults.mjs"))
+		faults, err := os.ReadFile(filepath.Join(root, "host", "workerd", "js", "faults.mjs"))
 		if err == nil {
 			err = os.WriteFile(filepath.Join(dir, "faults.mjs"), faults, 0o644)
 		}
@@ -81,8 +80,8 @@ func startWorkerd(t *testing.T) *workerd {
 			workerdErr = err
 			return
 		}
-		srv, err := miniflare.Start(miniflare.Options{Root: root, Bundle: dir, Token: token, Entry: "faults.mjs"})
-		if errors.Is(err, miniflare.ErrNoNode) {
+		srv, err := workerd.Start(workerd.Options{Root: root, Bundle: dir, Token: token, Entry: "faults.mjs"})
+		if errors.Is(err, workerd.ErrNoNode) {
 			workerdSkip = err.Error() + " (CI=true makes this a failure)"
 			return
 		}
@@ -91,7 +90,7 @@ func startWorkerd(t *testing.T) *workerd {
 			return
 		}
 		workerdServer = srv
-		workerdT = &workerd{url: srv.URL, cl: client.New(srv.URL, token, nil)}
+		workerdT = &workerdHost{url: srv.URL, cl: client.New(srv.URL, token, nil)}
 	})
 	if workerdSkip != "" {
 		if ci() {

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/stile-run/stile/api"
-	"github.com/stile-run/stile/events"
-	"github.com/stile-run/stile/jobs"
+	"github.com/stile-run/stile/runtime/internal/eventstore"
+	"github.com/stile-run/stile/runtime/internal/fencestore"
 )
 
 // Command is a command as an aggregate's Decide sees it.
@@ -57,7 +57,7 @@ type Aggregate[S any] struct {
 // aggregate is a registered Aggregate with its state type erased.
 type aggregate struct {
 	name   string
-	decide func(history []events.Event, c Command) (Decision, error)
+	decide func(history []eventstore.Event, c Command) (Decision, error)
 	// policyMs and processMs override the time limits of policies and
 	// processes for its events (0: they do not).
 	policyMs, processMs int64
@@ -70,7 +70,7 @@ func RegisterAggregate[S any](app *App, agg Aggregate[S]) *App {
 	// generic part small keeps the module small).
 	initial, evolve, decide := agg.Initial, agg.Evolve, agg.Decide
 	app.addAggregate(agg.Name, decide != nil, agg.PolicyTimeout, agg.ProcessTimeout,
-		func(history []events.Event, c Command) (Decision, error) {
+		func(history []eventstore.Event, c Command) (Decision, error) {
 			var s S
 			if initial != nil {
 				s = initial()
@@ -86,7 +86,7 @@ func RegisterAggregate[S any](app *App, agg Aggregate[S]) *App {
 }
 
 func (a *App) addAggregate(name string, decides bool, policyTimeout, processTimeout time.Duration,
-	decide func(history []events.Event, c Command) (Decision, error)) {
+	decide func(history []eventstore.Event, c Command) (Decision, error)) {
 	if !api.ValidName(name) || strings.Contains(name, ":") {
 		panic(fmt.Sprintf("stile: aggregate name %q is invalid: use %s, without ':'", name, api.NameRule))
 	}
@@ -99,7 +99,7 @@ func (a *App) addAggregate(name string, decides bool, policyTimeout, processTime
 	a.aggregates[name] = aggregate{name: name,
 		policyMs:  overrideMs(name, api.ReactionKindPolicy, policyTimeout),
 		processMs: overrideMs(name, api.ReactionKindProcess, processTimeout),
-		decide: func(history []events.Event, c Command) (d Decision, err error) {
+		decide: func(history []eventstore.Event, c Command) (d Decision, err error) {
 			// A panic in the module's code refuses the command, like an error.
 			defer func() {
 				if p := recover(); p != nil {
@@ -131,7 +131,7 @@ func (a *App) aggregateNames() string {
 	return strings.Join(names, ", ")
 }
 
-func eventView(e events.Event) api.Event {
+func eventView(e eventstore.Event) api.Event {
 	return api.Event{Seq: e.Seq, Stream: e.Stream, Version: e.Version, Type: e.Type, Data: json.RawMessage(e.Data),
 		CommandID: e.CommandID, At: ts(e.At)}
 }
@@ -179,7 +179,7 @@ func (r *commandRefusal) result() result {
 // source says who sent it (api, reaction:<handler>:<seq>, scheduled).
 func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.CommandResult, *commandRefusal, error) {
 	stream := c.Aggregate + ":" + c.AggregateID
-	digest := events.Digest(c.Aggregate, c.AggregateID, c.Type, c.Data)
+	digest := eventstore.Digest(c.Aggregate, c.AggregateID, c.Type, c.Data)
 	rec, found, err := t.events.Command(c.ID)
 	if err != nil {
 		return api.CommandResult{}, nil, err
@@ -215,13 +215,13 @@ func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.Comman
 		return api.CommandResult{}, &commandRefusal{statusUnprocessable, api.CodeCommandRejected,
 			fmt.Sprintf("%s %s on %s refused: %s", c.Aggregate, c.Type, stream, oneLine(derr.Error()))}, nil
 	}
-	drafts := make([]events.Draft, len(d.Events))
+	drafts := make([]eventstore.Draft, len(d.Events))
 	for i, e := range d.Events {
 		if _, msg := eventProblem(e); msg != "" {
 			return api.CommandResult{}, &commandRefusal{statusUnprocessable, api.CodeCommandRejected,
 				fmt.Sprintf("%s %s decided an invalid event %d: %s", c.Aggregate, c.Type, i, msg)}, nil
 		}
-		drafts[i] = events.Draft{Type: e.Type, Data: e.Data}
+		drafts[i] = eventstore.Draft{Type: e.Type, Data: e.Data}
 	}
 	var first, last int64
 	if len(drafts) > 0 {
@@ -242,19 +242,19 @@ func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.Comman
 			return api.CommandResult{}, nil, err
 		}
 	}
-	err = t.events.RecordCommand(events.CommandRecord{ID: c.ID, Aggregate: c.Aggregate, AggregateID: c.AggregateID,
+	err = t.events.RecordCommand(eventstore.CommandRecord{ID: c.ID, Aggregate: c.Aggregate, AggregateID: c.AggregateID,
 		Type: c.Type, Digest: digest, FirstSeq: first, LastSeq: last, Version: version,
 		JobIDs: api.AppendStrings(nil, jobIDs), Source: source, At: now})
 	if err != nil {
 		return api.CommandResult{}, nil, err
 	}
-	evs := make([]events.Event, len(drafts))
+	evs := make([]eventstore.Event, len(drafts))
 	for i, dr := range drafts {
 		data := dr.Data
 		if len(data) == 0 {
 			data = []byte("null")
 		}
-		evs[i] = events.Event{Seq: first + int64(i), Stream: stream, Version: version - int64(len(drafts)-1-i),
+		evs[i] = eventstore.Event{Seq: first + int64(i), Stream: stream, Version: version - int64(len(drafts)-1-i),
 			Type: dr.Type, Data: data, CommandID: c.ID, At: now}
 	}
 	return commandResult(c.ID, stream, version, evs, jobIDs, false), nil, nil
@@ -264,7 +264,7 @@ func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.Comman
 // stream is meant to stay short (no snapshots yet).
 const maxStreamRead = 100_000
 
-func commandResult(id, stream string, version int64, evs []events.Event, jobIDs []string, dup bool) api.CommandResult {
+func commandResult(id, stream string, version int64, evs []eventstore.Event, jobIDs []string, dup bool) api.CommandResult {
 	r := api.CommandResult{ID: id, Stream: stream, Version: version, Events: make([]api.Event, len(evs)), JobIDs: jobIDs, Duplicate: dup}
 	for i, e := range evs {
 		r.Events[i] = eventView(e)
@@ -290,7 +290,7 @@ func eventProblem(e api.NewEvent) (code, msg string) {
 
 // enqueueDecided enqueues the jobs a command decided.
 func (t *Tenant) enqueueDecided(now int64, c api.Command, reqs []api.EnqueueRequest) ([]string, error) {
-	ns := make([]jobs.NewJob, len(reqs))
+	ns := make([]fencestore.NewJob, len(reqs))
 	for i, r := range reqs {
 		n, e := t.validateEnqueue(i, r)
 		if e != nil {
@@ -303,7 +303,7 @@ func (t *Tenant) enqueueDecided(now int64, c api.Command, reqs []api.EnqueueRequ
 		ns[i] = n
 	}
 	js, err := t.store.Enqueue(now, ns)
-	var ref *jobs.Refusal
+	var ref *fencestore.Refusal
 	if errors.As(err, &ref) {
 		return nil, &commandRefusal{statusUnprocessable, api.CodeCommandRejected,
 			fmt.Sprintf("%s %s decided a job the queue refused: %s", c.Aggregate, c.Type, ref.Message)}

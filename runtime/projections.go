@@ -13,11 +13,11 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
-	"github.com/stile-run/stile/events"
 	"github.com/stile-run/stile/fence"
 	"github.com/stile-run/stile/internal/ascii"
 	"github.com/stile-run/stile/projection"
-	"github.com/stile-run/stile/projections"
+	"github.com/stile-run/stile/runtime/internal/eventstore"
+	"github.com/stile-run/stile/runtime/internal/projectionstore"
 )
 
 // Projection defaults and bounds.
@@ -282,10 +282,10 @@ func (t *Tenant) syncProjections(now int64) error {
 		return err
 	}
 	for _, p := range t.app.projections {
-		var live, building *projections.Generation
+		var live, building *projectionstore.Generation
 		for i := range gens {
 			if gens[i].Name == p.Name {
-				if gens[i].Role == projections.Live {
+				if gens[i].Role == projectionstore.Live {
 					live = &gens[i]
 				} else {
 					building = &gens[i]
@@ -294,7 +294,7 @@ func (t *Tenant) syncProjections(now int64) error {
 		}
 		switch {
 		case live == nil:
-			if err := t.createGeneration(now, p, projections.Live); err != nil {
+			if err := t.createGeneration(now, p, projectionstore.Live); err != nil {
 				return err
 			}
 		case live.Fingerprint == p.fingerprint:
@@ -311,7 +311,7 @@ func (t *Tenant) syncProjections(now int64) error {
 					return err
 				}
 			}
-			if err := t.createGeneration(now, p, projections.Building); err != nil {
+			if err := t.createGeneration(now, p, projectionstore.Building); err != nil {
 				return err
 			}
 		}
@@ -341,7 +341,7 @@ func (t *Tenant) projectionsDue(now int64) (int64, error) {
 			if err != nil {
 				return 0, err
 			}
-			if behind == 0 && g.Role == projections.Live {
+			if behind == 0 && g.Role == projectionstore.Live {
 				continue
 			}
 			at = now
@@ -455,7 +455,7 @@ func (t *Tenant) catchUp(start int64) (int64, error) {
 				break
 			}
 			if atHead {
-				if g.Role == projections.Building {
+				if g.Role == projectionstore.Building {
 					if err := t.swap(now, p, g); err != nil {
 						return 0, err
 					}
@@ -469,7 +469,7 @@ func (t *Tenant) catchUp(start int64) (int64, error) {
 
 // applyBatch applies the next batch of g in one transaction. It returns
 // how many events it applied and whether g is at the head.
-func (t *Tenant) applyBatch(now int64, p *projectionReg, g *projections.Generation) (int, bool, error) {
+func (t *Tenant) applyBatch(now int64, p *projectionReg, g *projectionstore.Generation) (int, bool, error) {
 	applied, atHead := 0, false
 	next := *g // g as the transaction leaves it
 	err := t.db.Tx(func() error {
@@ -478,7 +478,7 @@ func (t *Tenant) applyBatch(now int64, p *projectionReg, g *projections.Generati
 		case err != nil:
 			return err
 		case !ok || cur.Checkpoint != g.Checkpoint || cur.Role != g.Role:
-			return projections.ErrMoved // a rebuild or a swap since we read it
+			return projectionstore.ErrMoved // a rebuild or a swap since we read it
 		}
 		evs, err := t.events.Read(g.Checkpoint, p.Events, p.Batch)
 		if err != nil {
@@ -543,7 +543,7 @@ func (t *Tenant) applyBatch(now int64, p *projectionReg, g *projections.Generati
 // applyEvents applies evs in a savepoint: all, or none. A handler that
 // failed is reported by its event's index and its error (herr); err is a
 // failure of the storage.
-func (t *Tenant) applyEvents(tx *ProjectionTx, evs []events.Event) (failedAt int, herr, err error) {
+func (t *Tenant) applyEvents(tx *ProjectionTx, evs []eventstore.Event) (failedAt int, herr, err error) {
 	err = t.db.Tx(func() error {
 		for i, e := range evs {
 			if err := callProjection(tx, eventView(e)); err != nil {
@@ -570,14 +570,14 @@ func callProjection(tx *ProjectionTx, e api.Event) (err error) {
 
 // swap replaces p's live generation with the rebuilt one g, which is at
 // the head: reads move to it in the same transaction.
-func (t *Tenant) swap(now int64, p *projectionReg, g projections.Generation) error {
+func (t *Tenant) swap(now int64, p *projectionReg, g projectionstore.Generation) error {
 	return t.db.Tx(func() error {
 		gens, err := t.projections.All()
 		if err != nil {
 			return err
 		}
 		for _, old := range gens {
-			if old.Name == p.Name && old.Role == projections.Live {
+			if old.Name == p.Name && old.Role == projectionstore.Live {
 				if err := t.dropGeneration(p, old.Generation); err != nil {
 					return err
 				}

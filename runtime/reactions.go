@@ -7,7 +7,7 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/fence"
-	"github.com/stile-run/stile/reactions"
+	"github.com/stile-run/stile/runtime/internal/inboxstore"
 )
 
 // Reaction defaults.
@@ -55,7 +55,7 @@ type Process struct {
 
 // reaction is a registered policy or process.
 type reaction struct {
-	h         reactions.Handler
+	h         inboxstore.Handler
 	correlate func(api.Event) (string, error) // processes
 }
 
@@ -117,7 +117,7 @@ func (a *App) addReaction(kind, name string, types []string, timeout, backoff, m
 	if backoff < time.Millisecond || maxBackoff < backoff {
 		panic(fmt.Sprintf("stile: %s %q: backoff %s..%s is invalid", kind, name, backoff, maxBackoff))
 	}
-	r := &reaction{correlate: correlate, h: reactions.Handler{Name: name, Kind: kind, Types: types,
+	r := &reaction{correlate: correlate, h: inboxstore.Handler{Name: name, Kind: kind, Types: types,
 		TimeoutMs: timeout.Milliseconds(), Backoff: fence.Backoff{BaseMs: backoff.Milliseconds(), MaxMs: maxBackoff.Milliseconds()},
 		Batch: batch, FromStart: fromStart}}
 	r.h.Overrides = a.overrideOf(kind)
@@ -138,8 +138,8 @@ func (a *App) overrideOf(kind string) func(aggregate string) int64 {
 	}
 }
 
-func (a *App) handlers() []reactions.Handler {
-	hs := make([]reactions.Handler, len(a.reactions))
+func (a *App) handlers() []inboxstore.Handler {
+	hs := make([]inboxstore.Handler, len(a.reactions))
 	for i, r := range a.reactions {
 		hs[i] = r.h
 	}

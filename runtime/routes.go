@@ -9,7 +9,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/fence"
-	"github.com/stile-run/stile/jobs"
+	"github.com/stile-run/stile/runtime/internal/fencestore"
 )
 
 // apiError is a refusal decided before any storage is touched.
@@ -276,7 +276,7 @@ func rejected(rej *fence.Rejection) result {
 	return result{status: statusConflict, body: (&api.Error{Code: string(rej.Code), Message: rej.Message}).AppendJSON}
 }
 
-func refused(r *jobs.Refusal) result {
+func refused(r *fencestore.Refusal) result {
 	status := statusConflict
 	if r.Code == api.CodeInvalidRequest {
 		status = statusBadRequest

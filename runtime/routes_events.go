@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/stile-run/stile/api"
-	"github.com/stile-run/stile/events"
+	"github.com/stile-run/stile/runtime/internal/eventstore"
 )
 
 // ---- the event log ----
@@ -34,14 +34,14 @@ func (t *Tenant) appendEvents(stream string, body []byte) (route, *apiError) {
 	if e := batchSize(len(r.Events), api.MaxAppendEvents, "events"); e != nil {
 		return nil, e
 	}
-	drafts := make([]events.Draft, len(r.Events))
+	drafts := make([]eventstore.Draft, len(r.Events))
 	for i, e := range r.Events {
 		if code, msg := eventProblem(e); msg != "" {
 			return nil, badRequest(code, "events[%d]: %s", i, msg)
 		}
-		drafts[i] = events.Draft{Type: e.Type, Data: e.Data}
+		drafts[i] = eventstore.Draft{Type: e.Type, Data: e.Data}
 	}
-	expected := int64(events.Any)
+	expected := int64(eventstore.Any)
 	if r.ExpectedVersion != nil {
 		if *r.ExpectedVersion < 0 {
 			return nil, badRequest(api.CodeInvalidRequest, "expected_version %d is negative: use 0 for a new stream, or leave it out", *r.ExpectedVersion)
@@ -50,7 +50,7 @@ func (t *Tenant) appendEvents(stream string, body []byte) (route, *apiError) {
 	}
 	return func(now int64) (result, error) {
 		first, last, version, err := t.events.Append(now, stream, expected, drafts, "")
-		var c *events.Conflict
+		var c *eventstore.Conflict
 		if errors.As(err, &c) {
 			return result{status: statusConflict, body: api.VersionConflict{Code: api.CodeVersionConflict,
 				Message: c.Error(), Stream: stream, CurrentVersion: c.Current}.AppendJSON}, errRollback
@@ -178,7 +178,7 @@ func (t *Tenant) readEvents(raw string) (route, *apiError) {
 	}, nil
 }
 
-func (t *Tenant) eventsPage(evs []events.Event, limit int) (api.EventsResponse, error) {
+func (t *Tenant) eventsPage(evs []eventstore.Event, limit int) (api.EventsResponse, error) {
 	head, err := t.events.Head()
 	resp := api.EventsResponse{Events: make([]api.Event, len(evs)), Head: head}
 	for i, e := range evs {

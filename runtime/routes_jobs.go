@@ -8,36 +8,36 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/fence"
-	"github.com/stile-run/stile/jobs"
+	"github.com/stile-run/stile/runtime/internal/fencestore"
 )
 
 // ---- enqueue ----
 
-func (t *Tenant) validateEnqueue(i int, r api.EnqueueRequest) (jobs.NewJob, *apiError) {
+func (t *Tenant) validateEnqueue(i int, r api.EnqueueRequest) (fencestore.NewJob, *apiError) {
 	where := ""
 	if i >= 0 {
 		where = fmt.Sprintf("jobs[%d]: ", i)
 	}
 	if r.Kind == "" {
-		return jobs.NewJob{}, badRequest(api.CodeInvalidRequest, "%smissing field \"kind\"", where)
+		return fencestore.NewJob{}, badRequest(api.CodeInvalidRequest, "%smissing field \"kind\"", where)
 	}
 	k, ok := t.app.Kind(r.Kind)
 	if !ok {
-		return jobs.NewJob{}, badRequest(api.CodeUnknownKind, "%sunknown job kind %q: this module registers %s", where, r.Kind, kindList(t.app.Kinds()))
+		return fencestore.NewJob{}, badRequest(api.CodeUnknownKind, "%sunknown job kind %q: this module registers %s", where, r.Kind, kindList(t.app.Kinds()))
 	}
 	args := []byte(r.Args)
 	if len(args) == 0 {
 		args = []byte("{}")
 	}
 	if len(args) > api.MaxArgsBytes {
-		return jobs.NewJob{}, badRequest(api.CodeTooLarge, "%sargs of %d bytes exceed the limit of %d (1 MiB): store large data elsewhere and pass a reference", where, len(args), api.MaxArgsBytes)
+		return fencestore.NewJob{}, badRequest(api.CodeTooLarge, "%sargs of %d bytes exceed the limit of %d (1 MiB): store large data elsewhere and pass a reference", where, len(args), api.MaxArgsBytes)
 	}
 	if k.Validate != nil {
 		if err := k.Validate(args); err != nil {
-			return jobs.NewJob{}, badRequest(api.CodeInvalidArgs, "%sargs of %s: %s", where, r.Kind, oneLine(err.Error()))
+			return fencestore.NewJob{}, badRequest(api.CodeInvalidArgs, "%sargs of %s: %s", where, r.Kind, oneLine(err.Error()))
 		}
 	}
-	n := jobs.NewJob{Kind: k.Name, Queue: k.Queue, Priority: k.Priority, Args: args,
+	n := fencestore.NewJob{Kind: k.Name, Queue: k.Queue, Priority: k.Priority, Args: args,
 		MaxAttempts: int64(k.MaxAttempts), LeaseMs: k.Lease.Milliseconds(), TimeoutMs: k.Timeout.Milliseconds(),
 		BackoffMs: k.Backoff.Milliseconds(), BackoffMaxMs: k.MaxBackoff.Milliseconds(),
 		ConcurrencyKey: k.ConcurrencyKey, RunRegardless: r.RunRegardless}
@@ -111,14 +111,14 @@ func (t *Tenant) validateEnqueue(i int, r api.EnqueueRequest) (jobs.NewJob, *api
 			if err != nil || b < 0 || i < 0 || b >= i {
 				return n, badRequest(api.CodeInvalidRequest, "%sdepends_on %q: \"#n\" names an earlier job of the same batch", where, d)
 			}
-			n.Parents = append(n.Parents, jobs.Parent{Batch: b})
+			n.Parents = append(n.Parents, fencestore.Parent{Batch: b})
 			continue
 		}
 		id, e := parseJobID(d)
 		if e != nil {
 			return n, badRequest(api.CodeInvalidRequest, "%sdepends_on %q is not a job id", where, d)
 		}
-		n.Parents = append(n.Parents, jobs.Parent{ID: id, Batch: -1})
+		n.Parents = append(n.Parents, fencestore.Parent{ID: id, Batch: -1})
 	}
 	if r.RunRegardless && len(r.DependsOn) == 0 {
 		return n, badRequest(api.CodeInvalidRequest, "%srun_regardless needs depends_on", where)
@@ -154,8 +154,8 @@ func (t *Tenant) enqueueOne(body []byte) (route, *apiError) {
 		if n.RunAt == 0 {
 			n.RunAt = now
 		}
-		js, err := t.store.Enqueue(now, []jobs.NewJob{n})
-		var ref *jobs.Refusal
+		js, err := t.store.Enqueue(now, []fencestore.NewJob{n})
+		var ref *fencestore.Refusal
 		if errors.As(err, &ref) {
 			return refused(ref), errRollback
 		}
@@ -181,7 +181,7 @@ func (t *Tenant) enqueueBatch(body []byte) (route, *apiError) {
 	if e := batchSize(len(r.Jobs), api.MaxBatchJobs, "jobs"); e != nil {
 		return nil, e
 	}
-	ns := make([]jobs.NewJob, len(r.Jobs))
+	ns := make([]fencestore.NewJob, len(r.Jobs))
 	for i, j := range r.Jobs {
 		var e *apiError
 		if ns[i], e = t.validateEnqueue(i, j); e != nil {
@@ -195,9 +195,9 @@ func (t *Tenant) enqueueBatch(body []byte) (route, *apiError) {
 			}
 		}
 		js, err := t.store.Enqueue(now, ns)
-		var ref *jobs.Refusal
+		var ref *fencestore.Refusal
 		if errors.As(err, &ref) {
-			return refused(&jobs.Refusal{Code: ref.Code, Message: err.Error()}), errRollback
+			return refused(&fencestore.Refusal{Code: ref.Code, Message: err.Error()}), errRollback
 		}
 		if err != nil {
 			return result{}, err
@@ -212,7 +212,7 @@ func (t *Tenant) enqueueBatch(body []byte) (route, *apiError) {
 	}, nil
 }
 
-func jobView(j jobs.Job) api.Job {
+func jobView(j fencestore.Job) api.Job {
 	v := api.Job{ID: fmtID(j.ID), Kind: j.Kind, Queue: j.Queue, Priority: j.Priority, Args: j.Args,
 		State: string(j.State), Attempt: j.Attempt, Failures: j.Failures, MaxAttempts: j.MaxAttempts,
 		LeaseMs: j.LeaseMs, TimeoutMs: j.TimeoutMs, RunAt: ts(j.RunAt), CreatedAt: ts(j.CreatedAt),
@@ -244,7 +244,7 @@ func (t *Tenant) getJob(idText string) (route, *apiError) {
 	}
 	return func(int64) (result, error) {
 		j, err := t.store.Get(id)
-		if errors.Is(err, jobs.ErrNotFound) {
+		if errors.Is(err, fencestore.ErrNotFound) {
 			return notFound(idText), nil
 		}
 		if err != nil {
@@ -283,7 +283,7 @@ func (t *Tenant) listJobs(raw string) (route, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	f := jobs.ListFilter{State: q["state"], Queue: q["queue"], Kind: q["kind"], Limit: 100}
+	f := fencestore.ListFilter{State: q["state"], Queue: q["queue"], Kind: q["kind"], Limit: 100}
 	for k := range q {
 		switch k {
 		case "state", "queue", "kind", "after", "limit":
@@ -364,11 +364,11 @@ func (t *Tenant) retry(idText string) (route, *apiError) {
 }
 
 // jobOutcome answers an operator's action with the job, or why not.
-func (t *Tenant) jobOutcome(idText string, j jobs.Job, err error) (result, error) {
+func (t *Tenant) jobOutcome(idText string, j fencestore.Job, err error) (result, error) {
 	var rej *fence.Rejection
-	var ref *jobs.Refusal
+	var ref *fencestore.Refusal
 	switch {
-	case errors.Is(err, jobs.ErrNotFound):
+	case errors.Is(err, fencestore.ErrNotFound):
 		return notFound(idText), nil
 	case errors.As(err, &rej):
 		return rejected(rej), nil
@@ -387,9 +387,9 @@ func (t *Tenant) deleteJob(idText string) (route, *apiError) {
 	}
 	return func(int64) (result, error) {
 		err := t.store.Delete(id)
-		var ref *jobs.Refusal
+		var ref *fencestore.Refusal
 		switch {
-		case errors.Is(err, jobs.ErrNotFound):
+		case errors.Is(err, fencestore.ErrNotFound):
 			return notFound(idText), nil
 		case errors.As(err, &ref):
 			return refused(ref), nil

@@ -11,7 +11,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/projection"
-	"github.com/stile-run/stile/projections"
+	"github.com/stile-run/stile/runtime/internal/projectionstore"
 )
 
 // ---- status, rebuild ----
@@ -37,7 +37,7 @@ func (t *Tenant) projectionsStatus() route {
 				if err != nil {
 					return result{}, err
 				}
-				if g.Role == projections.Live {
+				if g.Role == projectionstore.Live {
 					st.Live = &gs
 				} else {
 					st.Rebuild = &gs
@@ -49,7 +49,7 @@ func (t *Tenant) projectionsStatus() route {
 	}
 }
 
-func (t *Tenant) generationStatus(p *projectionReg, g projections.Generation, now int64) (api.GenerationStatus, error) {
+func (t *Tenant) generationStatus(p *projectionReg, g projectionstore.Generation, now int64) (api.GenerationStatus, error) {
 	lag, err := t.events.CountAfter(g.Checkpoint, p.Events, api.MaxLagCount)
 	if err != nil {
 		return api.GenerationStatus{}, err
@@ -77,14 +77,14 @@ func (t *Tenant) rebuildProjection(name string) (route, *apiError) {
 			return result{}, err
 		}
 		for _, g := range gens {
-			if g.Name == name && g.Role == projections.Building {
+			if g.Name == name && g.Role == projectionstore.Building {
 				// A rebuild in progress starts over.
 				if err := t.dropGeneration(p, g.Generation); err != nil {
 					return result{}, err
 				}
 			}
 		}
-		if err := t.createGeneration(now, p, projections.Building); err != nil {
+		if err := t.createGeneration(now, p, projectionstore.Building); err != nil {
 			return result{}, err
 		}
 		t.projDue = now
@@ -129,7 +129,7 @@ func (t *Tenant) runQuery(name, raw string) (route, *apiError) {
 		}
 		gen := int64(0)
 		for _, g := range gens {
-			if g.Name == p.Name && g.Role == projections.Live {
+			if g.Name == p.Name && g.Role == projectionstore.Live {
 				gen = g.Generation
 			}
 		}

@@ -6,9 +6,9 @@ import (
 	"strconv"
 
 	"github.com/stile-run/stile/api"
-	"github.com/stile-run/stile/events"
 	"github.com/stile-run/stile/inbox"
-	"github.com/stile-run/stile/reactions"
+	"github.com/stile-run/stile/runtime/internal/eventstore"
+	"github.com/stile-run/stile/runtime/internal/inboxstore"
 )
 
 // ---- claim ----
@@ -85,7 +85,7 @@ func (t *Tenant) claimReactions(body []byte) (route, *apiError) {
 
 // correlate names the process instance of an event: a deadline carries
 // its own; other events go through the process's Correlate.
-func (t *Tenant) correlate(rc *reaction, e events.Event) (corr string, err error) {
+func (t *Tenant) correlate(rc *reaction, e eventstore.Event) (corr string, err error) {
 	if e.Type == api.DeadlineEventPrefix+rc.h.Name {
 		d, err := api.DecodeDeadlineFired(e.Data)
 		if err != nil {
@@ -295,7 +295,7 @@ func (t *Tenant) commitSuccess(now int64, rc *reaction, e inbox.Entry, s api.Set
 	}
 	for _, sc := range s.Scheduled {
 		err := t.reactions.Schedule(now, sc.Command.ID, max(sc.At.UnixMilli(), now), sc.Command.AppendJSON(nil), source)
-		if errors.Is(err, reactions.ErrScheduledIDReused) {
+		if errors.Is(err, inboxstore.ErrScheduledIDReused) {
 			return 0, &commandRefusal{statusConflict, api.CodeCommandIDReused,
 				fmt.Sprintf("scheduled command id %s was scheduled before with a different command: use a new id", sc.Command.ID)}, nil
 		}
@@ -306,7 +306,7 @@ func (t *Tenant) commitSuccess(now int64, rc *reaction, e inbox.Entry, s api.Set
 	if rc.h.Kind == api.ReactionKindProcess {
 		evs, err := t.events.ReadSeqs([]int64{s.Seq})
 		if err != nil || len(evs) != 1 {
-			return 0, nil, errors.Join(err, fmt.Errorf("read event %d: %w", s.Seq, reactions.ErrGuard))
+			return 0, nil, errors.Join(err, fmt.Errorf("read event %d: %w", s.Seq, inboxstore.ErrGuard))
 		}
 		corr, err := t.correlate(rc, evs[0])
 		if err != nil {
@@ -430,7 +430,7 @@ func (t *Tenant) applyReactionsDue(now int64) error {
 	for _, d := range ds {
 		typ := api.DeadlineEventPrefix + d.Process
 		data := api.DeadlineFired{Process: d.Process, Correlation: d.Correlation, Name: d.Name, At: ts(d.At)}.AppendJSON(nil)
-		if _, _, _, err := t.events.Append(now, typ, events.Any, []events.Draft{{Type: typ, Data: data}}, ""); err != nil {
+		if _, _, _, err := t.events.Append(now, typ, eventstore.Any, []eventstore.Draft{{Type: typ, Data: data}}, ""); err != nil {
 			return err
 		}
 		t.reactions.Wake()
@@ -440,7 +440,7 @@ func (t *Tenant) applyReactionsDue(now int64) error {
 
 // fireScheduled applies one due command; one its aggregate refuses (or
 // that is no longer valid for the module) is recorded rejected.
-func (t *Tenant) fireScheduled(now int64, sc reactions.ScheduledCommand) error {
+func (t *Tenant) fireScheduled(now int64, sc inboxstore.ScheduledCommand) error {
 	c, err := api.DecodeCommand(sc.Command)
 	msg := ""
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/fence"
-	"github.com/stile-run/stile/jobs"
+	"github.com/stile-run/stile/runtime/internal/fencestore"
 )
 
 // ---- claim ----
@@ -52,7 +52,7 @@ func (t *Tenant) claim(body []byte) (route, *apiError) {
 		return nil, badRequest(api.CodeInvalidRequest, "wait_ms %d is outside 0-%d", r.WaitMs, api.MaxWait.Milliseconds())
 	}
 	return func(now int64) (result, error) {
-		claimed, err := t.store.Claim(now, jobs.ClaimRequest{Worker: r.Worker, Queues: r.Queues, Kinds: r.Kinds, Limit: r.Limit})
+		claimed, err := t.store.Claim(now, fencestore.ClaimRequest{Worker: r.Worker, Queues: r.Queues, Kinds: r.Kinds, Limit: r.Limit})
 		if err != nil {
 			return result{}, err
 		}
@@ -107,7 +107,7 @@ func (t *Tenant) heartbeat(idText string, body []byte) (route, *apiError) {
 		until, cancel, err := t.store.Heartbeat(now, id, fenceClaim(r.Claim))
 		var rej *fence.Rejection
 		switch {
-		case errors.Is(err, jobs.ErrNotFound):
+		case errors.Is(err, fencestore.ErrNotFound):
 			return notFound(idText), nil
 		case errors.As(err, &rej):
 			return rejected(rej), nil
@@ -118,11 +118,11 @@ func (t *Tenant) heartbeat(idText string, body []byte) (route, *apiError) {
 	}, nil
 }
 
-func validateReport(r *api.ReportRequest) (jobs.Report, *apiError) {
+func validateReport(r *api.ReportRequest) (fencestore.Report, *apiError) {
 	if e := validateClaim(r.Claim); e != nil {
-		return jobs.Report{}, e
+		return fencestore.Report{}, e
 	}
-	rep := jobs.Report{Claim: fenceClaim(r.Claim)}
+	rep := fencestore.Report{Claim: fenceClaim(r.Claim)}
 	if r.Output != nil && r.Outcome != api.OutcomeCompleted {
 		return rep, badRequest(api.CodeInvalidRequest, "only a completed report carries \"output\"")
 	}
@@ -189,7 +189,7 @@ func (t *Tenant) reportOne(idText string, body []byte) (route, *apiError) {
 		res, err := t.store.Report(now, id, rep, mrandFloat())
 		var rej *fence.Rejection
 		switch {
-		case errors.Is(err, jobs.ErrNotFound):
+		case errors.Is(err, fencestore.ErrNotFound):
 			return notFound(idText), nil
 		case errors.As(err, &rej):
 			return rejected(rej), nil
@@ -211,7 +211,7 @@ func (t *Tenant) reportBatch(body []byte) (route, *apiError) {
 		return nil, e
 	}
 	ids := make([]int64, len(r.Reports))
-	reps := make([]jobs.Report, len(r.Reports))
+	reps := make([]fencestore.Report, len(r.Reports))
 	for i := range r.Reports {
 		id, e := parseJobID(r.Reports[i].JobID)
 		if e != nil {
@@ -231,7 +231,7 @@ func (t *Tenant) reportBatch(body []byte) (route, *apiError) {
 			res, err := t.store.Report(now, ids[i], rep, mrandFloat())
 			var rej *fence.Rejection
 			switch {
-			case errors.Is(err, jobs.ErrNotFound):
+			case errors.Is(err, fencestore.ErrNotFound):
 				out.Error = &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("job %q does not exist", r.Reports[i].JobID)}
 			case errors.As(err, &rej):
 				out.Error = &api.Error{Code: string(rej.Code), Message: rej.Message}

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/stile-run/stile/api"
-	"github.com/stile-run/stile/cron"
-	"github.com/stile-run/stile/jobs"
+	"github.com/stile-run/stile/runtime/internal/cron"
+	"github.com/stile-run/stile/runtime/internal/fencestore"
 )
 
 // Schedules: each period of a cron expression enqueues one job, exactly
@@ -34,7 +34,7 @@ func (t *Tenant) tickSchedules(now int64) error {
 	return nil
 }
 
-func (t *Tenant) tick(now int64, sc jobs.Schedule) error {
+func (t *Tenant) tick(now int64, sc fencestore.Schedule) error {
 	period := sc.NextAt
 	s, err := cron.Parse(sc.Cron)
 	if err != nil { // validated when written; only a changed parser gets here
@@ -48,8 +48,8 @@ func (t *Tenant) tick(now int64, sc jobs.Schedule) error {
 		return t.store.AdvanceSchedule(now, sc.Name, period, next, 0, bad.msg)
 	}
 	n.RunAt = now
-	js, err := t.store.Enqueue(now, []jobs.NewJob{n})
-	var ref *jobs.Refusal
+	js, err := t.store.Enqueue(now, []fencestore.NewJob{n})
+	var ref *fencestore.Refusal
 	if errors.As(err, &ref) {
 		return t.store.AdvanceSchedule(now, sc.Name, period, next, 0, ref.Message)
 	}
@@ -62,10 +62,10 @@ func (t *Tenant) tick(now int64, sc jobs.Schedule) error {
 // scheduledJob builds the job a schedule's period enqueues: the stored
 // request, validated against the module as it is now, made unique to the
 // period and tagged with the schedule.
-func (t *Tenant) scheduledJob(name string, template []byte, period int64) (jobs.NewJob, *apiError) {
+func (t *Tenant) scheduledJob(name string, template []byte, period int64) (fencestore.NewJob, *apiError) {
 	r, err := api.DecodeEnqueue(template)
 	if err != nil {
-		return jobs.NewJob{}, decodeErr(err)
+		return fencestore.NewJob{}, decodeErr(err)
 	}
 	r.Tags = append(r.Tags, "schedule:"+name)
 	n, e := t.validateEnqueue(-1, r)
@@ -101,7 +101,7 @@ func (t *Tenant) putSchedule(name string, body []byte) (route, *apiError) {
 		if first <= 0 {
 			return result{}, errors.New("unreachable: a schedule that never fires")
 		}
-		sc, err := t.store.PutSchedule(now, jobs.Schedule{Name: name, Cron: s.String(), Job: template, Paused: r.Paused, NextAt: first})
+		sc, err := t.store.PutSchedule(now, fencestore.Schedule{Name: name, Cron: s.String(), Job: template, Paused: r.Paused, NextAt: first})
 		if err != nil {
 			return result{}, err
 		}
@@ -153,7 +153,7 @@ func noSchedule(name string) result {
 	return result{status: statusNotFound, body: (&api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("schedule %q does not exist", name)}).AppendJSON}
 }
 
-func scheduleView(sc jobs.Schedule) api.Schedule {
+func scheduleView(sc fencestore.Schedule) api.Schedule {
 	v := api.Schedule{Name: sc.Name, Cron: sc.Cron, Job: sc.Job, Paused: sc.Paused, NextAt: ts(sc.NextAt),
 		LastAt: tsPtr(sc.LastAt), LastError: sc.LastError, CreatedAt: ts(sc.CreatedAt), UpdatedAt: ts(sc.UpdatedAt)}
 	if sc.LastJob != 0 {

@@ -7,10 +7,10 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
-	"github.com/stile-run/stile/events"
-	"github.com/stile-run/stile/jobs"
-	"github.com/stile-run/stile/projections"
-	"github.com/stile-run/stile/reactions"
+	"github.com/stile-run/stile/runtime/internal/eventstore"
+	"github.com/stile-run/stile/runtime/internal/fencestore"
+	"github.com/stile-run/stile/runtime/internal/inboxstore"
+	"github.com/stile-run/stile/runtime/internal/projectionstore"
 	"github.com/stile-run/stile/schema"
 )
 
@@ -21,10 +21,10 @@ type Tenant struct {
 	app         *App
 	name        string // learnt from the first API request's path
 	db          *do.DB
-	store       *jobs.Store
-	events      *events.Store
-	reactions   *reactions.Store
-	projections *projections.Store
+	store       *fencestore.Store
+	events      *eventstore.Store
+	reactions   *inboxstore.Store
+	projections *projectionstore.Store
 	projTx      map[string]*ProjectionTx
 	// projDue is when projection work is next due (0: none): now after
 	// events were appended, a stalled event's retry time.
@@ -46,10 +46,10 @@ type Tenant struct {
 func NewTenant(app *App, h do.Host) *Tenant {
 	db := do.NewDB(h)
 	t := &Tenant{app: app, db: db}
-	t.store = jobs.New(db, &t.due)
-	t.events = events.New(db)
-	t.reactions = reactions.New(db, t.events, &t.due)
-	t.projections = projections.New(db)
+	t.store = fencestore.New(db, &t.due)
+	t.events = eventstore.New(db)
+	t.reactions = inboxstore.New(db, t.events, &t.due)
+	t.projections = projectionstore.New(db)
 	t.projTx = map[string]*ProjectionTx{}
 	if app != nil {
 		t.store.Limits = app.Limits()
@@ -63,21 +63,21 @@ type dueCache struct {
 	known bool
 }
 
-// Added implements jobs.DueTracker.
+// Added implements fencestore.DueTracker.
 func (d *dueCache) Added(at int64) {
 	if d.known && (d.at == 0 || at < d.at) {
 		d.at = at
 	}
 }
 
-// Removed implements jobs.DueTracker: if the earliest went, re-read.
+// Removed implements fencestore.DueTracker: if the earliest went, re-read.
 func (d *dueCache) Removed(at int64) {
 	if d.known && at <= d.at {
 		d.known = false
 	}
 }
 
-// Unknown implements jobs.DueTracker.
+// Unknown implements fencestore.DueTracker.
 func (d *dueCache) Unknown() { d.known = false }
 
 // Handle serves one request frame and returns the response frame. The

@@ -10,7 +10,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/internal/ascii"
-	"github.com/stile-run/stile/jobs"
+	"github.com/stile-run/stile/runtime/internal/fencestore"
 	"github.com/stile-run/stile/schema"
 )
 
@@ -79,8 +79,8 @@ func (tx *Tx) Enqueue(r api.EnqueueRequest) (api.Job, error) {
 	if n.RunAt == 0 {
 		n.RunAt = tx.now
 	}
-	js, err := tx.t.store.Enqueue(tx.now, []jobs.NewJob{n})
-	var ref *jobs.Refusal
+	js, err := tx.t.store.Enqueue(tx.now, []fencestore.NewJob{n})
+	var ref *fencestore.Refusal
 	if errors.As(err, &ref) {
 		return api.Job{}, &Error{Status: statusBadRequest, Code: ref.Code, Message: ref.Message}
 	}

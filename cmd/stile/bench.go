@@ -17,16 +17,17 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/stile-run/stile/internal/wasmbuild"
+
 	"github.com/stile-run/stile/api"
-	"github.com/stile-run/stile/bundle"
 	"github.com/stile-run/stile/client"
 	"github.com/stile-run/stile/cmd/stile/defaultapp/app"
+	"github.com/stile-run/stile/cmd/stile/internal/bench"
 	"github.com/stile-run/stile/e2e/testapp"
 	"github.com/stile-run/stile/host"
 	"github.com/stile-run/stile/host/native"
 	"github.com/stile-run/stile/host/wazerohost"
-	"github.com/stile-run/stile/internal/bench"
-	"github.com/stile-run/stile/internal/miniflare"
+	"github.com/stile-run/stile/host/workerd"
 )
 
 func runBench(args []string) error {
@@ -53,7 +54,7 @@ func runBench(args []string) error {
 	defer os.RemoveAll(dir)
 
 	wasmPath := filepath.Join(dir, "tenant.wasm")
-	if err := bundle.BuildDeploy(ctx, ".", bundle.DefaultPackage, wasmPath); err != nil {
+	if err := wasmbuild.BuildDeploy(ctx, ".", wasmbuild.DefaultPackage, wasmPath); err != nil {
 		return err
 	}
 	wasm, err := os.ReadFile(wasmPath)
@@ -287,11 +288,11 @@ func latency(ctx context.Context, where string, d bench.Driver, jobs, rate int) 
 // Durable Object's own path, V8 instead of wazero.
 func benchWorkerd(ctx context.Context, dir string, wasm []byte, jobs, batch, events, latJobs, latRate int) error {
 	bundleDir := filepath.Join(dir, "worker")
-	if err := bundle.WriteWorker(bundleDir, wasm); err != nil {
+	if err := workerd.WriteWorker(bundleDir, wasm); err != nil {
 		return err
 	}
-	srv, err := miniflare.Start(miniflare.Options{Root: ".", Bundle: bundleDir, Token: "bench-token"})
-	if errors.Is(err, miniflare.ErrNoNode) {
+	srv, err := workerd.Start(workerd.Options{Root: ".", Bundle: bundleDir, Token: "bench-token"})
+	if errors.Is(err, workerd.ErrNoNode) {
 		fmt.Println("workerd: skipped,", err)
 		return nil
 	}
@@ -397,7 +398,7 @@ func commas(n int) string {
 // to rebuild from a log of rebuild events.
 func benchProjections(ctx context.Context, dir string, apply, rebuild int, n *int, quiet *slog.Logger) error {
 	wasmPath := filepath.Join(dir, "testapp.wasm")
-	if err := bundle.BuildWasm(ctx, ".", "./e2e/testapp/tenant", wasmPath); err != nil {
+	if err := wasmbuild.BuildWasm(ctx, ".", "./e2e/testapp/tenant", wasmPath); err != nil {
 		return err
 	}
 	wasm, err := os.ReadFile(wasmPath)

@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/stile-run/stile/bundle"
+	"github.com/stile-run/stile/internal/wasmbuild"
+
+	"github.com/stile-run/stile/host/workerd"
 )
 
 func runBuild(args []string) error {
@@ -27,20 +29,20 @@ func runBuild(args []string) error {
 		fs.Usage()
 		return errors.New("at most one package")
 	}
-	wasmPath := filepath.Join(*out, bundle.WasmFile)
-	if err := bundle.BuildDeploy(context.Background(), ".", fs.Arg(0), wasmPath); err != nil {
+	wasmPath := filepath.Join(*out, workerd.WasmFile)
+	if err := wasmbuild.BuildDeploy(context.Background(), ".", fs.Arg(0), wasmPath); err != nil {
 		return err
 	}
 	wasm, err := os.ReadFile(wasmPath)
 	if err != nil {
 		return err
 	}
-	if err := bundle.WriteWorker(*out, wasm); err != nil {
+	if err := workerd.WriteWorker(*out, wasm); err != nil {
 		return err
 	}
 	gz := gzipSize(wasm)
 	fmt.Printf("wrote %s: %s, %s, %s, %s\n  tenant.wasm %d bytes (%d gzip -9)\n\ndeploy (wrangler needs Node >= 22.12):\n  npx wrangler secret put STILE_TOKEN\n  npx wrangler deploy\n",
-		*out, bundle.EntryFile, bundle.ABIFile, bundle.ConfigFile, bundle.WasmFile, len(wasm), gz)
+		*out, workerd.EntryFile, workerd.ABIFile, workerd.ConfigFile, workerd.WasmFile, len(wasm), gz)
 	return nil
 }
 

@@ -17,7 +17,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/stile-run/stile/bundle"
+	"github.com/stile-run/stile/internal/wasmbuild"
+
 	"github.com/stile-run/stile/host"
 	"github.com/stile-run/stile/host/wazerohost"
 	"github.com/stile-run/stile/server"
@@ -56,7 +57,7 @@ func runDev(args []string) error {
 	}
 	started := time.Now()
 	wasmPath := filepath.Join(*data, "build", "tenant.wasm")
-	if err := bundle.BuildWasm(ctx, ".", pkg, wasmPath); err != nil {
+	if err := wasmbuild.BuildWasm(ctx, ".", pkg, wasmPath); err != nil {
 		return err
 	}
 	wasm, err := os.ReadFile(wasmPath)
@@ -86,7 +87,7 @@ func runDev(args []string) error {
 		WriteTimeout: 2 * time.Minute}
 	name := pkg
 	if name == "" {
-		name = "the built-in module (" + bundle.DefaultPackage + ")"
+		name = "the built-in module (" + wasmbuild.DefaultPackage + ")"
 	}
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(os.Stderr, `stile dev: serving %s

@@ -1,0 +1,254 @@
+package eventstore
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/stile-run/stile/do"
+)
+
+// Event is a stored event.
+type Event struct {
+	Seq       int64
+	Stream    string
+	Version   int64
+	Type      string
+	Data      []byte // JSON
+	CommandID string
+	At        int64
+}
+
+// Draft is an event to append.
+type Draft struct {
+	Type string
+	Data []byte // JSON; empty stores null
+}
+
+// Any is the expected version of an append that takes the stream as it is.
+const Any = -1
+
+// Conflict is an append refused because the stream is not at the expected
+// version.
+type Conflict struct {
+	Stream            string
+	Expected, Current int64
+}
+
+func (c *Conflict) Error() string {
+	if c.Expected == 0 {
+		return fmt.Sprintf("stream %s already exists (version %d): expected a new stream", c.Stream, c.Current)
+	}
+	return fmt.Sprintf("stream %s is at version %d, not the expected %d: read it and decide again", c.Stream, c.Current, c.Expected)
+}
+
+var errGuard = errors.New("a guarded write found the state changed underneath it")
+
+// Store reads and writes the log and the ledger of one tenant.
+type Store struct {
+	db       *do.DB
+	tenantID string
+	appended bool
+}
+
+// Appended reports, and forgets, whether events were appended since the
+// last call (projections have work).
+func (s *Store) Appended() bool {
+	a := s.appended
+	s.appended = false
+	return a
+}
+
+// Savepoint returns what Rollback needs to forget the appends of a nested
+// transaction that rolls back.
+func (s *Store) Savepoint() bool { return s.appended }
+
+// Rollback forgets the appends made since Savepoint returned sp: they
+// were rolled back.
+func (s *Store) Rollback(sp bool) { s.appended = sp }
+
+// New returns a store over db.
+func New(db *do.DB) *Store { return &Store{db: db} }
+
+// TenantID is the tenant storage's random identity (see inbox.Key).
+func (s *Store) TenantID() (string, error) {
+	if s.tenantID != "" {
+		return s.tenantID, nil
+	}
+	rows, err := s.db.Query(`SELECT id FROM stile_identity`)
+	if err != nil {
+		return "", fmt.Errorf("read the tenant identity: %w", err)
+	}
+	if !rows.Next() {
+		return "", fmt.Errorf("read the tenant identity: %w", errGuard)
+	}
+	s.tenantID = rows.Text(0)
+	return s.tenantID, rows.Err()
+}
+
+// Version is a stream's current version (0: no such stream).
+func (s *Store) Version(stream string) (int64, error) {
+	rows, err := s.db.Query(`SELECT COALESCE(MAX(version), 0) FROM stile_events WHERE stream = ?`, stream)
+	if err != nil {
+		return 0, fmt.Errorf("read the version of stream %s: %w", stream, err)
+	}
+	rows.Next()
+	return rows.Int(0), rows.Err()
+}
+
+// Head is the log's last seq (0: empty).
+func (s *Store) Head() (int64, error) {
+	rows, err := s.db.Query(`SELECT COALESCE(MAX(seq), 0) FROM stile_events`)
+	if err != nil {
+		return 0, fmt.Errorf("read the head of the log: %w", err)
+	}
+	rows.Next()
+	return rows.Int(0), rows.Err()
+}
+
+// appendRows is how many events one INSERT carries (6 parameters each,
+// under Durable Objects' 100).
+const appendRows = 16
+
+// Append appends drafts to stream if it is at version expected (Any: at
+// whatever version it is), and returns the seqs of the first and last
+// event and the stream's new version. commandID, if set, is recorded on
+// each event.
+func (s *Store) Append(now int64, stream string, expected int64, drafts []Draft, commandID string) (first, last, version int64, err error) {
+	version, err = s.Version(stream)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if expected != Any && expected != version {
+		return 0, 0, version, &Conflict{Stream: stream, Expected: expected, Current: version}
+	}
+	var cmd any
+	if commandID != "" {
+		cmd = commandID
+	}
+	for start := 0; start < len(drafts); start += appendRows {
+		chunk := drafts[start:min(start+appendRows, len(drafts))]
+		var sql strings.Builder
+		sql.WriteString(`INSERT INTO stile_events (stream, version, type, data, command_id, at) VALUES `)
+		args := make([]any, 0, 6*len(chunk))
+		for i, d := range chunk {
+			if i > 0 {
+				sql.WriteString(", ")
+			}
+			sql.WriteString("(?, ?, ?, ?, ?, ?)")
+			data := d.Data
+			if len(data) == 0 {
+				data = []byte("null")
+			}
+			version++
+			args = append(args, stream, version, d.Type, string(data), cmd, now)
+		}
+		sql.WriteString(` RETURNING seq`)
+		rows, err := s.db.Query(sql.String(), args...)
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("append to stream %s: %w", stream, err)
+		}
+		for rows.Next() {
+			if first == 0 {
+				first = rows.Int(0)
+			}
+			last = rows.Int(0)
+		}
+		if err := rows.Err(); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	s.appended = s.appended || first > 0
+	return first, last, version, nil
+}
+
+const eventColumns = `seq, stream, version, type, data, command_id, at`
+
+func scan(rows *do.Rows) Event {
+	return Event{Seq: rows.Int(0), Stream: rows.Text(1), Version: rows.Int(2), Type: rows.Text(3),
+		Data: rows.Bytes(4), CommandID: rows.Text(5), At: rows.Int(6)}
+}
+
+func collect(rows *do.Rows, err error, what string) ([]Event, error) {
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	out := make([]Event, 0, rows.Len())
+	for rows.Next() {
+		out = append(out, scan(rows))
+	}
+	return out, rows.Err()
+}
+
+// Read reads up to limit events after seq after, in log order; types, if
+// any, filters by type (each listed once: a type listed twice reads its
+// events twice).
+func (s *Store) Read(after int64, types []string, limit int) ([]Event, error) {
+	if len(types) == 0 {
+		rows, err := s.db.Query(`SELECT `+eventColumns+` FROM stile_events WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+		return collect(rows, err, "events")
+	}
+	// One index range per type, each cut at limit, merged: a type with a
+	// long backlog costs no more than limit rows.
+	var sql strings.Builder
+	args := make([]any, 0, 3*len(types)+1)
+	sql.WriteString(`SELECT ` + eventColumns + ` FROM (`)
+	for i, t := range types {
+		if i > 0 {
+			sql.WriteString(` UNION ALL `)
+		}
+		sql.WriteString(`SELECT * FROM (SELECT ` + eventColumns + ` FROM stile_events WHERE type = ? AND seq > ? ORDER BY seq LIMIT ?)`)
+		args = append(args, t, after, limit)
+	}
+	sql.WriteString(`) ORDER BY seq LIMIT ?`)
+	rows, err := s.db.Query(sql.String(), append(args, limit)...)
+	return collect(rows, err, "events by type")
+}
+
+// ReadStream reads up to limit events of stream from version from on.
+func (s *Store) ReadStream(stream string, from int64, limit int) ([]Event, error) {
+	rows, err := s.db.Query(`SELECT `+eventColumns+` FROM stile_events WHERE stream = ? AND version >= ?
+		ORDER BY version LIMIT ?`, stream, from, limit)
+	return collect(rows, err, "stream "+stream)
+}
+
+// ReadSeqs reads the events with the given seqs, in log order.
+func (s *Store) ReadSeqs(seqs []int64) ([]Event, error) {
+	if len(seqs) == 0 {
+		return nil, nil
+	}
+	list := make([]byte, 0, 12*len(seqs))
+	list = append(list, '[')
+	for i, q := range seqs {
+		if i > 0 {
+			list = append(list, ',')
+		}
+		list = strconv.AppendInt(list, q, 10)
+	}
+	list = append(list, ']')
+	rows, err := s.db.Query(`SELECT `+eventColumns+` FROM stile_events
+		WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq`, string(list))
+	return collect(rows, err, "events by seq")
+}
+
+// CountAfter counts the events of the given types after seq after, up to
+// max (a reaction's lag, bounded so reading it stays cheap).
+func (s *Store) CountAfter(after int64, types []string, max int64) (int64, error) {
+	var n int64
+	for _, t := range types {
+		rows, err := s.db.Query(`SELECT count(*) FROM (SELECT 1 FROM stile_events WHERE type = ? AND seq > ? LIMIT ?)`, t, after, max)
+		if err != nil {
+			return 0, fmt.Errorf("count events of type %s: %w", t, err)
+		}
+		rows.Next()
+		n += rows.Int(0)
+		if err := rows.Err(); err != nil {
+			return 0, err
+		}
+		if n >= max {
+			break // the rest would not change the answer
+		}
+	}
+	return min(n, max), nil
+}

@@ -1,0 +1,208 @@
+package fencestore
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/stile-run/stile/fence"
+)
+
+// NewJob is a validated job to insert.
+type NewJob struct {
+	Kind         string
+	Queue        string
+	Priority     int
+	Args         []byte // JSON
+	RunAt        int64  // Unix ms; <= now runs at once
+	MaxAttempts  int64
+	LeaseMs      int64
+	TimeoutMs    int64
+	BackoffMs    int64
+	BackoffMaxMs int64
+	Tags         []byte // a JSON array of strings
+
+	// UniqueKey, if set, returns the live job with this key (or one created
+	// within UniqueWindowMs, whatever its state) instead of a new one.
+	UniqueKey      string
+	UniqueWindowMs int64
+
+	// ConcurrencyKey names the limit the job counts against.
+	ConcurrencyKey string
+
+	// Parents the job waits for, and whether it runs even when one of them
+	// ends dead or cancelled.
+	Parents       []Parent
+	RunRegardless bool
+}
+
+// Parent names a job to wait for: an existing job, or (Batch >= 0) an
+// earlier job of the same enqueue.
+type Parent struct {
+	ID    int64
+	Batch int
+}
+
+// Enqueued is a job as enqueued; Existing when a unique key returned an
+// earlier job instead of a new one.
+type Enqueued struct {
+	Job
+	Existing bool
+}
+
+// Enqueue inserts jobs at now, in order. A job waiting for unfinished
+// parents is pending; one whose parent already ended dead or cancelled is
+// cancelled at once (unless RunRegardless); otherwise it is available, or
+// scheduled when RunAt is later than now.
+func (s *Store) Enqueue(now int64, jobs []NewJob) ([]Enqueued, error) {
+	out := make([]Enqueued, 0, len(jobs))
+	for i, n := range jobs {
+		e, err := s.enqueue(now, n, out)
+		if err != nil {
+			if len(jobs) > 1 {
+				return nil, fmt.Errorf("jobs[%d]: %w", i, err)
+			}
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error) {
+	if n.UniqueKey != "" {
+		if j, ok, err := s.findUnique(now, n.UniqueKey, n.UniqueWindowMs); err != nil || ok {
+			return Enqueued{Job: j, Existing: ok}, err
+		}
+	}
+	if n.ConcurrencyKey != "" {
+		if err := s.ensureLimit(now, n.ConcurrencyKey); err != nil {
+			return Enqueued{}, err
+		}
+	}
+	type edge struct {
+		parent   int64
+		resolved string // "", completed or failed
+	}
+	var edges []edge
+	pending, cancelled := int64(0), ""
+	for _, p := range n.Parents {
+		id := p.ID
+		if p.Batch >= 0 {
+			if p.Batch >= len(batch) {
+				return Enqueued{}, refuse("invalid_request", "depends_on #%d: a job may depend only on jobs before it in the batch", p.Batch)
+			}
+			id = batch[p.Batch].ID
+		}
+		parent, err := s.getFence(id)
+		if err != nil {
+			if isNotFound(err) {
+				return Enqueued{}, refuse("invalid_request", "depends_on: job %d does not exist", id)
+			}
+			return Enqueued{}, err
+		}
+		switch {
+		case parent.State == fence.StateCompleted:
+			edges = append(edges, edge{id, "completed"})
+		case parent.State.Terminal():
+			edges = append(edges, edge{id, "failed"})
+			if !n.RunRegardless && cancelled == "" {
+				cancelled = fmt.Sprintf("parent job %d ended %s", id, parent.State)
+			}
+		default:
+			edges = append(edges, edge{id, ""})
+			pending++
+		}
+	}
+	state := fence.StateAvailable
+	var finished, lastErr any
+	switch {
+	case cancelled != "":
+		state, finished, lastErr = fence.StateCancelled, now, cancelled
+	case pending > 0:
+		state = fence.StatePending
+	case n.RunAt > now:
+		state = fence.StateScheduled
+	}
+	var unique, key any
+	if n.UniqueKey != "" {
+		unique = n.UniqueKey
+	}
+	if n.ConcurrencyKey != "" {
+		key = n.ConcurrencyKey
+	}
+	tags := n.Tags
+	if len(tags) == 0 {
+		tags = []byte("[]")
+	}
+	rows, err := s.db.Query(`INSERT INTO stile_jobs (kind, queue, priority, args, state, max_attempts,
+		lease_ms, timeout_ms, backoff_ms, backoff_max_ms, run_at, created_at, finished_at, last_error,
+		tags, unique_key, concurrency_key, pending_parents, run_regardless)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		n.Kind, n.Queue, n.Priority, string(n.Args), string(state), n.MaxAttempts,
+		n.LeaseMs, n.TimeoutMs, n.BackoffMs, n.BackoffMaxMs, n.RunAt, now, finished, lastErr,
+		string(tags), unique, key, pending, n.RunRegardless)
+	if err != nil {
+		return Enqueued{}, fmt.Errorf("enqueue job of kind %s: %w", n.Kind, err)
+	}
+	if !rows.Next() {
+		return Enqueued{}, fmt.Errorf("enqueue job of kind %s: %w", n.Kind, errGuard)
+	}
+	id := rows.Int(0)
+	for _, e := range edges {
+		var resolved, at any
+		if e.resolved != "" {
+			resolved, at = e.resolved, now
+		}
+		if err := s.db.Exec(`INSERT INTO stile_job_deps (child_id, parent_id, resolved, resolved_at) VALUES (?, ?, ?, ?)`,
+			id, e.parent, resolved, at); err != nil {
+			return Enqueued{}, fmt.Errorf("enqueue job %d: record its dependency on job %d: %w", id, e.parent, err)
+		}
+	}
+	switch state {
+	case fence.StateScheduled:
+		s.due.Added(n.RunAt)
+	case fence.StateAvailable:
+		s.woke = true
+	}
+	j := Job{Kind: n.Kind, Queue: n.Queue, Priority: n.Priority, Args: n.Args, CreatedAt: now,
+		BackoffMs: n.BackoffMs, BackoffMaxMs: n.BackoffMaxMs, Tags: tags, UniqueKey: n.UniqueKey,
+		ConcurrencyKey: n.ConcurrencyKey, PendingParents: pending, RunRegardless: n.RunRegardless}
+	j.ID, j.State, j.MaxAttempts, j.LeaseMs, j.TimeoutMs, j.RunAt = id, state, n.MaxAttempts, n.LeaseMs, n.TimeoutMs, n.RunAt
+	if cancelled != "" {
+		j.FinishedAt, j.LastError = now, cancelled
+	}
+	return Enqueued{Job: j}, nil
+}
+
+// findUnique returns the job holding key: a live one, or one created
+// within windowMs of now whatever its state.
+func (s *Store) findUnique(now int64, key string, windowMs int64) (Job, bool, error) {
+	since := now + 1 // no window: live jobs only
+	if windowMs > 0 {
+		since = now - windowMs
+	}
+	rows, err := s.db.Query(`SELECT `+jobColumns+` FROM stile_jobs WHERE unique_key = ?
+		AND (state NOT IN ('completed', 'cancelled', 'dead') OR created_at >= ?) ORDER BY id DESC LIMIT 1`, key, since)
+	if err != nil {
+		return Job{}, false, fmt.Errorf("look up unique key %q: %w", key, err)
+	}
+	if !rows.Next() {
+		return Job{}, false, rows.Err()
+	}
+	return s.scanJob(rows), true, rows.Err()
+}
+
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// idList is a JSON array of ids, for json_each.
+func idList(b []byte, ids []int64) []byte {
+	b = append(b[:0], '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return append(b, ']')
+}

@@ -1,0 +1,165 @@
+package fencestore
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/stile-run/stile/fence"
+)
+
+// ListFilter selects jobs to list.
+type ListFilter struct {
+	State, Queue, Kind string // "" for any
+	After              int64  // list ids after this one
+	Limit              int
+}
+
+// List reads jobs in id order, after f.After. A state filter reads an
+// index: the lease index for running jobs (there are only as many as
+// workers run), stile_jobs_state for the others; queue and kind filter the
+// rows it finds.
+func (s *Store) List(f ListFilter) ([]Job, error) {
+	from, where := "stile_jobs", []string{"id > ?"}
+	args := []any{f.After}
+	switch f.State {
+	case "":
+	case string(fence.StateRunning):
+		from, where = "stile_jobs INDEXED BY stile_jobs_lease", append(where, "state = 'running'")
+	default:
+		// The literal term lets SQLite use the partial index.
+		where = append(where, "state = ?", "state <> 'running'")
+		args = append(args, f.State)
+	}
+	for _, c := range []struct{ col, v string }{{"queue", f.Queue}, {"kind", f.Kind}} {
+		if c.v != "" {
+			where = append(where, c.col+" = ?")
+			args = append(args, c.v)
+		}
+	}
+	rows, err := s.db.Query(`SELECT `+jobColumns+` FROM `+from+` WHERE `+strings.Join(where, " AND ")+` ORDER BY id LIMIT ?`,
+		append(args, f.Limit)...)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	var out []Job
+	for rows.Next() {
+		out = append(out, s.scanJob(rows))
+	}
+	return out, rows.Err()
+}
+
+// QueueCount is how many jobs of a queue are in a state.
+type QueueCount struct {
+	Queue, State string
+	Count        int64
+}
+
+// Counts counts the jobs not finished yet, per queue and state, and the
+// finished ones per state. Counts are taken when asked, from the indexes
+// each state already has, rather than kept up to date by every write: a
+// job's every move would pay for them (measured: a quarter of the job
+// cycle), and they are read rarely. The cost is a read of the counted
+// jobs' index entries.
+func (s *Store) Counts() ([]QueueCount, map[string]int64, error) {
+	rows, err := s.db.Query(`SELECT queue, state, sum(n) FROM (
+		SELECT queue, 'available' AS state, count(*) AS n FROM stile_jobs
+			WHERE state = 'available' AND concurrency_key IS NULL GROUP BY queue
+		UNION ALL SELECT queue, 'available', count(*) FROM stile_jobs
+			WHERE state = 'available' AND concurrency_key IS NOT NULL GROUP BY queue
+		UNION ALL SELECT queue, 'running', count(*) FROM stile_jobs WHERE state = 'running' GROUP BY queue
+		UNION ALL SELECT queue, state, count(*) FROM stile_jobs
+			WHERE state IN ('pending', 'scheduled', 'retryable') AND state <> 'running' GROUP BY queue, state
+		) GROUP BY queue, state ORDER BY queue, state`)
+	if err != nil {
+		return nil, nil, fmt.Errorf("count jobs: %w", err)
+	}
+	var live []QueueCount
+	for rows.Next() {
+		live = append(live, QueueCount{Queue: rows.Text(0), State: rows.Text(1), Count: rows.Int(2)})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	rows, err = s.db.Query(`SELECT state, count(*) FROM stile_jobs
+		WHERE state IN ('completed', 'cancelled', 'dead') AND state <> 'running' GROUP BY state`)
+	if err != nil {
+		return nil, nil, fmt.Errorf("count finished jobs: %w", err)
+	}
+	done := map[string]int64{}
+	for rows.Next() {
+		done[rows.Text(0)] = rows.Int(1)
+	}
+	return live, done, rows.Err()
+}
+
+// Limit is a concurrency limit.
+type Limit struct {
+	Key   string
+	Slots int64
+	InUse int64
+}
+
+// SetLimit sets how many jobs of key may run at once. Lowering it below
+// the jobs running now stops new claims until enough of them finished.
+func (s *Store) SetLimit(now int64, key string, slots int64) (Limit, error) {
+	rows, err := s.db.Query(`INSERT INTO stile_concurrency (key, slots, in_use, updated_at) VALUES (?1, ?2, 0, ?3)
+		ON CONFLICT (key) DO UPDATE SET slots = ?2, updated_at = ?3 RETURNING key, slots, in_use`, key, slots, now)
+	if err != nil {
+		return Limit{}, fmt.Errorf("set the limit of %q: %w", key, err)
+	}
+	if !rows.Next() {
+		return Limit{}, fmt.Errorf("set the limit of %q: %w", key, errGuard)
+	}
+	s.woke = true // a raised limit may let waiting jobs run
+	return Limit{Key: rows.Text(0), Slots: rows.Int(1), InUse: rows.Int(2)}, nil
+}
+
+// ListLimits reads every concurrency limit.
+func (s *Store) ListLimits() ([]Limit, error) {
+	rows, err := s.db.Query(`SELECT key, slots, in_use FROM stile_concurrency ORDER BY key`)
+	if err != nil {
+		return nil, fmt.Errorf("read concurrency limits: %w", err)
+	}
+	var out []Limit
+	for rows.Next() {
+		out = append(out, Limit{Key: rows.Text(0), Slots: rows.Int(1), InUse: rows.Int(2)})
+	}
+	return out, rows.Err()
+}
+
+// ensureLimit makes sure key has a limit: the tenant's, else the module's
+// default, else the enqueue is refused.
+func (s *Store) ensureLimit(now int64, key string) error {
+	rows, err := s.db.Query(`SELECT 1 FROM stile_concurrency WHERE key = ?`, key)
+	if err != nil {
+		return fmt.Errorf("read the limit of %q: %w", key, err)
+	}
+	if rows.Next() {
+		return nil
+	}
+	slots, ok := s.Limits[key]
+	if !ok {
+		return refuse("invalid_request", "concurrency key %q has no limit: set one with PUT /v1/t/{tenant}/concurrency/%s or register it in the module", key, key)
+	}
+	_, err = s.SetLimit(now, key, int64(slots))
+	return err
+}
+
+type freeSlot struct {
+	key  string
+	free int
+}
+
+// freeSlots lists keys with room, least recently used first.
+func (s *Store) freeSlots() ([]freeSlot, error) {
+	rows, err := s.db.Query(`SELECT key, slots - in_use FROM stile_concurrency WHERE in_use < slots
+		ORDER BY updated_at LIMIT ?`, MaxKeysPerClaim)
+	if err != nil {
+		return nil, fmt.Errorf("read free concurrency slots: %w", err)
+	}
+	var out []freeSlot
+	for rows.Next() {
+		out = append(out, freeSlot{key: s.intern(rows.TextBytes(0)), free: int(rows.Int(1))})
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,393 @@
+package fencestore
+
+import (
+	"fmt"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/fence"
+)
+
+// Heartbeat extends the lease of a live claim, as far as fence.ExtendLease
+// allows, and says whether a cancel was requested. A refused heartbeat is
+// audited and returned as a *fence.Rejection.
+func (s *Store) Heartbeat(now, id int64, c fence.Claim) (leaseUntil int64, cancel bool, err error) {
+	j, err := s.getFence(id)
+	if err != nil {
+		return 0, false, err
+	}
+	if rej := fence.CheckHeartbeat(j.Job, c, now); rej != nil {
+		if err := s.audit(now, id, "heartbeat", c, "", rej); err != nil {
+			return 0, false, err
+		}
+		return 0, false, rej
+	}
+	until := fence.ExtendLease(j.Job, now)
+	if until == j.LeaseUntil {
+		return until, j.CancelRequested, nil
+	}
+	rows, err := s.db.Query(`UPDATE stile_jobs SET lease_until = ?
+		WHERE id = ? AND state = 'running' AND attempt = ? AND worker = ? AND lease_token = ? AND lease_until > ?
+		RETURNING id`, until, id, j.Attempt, j.Worker, j.LeaseToken, now)
+	if err != nil {
+		return 0, false, fmt.Errorf("extend lease of job %d: %w", id, err)
+	}
+	if !rows.Next() {
+		return 0, false, fmt.Errorf("extend lease of job %d: %w", id, errGuard)
+	}
+	s.due.Removed(j.LeaseUntil)
+	s.due.Added(until)
+	return until, j.CancelRequested, nil
+}
+
+// Report is an outcome a worker reports for its claim.
+type Report struct {
+	Claim fence.Claim
+	fence.Report
+	Output []byte   // JSON, completed only
+	Error  string   // failed and cancelled
+	Tags   []string // added to the job's tags with the outcome
+}
+
+// ReportResult says what a report did.
+type ReportResult struct {
+	Job       Job
+	Duplicate bool // the same outcome was already recorded by this claim
+}
+
+// Report records the outcome of a claim if the fence lets it. A refused
+// report writes an audit row and nothing else, and returns a
+// *fence.Rejection. jitter in [0, 1) spreads the retry of a failure.
+func (s *Store) Report(now, id int64, r Report, jitter float64) (ReportResult, error) {
+	j, err := s.getFence(id)
+	if err != nil {
+		return ReportResult{}, err
+	}
+	var last *fence.Ended
+	if j.State != fence.StateRunning && r.Claim.Attempt == j.Attempt && j.Attempt > 0 {
+		if last, err = s.ended(id, j.Attempt); err != nil {
+			return ReportResult{}, err
+		}
+	}
+	v := fence.CheckReport(j.Job, last, r.Claim, r.Outcome, now)
+	if v.Rejected != nil {
+		if err := s.audit(now, id, "report", r.Claim, r.Outcome, v.Rejected); err != nil {
+			return ReportResult{}, err
+		}
+		return ReportResult{}, v.Rejected
+	}
+	if v.Duplicate {
+		return ReportResult{Job: j, Duplicate: true}, nil
+	}
+	next := fence.AfterReport(j.Job, r.Report, j.Backoff(), now, jitter)
+	j, err = s.finish(now, j, next, ending{outcome: r.Outcome, output: r.Output, err: r.Error,
+		noticedBy: "report", tags: r.Tags})
+	return ReportResult{Job: j}, err
+}
+
+// ending describes how an attempt ended.
+type ending struct {
+	outcome   fence.Outcome
+	output    []byte   // completed only
+	err       string   // failed, cancelled and lease_expired
+	noticedBy string   // report, alarm or request
+	tags      []string // to add to the job's tags
+}
+
+// finish ends the running attempt of j as next says, with all that follows
+// from it in the same transaction: the guarded job update (the fence's
+// write; a report is guarded by a live lease, an expiry by a lapsed one),
+// the attempt's history row, the concurrency slot released, and, when the
+// job ended, its dependents unlatched or cancelled. It returns the job as
+// now stored.
+func (s *Store) finish(now int64, j Job, next fence.Next, e ending) (Job, error) {
+	var finished, out, lastErr any
+	if next.State.Terminal() {
+		finished = now
+	}
+	if e.output != nil {
+		out = string(e.output)
+	}
+	if e.err != "" {
+		lastErr = e.err
+	} else if j.LastError != "" {
+		lastErr = j.LastError
+	}
+	if next.State == fence.StateScheduled && next.RunAt <= now {
+		next.State = fence.StateAvailable // a snooze of no time releases the job at once
+	}
+	tags, err := mergeTags(j.Tags, e.tags)
+	if err != nil {
+		return j, fmt.Errorf("tags of job %d: %w", j.ID, err)
+	}
+	lease := "lease_until > ?"
+	if e.outcome == fence.OutcomeLeaseExpired {
+		lease = "lease_until <= ?"
+	}
+	rows, err := s.db.Query(`UPDATE stile_jobs SET state = ?, failures = ?, run_at = ?, output = ?,
+		last_error = ?, finished_at = ?, tags = ?, worker = NULL, lease_token = NULL, claimed_at = NULL,
+		lease_until = NULL, cancel_requested = NULL
+		WHERE id = ? AND state = 'running' AND attempt = ? AND worker = ? AND lease_token = ? AND `+lease+`
+		RETURNING id`,
+		string(next.State), next.Failures, next.RunAt, out, lastErr, finished, string(tags),
+		j.ID, j.Attempt, j.Worker, j.LeaseToken, now)
+	if err != nil {
+		return j, fmt.Errorf("record %s of job %d attempt %d: %w", e.outcome, j.ID, j.Attempt, err)
+	}
+	if !rows.Next() {
+		return j, fmt.Errorf("record %s of job %d attempt %d: %w", e.outcome, j.ID, j.Attempt, errGuard)
+	}
+	var attemptErr any
+	if e.err != "" {
+		attemptErr = e.err
+	}
+	if err := s.db.Exec(`INSERT INTO stile_job_attempts (job_id, attempt, worker, lease_token, claimed_at,
+		lease_until, ended_at, outcome, error, noticed_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		j.ID, j.Attempt, j.Worker, j.LeaseToken, j.ClaimedAt, j.LeaseUntil, now, string(e.outcome), attemptErr, e.noticedBy); err != nil {
+		return j, fmt.Errorf("record attempt %d of job %d: %w", j.Attempt, j.ID, err)
+	}
+	s.due.Removed(j.LeaseUntil)
+	switch next.State {
+	case fence.StateRetryable, fence.StateScheduled:
+		s.due.Added(next.RunAt)
+	case fence.StateAvailable:
+		s.woke = true
+	}
+	if j.ConcurrencyKey != "" {
+		if err := s.releaseSlot(now, j.ConcurrencyKey); err != nil {
+			return j, err
+		}
+	}
+	if next.State.Terminal() {
+		if err := s.settleChildren(now, j.ID, next.State); err != nil {
+			return j, err
+		}
+	}
+	j.State, j.Failures, j.RunAt = next.State, next.Failures, next.RunAt
+	j.Output, j.FinishedAt, j.Tags = e.output, 0, tags
+	if next.State.Terminal() {
+		j.FinishedAt = now
+	}
+	if e.err != "" {
+		j.LastError = e.err
+	}
+	j.Worker, j.LeaseToken, j.ClaimedAt, j.LeaseUntil, j.CancelRequested, j.CancelAt = "", "", 0, 0, false, 0
+	return j, nil
+}
+
+// mergeTags adds tags to a JSON array of tags, keeping order, no repeats.
+func mergeTags(have []byte, add []string) ([]byte, error) {
+	if len(add) == 0 {
+		if len(have) == 0 {
+			return []byte("[]"), nil
+		}
+		return have, nil
+	}
+	var tags []string
+	if len(have) > 0 {
+		var err error
+		if tags, err = api.DecodeStrings(have); err != nil {
+			return nil, err
+		}
+	}
+	seen := make(map[string]bool, len(tags)+len(add))
+	for _, t := range tags {
+		seen[t] = true
+	}
+	for _, t := range add {
+		if !seen[t] {
+			seen[t] = true
+			tags = append(tags, t)
+		}
+	}
+	return api.AppendStrings(nil, tags), nil
+}
+
+// settleChildren applies a parent's end to the jobs waiting for it, once:
+// each waiting edge is resolved in one guarded UPDATE. A completed parent
+// unlatches its children (ready when no parent is left); a dead or cancelled
+// one unlatches children that run regardless and cancels the others, whose
+// own children follow in turn.
+func (s *Store) settleChildren(now int64, parent int64, state fence.State) error {
+	type end struct {
+		id    int64
+		state fence.State
+	}
+	work := []end{{parent, state}}
+	for len(work) > 0 {
+		p := work[0]
+		work = work[1:]
+		resolved := "completed"
+		if p.state != fence.StateCompleted {
+			resolved = "failed"
+		}
+		rows, err := s.db.Query(`UPDATE stile_job_deps SET resolved = ?, resolved_at = ?
+			WHERE parent_id = ? AND resolved IS NULL RETURNING child_id`, resolved, now, p.id)
+		if err != nil {
+			return fmt.Errorf("settle the dependents of job %d: %w", p.id, err)
+		}
+		var children []int64
+		for rows.Next() {
+			children = append(children, rows.Int(0))
+		}
+		if len(children) == 0 {
+			continue
+		}
+		ids := string(idList(nil, children))
+		// Unlatch: a completed parent's children, or any parent's children
+		// that run regardless. A child with no parent left becomes ready.
+		regardless := ""
+		if resolved == "failed" {
+			regardless = " AND run_regardless = 1"
+		}
+		rows, err = s.db.Query(`UPDATE stile_jobs SET pending_parents = pending_parents - 1,
+			state = CASE WHEN pending_parents > 1 THEN 'pending' WHEN run_at > ? THEN 'scheduled' ELSE 'available' END
+			WHERE state = 'pending' AND id IN (SELECT value FROM json_each(?))`+regardless+`
+			RETURNING state, run_at`, now, ids)
+		if err != nil {
+			return fmt.Errorf("unlatch the dependents of job %d: %w", p.id, err)
+		}
+		for rows.Next() {
+			switch fence.State(rows.TextBytes(0)) {
+			case fence.StateAvailable:
+				s.woke = true
+			case fence.StateScheduled:
+				s.due.Added(rows.Int(1))
+			}
+		}
+		if resolved == "completed" {
+			continue
+		}
+		rows, err = s.db.Query(`UPDATE stile_jobs SET state = 'cancelled', finished_at = ?, last_error = ?
+			WHERE state = 'pending' AND run_regardless = 0 AND id IN (SELECT value FROM json_each(?))
+			RETURNING id`, now, fmt.Sprintf("parent job %d ended %s", p.id, p.state), ids)
+		if err != nil {
+			return fmt.Errorf("cancel the dependents of job %d: %w", p.id, err)
+		}
+		for rows.Next() {
+			work = append(work, end{rows.Int(0), fence.StateCancelled})
+		}
+	}
+	return nil
+}
+
+// takeSlots counts n claimed jobs against key's limit.
+func (s *Store) takeSlots(now int64, key string, n int) error {
+	rows, err := s.db.Query(`UPDATE stile_concurrency SET in_use = in_use + ?1, updated_at = ?2
+		WHERE key = ?3 AND in_use + ?1 <= slots RETURNING in_use`, n, now, key)
+	if err != nil {
+		return fmt.Errorf("take %d slots of %q: %w", n, key, err)
+	}
+	if !rows.Next() {
+		return fmt.Errorf("take %d slots of %q: %w", n, key, errGuard)
+	}
+	return nil
+}
+
+// releaseSlot frees the slot a job held while running.
+func (s *Store) releaseSlot(now int64, key string) error {
+	rows, err := s.db.Query(`UPDATE stile_concurrency SET in_use = in_use - 1, updated_at = ?
+		WHERE key = ? AND in_use > 0 RETURNING in_use`, now, key)
+	if err != nil {
+		return fmt.Errorf("release a slot of %q: %w", key, err)
+	}
+	if !rows.Next() {
+		return fmt.Errorf("release a slot of %q: %w", key, errGuard)
+	}
+	s.woke = true // a job waiting for this key may run now
+	return nil
+}
+
+// Cancel cancels a job: at once when it is not running (and its dependents
+// follow), or by asking its worker, who learns at its next heartbeat. From
+// then on heartbeats no longer extend the lease; if the worker never
+// reports, the lease runs out and the job ends cancelled, not retried.
+func (s *Store) Cancel(now, id int64, reason string) (Job, error) {
+	j, err := s.getFence(id)
+	if err != nil {
+		return j, err
+	}
+	action, rej := fence.Cancel(j.Job)
+	if rej != nil {
+		return j, rej
+	}
+	switch action {
+	case fence.CancelRequest:
+		rows, err := s.db.Query(`UPDATE stile_jobs SET cancel_requested = ?
+			WHERE id = ? AND state = 'running' AND cancel_requested IS NULL RETURNING id`, now, id)
+		if err != nil {
+			return j, fmt.Errorf("request cancel of job %d: %w", id, err)
+		}
+		if !rows.Next() {
+			return j, fmt.Errorf("request cancel of job %d: %w", id, errGuard)
+		}
+		j.CancelRequested, j.CancelAt = true, now
+	case fence.CancelNow:
+		msg := "cancelled"
+		if reason != "" {
+			msg = "cancelled: " + reason
+		}
+		rows, err := s.db.Query(`UPDATE stile_jobs SET state = 'cancelled', finished_at = ?, last_error = ?
+			WHERE id = ? AND state = ? RETURNING id`, now, msg, id, string(j.State))
+		if err != nil {
+			return j, fmt.Errorf("cancel job %d: %w", id, err)
+		}
+		if !rows.Next() {
+			return j, fmt.Errorf("cancel job %d: %w", id, errGuard)
+		}
+		if j.State == fence.StateScheduled || j.State == fence.StateRetryable {
+			s.due.Removed(j.RunAt)
+		}
+		if err := s.settleChildren(now, id, fence.StateCancelled); err != nil {
+			return j, err
+		}
+		j.State, j.FinishedAt, j.LastError = fence.StateCancelled, now, msg
+	}
+	return j, nil
+}
+
+// Retry runs a dead or cancelled job again with a fresh retry budget (its
+// attempt numbers go on). A job cancelled while it waited for parents runs
+// without waiting any more. Its dependents that were cancelled with it stay
+// cancelled.
+func (s *Store) Retry(now, id int64) (Job, error) {
+	j, err := s.getFence(id)
+	if err != nil {
+		return j, err
+	}
+	if j.State != fence.StateDead && j.State != fence.StateCancelled {
+		return j, refuse("not_retryable", "job %d is %s: only dead or cancelled jobs can be retried", id, j.State)
+	}
+	rows, err := s.db.Query(`UPDATE stile_jobs SET state = 'available', failures = 0, finished_at = NULL,
+		run_at = ?, pending_parents = 0 WHERE id = ? AND state = ? RETURNING id`, now, id, string(j.State))
+	if err != nil {
+		if do.IsConstraint(err) {
+			return j, refuse("unique_conflict", "job %d cannot run again: another live job holds its unique key", id)
+		}
+		return j, fmt.Errorf("retry job %d: %w", id, err)
+	}
+	if !rows.Next() {
+		return j, fmt.Errorf("retry job %d: %w", id, errGuard)
+	}
+	s.woke = true
+	return s.Get(id)
+}
+
+// Delete removes a finished job with its history.
+func (s *Store) Delete(id int64) error {
+	j, err := s.getFence(id)
+	if err != nil {
+		return err
+	}
+	if !j.State.Terminal() {
+		return refuse("not_finished", "job %d is %s: cancel it first; only finished jobs can be deleted", id, j.State)
+	}
+	rows, err := s.db.Query(`DELETE FROM stile_jobs WHERE id = ? AND state IN ('completed', 'cancelled', 'dead') RETURNING id`, id)
+	if err != nil {
+		return fmt.Errorf("delete job %d: %w", id, err)
+	}
+	if !rows.Next() {
+		return fmt.Errorf("delete job %d: %w", id, errGuard)
+	}
+	return nil
+}

@@ -1,0 +1,209 @@
+package fencestore
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/fence"
+)
+
+// Store reads and writes jobs in a tenant's SQLite database. Its methods
+// expect to run inside the request's transaction; they read state, ask
+// package fence what to do, and persist that decision with writes guarded
+// so that "0 rows" means the state moved underneath them.
+type Store struct {
+	db      *do.DB
+	due     DueTracker
+	strings map[string]string
+	buf     []byte // reused for JSON parameters
+
+	// Limits are the module's default concurrency limits, by key.
+	Limits map[string]int
+
+	woke bool
+}
+
+// DueTracker learns how the store's writes move due times (run_at of
+// waiting jobs, lease deadlines of running ones, schedule ticks), so the
+// tenant can keep its alarm without re-reading the minimum after every
+// request.
+type DueTracker interface {
+	// Added: something is now due at at.
+	Added(at int64)
+	// Removed: something due at at no longer is.
+	Removed(at int64)
+	// Unknown: many things changed; re-read the minimum.
+	Unknown()
+}
+
+// NoTracker is the DueTracker of a store whose due times nobody tracks.
+var NoTracker DueTracker = noTracker{}
+
+type noTracker struct{}
+
+func (noTracker) Added(int64)   {}
+func (noTracker) Removed(int64) {}
+func (noTracker) Unknown()      {}
+
+// New returns a store over db; due may be nil.
+func New(db *do.DB, due DueTracker) *Store {
+	if due == nil {
+		due = NoTracker
+	}
+	return &Store{db: db, due: due, strings: map[string]string{}}
+}
+
+// Woke reports, and forgets, whether writes since the last call may have
+// made jobs claimable (an enqueue, a promotion, a freed slot, a child whose
+// parents finished): held claims should look again.
+func (s *Store) Woke() bool {
+	w := s.woke
+	s.woke = false
+	return w
+}
+
+// intern returns b as a string, sharing the memory of equal strings seen
+// before (kinds, queues, workers repeat; each allocation costs in Wasm).
+func (s *Store) intern(b []byte) string {
+	if v, ok := s.strings[string(b)]; ok {
+		return v
+	}
+	v := string(b)
+	if len(s.strings) < 4096 {
+		s.strings[v] = v
+	}
+	return v
+}
+
+func stateOf(b []byte) fence.State {
+	for _, st := range fence.States {
+		if string(st) == string(b) {
+			return st
+		}
+	}
+	return fence.State(b)
+}
+
+// ErrNotFound is returned for a job id the tenant does not have.
+var ErrNotFound = errors.New("job not found")
+
+// errGuard means a guarded write matched no row although the state read in
+// the same transaction said it would: a bug, never a normal outcome.
+var errGuard = errors.New("guarded write matched no row")
+
+// Job is a stored job. The fence's view of it is embedded.
+type Job struct {
+	fence.Job
+	Kind           string
+	Queue          string
+	Priority       int
+	Args           []byte
+	CreatedAt      int64
+	FinishedAt     int64
+	Output         []byte
+	LastError      string
+	BackoffMs      int64
+	BackoffMaxMs   int64
+	Tags           []byte // JSON array of strings
+	UniqueKey      string
+	ConcurrencyKey string
+	PendingParents int64
+	RunRegardless  bool
+	CancelAt       int64 // when a cancel was requested, while running
+}
+
+// Backoff is the job's retry schedule.
+func (j *Job) Backoff() fence.Backoff {
+	return fence.Backoff{BaseMs: j.BackoffMs, MaxMs: j.BackoffMaxMs}
+}
+
+// fenceColumns are what the fence and a finished attempt need: no args,
+// no output (either may be a megabyte).
+const fenceColumns = `id, state, attempt, failures, max_attempts, lease_ms, backoff_ms, backoff_max_ms,
+	run_at, worker, lease_token, claimed_at, lease_until, last_error, timeout_ms, cancel_requested,
+	concurrency_key, tags`
+
+// jobColumns are fenceColumns and the rest of the row.
+const jobColumns = fenceColumns + `, kind, queue, priority, args, created_at, output, finished_at,
+	unique_key, pending_parents, run_regardless`
+
+func (s *Store) scanFence(r *do.Rows, j *Job) {
+	j.ID = r.Int(0)
+	j.State = stateOf(r.TextBytes(1))
+	j.Attempt = r.Int(2)
+	j.Failures = r.Int(3)
+	j.MaxAttempts = r.Int(4)
+	j.LeaseMs = r.Int(5)
+	j.BackoffMs = r.Int(6)
+	j.BackoffMaxMs = r.Int(7)
+	j.RunAt = r.Int(8)
+	j.Worker = s.intern(r.TextBytes(9))
+	j.LeaseToken = r.Text(10)
+	j.ClaimedAt = r.Int(11)
+	j.LeaseUntil = r.Int(12)
+	j.LastError = r.Text(13)
+	j.TimeoutMs = r.Int(14)
+	j.CancelAt = r.Int(15)
+	j.CancelRequested = !r.Null(15)
+	j.ConcurrencyKey = s.intern(r.TextBytes(16))
+	j.Tags = r.Bytes(17)
+}
+
+func (s *Store) scanJob(r *do.Rows) Job {
+	var j Job
+	s.scanFence(r, &j)
+	j.Kind = s.intern(r.TextBytes(18))
+	j.Queue = s.intern(r.TextBytes(19))
+	j.Priority = int(r.Int(20))
+	j.Args = r.Bytes(21)
+	j.CreatedAt = r.Int(22)
+	j.Output = r.Bytes(23)
+	j.FinishedAt = r.Int(24)
+	j.UniqueKey = r.Text(25)
+	j.PendingParents = r.Int(26)
+	j.RunRegardless = r.Int(27) == 1
+	return j
+}
+
+// Get reads one job.
+func (s *Store) Get(id int64) (Job, error) {
+	var j Job
+	err := s.readJob(id, jobColumns, func(r *do.Rows) { j = s.scanJob(r) })
+	return j, err
+}
+
+// getFence reads what a heartbeat, report or cancel needs of a job.
+func (s *Store) getFence(id int64) (Job, error) {
+	var j Job
+	err := s.readJob(id, fenceColumns, func(r *do.Rows) { s.scanFence(r, &j) })
+	return j, err
+}
+
+func (s *Store) readJob(id int64, columns string, scan func(*do.Rows)) error {
+	rows, err := s.db.Query(`SELECT `+columns+` FROM stile_jobs WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("read job %d: %w", id, err)
+	}
+	if !rows.Next() {
+		if rows.Err() != nil {
+			return fmt.Errorf("read job %d: %w", id, rows.Err())
+		}
+		return fmt.Errorf("job %d: %w", id, ErrNotFound)
+	}
+	scan(rows)
+	return rows.Err()
+}
+
+// Refusal is an operation the store refuses because of the state it found
+// (not bad input, not a fence rejection): its Code is an API error code.
+type Refusal struct {
+	Code    string
+	Message string
+}
+
+func (r *Refusal) Error() string { return r.Message }
+
+func refuse(code, format string, args ...any) *Refusal {
+	return &Refusal{Code: code, Message: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,30 @@
+// Package storetest opens a tenant database for the stores' tests: a real
+// SQLite file with Stile's migrations applied, in the test's temporary
+// directory, behind the same do.DB the tenant module uses.
+//
+// The store tests under runtime/internal import it.
+package storetest
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/host/dosql"
+	"github.com/stile-run/stile/schema"
+)
+
+// Open returns a migrated tenant database, closed when t ends. Its clock
+// reads 1: the stores take time as arguments.
+func Open(t testing.TB) *do.DB {
+	t.Helper()
+	sq, err := dosql.Open(filepath.Join(t.TempDir(), "tenant.sqlite"))
+	require.NoError(t, err)
+	t.Cleanup(func() { sq.Close() })
+	db := do.NewDB(dosql.Host(sq, func() int64 { return 1 }))
+	_, err = schema.Apply(db, schema.Ledger, schema.Migrations())
+	require.NoError(t, err)
+	return db
+}
