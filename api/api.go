@@ -39,36 +39,6 @@ const (
 	MaxSlots         = 1_000_000 // slots of a concurrency limit
 )
 
-// Error is the body of every non-2xx response.
-type Error struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
-
-// Error codes. They are stable: clients may switch on them.
-const (
-	CodeUnauthorized     = "unauthorized"       // 401
-	CodeInvalidTenant    = "invalid_tenant"     // 400
-	CodeInvalidJSON      = "invalid_json"       // 400: the body is not JSON of the expected shape
-	CodeInvalidRequest   = "invalid_request"    // 400: a field is missing, unknown or out of range
-	CodeUnknownKind      = "unknown_kind"       // 400: the kind is not registered in the module
-	CodeInvalidArgs      = "invalid_args"       // 400: the kind's validator refused the args
-	CodeTooLarge         = "too_large"          // 400: args or output over their limit
-	CodeBodyTooLarge     = "body_too_large"     // 413
-	CodeNotFound         = "not_found"          // 404
-	CodeMethodNotAllowed = "method_not_allowed" // 405
-	CodeInternal         = "internal"           // 500
-	CodeFinished         = "finished"           // 409: the job already ended (cancel)
-	CodeNotRetryable     = "not_retryable"      // 409: only dead or cancelled jobs can be retried
-	CodeNotFinished      = "not_finished"       // 409: only finished jobs can be deleted
-	CodeUniqueConflict   = "unique_conflict"    // 409: another live job holds the unique key
-	CodeTxFailed         = "tx_failed"          // 422: a registered transaction failed and wrote nothing
-	// Fence rejections (409) use the codes of package fence:
-	// stale_attempt, other_worker, bad_token, lease_expired, already_reported.
-)
-
 // JobState mirrors fence.State on the wire.
 type JobState = string
 
@@ -174,7 +144,7 @@ type Rejection struct {
 	Worker  string    `json:"worker"`
 	Attempt int64     `json:"attempt"`
 	Outcome string    `json:"outcome,omitempty"`
-	Code    string    `json:"code"`
+	Code    Code      `json:"code"`
 	Message string    `json:"message"`
 }
 

@@ -23,18 +23,8 @@ const (
 	MaxOpenShown        = 20                 // open deliveries shown per reaction
 )
 
-// Error codes of events and reactions.
+// Names of outcomes, reaction kinds and states on the wire.
 const (
-	CodeVersionConflict   = "version_conflict"  // 409: the stream is not at the expected version
-	CodeUnknownAggregate  = "unknown_aggregate" // 400: no aggregate of that name is registered
-	CodeCommandRejected   = "command_rejected"  // 422: the aggregate's decide refused the command
-	CodeCommandIDReused   = "command_id_reused" // 409: the id was applied before with other content
-	CodeUnknownHandler    = "unknown_handler"   // 400: no policy or process of that name is registered
-	CodeClaimTakenOver    = "claim_taken_over"  // 409: another claim holds the delivery now
-	CodeUnknownClaim      = "unknown_claim"     // 409: the event was never delivered to the handler
-	CodeOutOfOrder        = "out_of_order"      // 409: an earlier event of the handler is not settled
-	CodeAlreadySettled    = "already_settled"   // 409: the claim was settled with another outcome
-	CodeNotStuck          = "not_stuck"         // 409: skip: the event is not the handler's open head
 	OutcomeSucceeded      = "succeeded"         // a settlement's outcomes
 	OutcomeDelayed        = "delayed"           // run the handler again after delay_ms, no failure counted
 	ReactionKindPolicy    = "policy"            // a reaction without state
@@ -69,14 +59,6 @@ type AppendResponse struct {
 	Version  int64  `json:"version"`
 	FirstSeq int64  `json:"first_seq"`
 	LastSeq  int64  `json:"last_seq"`
-}
-
-// VersionConflict is the body of a 409 version_conflict.
-type VersionConflict struct {
-	Code           string `json:"code"`
-	Message        string `json:"message"`
-	Stream         string `json:"stream"`
-	CurrentVersion int64  `json:"current_version"`
 }
 
 // Event is a stored event. Seq numbers the tenant's log without gaps;

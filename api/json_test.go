@@ -268,6 +268,7 @@ func TestWritersMatchEncodingJSON(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 678e6, time.UTC)
 	later := at.Add(time.Hour)
+	four := int64(4)
 	job := api.Job{ID: "1", Kind: "k\"\\\n\t\x01é\u2028", Queue: "q", Priority: 2, Args: json.RawMessage(`{"a":1}`),
 		State: "completed", Attempt: 2, Failures: 1, MaxAttempts: 5, LeaseMs: 100, RunAt: at, CreatedAt: at,
 		FinishedAt: &later, Output: json.RawMessage(`"out"`), LastError: "e", Tags: []string{},
@@ -305,10 +306,11 @@ func TestWritersMatchEncodingJSON(t *testing.T) {
 		api.SchedulesResponse{Schedules: []api.Schedule{{Name: "s", Cron: "@hourly", Job: json.RawMessage(`{"kind":"k"}`),
 			Paused: true, NextAt: later, LastAt: &at, LastJobID: "7", LastError: "e", CreatedAt: at, UpdatedAt: at}}},
 		api.TxResult{Result: json.RawMessage(`{"ok":true}`)},
+		api.Error{Code: api.CodeNotFound, Message: "no"},
 		// Events and reactions.
 		cmd, api.Command{ID: "c", Aggregate: "a", AggregateID: "1", Type: "t"},
 		api.AppendResponse{Stream: "order:1", Version: 3, FirstSeq: 10, LastSeq: 12},
-		api.VersionConflict{Code: api.CodeVersionConflict, Message: "m\"", Stream: "order:1", CurrentVersion: 4},
+		&api.Error{Code: api.CodeVersionConflict, Message: "m\"", Stream: "order:1", CurrentVersion: &four},
 		ev, api.Event{Seq: 2, Stream: "s:1", Version: 1, Type: "t", Data: json.RawMessage(`null`), At: at},
 		api.EventsResponse{Events: []api.Event{ev, {Seq: 2, Stream: "s", Version: 2, Type: "u", Data: json.RawMessage(`[]`), At: later}},
 			Next: 2, Head: 99},

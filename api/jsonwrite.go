@@ -208,8 +208,12 @@ func appendString(b []byte, s string) []byte {
 // AppendJSON appends e as JSON.
 func (e Error) AppendJSON(b []byte) []byte {
 	o := startObject(b)
-	o.str("code", e.Code)
+	o.str("code", string(e.Code))
 	o.str("message", e.Message)
+	o.strOmit("stream", e.Stream)
+	if e.CurrentVersion != nil {
+		o.int("current_version", *e.CurrentVersion)
+	}
 	return o.end()
 }
 
@@ -241,7 +245,7 @@ func (r Rejection) AppendJSON(b []byte) []byte {
 	o.str("worker", r.Worker)
 	o.int("attempt", r.Attempt)
 	o.strOmit("outcome", r.Outcome)
-	o.str("code", r.Code)
+	o.str("code", string(r.Code))
 	o.str("message", r.Message)
 	return o.end()
 }

@@ -29,19 +29,6 @@ func (r AppendResponse) AppendJSON(b []byte) []byte {
 // MarshalJSON implements json.Marshaler.
 func (r AppendResponse) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }
 
-// AppendJSON appends v as JSON.
-func (v VersionConflict) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("code", v.Code)
-	o.str("message", v.Message)
-	o.str("stream", v.Stream)
-	o.int("current_version", v.CurrentVersion)
-	return o.end()
-}
-
-// MarshalJSON implements json.Marshaler.
-func (v VersionConflict) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
-
 // AppendJSON appends e as JSON.
 func (e Event) AppendJSON(b []byte) []byte {
 	o := startObject(b)

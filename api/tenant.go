@@ -29,18 +29,37 @@ func ValidTenant(name string) bool {
 	return true
 }
 
-// InvalidTenant is the body of the 400 for a tenant name that breaks the
-// rule. It does not quote the name, so every transport words it alike.
-var InvalidTenant = Error{Code: CodeInvalidTenant,
-	Message: "invalid tenant name: use 1-63 characters of a-z, 0-9, '-' and '_', starting with a letter or digit"}
+// The answers every host words alike, whichever layer gives them: the
+// transports (the Worker's JS, the Go server) give some before the module
+// runs, and the Worker's config.mjs is generated from these.
+var (
+	// InvalidTenant is the 400 for a tenant name that breaks the rule. It
+	// does not quote the name, so every transport words it alike.
+	InvalidTenant = Error{Status: 400, Code: CodeInvalidTenant,
+		Message: "invalid tenant name: use 1-63 characters of a-z, 0-9, '-' and '_', starting with a letter or digit"}
+	// BodyTooLarge is the 413 for a request body over MaxBodyBytes.
+	BodyTooLarge = Error{Status: 413, Code: CodeBodyTooLarge,
+		Message: fmt.Sprintf("request body exceeds %d bytes", MaxBodyBytes)}
+	// Unauthorized is every 401.
+	Unauthorized = Error{Status: 401, Code: CodeUnauthorized,
+		Message: "missing or wrong bearer token: send the header \"Authorization: Bearer\" followed by the deployment's token"}
+)
 
-// BodyTooLarge is the body of the 413 for a request body over MaxBodyBytes.
-var BodyTooLarge = Error{Code: CodeBodyTooLarge,
-	Message: fmt.Sprintf("request body exceeds %d bytes", MaxBodyBytes)}
+// NoRouteHint ends the message of every 404 for a path that is no route.
+const NoRouteHint = "the routes are /" + Version + "/t/{tenant}/… (docs/API.md lists them)"
 
-// NoRoute is the message of a 404 for a path that is no API route.
-func NoRoute(method, path string) string {
-	return fmt.Sprintf("no route %s %s: tenant routes start with /%s/t/{tenant}/", method, path, Version)
+// NoRoute is the 404 for a request that matches no route, in every host.
+func NoRoute(method, path string) *Error {
+	return Refuse(CodeNotFound, "no route %s %s: %s", method, path, NoRouteHint)
+}
+
+// InternalPrefix starts the message of every 500; the cause follows.
+const InternalPrefix = "the request failed and wrote nothing: "
+
+// Internal is the 500 for a request that failed: its transaction rolled
+// back (or never began). cause is one line.
+func Internal(cause string) *Error {
+	return &Error{Status: 500, Code: CodeInternal, Message: InternalPrefix + cause}
 }
 
 // SplitTenantPath splits /v1/t/{tenant}/{rest…} into the tenant and the
@@ -53,10 +72,6 @@ func SplitTenantPath(path string) (tenant, rest string, ok bool) {
 	tenant, rest, _ = strings.Cut(path[len(prefix):], "/")
 	return tenant, rest, true
 }
-
-// Unauthorized is the body of every 401.
-var Unauthorized = Error{Code: CodeUnauthorized,
-	Message: "missing or wrong bearer token: send the header \"Authorization: Bearer\" followed by the deployment's token"}
 
 // ValidName reports whether s is a valid job kind, queue or worker name:
 // 1 to 128 bytes of letters, digits, '_', '.', ':' and '-', starting with a

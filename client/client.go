@@ -12,8 +12,6 @@ import (
 	"strings"
 
 	"github.com/stile-run/stile/api"
-	"github.com/stile-run/stile/fence"
-	"github.com/stile-run/stile/inbox"
 )
 
 // Client talks to one Stile deployment.
@@ -32,54 +30,29 @@ func New(baseURL, token string, hc *http.Client) *Client {
 	return &Client{base: strings.TrimSuffix(baseURL, "/"), token: token, http: hc}
 }
 
+// BaseURL is the deployment's URL, as given to New without a trailing
+// slash.
+func (c *Client) BaseURL() string { return c.base }
+
 // Tenant returns a handle on one tenant.
 func (c *Client) Tenant(name string) *Tenant { return &Tenant{c: c, name: name} }
-
-// Error is a non-2xx answer: the HTTP status and the API's error body.
-type Error struct {
-	Status  int
-	Code    string
-	Message string
-	// CurrentVersion is the stream's version in a 409 version_conflict.
-	CurrentVersion int64
-}
-
-func (e *Error) Error() string {
-	return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
-}
-
-// Is makes errors.Is(err, fence.ErrStale) true for a refused heartbeat,
-// report or settlement (409 with a code of package fence or inbox).
-func (e *Error) Is(target error) bool {
-	return target == fence.ErrStale && e.Status == http.StatusConflict && StaleCode(e.Code)
-}
-
-// StaleCode reports whether code is a fence's refusal of a stale claim.
-func StaleCode(code string) bool {
-	switch fence.Code(code) {
-	case fence.CodeStaleAttempt, fence.CodeOtherWorker, fence.CodeBadToken, fence.CodeLeaseExpired,
-		fence.CodeAlreadyReported, inbox.CodeTakenOver, inbox.CodeUnknownClaim, inbox.CodeOutOfOrder,
-		inbox.CodeAlreadySettled:
-		return true
-	}
-	return false
-}
 
 // Retryable reports whether a request that failed with err may succeed if
 // sent again: a transport failure, or an answer of the server's own
 // trouble (5xx, including a platform's plain-text 500, or 429). A refusal
 // of the request itself (4xx) will be refused again.
 func Retryable(err error) bool {
-	var e *Error
+	var e *api.Error
 	if !errors.As(err, &e) {
 		return err != nil
 	}
 	return e.Status >= 500 || e.Status == http.StatusTooManyRequests || e.Code == api.CodeInternal
 }
 
-// Code returns the API error code of err, or "" if err is not an *Error.
-func Code(err error) string {
-	var e *Error
+// Code returns the API error code of err, or "" if err is not an
+// *api.Error.
+func Code(err error) api.Code {
+	var e *api.Error
 	if errors.As(err, &e) {
 		return e.Code
 	}
@@ -124,11 +97,37 @@ type Tenant struct {
 // Name is the tenant's name.
 func (t *Tenant) Name() string { return t.name }
 
-func (t *Tenant) path(p string) string {
-	return "/" + api.Version + "/t/" + url.PathEscape(t.name) + "/" + p
+// path is r's path for this tenant, its {parameters} filled in order
+// with params, escaped, and the query string if q has values.
+func (t *Tenant) path(r api.Route, q url.Values, params ...string) string {
+	var b strings.Builder
+	b.WriteString("/" + api.Version + "/t/" + url.PathEscape(t.name))
+	pattern := r.Pattern
+	for pattern != "" {
+		var seg string
+		seg, pattern, _ = strings.Cut(pattern, "/")
+		b.WriteByte('/')
+		if len(seg) > 1 && seg[0] == '{' {
+			if len(params) == 0 {
+				panic("client: too few parameters for " + r.String())
+			}
+			seg, params = url.PathEscape(params[0]), params[1:]
+		}
+		b.WriteString(seg)
+	}
+	if len(params) > 0 {
+		panic("client: too many parameters for " + r.String())
+	}
+	if len(q) > 0 {
+		b.WriteString("?" + q.Encode())
+	}
+	return b.String()
 }
 
-func (t *Tenant) do(ctx context.Context, method, p string, in, out any) error {
+// do sends route r, its path filled with params and q, with in (nil: no
+// body) as JSON, and decodes the answer into out (nil: ignored). A non-2xx
+// answer is an *api.Error.
+func (t *Tenant) do(ctx context.Context, r api.Route, q url.Values, in, out any, params ...string) error {
 	var body []byte
 	if in != nil {
 		var err error
@@ -136,22 +135,24 @@ func (t *Tenant) do(ctx context.Context, method, p string, in, out any) error {
 			return err
 		}
 	}
-	status, b, err := t.c.Raw(ctx, method, t.path(p), body, nil)
+	p := t.path(r, q, params...)
+	status, b, err := t.c.Raw(ctx, r.Method, p, body, nil)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, t.path(p), err)
+		return fmt.Errorf("%s %s: %w", r.Method, p, err)
 	}
 	if status < 200 || status > 299 {
-		var body api.VersionConflict // an api.Error, and what a conflict adds
-		if json.Unmarshal(b, &body) != nil || body.Code == "" {
-			body.Code, body.Message = "http_"+fmt.Sprint(status), strings.TrimSpace(string(b))
+		var e api.Error
+		if json.Unmarshal(b, &e) != nil || e.Code == "" {
+			e = api.Error{Code: api.Code("http_" + fmt.Sprint(status)), Message: strings.TrimSpace(string(b))}
 		}
-		return &Error{Status: status, Code: body.Code, Message: body.Message, CurrentVersion: body.CurrentVersion}
+		e.Status = status
+		return &e
 	}
 	if out == nil {
 		return nil
 	}
 	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("%s %s: decode response: %w", method, t.path(p), err)
+		return fmt.Errorf("%s %s: decode response: %w", r.Method, p, err)
 	}
 	return nil
 }
@@ -159,44 +160,44 @@ func (t *Tenant) do(ctx context.Context, method, p string, in, out any) error {
 // Enqueue adds one job.
 func (t *Tenant) Enqueue(ctx context.Context, r api.EnqueueRequest) (api.Job, error) {
 	var j api.Job
-	err := t.do(ctx, http.MethodPost, "jobs", r, &j)
+	err := t.do(ctx, api.RouteEnqueue, nil, r, &j)
 	return j, err
 }
 
 // EnqueueBatch adds many jobs in one transaction: all or none.
 func (t *Tenant) EnqueueBatch(ctx context.Context, rs []api.EnqueueRequest) ([]api.Job, error) {
 	var out api.EnqueueBatchResponse
-	err := t.do(ctx, http.MethodPost, "jobs/batch", api.EnqueueBatchRequest{Jobs: rs}, &out)
+	err := t.do(ctx, api.RouteEnqueueMany, nil, api.EnqueueBatchRequest{Jobs: rs}, &out)
 	return out.Jobs, err
 }
 
 // Job reads a job with its attempt history and refused reports.
 func (t *Tenant) Job(ctx context.Context, id string) (api.Job, error) {
 	var j api.Job
-	err := t.do(ctx, http.MethodGet, "jobs/"+url.PathEscape(id), nil, &j)
+	err := t.do(ctx, api.RouteGetJob, nil, nil, &j, id)
 	return j, err
 }
 
 // Claim takes ready jobs (see api.ClaimRequest; WaitMs long-polls).
 func (t *Tenant) Claim(ctx context.Context, r api.ClaimRequest) (api.ClaimResponse, error) {
 	var out api.ClaimResponse
-	err := t.do(ctx, http.MethodPost, "claims", r, &out)
+	err := t.do(ctx, api.RouteClaim, nil, r, &out)
 	return out, err
 }
 
 // Heartbeat extends the lease of a claim; a lost lease is an *Error with
-// errors.Is(err, fence.ErrStale).
+// errors.Is(err, api.ErrStale).
 func (t *Tenant) Heartbeat(ctx context.Context, id string, c api.Claim) (api.HeartbeatResponse, error) {
 	var out api.HeartbeatResponse
-	err := t.do(ctx, http.MethodPost, "jobs/"+url.PathEscape(id)+"/heartbeat", api.HeartbeatRequest{Claim: c}, &out)
+	err := t.do(ctx, api.RouteHeartbeat, nil, api.HeartbeatRequest{Claim: c}, &out, id)
 	return out, err
 }
 
 // Report records how an attempt ended. A refused report is an *Error with
-// errors.Is(err, fence.ErrStale); it wrote nothing.
+// errors.Is(err, api.ErrStale); it wrote nothing.
 func (t *Tenant) Report(ctx context.Context, id string, r api.ReportRequest) (api.ReportResponse, error) {
 	var out api.ReportResponse
-	err := t.do(ctx, http.MethodPost, "jobs/"+url.PathEscape(id)+"/report", r, &out)
+	err := t.do(ctx, api.RouteReport, nil, r, &out, id)
 	return out, err
 }
 
@@ -204,34 +205,34 @@ func (t *Tenant) Report(ctx context.Context, id string, r api.ReportRequest) (ap
 // own; results are in request order.
 func (t *Tenant) ReportBatch(ctx context.Context, rs []api.BatchReport) ([]api.BatchReportResult, error) {
 	var out api.BatchReportResponse
-	err := t.do(ctx, http.MethodPost, "reports", api.BatchReportRequest{Reports: rs}, &out)
+	err := t.do(ctx, api.RouteReportMany, nil, api.BatchReportRequest{Reports: rs}, &out)
 	return out.Results, err
 }
 
 // Status describes the tenant.
 func (t *Tenant) Status(ctx context.Context) (api.Status, error) {
 	var out api.Status
-	err := t.do(ctx, http.MethodGet, "status", nil, &out)
+	err := t.do(ctx, api.RouteStatus, nil, nil, &out)
 	return out, err
 }
 
 // Cancel cancels a job: at once if it waits, through its worker if it runs.
 func (t *Tenant) Cancel(ctx context.Context, id, reason string) (api.Job, error) {
 	var j api.Job
-	err := t.do(ctx, http.MethodPost, "jobs/"+url.PathEscape(id)+"/cancel", api.CancelRequest{Reason: reason}, &j)
+	err := t.do(ctx, api.RouteCancel, nil, api.CancelRequest{Reason: reason}, &j, id)
 	return j, err
 }
 
 // Retry runs a dead or cancelled job again with a fresh retry budget.
 func (t *Tenant) Retry(ctx context.Context, id string) (api.Job, error) {
 	var j api.Job
-	err := t.do(ctx, http.MethodPost, "jobs/"+url.PathEscape(id)+"/retry", nil, &j)
+	err := t.do(ctx, api.RouteRetry, nil, nil, &j, id)
 	return j, err
 }
 
 // Delete removes a finished job and its history.
 func (t *Tenant) Delete(ctx context.Context, id string) error {
-	return t.do(ctx, http.MethodDelete, "jobs/"+url.PathEscape(id), nil, nil)
+	return t.do(ctx, api.RouteDeleteJob, nil, nil, nil, id)
 }
 
 // List lists jobs in id order (state, queue, kind filter; after pages on).
@@ -246,59 +247,55 @@ func (t *Tenant) List(ctx context.Context, state, queue, kind, after string, lim
 		q.Set("limit", fmt.Sprint(limit))
 	}
 	var out api.ListResponse
-	p := "jobs"
-	if len(q) > 0 {
-		p += "?" + q.Encode()
-	}
-	err := t.do(ctx, http.MethodGet, p, nil, &out)
+	err := t.do(ctx, api.RouteListJobs, q, nil, &out)
 	return out, err
 }
 
 // Queues counts jobs per queue and state.
 func (t *Tenant) Queues(ctx context.Context) (api.QueuesResponse, error) {
 	var out api.QueuesResponse
-	err := t.do(ctx, http.MethodGet, "queues", nil, &out)
+	err := t.do(ctx, api.RouteQueues, nil, nil, &out)
 	return out, err
 }
 
 // SetLimit sets a concurrency limit.
 func (t *Tenant) SetLimit(ctx context.Context, key string, slots int64) (api.Limit, error) {
 	var out api.Limit
-	err := t.do(ctx, http.MethodPut, "concurrency/"+url.PathEscape(key), api.SetLimitRequest{Slots: &slots}, &out)
+	err := t.do(ctx, api.RouteSetLimit, nil, api.SetLimitRequest{Slots: &slots}, &out, key)
 	return out, err
 }
 
 // Limits lists the concurrency limits.
 func (t *Tenant) Limits(ctx context.Context) ([]api.Limit, error) {
 	var out api.LimitsResponse
-	err := t.do(ctx, http.MethodGet, "concurrency", nil, &out)
+	err := t.do(ctx, api.RouteLimits, nil, nil, &out)
 	return out.Limits, err
 }
 
 // PutSchedule creates or replaces a schedule.
 func (t *Tenant) PutSchedule(ctx context.Context, name string, r api.ScheduleRequest) (api.Schedule, error) {
 	var out api.Schedule
-	err := t.do(ctx, http.MethodPut, "schedules/"+url.PathEscape(name), r, &out)
+	err := t.do(ctx, api.RoutePutSchedule, nil, r, &out, name)
 	return out, err
 }
 
 // Schedule reads a schedule.
 func (t *Tenant) Schedule(ctx context.Context, name string) (api.Schedule, error) {
 	var out api.Schedule
-	err := t.do(ctx, http.MethodGet, "schedules/"+url.PathEscape(name), nil, &out)
+	err := t.do(ctx, api.RouteGetSchedule, nil, nil, &out, name)
 	return out, err
 }
 
 // DeleteSchedule removes a schedule; the jobs it enqueued stay.
 func (t *Tenant) DeleteSchedule(ctx context.Context, name string) error {
-	return t.do(ctx, http.MethodDelete, "schedules/"+url.PathEscape(name), nil, nil)
+	return t.do(ctx, api.RouteDelSchedule, nil, nil, nil, name)
 }
 
 // Tx runs a transaction registered in the module with input (any JSON
 // value) and decodes its result into out (which may be nil).
 func (t *Tenant) Tx(ctx context.Context, name string, input, out any) error {
 	var r api.TxResult
-	if err := t.do(ctx, http.MethodPost, "tx/"+url.PathEscape(name), input, &r); err != nil {
+	if err := t.do(ctx, api.RouteTx, nil, input, &r, name); err != nil {
 		return err
 	}
 	if out == nil {

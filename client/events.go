@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -11,10 +10,10 @@ import (
 )
 
 // Append appends events to a stream. With r.ExpectedVersion set, a stream
-// at another version answers 409 version_conflict (Error.CurrentVersion).
+// at another version answers 409 version_conflict (api.Error.CurrentVersion).
 func (t *Tenant) Append(ctx context.Context, stream string, r api.AppendRequest) (api.AppendResponse, error) {
 	var out api.AppendResponse
-	err := t.do(ctx, http.MethodPost, "streams/"+url.PathEscape(stream), r, &out)
+	err := t.do(ctx, api.RouteAppend, nil, r, &out, stream)
 	return out, err
 }
 
@@ -27,7 +26,7 @@ func (t *Tenant) Events(ctx context.Context, after int64, limit int, types ...st
 		q.Set("types", strings.Join(types, ","))
 	}
 	var out api.EventsResponse
-	err := t.do(ctx, http.MethodGet, "events?"+q.Encode(), nil, &out)
+	err := t.do(ctx, api.RouteEvents, q, nil, &out)
 	return out, err
 }
 
@@ -37,7 +36,7 @@ func (t *Tenant) Stream(ctx context.Context, stream string, from int64, limit in
 	q := url.Values{"from_version": {strconv.FormatInt(from, 10)}}
 	setLimit(q, limit)
 	var out api.EventsResponse
-	err := t.do(ctx, http.MethodGet, "streams/"+url.PathEscape(stream)+"?"+q.Encode(), nil, &out)
+	err := t.do(ctx, api.RouteReadStream, q, nil, &out, stream)
 	return out, err
 }
 
@@ -45,21 +44,21 @@ func (t *Tenant) Stream(ctx context.Context, stream string, from int64, limit in
 // then, with Duplicate set.
 func (t *Tenant) Command(ctx context.Context, c api.Command) (api.CommandResult, error) {
 	var out api.CommandResult
-	err := t.do(ctx, http.MethodPost, "commands", c, &out)
+	err := t.do(ctx, api.RouteCommand, nil, c, &out)
 	return out, err
 }
 
 // GetCommand reads what an applied command did.
 func (t *Tenant) GetCommand(ctx context.Context, id string) (api.CommandResult, error) {
 	var out api.CommandResult
-	err := t.do(ctx, http.MethodGet, "commands/"+url.PathEscape(id), nil, &out)
+	err := t.do(ctx, api.RouteGetCommand, nil, nil, &out, id)
 	return out, err
 }
 
 // ClaimReactions claims deliveries of events to the module's reactions.
 func (t *Tenant) ClaimReactions(ctx context.Context, r api.ReactionClaimRequest) (api.ReactionClaimResponse, error) {
 	var out api.ReactionClaimResponse
-	err := t.do(ctx, http.MethodPost, "reactions/claims", r, &out)
+	err := t.do(ctx, api.RouteClaimEvents, nil, r, &out)
 	return out, err
 }
 
@@ -67,26 +66,26 @@ func (t *Tenant) ClaimReactions(ctx context.Context, r api.ReactionClaimRequest)
 // (Error set when it was refused).
 func (t *Tenant) Settle(ctx context.Context, ss ...api.Settlement) ([]api.SettleResult, error) {
 	var out api.SettleResponse
-	err := t.do(ctx, http.MethodPost, "reactions/settle", api.SettleRequest{Settlements: ss}, &out)
+	err := t.do(ctx, api.RouteSettle, nil, api.SettleRequest{Settlements: ss}, &out)
 	return out.Results, err
 }
 
 // Reactions reads the status of the module's reactions.
 func (t *Tenant) Reactions(ctx context.Context) (api.ReactionsResponse, error) {
 	var out api.ReactionsResponse
-	err := t.do(ctx, http.MethodGet, "reactions", nil, &out)
+	err := t.do(ctx, api.RouteReactions, nil, nil, &out)
 	return out, err
 }
 
 // Skip skips the event a reaction is stuck on, with the reason.
 func (t *Tenant) Skip(ctx context.Context, handler string, seq int64, reason string) error {
-	return t.do(ctx, http.MethodPost, "reactions/"+url.PathEscape(handler)+"/skip", api.SkipRequest{Seq: seq, Reason: reason}, nil)
+	return t.do(ctx, api.RouteSkip, nil, api.SkipRequest{Seq: seq, Reason: reason}, nil, handler)
 }
 
 // Projections reads the status of the module's projections.
 func (t *Tenant) Projections(ctx context.Context) (api.ProjectionsResponse, error) {
 	var out api.ProjectionsResponse
-	err := t.do(ctx, http.MethodGet, "projections", nil, &out)
+	err := t.do(ctx, api.RouteProjections, nil, nil, &out)
 	return out, err
 }
 
@@ -94,18 +93,14 @@ func (t *Tenant) Projections(ctx context.Context) (api.ProjectionsResponse, erro
 // keep the current one until the new one reaches the head.
 func (t *Tenant) Rebuild(ctx context.Context, projection string) (api.ProjectionsResponse, error) {
 	var out api.ProjectionsResponse
-	err := t.do(ctx, http.MethodPost, "projections/"+url.PathEscape(projection)+"/rebuild", nil, &out)
+	err := t.do(ctx, api.RouteRebuild, nil, nil, &out, projection)
 	return out, err
 }
 
 // Query runs a registered query with its parameters.
 func (t *Tenant) Query(ctx context.Context, name string, params url.Values) (api.QueryResult, error) {
 	var out api.QueryResult
-	p := "queries/" + url.PathEscape(name)
-	if len(params) > 0 {
-		p += "?" + params.Encode()
-	}
-	err := t.do(ctx, http.MethodGet, p, nil, &out)
+	err := t.do(ctx, api.RouteQuery, params, nil, &out, name)
 	return out, err
 }
 

@@ -54,6 +54,15 @@ func (g *guestHost) Query(sql string, params []byte) ([]byte, error) {
 	return g.payload(n), nil
 }
 
+// ErrGuard is what a store returns, wrapped, when a guarded write (an
+// UPDATE or DELETE whose WHERE repeats what was read) matched no row: the
+// state moved since it was read. The request's transaction rolls back.
+var ErrGuard = errors.New("a guarded write found the state moved since it was read")
+
+// ErrNoRow is what a store returns, wrapped, when a row the schema
+// guarantees (a checkpoint, the tenant identity, an aggregate) is missing.
+var ErrNoRow = errors.New("a row that must exist is missing")
+
 // ErrTxFailed wraps a transaction the host could not commit.
 var ErrTxFailed = errors.New("transaction failed")
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/client"
-	"github.com/stile-run/stile/fence"
 )
 
 // lease is the lease of test.fast jobs (see testapp): short, so that the
@@ -83,9 +83,9 @@ func completed(c api.Claim, output string) api.ReportRequest {
 	return api.ReportRequest{Claim: c, Outcome: api.OutcomeCompleted, Output: json.RawMessage(output)}
 }
 
-func requireCode(t *testing.T, err error, status int, code string) {
+func requireCode(t *testing.T, err error, status int, code api.Code) {
 	t.Helper()
-	var ce *client.Error
+	var ce *api.Error
 	require.True(t, errors.As(err, &ce), "want a %d %s error, got %v", status, code, err)
 	require.Equal(t, status, ce.Status, "status of %v", err)
 	require.Equal(t, code, ce.Code, "code of %v", err)
@@ -113,6 +113,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "LongPollClaim", run: scenarioLongPoll},
 		{name: "BadInputChangesNothing", run: scenarioBadInput},
 		{name: "Auth", run: scenarioAuth},
+		{name: "RoutesAndPaths", run: scenarioRoutesAndPaths},
 		{name: "LargeArgs", run: scenarioLargeArgs},
 		{name: "TrapRollsBack", run: scenarioTrap},
 		{name: "Dependencies", run: scenarioDependencies},
@@ -209,8 +210,8 @@ func scenarioSeedRace(s *scenario) {
 	require.Equal(t, int64(2), b.Attempt, "the next claim takes the next attempt number")
 
 	_, err := s.ten.Report(s.ctx, j.ID, completed(claimOf(a, "worker-a"), `{"by":"a"}`))
-	requireCode(t, err, http.StatusConflict, string(fence.CodeStaleAttempt))
-	require.ErrorIs(t, err, fence.ErrStale)
+	requireCode(t, err, http.StatusConflict, api.CodeStaleAttempt)
+	require.ErrorIs(t, err, api.ErrStale)
 
 	mid := s.job(j.ID)
 	require.Equal(t, "running", mid.State)
@@ -243,7 +244,7 @@ func scenarioSeedRace(s *scenario) {
 	require.Equal(t, "worker-a", rej.Worker)
 	require.Equal(t, int64(1), rej.Attempt)
 	require.Equal(t, "completed", rej.Outcome)
-	require.Equal(t, string(fence.CodeStaleAttempt), rej.Code)
+	require.Equal(t, api.CodeStaleAttempt, rej.Code)
 }
 
 // scenarioAlarmExpiresLease shows lease expiry happens with nobody calling:
@@ -287,7 +288,7 @@ func scenarioHeartbeat(s *scenario) {
 	require.Equal(t, j2.ID, c2.ID)
 	s.tg.advance(t, lease+100*time.Millisecond)
 	_, err = s.ten.Heartbeat(s.ctx, j2.ID, claimOf(c2, "hb"))
-	requireCode(t, err, http.StatusConflict, string(fence.CodeLeaseExpired))
+	requireCode(t, err, http.StatusConflict, api.CodeLeaseExpired)
 	got := s.job(j2.ID)
 	require.Equal(t, "heartbeat", got.Rejections[0].Request)
 }
@@ -300,17 +301,17 @@ func scenarioFenceRefusals(s *scenario) {
 
 	cases := []struct {
 		claim api.Claim
-		code  fence.Code
+		code  api.Code
 	}{
-		{api.Claim{Worker: "intruder", Attempt: c.Attempt, LeaseToken: c.LeaseToken}, fence.CodeOtherWorker},
-		{api.Claim{Worker: "owner", Attempt: c.Attempt, LeaseToken: strings.Repeat("0", 32)}, fence.CodeBadToken},
-		{api.Claim{Worker: "owner", Attempt: c.Attempt + 1, LeaseToken: c.LeaseToken}, fence.CodeStaleAttempt},
+		{api.Claim{Worker: "intruder", Attempt: c.Attempt, LeaseToken: c.LeaseToken}, api.CodeOtherWorker},
+		{api.Claim{Worker: "owner", Attempt: c.Attempt, LeaseToken: strings.Repeat("0", 32)}, api.CodeBadToken},
+		{api.Claim{Worker: "owner", Attempt: c.Attempt + 1, LeaseToken: c.LeaseToken}, api.CodeStaleAttempt},
 	}
 	for _, tc := range cases {
 		_, err := s.ten.Report(s.ctx, j.ID, completed(tc.claim, `"forged"`))
-		requireCode(t, err, http.StatusConflict, string(tc.code))
+		requireCode(t, err, http.StatusConflict, tc.code)
 		_, err = s.ten.Heartbeat(s.ctx, j.ID, tc.claim)
-		requireCode(t, err, http.StatusConflict, string(tc.code))
+		requireCode(t, err, http.StatusConflict, tc.code)
 	}
 	after := s.job(j.ID)
 	require.Equal(t, before.State, after.State)
@@ -344,7 +345,7 @@ func scenarioDuplicateReport(s *scenario) {
 
 	// A different outcome for the same attempt is refused.
 	_, err = s.ten.Report(s.ctx, j.ID, api.ReportRequest{Claim: c, Outcome: api.OutcomeFailed, Error: "late"})
-	requireCode(t, err, http.StatusConflict, string(fence.CodeAlreadyReported))
+	requireCode(t, err, http.StatusConflict, api.CodeAlreadyReported)
 	got := s.job(j.ID)
 	require.Len(t, got.Attempts, 1)
 	require.JSONEq(t, `{"n":1}`, string(got.Output))
@@ -406,7 +407,7 @@ func scenarioBatches(s *scenario) {
 	for i, r := range results[:5] {
 		if i == 2 {
 			require.NotNil(t, r.Error)
-			require.Equal(t, string(fence.CodeBadToken), r.Error.Code, "each report is fenced on its own")
+			require.Equal(t, api.CodeBadToken, r.Error.Code, "each report is fenced on its own")
 			continue
 		}
 		require.Nil(t, r.Error, "report %d", i)
@@ -541,7 +542,7 @@ func scenarioLongPoll(s *scenario) {
 type refusal struct {
 	name, method, path, body string
 	status                   int
-	code                     string
+	code                     api.Code
 }
 
 // requireRefused sends each request and checks its refusal.
@@ -640,6 +641,56 @@ func scenarioAuth(s *scenario) {
 	require.Equal(t, "1", j.ID)
 }
 
+// scenarioRoutesAndPaths: every host answers a path that is no route, and
+// a route asked with another method, in the same words, and resolves "."
+// and ".." segments (also percent-encoded) as workerd does, by WHATWG URL
+// rules, before the route is matched.
+func scenarioRoutesAndPaths(s *scenario) {
+	t := s.t
+	base := "/v1/t/" + s.ten.Name()
+	call := func(method, path string) (int, http.Header, []byte) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(s.ctx, method, s.tg.client().BaseURL()+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, resp.Header, b
+	}
+	for _, tc := range []struct{ method, path, resolved string }{
+		{"GET", "/nowhere", "/nowhere"},
+		{"GET", base + "/nowhere", base + "/nowhere"},
+		{"POST", base + "/jobs/1/nowhere", base + "/jobs/1/nowhere"},
+		{"GET", base + "/jobs/..", base + "/"},
+		{"GET", base + "/jobs/%2E%2e", base + "/"},
+	} {
+		status, _, b := call(tc.method, tc.path)
+		require.Equal(t, http.StatusNotFound, status, "%s %s: %s", tc.method, tc.path, b)
+		require.Equal(t, string(api.NoRoute(tc.method, tc.resolved).AppendJSON(nil)), string(b), "%s %s: every host words a 404 alike", tc.method, tc.path)
+	}
+	for _, tc := range []struct{ method, path, allow string }{
+		{"GET", base + "/claims", "POST"},
+		{"GET", base + "/jobs/batch", "POST"}, // the literal route, not jobs/{id}
+		{"POST", base + "/schedules/nightly", "PUT, GET, DELETE"},
+	} {
+		status, _, b := call(tc.method, tc.path)
+		require.Equal(t, http.StatusMethodNotAllowed, status, "%s %s: %s", tc.method, tc.path, b)
+		want := api.Refuse(api.CodeMethodNotAllowed, "%s %s: use %s", tc.method, tc.path, tc.allow)
+		require.Equal(t, string(want.AppendJSON(nil)), string(b))
+	}
+	for _, path := range []string{base + "/jobs/../status", base + "/./status", base + "/jobs/%2e%2E/status",
+		base + "/queues/./../status", "/v1/t/elsewhere/../" + s.ten.Name() + "/status"} {
+		status, _, b := call("GET", path)
+		require.Equal(t, http.StatusOK, status, "GET %s: %s", path, b)
+		var st api.Status
+		require.NoError(t, json.Unmarshal(b, &st))
+		require.Equal(t, s.ten.Name(), st.Tenant, "GET %s resolves to the status route", path)
+	}
+}
+
 func scenarioLargeArgs(s *scenario) {
 	t := s.t
 	// Exactly the 1 MiB limit is accepted and round-trips, in a row that a
@@ -678,6 +729,9 @@ func scenarioTrap(s *scenario) {
 	_, err = s.ten.ReportBatch(s.ctx, reports)
 	requireCode(t, err, http.StatusInternalServerError, api.CodeInternal)
 	require.Contains(t, err.Error(), "trapped")
+	var refused *api.Error
+	require.ErrorAs(t, err, &refused)
+	require.True(t, strings.HasPrefix(refused.Message, api.InternalPrefix), "every host words a 500 alike: %v", err)
 	if p := s.tg.inProcess(); p != nil {
 		require.Equal(t, int64(1), p.manager.Restarts(s.ten.Name()), "the trapped instance was discarded")
 	}

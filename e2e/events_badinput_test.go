@@ -113,7 +113,7 @@ func scenarioEventsBadInput(s *scenario) {
 			Commands: []api.Command{{ID: "sneaky", Aggregate: "payment", AggregateID: "p1", Type: "Capture"}}})
 	require.NoError(t, err)
 	require.Len(t, forged, 3)
-	for i, code := range []string{api.CodeAlreadySettled, api.CodeClaimTakenOver, api.CodeUnknownClaim} {
+	for i, code := range []api.Code{api.CodeAlreadySettled, api.CodeClaimTakenOver, api.CodeUnknownClaim} {
 		require.NotNil(t, forged[i].Error, "settlement %d", i)
 		require.Equal(t, code, forged[i].Error.Code, "settlement %d: %s", i, forged[i].Error.Message)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stile-run/stile/api"
-	"github.com/stile-run/stile/client"
 	"github.com/stile-run/stile/e2e/testapp"
 	"github.com/stile-run/stile/inbox"
 )
@@ -114,7 +113,7 @@ func scenarioEventLog(s *scenario) {
 	// version, and writes nothing.
 	_, err = s.ten.Append(s.ctx, "orders-1", api.AppendRequest{ExpectedVersion: &zero, Events: []api.NewEvent{{Type: "OrderPlaced"}}})
 	requireCode(t, err, http.StatusConflict, api.CodeVersionConflict)
-	require.Equal(t, int64(2), clientErr(t, err).CurrentVersion)
+	require.Equal(t, int64(2), *clientErr(t, err).CurrentVersion)
 	two := int64(2)
 	b, err := s.ten.Append(s.ctx, "orders-2", api.AppendRequest{Events: []api.NewEvent{{Type: "OrderPlaced"}}})
 	require.NoError(t, err)
@@ -427,8 +426,8 @@ func scenarioReactionOrder(s *scenario) {
 	require.Equal(t, again[2].Event.Seq, audit.Checkpoint)
 }
 
-func clientErr(t require.TestingT, err error) *client.Error {
-	var ce *client.Error
+func clientErr(t require.TestingT, err error) *api.Error {
+	var ce *api.Error
 	require.ErrorAs(t, err, &ce)
 	return ce
 }

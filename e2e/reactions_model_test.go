@@ -431,7 +431,7 @@ type rmNew struct {
 // events they append and ps the payments after them), else the code of the
 // refusal of the first refused one, at index bad (and evs are the events
 // the commands before it appended, to be rolled back).
-func (md *rmModel) decide(cmds []api.Command) (evs []rmNew, ps map[string]*rmPayment, code string, bad int) {
+func (md *rmModel) decide(cmds []api.Command) (evs []rmNew, ps map[string]*rmPayment, code api.Code, bad int) {
 	ps = map[string]*rmPayment{}
 	seen := map[string]string{}
 	for i, c := range cmds {
@@ -534,14 +534,14 @@ func (md *rmModel) command(c api.Command) {
 	st, b := md.call("POST", "commands", c)
 	switch {
 	case code == api.CodeCommandRejected:
-		if st != 422 || !strings.Contains(string(b), api.CodeCommandRejected) {
+		if st != 422 || !strings.Contains(string(b), string(api.CodeCommandRejected)) {
 			md.fail("command %s %s on %s should be rejected by the aggregate: %d %s", c.ID, c.Type, c.AggregateID, st, b)
 		}
 		md.refused[c.ID] = true
 		md.counts["command rejected"]++
 		return
 	case code == api.CodeCommandIDReused:
-		if st != 409 || !strings.Contains(string(b), api.CodeCommandIDReused) {
+		if st != 409 || !strings.Contains(string(b), string(api.CodeCommandIDReused)) {
 			md.fail("command %s reuses an id: %d %s", c.ID, st, b)
 		}
 		md.counts["command id reused"]++
@@ -1120,7 +1120,7 @@ func (md *rmModel) settled(w *rmWorker, s api.Settlement, res api.SettleResult) 
 	now := md.lastNow
 	h := md.handlers[s.Handler]
 	e := h.entries[s.Seq]
-	code := ""
+	var code api.Code
 	if res.Error != nil {
 		code = res.Error.Code
 	}
@@ -1128,7 +1128,7 @@ func (md *rmModel) settled(w *rmWorker, s api.Settlement, res api.SettleResult) 
 	if res.Handler != s.Handler || res.Seq != s.Seq {
 		md.fail("%s: answered for %s/%d", where, res.Handler, res.Seq)
 	}
-	refuse := func(want, why string) {
+	refuse := func(want api.Code, why string) {
 		md.t.Helper()
 		if code != want || res.State != "" || res.Duplicate || res.Events != 0 {
 			md.fail("%s should be refused %s (%s): got %+v %+v", where, want, why, res, res.Error)
@@ -1136,7 +1136,7 @@ func (md *rmModel) settled(w *rmWorker, s api.Settlement, res api.SettleResult) 
 		for _, c := range s.Commands {
 			md.refused[c.ID] = true
 		}
-		md.counts["refused "+want]++
+		md.counts["refused "+string(want)]++
 	}
 	duplicate := func(states ...string) {
 		md.t.Helper()
@@ -1219,7 +1219,7 @@ func (md *rmModel) settled(w *rmWorker, s api.Settlement, res api.SettleResult) 
 			// called to catch up on nothing.
 			md.projMaybe = now
 		}
-		md.counts["failed "+ccode]++
+		md.counts["failed "+string(ccode)]++
 		return
 	}
 	if code != "" || res.Duplicate || res.State != rmSucceeded || res.Events != len(evs) {

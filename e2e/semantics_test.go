@@ -10,7 +10,6 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
-	"github.com/stile-run/stile/fence"
 )
 
 // Scenarios of the complete job semantics (dependencies, concurrency
@@ -116,7 +115,7 @@ func scenarioStaleReportUnlatchesNothing(s *scenario) {
 	s.tg.advance(t, maxBackoff)
 	b := s.claimID("worker-b", js[0].ID)
 	_, err = s.ten.Report(s.ctx, js[0].ID, completed(claimOf(a, "worker-a"), `1`))
-	requireCode(t, err, http.StatusConflict, string(fence.CodeStaleAttempt))
+	requireCode(t, err, http.StatusConflict, api.CodeStaleAttempt)
 	require.Equal(t, "pending", s.job(js[1].ID).State, "a stale report unlatches nothing")
 	s.complete(b, "worker-b")
 	require.Equal(t, "available", s.job(js[1].ID).State)
@@ -204,7 +203,7 @@ func scenarioCancel(s *scenario) {
 	require.Equal(t, "cancelled: no longer needed", j.LastError)
 	require.Equal(t, "cancelled", s.job(child.ID).State)
 	_, err = s.ten.Cancel(s.ctx, q.ID, "")
-	requireCode(t, err, http.StatusConflict, string(fence.CodeFinished))
+	requireCode(t, err, http.StatusConflict, api.CodeFinished)
 
 	// A running job: the worker learns at its heartbeat, which stops
 	// extending the lease, and reports cancelled.
@@ -232,7 +231,7 @@ func scenarioCancel(s *scenario) {
 	s.tg.advance(t, lease+100*time.Millisecond)
 	eventually(t, s.tg, func() bool { return s.job(g.ID).State == "cancelled" }, "the lapsed lease ends it cancelled")
 	_, err = s.ten.Report(s.ctx, g.ID, completed(claimOf(gc, "deaf"), `"late"`))
-	requireCode(t, err, http.StatusConflict, string(fence.CodeLeaseExpired))
+	requireCode(t, err, http.StatusConflict, api.CodeLeaseExpired)
 	require.Equal(t, int64(0), s.job(g.ID).Failures, "a cancel is not a failure")
 	s.tg.advance(t, maxBackoff)
 	s.claim("deaf", 1, 0)
@@ -293,7 +292,7 @@ func scenarioTagsFollowTheFence(s *scenario) {
 	require.Equal(t, []string{"signup"}, b.Tags)
 	_, err := s.ten.Report(s.ctx, j.ID, api.ReportRequest{Claim: claimOf(a, "a"), Outcome: api.OutcomeCompleted,
 		Output: json.RawMessage(`"from a"`), Tags: []string{"stale"}})
-	requireCode(t, err, http.StatusConflict, string(fence.CodeStaleAttempt))
+	requireCode(t, err, http.StatusConflict, api.CodeStaleAttempt)
 	s.report(b, "b", api.ReportRequest{Outcome: api.OutcomeCompleted, Output: json.RawMessage(`"from b"`), Tags: []string{"sent", "signup"}})
 	got := s.job(j.ID)
 	require.Equal(t, []string{"signup", "sent"}, got.Tags, "tags of the fenced outcome only, no repeats")

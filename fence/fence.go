@@ -2,8 +2,8 @@ package fence
 
 import (
 	"crypto/subtle"
-	"errors"
-	"fmt"
+
+	"github.com/stile-run/stile/api"
 )
 
 // State is a job's state. Every state exists from the first schema
@@ -87,40 +87,12 @@ type Claim struct {
 	Token   string
 }
 
-// Code is a machine-readable reason a claim was refused.
-type Code string
-
-// Rejection codes. They appear verbatim in API errors.
-const (
-	// CodeStaleAttempt: the report names an attempt that is not the job's
-	// latest; the job was claimed again since.
-	CodeStaleAttempt Code = "stale_attempt"
-	// CodeOtherWorker: the attempt belongs to another worker.
-	CodeOtherWorker Code = "other_worker"
-	// CodeBadToken: the lease token does not prove this claim.
-	CodeBadToken Code = "bad_token"
-	// CodeLeaseExpired: the attempt's lease ran out before the report.
-	CodeLeaseExpired Code = "lease_expired"
-	// CodeAlreadyReported: the attempt already recorded another outcome.
-	CodeAlreadyReported Code = "already_reported"
-)
-
-// Rejection says why a claim no longer holds. It is an error.
-type Rejection struct {
-	Code    Code
-	Message string
-}
-
-func (r *Rejection) Error() string { return r.Message }
-
-// ErrStale matches every *Rejection with errors.Is.
-var ErrStale = errors.New("stale claim")
-
-// Is makes errors.Is(rejection, ErrStale) true.
-func (r *Rejection) Is(target error) bool { return target == ErrStale }
-
-func reject(code Code, format string, args ...any) *Rejection {
-	return &Rejection{Code: code, Message: fmt.Sprintf(format, args...)}
+// A refusal is an *api.Error with one of the stale codes of package api
+// (api.CodeStaleAttempt, api.CodeOtherWorker, api.CodeBadToken,
+// api.CodeLeaseExpired, api.CodeAlreadyReported): errors.Is(err,
+// api.ErrStale) is true for each.
+func reject(code api.Code, format string, args ...any) *api.Error {
+	return api.Refuse(code, format, args...)
 }
 
 // tokenMatches compares a presented token with the claim's in constant
@@ -145,12 +117,12 @@ func Live(j Job, now int64) bool {
 
 // CheckHeartbeat decides whether c still holds a live lease on j at now.
 // nil means the heartbeat may extend the lease to ExtendLease(j, now).
-func CheckHeartbeat(j Job, c Claim, now int64) *Rejection {
+func CheckHeartbeat(j Job, c Claim, now int64) *api.Error {
 	if c.Attempt != j.Attempt {
 		return staleAttempt(j, c)
 	}
 	if j.State != StateRunning {
-		return reject(CodeLeaseExpired, "attempt %d of job %d no longer holds a lease (the job is %s)", c.Attempt, j.ID, j.State)
+		return reject(api.CodeLeaseExpired, "attempt %d of job %d no longer holds a lease (the job is %s)", c.Attempt, j.ID, j.State)
 	}
 	return checkRunning(j, c, now)
 }
@@ -176,7 +148,7 @@ type ReportVerdict struct {
 	Duplicate bool
 	// Rejected is non-nil when the report must write nothing of what it
 	// asked for.
-	Rejected *Rejection
+	Rejected *api.Error
 }
 
 // CheckReport decides whether a report of outcome o by c may commit on j at
@@ -190,7 +162,7 @@ func CheckReport(j Job, last *Ended, c Claim, o Outcome, now int64) ReportVerdic
 	}
 	// The attempt has ended already: by an earlier report or by expiry.
 	if last == nil || last.Attempt != c.Attempt {
-		return ReportVerdict{Rejected: reject(CodeLeaseExpired, "attempt %d of job %d holds no lease (the job is %s)", c.Attempt, j.ID, j.State)}
+		return ReportVerdict{Rejected: reject(api.CodeLeaseExpired, "attempt %d of job %d holds no lease (the job is %s)", c.Attempt, j.ID, j.State)}
 	}
 	if c.Worker != last.Worker {
 		return ReportVerdict{Rejected: otherWorker(j.ID, c, last.Worker)}
@@ -200,14 +172,14 @@ func CheckReport(j Job, last *Ended, c Claim, o Outcome, now int64) ReportVerdic
 	}
 	switch last.Outcome {
 	case OutcomeLeaseExpired:
-		return ReportVerdict{Rejected: reject(CodeLeaseExpired, "the lease of attempt %d of job %d expired before the report", c.Attempt, j.ID)}
+		return ReportVerdict{Rejected: reject(api.CodeLeaseExpired, "the lease of attempt %d of job %d expired before the report", c.Attempt, j.ID)}
 	case o:
 		return ReportVerdict{Duplicate: true}
 	}
-	return ReportVerdict{Rejected: reject(CodeAlreadyReported, "attempt %d of job %d already reported %s", c.Attempt, j.ID, last.Outcome)}
+	return ReportVerdict{Rejected: reject(api.CodeAlreadyReported, "attempt %d of job %d already reported %s", c.Attempt, j.ID, last.Outcome)}
 }
 
-func checkRunning(j Job, c Claim, now int64) *Rejection {
+func checkRunning(j Job, c Claim, now int64) *api.Error {
 	if c.Worker != j.Worker {
 		return otherWorker(j.ID, c, j.Worker)
 	}
@@ -215,22 +187,22 @@ func checkRunning(j Job, c Claim, now int64) *Rejection {
 		return badToken(j.ID, c)
 	}
 	if now >= j.LeaseUntil {
-		return reject(CodeLeaseExpired, "the lease of attempt %d of job %d expired %d ms ago", c.Attempt, j.ID, now-j.LeaseUntil)
+		return reject(api.CodeLeaseExpired, "the lease of attempt %d of job %d expired %d ms ago", c.Attempt, j.ID, now-j.LeaseUntil)
 	}
 	return nil
 }
 
-func staleAttempt(j Job, c Claim) *Rejection {
+func staleAttempt(j Job, c Claim) *api.Error {
 	if c.Attempt > j.Attempt {
-		return reject(CodeStaleAttempt, "attempt %d of job %d was never claimed (the latest is %d)", c.Attempt, j.ID, j.Attempt)
+		return reject(api.CodeStaleAttempt, "attempt %d of job %d was never claimed (the latest is %d)", c.Attempt, j.ID, j.Attempt)
 	}
-	return reject(CodeStaleAttempt, "attempt %d of job %d is stale: the job was claimed again as attempt %d", c.Attempt, j.ID, j.Attempt)
+	return reject(api.CodeStaleAttempt, "attempt %d of job %d is stale: the job was claimed again as attempt %d", c.Attempt, j.ID, j.Attempt)
 }
 
-func otherWorker(id int64, c Claim, holder string) *Rejection {
-	return reject(CodeOtherWorker, "attempt %d of job %d belongs to worker %q, not %q", c.Attempt, id, holder, c.Worker)
+func otherWorker(id int64, c Claim, holder string) *api.Error {
+	return reject(api.CodeOtherWorker, "attempt %d of job %d belongs to worker %q, not %q", c.Attempt, id, holder, c.Worker)
 }
 
-func badToken(id int64, c Claim) *Rejection {
-	return reject(CodeBadToken, "the lease token does not match attempt %d of job %d", c.Attempt, id)
+func badToken(id int64, c Claim) *api.Error {
+	return reject(api.CodeBadToken, "the lease token does not match attempt %d of job %d", c.Attempt, id)
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/stile-run/stile/api"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/stile-run/stile/fence"
@@ -39,23 +41,23 @@ func TestCheckReport(t *testing.T) {
 		mod  func(*fence.Claim)
 		out  fence.Outcome
 		now  int64
-		code fence.Code // "" = accepted
+		code api.Code // "" = accepted
 		dup  bool
 	}{
 		{name: "holder with live lease", job: running(), now: 4999},
-		{name: "lease ends exactly at lease_until", job: running(), now: 5000, code: fence.CodeLeaseExpired},
-		{name: "older attempt", job: running(), mod: func(c *fence.Claim) { c.Attempt = 1 }, now: 10, code: fence.CodeStaleAttempt},
-		{name: "future attempt", job: running(), mod: func(c *fence.Claim) { c.Attempt = 3 }, now: 10, code: fence.CodeStaleAttempt},
-		{name: "other worker", job: running(), mod: func(c *fence.Claim) { c.Worker = "b" }, now: 10, code: fence.CodeOtherWorker},
-		{name: "forged token", job: running(), mod: func(c *fence.Claim) { c.Token = "guess" }, now: 10, code: fence.CodeBadToken},
-		{name: "empty token", job: running(), mod: func(c *fence.Claim) { c.Token = "" }, now: 10, code: fence.CodeBadToken},
-		{name: "token prefix", job: running(), mod: func(c *fence.Claim) { c.Token = token[:31] }, now: 10, code: fence.CodeBadToken},
-		{name: "expired and processed", job: ended(fence.OutcomeLeaseExpired), last: rec(fence.OutcomeLeaseExpired), now: 10, code: fence.CodeLeaseExpired},
+		{name: "lease ends exactly at lease_until", job: running(), now: 5000, code: api.CodeLeaseExpired},
+		{name: "older attempt", job: running(), mod: func(c *fence.Claim) { c.Attempt = 1 }, now: 10, code: api.CodeStaleAttempt},
+		{name: "future attempt", job: running(), mod: func(c *fence.Claim) { c.Attempt = 3 }, now: 10, code: api.CodeStaleAttempt},
+		{name: "other worker", job: running(), mod: func(c *fence.Claim) { c.Worker = "b" }, now: 10, code: api.CodeOtherWorker},
+		{name: "forged token", job: running(), mod: func(c *fence.Claim) { c.Token = "guess" }, now: 10, code: api.CodeBadToken},
+		{name: "empty token", job: running(), mod: func(c *fence.Claim) { c.Token = "" }, now: 10, code: api.CodeBadToken},
+		{name: "token prefix", job: running(), mod: func(c *fence.Claim) { c.Token = token[:31] }, now: 10, code: api.CodeBadToken},
+		{name: "expired and processed", job: ended(fence.OutcomeLeaseExpired), last: rec(fence.OutcomeLeaseExpired), now: 10, code: api.CodeLeaseExpired},
 		{name: "duplicate of the same outcome", job: ended(fence.OutcomeCompleted), last: rec(fence.OutcomeCompleted), now: 9999, dup: true},
-		{name: "different outcome after completion", job: ended(fence.OutcomeCompleted), last: rec(fence.OutcomeCompleted), out: fence.OutcomeFailed, now: 10, code: fence.CodeAlreadyReported},
-		{name: "duplicate from another worker", job: ended(fence.OutcomeCompleted), last: rec(fence.OutcomeCompleted), mod: func(c *fence.Claim) { c.Worker = "b" }, now: 10, code: fence.CodeOtherWorker},
-		{name: "duplicate with a forged token", job: ended(fence.OutcomeCompleted), last: rec(fence.OutcomeCompleted), mod: func(c *fence.Claim) { c.Token = "00" }, now: 10, code: fence.CodeBadToken},
-		{name: "ended without a record", job: ended(fence.OutcomeFailed), now: 10, code: fence.CodeLeaseExpired},
+		{name: "different outcome after completion", job: ended(fence.OutcomeCompleted), last: rec(fence.OutcomeCompleted), out: fence.OutcomeFailed, now: 10, code: api.CodeAlreadyReported},
+		{name: "duplicate from another worker", job: ended(fence.OutcomeCompleted), last: rec(fence.OutcomeCompleted), mod: func(c *fence.Claim) { c.Worker = "b" }, now: 10, code: api.CodeOtherWorker},
+		{name: "duplicate with a forged token", job: ended(fence.OutcomeCompleted), last: rec(fence.OutcomeCompleted), mod: func(c *fence.Claim) { c.Token = "00" }, now: 10, code: api.CodeBadToken},
+		{name: "ended without a record", job: ended(fence.OutcomeFailed), now: 10, code: api.CodeLeaseExpired},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,7 +78,7 @@ func TestCheckReport(t *testing.T) {
 			require.NotNil(t, v.Rejected)
 			require.Equal(t, tt.code, v.Rejected.Code)
 			require.NotEmpty(t, v.Rejected.Message)
-			require.True(t, errors.Is(v.Rejected, fence.ErrStale))
+			require.True(t, errors.Is(v.Rejected, api.ErrStale))
 		})
 	}
 }
@@ -86,13 +88,13 @@ func TestCheckHeartbeat(t *testing.T) {
 	j := running()
 	require.Nil(t, fence.CheckHeartbeat(j, holder(), 4999))
 	require.Equal(t, int64(5999), fence.ExtendLease(j, 4999))
-	require.Equal(t, fence.CodeLeaseExpired, fence.CheckHeartbeat(j, holder(), 5000).Code)
+	require.Equal(t, api.CodeLeaseExpired, fence.CheckHeartbeat(j, holder(), 5000).Code)
 
 	j.State, j.Worker, j.LeaseToken = fence.StateRetryable, "", ""
-	require.Equal(t, fence.CodeLeaseExpired, fence.CheckHeartbeat(j, holder(), 10).Code)
+	require.Equal(t, api.CodeLeaseExpired, fence.CheckHeartbeat(j, holder(), 10).Code)
 	c := holder()
 	c.Attempt = 1
-	require.Equal(t, fence.CodeStaleAttempt, fence.CheckHeartbeat(running(), c, 10).Code)
+	require.Equal(t, api.CodeStaleAttempt, fence.CheckHeartbeat(running(), c, 10).Code)
 }
 
 func TestBackoffDelay(t *testing.T) {

@@ -1,5 +1,7 @@
 package fence
 
+import "github.com/stile-run/stile/api"
+
 // Backoff is an exponential retry delay: Base after the first failure,
 // doubling after each further one, never above Max.
 type Backoff struct {
@@ -109,14 +111,11 @@ const (
 	CancelAlreadyRequested
 )
 
-// CodeFinished refuses to cancel a job that already ended.
-const CodeFinished Code = "finished"
-
 // Cancel decides what cancelling j does.
-func Cancel(j Job) (CancelAction, *Rejection) {
+func Cancel(j Job) (CancelAction, *api.Error) {
 	switch {
 	case j.State.Terminal():
-		return 0, reject(CodeFinished, "job %d already ended %s", j.ID, j.State)
+		return 0, reject(api.CodeFinished, "job %d already ended %s", j.ID, j.State)
 	case j.State != StateRunning:
 		return CancelNow, nil
 	case j.CancelRequested:

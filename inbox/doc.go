@@ -15,7 +15,7 @@
 //
 // A settlement names the claim id it was given. The claim id is replaced
 // when the delivery is taken over, so a stalled attempt's settlement finds
-// its id gone and writes nothing (Rejection, errors.Is fence.ErrStale).
+// its id gone and writes nothing (Rejection, errors.Is api.ErrStale).
 //
 // Every delivery carries an idempotency key derived from (tenant, handler,
 // event), identical on every retry, for the provider's side: KeyFor

@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"strconv"
 
+	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/fence"
 )
 
@@ -87,30 +88,21 @@ const (
 	OutcomeDelayed   Outcome = "delayed"
 )
 
-// Rejection codes.
-const (
-	CodeUnknownClaim   fence.Code = "unknown_claim"
-	CodeTakenOver      fence.Code = "claim_taken_over"
-	CodeOutOfOrder     fence.Code = "out_of_order"
-	CodeAlreadySettled fence.Code = "already_settled"
-)
-
 // CheckSettle decides whether a settlement with claimID and outcome o may
 // commit for entry e (nil: the event was never delivered to the handler).
 // earlierOpen says whether an earlier event of the same handler is still
 // open: a success may not overtake it. duplicate means the same claim
 // already settled the same way: answer success, write nothing.
-func CheckSettle(e *Entry, handler string, seq int64, claimID string, o Outcome, earlierOpen bool) (duplicate bool, rej *fence.Rejection) {
+func CheckSettle(e *Entry, handler string, seq int64, claimID string, o Outcome, earlierOpen bool) (duplicate bool, rej *api.Error) {
 	if e == nil {
-		return false, &fence.Rejection{Code: CodeUnknownClaim,
-			Message: fmt.Sprintf("event %d was never delivered to %s: claim it first", seq, handler)}
+		return false, api.Refuse(api.CodeUnknownClaim, "event %d was never delivered to %s: claim it first", seq, handler)
 	}
 	if subtle.ConstantTimeCompare([]byte(e.ClaimID), []byte(claimID)) != 1 {
 		msg := fmt.Sprintf("the claim on event %d of %s was taken over: attempt %d holds it now", seq, handler, e.Attempt)
 		if e.State == Succeeded || e.State == Skipped {
 			msg = fmt.Sprintf("event %d of %s was %s under another claim (attempt %d)", seq, handler, e.State, e.Attempt)
 		}
-		return false, &fence.Rejection{Code: CodeTakenOver, Message: msg}
+		return false, api.Refuse(api.CodeClaimTakenOver, "%s", msg)
 	}
 	switch {
 	case e.State == Succeeded:
@@ -131,15 +123,13 @@ func CheckSettle(e *Entry, handler string, seq int64, claimID string, o Outcome,
 	// Pending or ready under this claim: a lease that ran out with nobody
 	// taking the delivery over does not void the claim.
 	if o == OutcomeSucceeded && earlierOpen {
-		return false, &fence.Rejection{Code: CodeOutOfOrder,
-			Message: fmt.Sprintf("event %d of %s cannot succeed before the handler's earlier events are settled", seq, handler)}
+		return false, api.Refuse(api.CodeOutOfOrder, "event %d of %s cannot succeed before the handler's earlier events are settled", seq, handler)
 	}
 	return false, nil
 }
 
-func alreadySettled(handler string, seq int64, how string) *fence.Rejection {
-	return &fence.Rejection{Code: CodeAlreadySettled,
-		Message: fmt.Sprintf("event %d of %s was already %s under this claim", seq, handler, how)}
+func alreadySettled(handler string, seq int64, how string) *api.Error {
+	return api.Refuse(api.CodeAlreadySettled, "event %d of %s was already %s under this claim", seq, handler, how)
 }
 
 // AfterFailure is the entry's next RunAt and failure count after a failed

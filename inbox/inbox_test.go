@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stile-run/stile/api"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/stile-run/stile/fence"
@@ -76,57 +78,57 @@ func TestCheckSettle(t *testing.T) {
 		claimID string // "" = claim
 		outcome inbox.Outcome
 		earlier bool
-		code    fence.Code // "" = not rejected
+		code    api.Code // "" = not rejected
 		dup     bool
 		msgHas  []string // besides handler and seq
 	}{
-		{name: "never delivered", entry: nil, outcome: inbox.OutcomeSucceeded, code: inbox.CodeUnknownClaim,
+		{name: "never delivered", entry: nil, outcome: inbox.OutcomeSucceeded, code: api.CodeUnknownClaim,
 			msgHas: []string{"never delivered", "claim it first"}},
-		{name: "never delivered, failed", entry: nil, outcome: inbox.OutcomeFailed, code: inbox.CodeUnknownClaim},
+		{name: "never delivered, failed", entry: nil, outcome: inbox.OutcomeFailed, code: api.CodeUnknownClaim},
 
 		{name: "pending taken over", entry: entry(inbox.Pending), claimID: "other", outcome: inbox.OutcomeSucceeded,
-			code: inbox.CodeTakenOver, msgHas: []string{"was taken over", "attempt 3 holds it now"}},
+			code: api.CodeClaimTakenOver, msgHas: []string{"was taken over", "attempt 3 holds it now"}},
 		{name: "retry taken over", entry: entry(inbox.Retry), claimID: "other", outcome: inbox.OutcomeFailed,
-			code: inbox.CodeTakenOver, msgHas: []string{"was taken over", "attempt 3"}},
+			code: api.CodeClaimTakenOver, msgHas: []string{"was taken over", "attempt 3"}},
 		{name: "ready taken over", entry: entry(inbox.Ready), claimID: "other", outcome: inbox.OutcomeDelayed,
-			code: inbox.CodeTakenOver, msgHas: []string{"was taken over"}},
+			code: api.CodeClaimTakenOver, msgHas: []string{"was taken over"}},
 		{name: "empty claim id against a claimed entry", entry: entry(inbox.Pending), claimID: "-", outcome: inbox.OutcomeSucceeded,
-			code: inbox.CodeTakenOver},
+			code: api.CodeClaimTakenOver},
 		{name: "claim id prefix", entry: entry(inbox.Pending), claimID: claim[:len(claim)-1], outcome: inbox.OutcomeSucceeded,
-			code: inbox.CodeTakenOver},
+			code: api.CodeClaimTakenOver},
 		{name: "succeeded under another claim", entry: entry(inbox.Succeeded), claimID: "other", outcome: inbox.OutcomeSucceeded,
-			code: inbox.CodeTakenOver, msgHas: []string{"was succeeded under another claim (attempt 3)"}},
+			code: api.CodeClaimTakenOver, msgHas: []string{"was succeeded under another claim (attempt 3)"}},
 		{name: "skipped under another claim", entry: entry(inbox.Skipped), claimID: "other", outcome: inbox.OutcomeFailed,
-			code: inbox.CodeTakenOver, msgHas: []string{"was skipped under another claim (attempt 3)"}},
+			code: api.CodeClaimTakenOver, msgHas: []string{"was skipped under another claim (attempt 3)"}},
 
 		{name: "succeeded twice", entry: entry(inbox.Succeeded), outcome: inbox.OutcomeSucceeded, dup: true},
 		{name: "succeeded twice with earlier open", entry: entry(inbox.Succeeded), outcome: inbox.OutcomeSucceeded, earlier: true, dup: true},
 		{name: "failed after success", entry: entry(inbox.Succeeded), outcome: inbox.OutcomeFailed,
-			code: inbox.CodeAlreadySettled, msgHas: []string{"already succeeded under this claim"}},
+			code: api.CodeAlreadySettled, msgHas: []string{"already succeeded under this claim"}},
 		{name: "delayed after success", entry: entry(inbox.Succeeded), outcome: inbox.OutcomeDelayed,
-			code: inbox.CodeAlreadySettled, msgHas: []string{"already succeeded"}},
+			code: api.CodeAlreadySettled, msgHas: []string{"already succeeded"}},
 		{name: "skipped, same claim, succeeded", entry: entry(inbox.Skipped), outcome: inbox.OutcomeSucceeded,
-			code: inbox.CodeAlreadySettled, msgHas: []string{"skipped by an operator"}},
+			code: api.CodeAlreadySettled, msgHas: []string{"skipped by an operator"}},
 		{name: "skipped, same claim, failed", entry: entry(inbox.Skipped), outcome: inbox.OutcomeFailed,
-			code: inbox.CodeAlreadySettled, msgHas: []string{"skipped by an operator"}},
+			code: api.CodeAlreadySettled, msgHas: []string{"skipped by an operator"}},
 
 		{name: "failed twice", entry: reported(inbox.Retry, inbox.OutcomeFailed), outcome: inbox.OutcomeFailed, dup: true},
 		{name: "delayed twice", entry: reported(inbox.Retry, inbox.OutcomeDelayed), outcome: inbox.OutcomeDelayed, dup: true},
 		{name: "delayed after failed", entry: reported(inbox.Retry, inbox.OutcomeFailed), outcome: inbox.OutcomeDelayed, earlier: true,
-			code: inbox.CodeAlreadySettled, msgHas: []string{"already reported failed"}},
+			code: api.CodeAlreadySettled, msgHas: []string{"already reported failed"}},
 		{name: "succeeded after failed", entry: reported(inbox.Retry, inbox.OutcomeFailed), outcome: inbox.OutcomeSucceeded,
-			code: inbox.CodeAlreadySettled, msgHas: []string{"already reported failed"}},
+			code: api.CodeAlreadySettled, msgHas: []string{"already reported failed"}},
 		// The retry's time came and nobody claimed the delivery again: the
 		// claim's report still stands (found by the reactions model test).
 		{name: "failed again once ready", entry: reported(inbox.Ready, inbox.OutcomeFailed), outcome: inbox.OutcomeFailed, dup: true},
 		{name: "succeeded once ready after failed", entry: reported(inbox.Ready, inbox.OutcomeFailed), outcome: inbox.OutcomeSucceeded,
-			code: inbox.CodeAlreadySettled, msgHas: []string{"already reported failed"}},
+			code: api.CodeAlreadySettled, msgHas: []string{"already reported failed"}},
 		{name: "delayed again once ready", entry: reported(inbox.Ready, inbox.OutcomeDelayed), outcome: inbox.OutcomeDelayed, dup: true},
 
 		{name: "pending succeeds past an open earlier event", entry: entry(inbox.Pending), outcome: inbox.OutcomeSucceeded, earlier: true,
-			code: inbox.CodeOutOfOrder, msgHas: []string{"cannot succeed before"}},
+			code: api.CodeOutOfOrder, msgHas: []string{"cannot succeed before"}},
 		{name: "ready succeeds past an open earlier event", entry: entry(inbox.Ready), outcome: inbox.OutcomeSucceeded, earlier: true,
-			code: inbox.CodeOutOfOrder, msgHas: []string{"cannot succeed before"}},
+			code: api.CodeOutOfOrder, msgHas: []string{"cannot succeed before"}},
 
 		{name: "pending succeeded", entry: entry(inbox.Pending), outcome: inbox.OutcomeSucceeded},
 		{name: "pending failed", entry: entry(inbox.Pending), outcome: inbox.OutcomeFailed},
@@ -155,8 +157,9 @@ func TestCheckSettle(t *testing.T) {
 			}
 			require.NotNil(t, rej)
 			require.Equal(t, tt.code, rej.Code)
-			require.True(t, errors.Is(rej, fence.ErrStale))
-			require.Equal(t, rej.Message, rej.Error())
+			require.True(t, errors.Is(rej, api.ErrStale))
+			require.Equal(t, string(rej.Code)+": "+rej.Message, rej.Error())
+			require.Equal(t, 409, rej.Status)
 			require.NotContains(t, rej.Message, "\n", "one line")
 			require.Contains(t, rej.Message, handler)
 			require.Contains(t, rej.Message, "event "+strconv.FormatInt(seq, 10)+" ")
@@ -174,7 +177,7 @@ func TestCheckSettleTakenOverMessages(t *testing.T) {
 	msg := func(s inbox.State) string {
 		_, rej := inbox.CheckSettle(entry(s), handler, seq, "stale", inbox.OutcomeSucceeded, false)
 		require.NotNil(t, rej)
-		require.Equal(t, inbox.CodeTakenOver, rej.Code)
+		require.Equal(t, api.CodeClaimTakenOver, rej.Code)
 		return rej.Message
 	}
 	open := msg(inbox.Pending)
@@ -339,7 +342,7 @@ func TestKeyGolden(t *testing.T) {
 //     and a missing entry always with unknown_claim;
 //   - a success never commits while an earlier event is open;
 //   - a settled (succeeded or skipped) entry never commits again;
-//   - every rejection is a fence.ErrStale with a known code.
+//   - every rejection is a api.ErrStale with a known code.
 //
 // Run longer with: go test ./inbox -run=^$ -fuzz=FuzzCheckSettle -fuzztime=60s
 func FuzzCheckSettle(f *testing.F) {
@@ -366,7 +369,7 @@ func FuzzCheckSettle(f *testing.F) {
 			t.Fatalf("both duplicate and rejected: %v", rej)
 		}
 		if e == nil {
-			if rej == nil || rej.Code != inbox.CodeUnknownClaim {
+			if rej == nil || rej.Code != api.CodeUnknownClaim {
 				t.Fatalf("no entry: got dup=%v rej=%v", dup, rej)
 			}
 			return
@@ -374,7 +377,7 @@ func FuzzCheckSettle(f *testing.F) {
 		if dup && claimID != e.ClaimID {
 			t.Fatalf("duplicate under claim %q of an entry claimed by %q", claimID, e.ClaimID)
 		}
-		if claimID != e.ClaimID && (rej == nil || rej.Code != inbox.CodeTakenOver) {
+		if claimID != e.ClaimID && (rej == nil || rej.Code != api.CodeClaimTakenOver) {
 			t.Fatalf("claim %q settled an entry claimed by %q: dup=%v rej=%v", claimID, e.ClaimID, dup, rej)
 		}
 		if o == inbox.OutcomeSucceeded && earlierOpen && commits {
@@ -390,11 +393,11 @@ func FuzzCheckSettle(f *testing.F) {
 			t.Fatalf("committed %s for %+v under claim %q", o, e, claimID)
 		}
 		if rej != nil {
-			if !errors.Is(rej, fence.ErrStale) {
-				t.Fatalf("rejection %v is not fence.ErrStale", rej)
+			if !errors.Is(rej, api.ErrStale) {
+				t.Fatalf("rejection %v is not api.ErrStale", rej)
 			}
 			switch rej.Code {
-			case inbox.CodeTakenOver, inbox.CodeOutOfOrder, inbox.CodeAlreadySettled:
+			case api.CodeClaimTakenOver, api.CodeOutOfOrder, api.CodeAlreadySettled:
 			default:
 				t.Fatalf("unexpected code %q", rej.Code)
 			}

@@ -137,47 +137,32 @@ func eventView(e eventstore.Event) api.Event {
 }
 
 // validateCommand refuses a command that can be refused without storage.
-func (t *Tenant) validateCommand(where string, c api.Command) *apiError {
+func (t *Tenant) validateCommand(where string, c api.Command) *api.Error {
 	switch {
 	case c.ID == "":
-		return badRequest(api.CodeInvalidRequest, "%smissing field \"id\": give every command an id (a retry with the same id is applied once)", where)
+		return api.Refuse(api.CodeInvalidRequest, "%smissing field \"id\": give every command an id (a retry with the same id is applied once)", where)
 	case !api.ValidName(c.ID):
-		return badRequest(api.CodeInvalidRequest, "%scommand id %q is invalid: use %s", where, c.ID, api.NameRule)
+		return api.Refuse(api.CodeInvalidRequest, "%scommand id %q is invalid: use %s", where, c.ID, api.NameRule)
 	case c.Aggregate == "":
-		return badRequest(api.CodeInvalidRequest, "%smissing field \"aggregate\"", where)
+		return api.Refuse(api.CodeInvalidRequest, "%smissing field \"aggregate\"", where)
 	case c.AggregateID == "" || !api.ValidName(c.AggregateID):
-		return badRequest(api.CodeInvalidRequest, "%saggregate_id %q is invalid: use %s", where, c.AggregateID, api.NameRule)
+		return api.Refuse(api.CodeInvalidRequest, "%saggregate_id %q is invalid: use %s", where, c.AggregateID, api.NameRule)
 	case c.Type == "" || !api.ValidName(c.Type):
-		return badRequest(api.CodeInvalidRequest, "%scommand type %q is invalid: use %s", where, c.Type, api.NameRule)
+		return api.Refuse(api.CodeInvalidRequest, "%scommand type %q is invalid: use %s", where, c.Type, api.NameRule)
 	case len(c.Data) > api.MaxEventBytes:
-		return badRequest(api.CodeTooLarge, "%scommand data of %d bytes exceeds the limit of %d", where, len(c.Data), api.MaxEventBytes)
+		return api.Refuse(api.CodeTooLarge, "%scommand data of %d bytes exceeds the limit of %d", where, len(c.Data), api.MaxEventBytes)
 	}
 	if _, ok := t.app.aggregates[c.Aggregate]; !ok {
-		return badRequest(api.CodeUnknownAggregate, "%sunknown aggregate %q: this module registers %s", where, c.Aggregate, t.app.aggregateNames())
+		return api.Refuse(api.CodeUnknownAggregate, "%sunknown aggregate %q: this module registers %s", where, c.Aggregate, t.app.aggregateNames())
 	}
 	return nil
-}
-
-// commandRefusal is a command refused inside the transaction: by its
-// aggregate, or because its id was used for another command. The caller
-// rolls back whatever the command wrote.
-type commandRefusal struct {
-	status int
-	code   string
-	msg    string
-}
-
-func (r *commandRefusal) Error() string { return r.msg }
-
-func (r *commandRefusal) result() result {
-	return result{status: r.status, body: (&api.Error{Code: r.code, Message: r.msg}).AppendJSON}
 }
 
 // runCommand applies a validated command: a command id already applied is
 // answered with what it did then; otherwise the aggregate decides from its
 // stream and its events and jobs are written with the ledger entry.
 // source says who sent it (api, reaction:<handler>:<seq>, scheduled).
-func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.CommandResult, *commandRefusal, error) {
+func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.CommandResult, *api.Error, error) {
 	stream := c.Aggregate + ":" + c.AggregateID
 	digest := eventstore.Digest(c.Aggregate, c.AggregateID, c.Type, c.Data)
 	rec, found, err := t.events.Command(c.ID)
@@ -186,9 +171,8 @@ func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.Comman
 	}
 	if found {
 		if rec.Digest != digest {
-			return api.CommandResult{}, &commandRefusal{statusConflict, api.CodeCommandIDReused,
-				fmt.Sprintf("command id %s was applied before to a different command (%s %s on %s:%s): use a new id",
-					c.ID, rec.Type, rec.Source, rec.Aggregate, rec.AggregateID)}, nil
+			return api.CommandResult{}, api.Refuse(api.CodeCommandIDReused, "command id %s was applied before to a different command (%s %s on %s:%s): use a new id",
+				c.ID, rec.Type, rec.Source, rec.Aggregate, rec.AggregateID), nil
 		}
 		evs, err := t.events.ReadRange(rec.FirstSeq, rec.LastSeq)
 		if err != nil {
@@ -202,8 +186,7 @@ func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.Comman
 		return api.CommandResult{}, nil, err
 	}
 	if len(history) > maxStreamRead {
-		return api.CommandResult{}, &commandRefusal{statusUnprocessable, api.CodeCommandRejected,
-			fmt.Sprintf("stream %s has more than %d events, more than an aggregate folds for a command: keep aggregates' streams short", stream, maxStreamRead)}, nil
+		return api.CommandResult{}, api.Refuse(api.CodeCommandRejected, "stream %s has more than %d events, more than an aggregate folds for a command: keep aggregates' streams short", stream, maxStreamRead), nil
 	}
 	version := int64(len(history))
 	if version > 0 {
@@ -212,14 +195,13 @@ func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.Comman
 	agg := t.app.aggregates[c.Aggregate]
 	d, derr := agg.decide(history, Command{Command: c, At: ts(now)})
 	if derr != nil {
-		return api.CommandResult{}, &commandRefusal{statusUnprocessable, api.CodeCommandRejected,
-			fmt.Sprintf("%s %s on %s refused: %s", c.Aggregate, c.Type, stream, oneLine(derr.Error()))}, nil
+		return api.CommandResult{}, api.Refuse(api.CodeCommandRejected,
+			"%s %s on %s refused: %s", c.Aggregate, c.Type, stream, oneLine(derr.Error())), nil
 	}
 	drafts := make([]eventstore.Draft, len(d.Events))
 	for i, e := range d.Events {
 		if _, msg := eventProblem(e); msg != "" {
-			return api.CommandResult{}, &commandRefusal{statusUnprocessable, api.CodeCommandRejected,
-				fmt.Sprintf("%s %s decided an invalid event %d: %s", c.Aggregate, c.Type, i, msg)}, nil
+			return api.CommandResult{}, api.Refuse(api.CodeCommandRejected, "%s %s decided an invalid event %d: %s", c.Aggregate, c.Type, i, msg), nil
 		}
 		drafts[i] = eventstore.Draft{Type: e.Type, Data: e.Data}
 	}
@@ -235,7 +217,7 @@ func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.Comman
 	if len(d.Jobs) > 0 {
 		jobIDs, err = t.enqueueDecided(now, c, d.Jobs)
 		if err != nil {
-			var ref *commandRefusal
+			var ref *api.Error
 			if errors.As(err, &ref) {
 				return api.CommandResult{}, ref, nil
 			}
@@ -274,7 +256,7 @@ func commandResult(id, stream string, version int64, evs []eventstore.Event, job
 
 // eventProblem says what is wrong with an event to append, and the error
 // code that says it ("" if nothing is).
-func eventProblem(e api.NewEvent) (code, msg string) {
+func eventProblem(e api.NewEvent) (code api.Code, msg string) {
 	switch {
 	case e.Type == "" || !api.ValidName(e.Type):
 		return api.CodeInvalidRequest, fmt.Sprintf("type %q is invalid: use %s", e.Type, api.NameRule)
@@ -294,8 +276,7 @@ func (t *Tenant) enqueueDecided(now int64, c api.Command, reqs []api.EnqueueRequ
 	for i, r := range reqs {
 		n, e := t.validateEnqueue(i, r)
 		if e != nil {
-			return nil, &commandRefusal{statusUnprocessable, api.CodeCommandRejected,
-				fmt.Sprintf("%s %s decided an invalid job: %s", c.Aggregate, c.Type, e.msg)}
+			return nil, api.Refuse(api.CodeCommandRejected, "%s %s decided an invalid job: %s", c.Aggregate, c.Type, e.Message)
 		}
 		if n.RunAt == 0 {
 			n.RunAt = now
@@ -303,10 +284,9 @@ func (t *Tenant) enqueueDecided(now int64, c api.Command, reqs []api.EnqueueRequ
 		ns[i] = n
 	}
 	js, err := t.store.Enqueue(now, ns)
-	var ref *fencestore.Refusal
+	var ref *api.Error
 	if errors.As(err, &ref) {
-		return nil, &commandRefusal{statusUnprocessable, api.CodeCommandRejected,
-			fmt.Sprintf("%s %s decided a job the queue refused: %s", c.Aggregate, c.Type, ref.Message)}
+		return nil, api.Refuse(api.CodeCommandRejected, "%s %s decided a job the queue refused: %s", c.Aggregate, c.Type, ref.Message)
 	}
 	if err != nil {
 		return nil, err

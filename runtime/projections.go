@@ -478,7 +478,7 @@ func (t *Tenant) applyBatch(now int64, p *projectionReg, g *projectionstore.Gene
 		case err != nil:
 			return err
 		case !ok || cur.Checkpoint != g.Checkpoint || cur.Role != g.Role:
-			return projectionstore.ErrMoved // a rebuild or a swap since we read it
+			return do.ErrGuard // a rebuild or a swap since we read it
 		}
 		evs, err := t.events.Read(g.Checkpoint, p.Events, p.Batch)
 		if err != nil {

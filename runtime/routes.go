@@ -8,31 +8,74 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
-	"github.com/stile-run/stile/fence"
-	"github.com/stile-run/stile/runtime/internal/fencestore"
 )
 
-// apiError is a refusal decided before any storage is touched.
-type apiError struct {
-	status int
-	code   string
-	msg    string
+// input is what a route's handler is given: the values of its pattern's
+// parameters, in order, the raw query string and the body.
+type input struct {
+	params [maxParams]string
+	query  string
+	body   []byte
 }
 
-func badRequest(code, format string, args ...any) *apiError {
-	return &apiError{status: statusBadRequest, code: code, msg: fmt.Sprintf(format, args...)}
+// maxParams is the most {parameters} a route's pattern may have.
+const maxParams = 2
+
+// handler validates a request's input and returns the route that runs it
+// in the transaction, or a refusal decided before any storage is touched.
+type handler func(t *Tenant, in input) (route, *api.Error)
+
+// routes is the tenant API: every route with its handler. The 404 and 405
+// answers are derived from it, and the client builds its paths from the
+// same api.Route values.
+var routes = []struct {
+	api.Route
+	handle handler
+}{
+	{api.RouteListJobs, func(t *Tenant, in input) (route, *api.Error) { return t.listJobs(in.query) }},
+	{api.RouteEnqueue, func(t *Tenant, in input) (route, *api.Error) { return t.enqueueOne(in.body) }},
+	{api.RouteEnqueueMany, func(t *Tenant, in input) (route, *api.Error) { return t.enqueueBatch(in.body) }},
+	{api.RouteGetJob, func(t *Tenant, in input) (route, *api.Error) { return t.getJob(in.params[0]) }},
+	{api.RouteDeleteJob, func(t *Tenant, in input) (route, *api.Error) { return t.deleteJob(in.params[0]) }},
+	{api.RouteHeartbeat, func(t *Tenant, in input) (route, *api.Error) { return t.heartbeat(in.params[0], in.body) }},
+	{api.RouteReport, func(t *Tenant, in input) (route, *api.Error) { return t.reportOne(in.params[0], in.body) }},
+	{api.RouteCancel, func(t *Tenant, in input) (route, *api.Error) { return t.cancel(in.params[0], in.body) }},
+	{api.RouteRetry, func(t *Tenant, in input) (route, *api.Error) { return t.retry(in.params[0]) }},
+	{api.RouteClaim, func(t *Tenant, in input) (route, *api.Error) { return t.claim(in.body) }},
+	{api.RouteReportMany, func(t *Tenant, in input) (route, *api.Error) { return t.reportBatch(in.body) }},
+	{api.RouteQueues, func(t *Tenant, in input) (route, *api.Error) { return t.queues(), nil }},
+	{api.RouteLimits, func(t *Tenant, in input) (route, *api.Error) { return t.limits(), nil }},
+	{api.RouteSetLimit, func(t *Tenant, in input) (route, *api.Error) { return t.setLimit(in.params[0], in.body) }},
+	{api.RouteTx, func(t *Tenant, in input) (route, *api.Error) { return t.runTx(in.params[0], in.body) }},
+	{api.RouteSchedules, func(t *Tenant, in input) (route, *api.Error) { return t.listSchedules(), nil }},
+	{api.RoutePutSchedule, func(t *Tenant, in input) (route, *api.Error) { return t.putSchedule(in.params[0], in.body) }},
+	{api.RouteGetSchedule, func(t *Tenant, in input) (route, *api.Error) { return t.getSchedule(in.params[0]), nil }},
+	{api.RouteDelSchedule, func(t *Tenant, in input) (route, *api.Error) { return t.deleteSchedule(in.params[0]), nil }},
+	{api.RouteStatus, func(t *Tenant, in input) (route, *api.Error) { return t.status(), nil }},
+	{api.RouteEvents, func(t *Tenant, in input) (route, *api.Error) { return t.readEvents(in.query) }},
+	{api.RouteReadStream, func(t *Tenant, in input) (route, *api.Error) { return t.readStream(in.params[0], in.query) }},
+	{api.RouteAppend, func(t *Tenant, in input) (route, *api.Error) { return t.appendEvents(in.params[0], in.body) }},
+	{api.RouteCommand, func(t *Tenant, in input) (route, *api.Error) { return t.command(in.body) }},
+	{api.RouteGetCommand, func(t *Tenant, in input) (route, *api.Error) { return t.getCommand(in.params[0]), nil }},
+	{api.RouteReactions, func(t *Tenant, in input) (route, *api.Error) { return t.reactionsStatus(), nil }},
+	{api.RouteClaimEvents, func(t *Tenant, in input) (route, *api.Error) { return t.claimReactions(in.body) }},
+	{api.RouteSettle, func(t *Tenant, in input) (route, *api.Error) { return t.settle(in.body) }},
+	{api.RouteSkip, func(t *Tenant, in input) (route, *api.Error) { return t.skipReaction(in.params[0], in.body) }},
+	{api.RouteProjections, func(t *Tenant, in input) (route, *api.Error) { return t.projectionsStatus(), nil }},
+	{api.RouteRebuild, func(t *Tenant, in input) (route, *api.Error) { return t.rebuildProjection(in.params[0]) }},
+	{api.RouteQuery, func(t *Tenant, in input) (route, *api.Error) { return t.runQuery(in.params[0], in.query) }},
 }
 
 // match routes an API request and validates its input. Everything that can
 // be refused without reading storage is refused here, so bad input writes
 // nothing, not even due work.
-func (t *Tenant) match(req do.Request) (route, *apiError) {
+func (t *Tenant) match(req do.Request) (route, *api.Error) {
 	tenant, rest, ok := api.SplitTenantPath(req.Path)
 	if !ok {
-		return nil, &apiError{statusNotFound, api.CodeNotFound, api.NoRoute(req.Method, req.Path)}
+		return nil, api.NoRoute(req.Method, req.Path)
 	}
 	if !api.ValidTenant(tenant) {
-		return nil, &apiError{statusBadRequest, api.InvalidTenant.Code, api.InvalidTenant.Message}
+		return nil, &api.InvalidTenant
 	}
 	if t.name == "" {
 		t.name = tenant
@@ -40,195 +83,99 @@ func (t *Tenant) match(req do.Request) (route, *apiError) {
 	if tenant != t.name {
 		// One module instance serves one tenant; a host that routes another
 		// tenant's request here is broken, and must not write.
-		return nil, &apiError{statusBadRequest, api.CodeInvalidTenant, fmt.Sprintf("this object serves tenant %q, not %q", t.name, tenant)}
+		return nil, api.Refuse(api.CodeInvalidTenant, "this object serves tenant %q, not %q", t.name, tenant)
 	}
 	if len(req.Body) > api.MaxBodyBytes {
-		return nil, &apiError{statusTooLarge, api.BodyTooLarge.Code, api.BodyTooLarge.Message}
+		return nil, &api.BodyTooLarge
 	}
-	parts := strings.Split(rest, "/")
+	h, in, allow := lookup(req.Method, rest)
 	switch {
-	case rest == "jobs" && req.Method == "GET":
-		return t.listJobs(req.Query)
-	case rest == "jobs":
-		if e := allow(req, "POST"); e != nil {
-			return nil, e
-		}
-		return t.enqueueOne(req.Body)
-	case rest == "jobs/batch":
-		if e := allow(req, "POST"); e != nil {
-			return nil, e
-		}
-		return t.enqueueBatch(req.Body)
-	case len(parts) == 2 && parts[0] == "jobs" && req.Method == "DELETE":
-		return t.deleteJob(parts[1])
-	case len(parts) == 2 && parts[0] == "jobs":
-		if e := allow(req, "GET"); e != nil {
-			return nil, e
-		}
-		return t.getJob(parts[1])
-	case len(parts) == 3 && parts[0] == "jobs":
-		id := parts[1]
-		switch parts[2] {
-		case "heartbeat":
-			if e := allow(req, "POST"); e != nil {
-				return nil, e
-			}
-			return t.heartbeat(id, req.Body)
-		case "report":
-			if e := allow(req, "POST"); e != nil {
-				return nil, e
-			}
-			return t.reportOne(id, req.Body)
-		case "cancel":
-			if e := allow(req, "POST"); e != nil {
-				return nil, e
-			}
-			return t.cancel(id, req.Body)
-		case "retry":
-			if e := allow(req, "POST"); e != nil {
-				return nil, e
-			}
-			return t.retry(id)
-		}
-	case rest == "claims":
-		if e := allow(req, "POST"); e != nil {
-			return nil, e
-		}
-		return t.claim(req.Body)
-	case rest == "reports":
-		if e := allow(req, "POST"); e != nil {
-			return nil, e
-		}
-		return t.reportBatch(req.Body)
-	case rest == "queues":
-		if e := allow(req, "GET"); e != nil {
-			return nil, e
-		}
-		return t.queues(), nil
-	case rest == "concurrency":
-		if e := allow(req, "GET"); e != nil {
-			return nil, e
-		}
-		return t.limits(), nil
-	case len(parts) == 2 && parts[0] == "concurrency":
-		if e := allow(req, "PUT"); e != nil {
-			return nil, e
-		}
-		return t.setLimit(parts[1], req.Body)
-	case len(parts) == 2 && parts[0] == "tx":
-		if e := allow(req, "POST"); e != nil {
-			return nil, e
-		}
-		return t.runTx(parts[1], req.Body)
-	case rest == "schedules":
-		if e := allow(req, "GET"); e != nil {
-			return nil, e
-		}
-		return t.listSchedules(), nil
-	case len(parts) == 2 && parts[0] == "schedules":
-		switch req.Method {
-		case "PUT":
-			return t.putSchedule(parts[1], req.Body)
-		case "GET":
-			return t.getSchedule(parts[1]), nil
-		case "DELETE":
-			return t.deleteSchedule(parts[1]), nil
-		}
-		return nil, &apiError{statusMethodNotAllowed, api.CodeMethodNotAllowed, fmt.Sprintf("%s %s: use PUT, GET or DELETE", req.Method, req.Path)}
-	case rest == "status":
-		if e := allow(req, "GET"); e != nil {
-			return nil, e
-		}
-		return t.status(), nil
-	case rest == "events":
-		if e := allow(req, "GET"); e != nil {
-			return nil, e
-		}
-		return t.readEvents(req.Query)
-	case len(parts) == 2 && parts[0] == "streams" && req.Method == "GET":
-		return t.readStream(parts[1], req.Query)
-	case len(parts) == 2 && parts[0] == "streams":
-		if e := allow(req, "POST"); e != nil {
-			return nil, e
-		}
-		return t.appendEvents(parts[1], req.Body)
-	case rest == "commands":
-		if e := allow(req, "POST"); e != nil {
-			return nil, e
-		}
-		return t.command(req.Body)
-	case len(parts) == 2 && parts[0] == "commands":
-		if e := allow(req, "GET"); e != nil {
-			return nil, e
-		}
-		return t.getCommand(parts[1]), nil
-	case rest == "reactions":
-		if e := allow(req, "GET"); e != nil {
-			return nil, e
-		}
-		return t.reactionsStatus(), nil
-	case rest == "reactions/claims":
-		if e := allow(req, "POST"); e != nil {
-			return nil, e
-		}
-		return t.claimReactions(req.Body)
-	case rest == "reactions/settle":
-		if e := allow(req, "POST"); e != nil {
-			return nil, e
-		}
-		return t.settle(req.Body)
-	case len(parts) == 3 && parts[0] == "reactions" && parts[2] == "skip":
-		if e := allow(req, "POST"); e != nil {
-			return nil, e
-		}
-		return t.skipReaction(parts[1], req.Body)
-	case rest == "projections":
-		if e := allow(req, "GET"); e != nil {
-			return nil, e
-		}
-		return t.projectionsStatus(), nil
-	case len(parts) == 3 && parts[0] == "projections" && parts[2] == "rebuild":
-		if e := allow(req, "POST"); e != nil {
-			return nil, e
-		}
-		return t.rebuildProjection(parts[1])
-	case len(parts) == 2 && parts[0] == "queries":
-		if e := allow(req, "GET"); e != nil {
-			return nil, e
-		}
-		return t.runQuery(parts[1], req.Query)
+	case h != nil:
+		in.query, in.body = req.Query, req.Body
+		return h(t, in)
+	case allow != "":
+		return nil, api.Refuse(api.CodeMethodNotAllowed, "%s %s: use %s", req.Method, req.Path, allow)
 	}
-	return nil, &apiError{statusNotFound, api.CodeNotFound, fmt.Sprintf("no route %s %s", req.Method, req.Path)}
+	return nil, api.NoRoute(req.Method, req.Path)
 }
 
-// allow refuses a request whose method is not want.
-func allow(req do.Request, want string) *apiError {
-	if req.Method != want {
-		return &apiError{statusMethodNotAllowed, api.CodeMethodNotAllowed, fmt.Sprintf("%s %s: use %s", req.Method, req.Path, want)}
+// lookup finds the handler of method on path (the part after the tenant).
+// Of the patterns that match the path, only the most specific count (the
+// most literal segments: jobs/batch before jobs/{id}); when none of those
+// has the method, allow lists the methods they have.
+func lookup(method, path string) (h handler, in input, allow string) {
+	best := -1
+	var params [maxParams]string
+	for i := range routes {
+		r := &routes[i]
+		literals, ok := matchPattern(r.Pattern, path, &params)
+		if !ok || literals < best {
+			continue
+		}
+		if literals > best {
+			best, h, allow = literals, nil, ""
+		}
+		if r.Method == method {
+			h, in.params = r.handle, params
+		}
+		if !strings.Contains(allow, r.Method) {
+			if allow != "" {
+				allow += ", "
+			}
+			allow += r.Method
+		}
 	}
-	return nil
+	return h, in, allow
+}
+
+// matchPattern matches path against pattern segment by segment, filling
+// params with the {parameter} segments (non-empty), and returns how many
+// literal segments matched.
+func matchPattern(pattern, path string, params *[maxParams]string) (literals int, ok bool) {
+	n := 0
+	for pattern != "" || path != "" {
+		if pattern == "" || path == "" {
+			return 0, false
+		}
+		var ps, seg string
+		ps, pattern, _ = strings.Cut(pattern, "/")
+		seg, path, _ = strings.Cut(path, "/")
+		switch {
+		case len(ps) > 1 && ps[0] == '{':
+			if seg == "" || n == maxParams {
+				return 0, false
+			}
+			params[n] = seg
+			n++
+		case ps == seg:
+			literals++
+		default:
+			return 0, false
+		}
+	}
+	return literals, true
 }
 
 // batchSize refuses an empty batch or one over its limit.
-func batchSize(n, max int, field string) *apiError {
+func batchSize(n, max int, field string) *api.Error {
 	if n == 0 {
-		return badRequest(api.CodeInvalidRequest, "missing field %q: send at least one", field)
+		return api.Refuse(api.CodeInvalidRequest, "missing field %q: send at least one", field)
 	}
 	if n > max {
-		return badRequest(api.CodeInvalidRequest, "%d %s in one batch exceed the limit of %d: split the batch", n, field, max)
+		return api.Refuse(api.CodeInvalidRequest, "%d %s in one batch exceed the limit of %d: split the batch", n, field, max)
 	}
 	return nil
 }
 
 // decodeErr turns a body the API's decoders refused into a 400.
-func decodeErr(err error) *apiError {
-	return badRequest(api.CodeInvalidJSON, "%s", err.Error())
+func decodeErr(err error) *api.Error {
+	return api.Refuse(api.CodeInvalidJSON, "%s", err.Error())
 }
 
-func parseJobID(s string) (int64, *apiError) {
+func parseJobID(s string) (int64, *api.Error) {
 	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || id <= 0 || id > 1<<53-1 {
-		return 0, &apiError{statusNotFound, api.CodeNotFound, fmt.Sprintf("job %q does not exist", s)}
+		return 0, api.Refuse(api.CodeNotFound, "job %q does not exist", s)
 	}
 	return id, nil
 }
@@ -268,27 +215,18 @@ func kindList(names []string) string {
 	return strings.Join(names, ", ")
 }
 
-func notFound(id string) result {
-	return result{status: statusNotFound, body: (&api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("job %q does not exist", id)}).AppendJSON}
-}
-
-func rejected(rej *fence.Rejection) result {
-	return result{status: statusConflict, body: (&api.Error{Code: string(rej.Code), Message: rej.Message}).AppendJSON}
-}
-
-func refused(r *fencestore.Refusal) result {
-	status := statusConflict
-	if r.Code == api.CodeInvalidRequest {
-		status = statusBadRequest
-	}
-	return result{status: status, body: (&api.Error{Code: r.Code, Message: r.Message}).AppendJSON}
+// refusal answers e, committing what the route wrote: a fence's refusal
+// keeps its audit row. (A route that returns e as its error instead rolls
+// back everything it wrote.)
+func refusal(e *api.Error) result {
+	return result{status: e.Status, body: e.AppendJSON}
 }
 
 // query parses a request's query string: key=value pairs joined by '&',
 // percent-encoded, '+' for a space. A key given twice is refused rather
 // than guessed at. (Written here rather than taken from net/url, which
 // adds 27 KB of gzipped Wasm to every module for this one call.)
-func query(raw string) (map[string]string, *apiError) {
+func query(raw string) (map[string]string, *api.Error) {
 	q := map[string]string{}
 	for raw != "" {
 		var pair string
@@ -300,10 +238,10 @@ func query(raw string) (map[string]string, *apiError) {
 		key, ok1 := unescapeQuery(k)
 		val, ok2 := unescapeQuery(v)
 		if !ok1 || !ok2 {
-			return nil, badRequest(api.CodeInvalidRequest, "malformed query string: bad percent-encoding in %q", pair)
+			return nil, api.Refuse(api.CodeInvalidRequest, "malformed query string: bad percent-encoding in %q", pair)
 		}
 		if _, dup := q[key]; dup {
-			return nil, badRequest(api.CodeInvalidRequest, "query parameter %q is given twice", key)
+			return nil, api.Refuse(api.CodeInvalidRequest, "query parameter %q is given twice", key)
 		}
 		q[key] = val
 	}

@@ -49,16 +49,16 @@ func (t *Tenant) limits() route {
 	}
 }
 
-func (t *Tenant) setLimit(key string, body []byte) (route, *apiError) {
+func (t *Tenant) setLimit(key string, body []byte) (route, *api.Error) {
 	if !api.ValidName(key) {
-		return nil, badRequest(api.CodeInvalidRequest, "concurrency key %q is invalid: use %s", key, api.NameRule)
+		return nil, api.Refuse(api.CodeInvalidRequest, "concurrency key %q is invalid: use %s", key, api.NameRule)
 	}
 	r, err := api.DecodeSetLimit(body)
 	if err != nil {
 		return nil, decodeErr(err)
 	}
 	if r.Slots == nil || *r.Slots < 0 || *r.Slots > api.MaxSlots {
-		return nil, badRequest(api.CodeInvalidRequest, "missing or invalid field \"slots\": 0-%d jobs at once", api.MaxSlots)
+		return nil, api.Refuse(api.CodeInvalidRequest, "missing or invalid field \"slots\": 0-%d jobs at once", api.MaxSlots)
 	}
 	return func(now int64) (result, error) {
 		l, err := t.store.SetLimit(now, key, *r.Slots)

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -13,19 +12,19 @@ import (
 
 // ---- the event log ----
 
-func validStream(stream string) *apiError {
+func validStream(stream string) *api.Error {
 	if !api.ValidStream(stream) {
-		return badRequest(api.CodeInvalidRequest, "stream %q is invalid: use %s", stream, api.StreamRule)
+		return api.Refuse(api.CodeInvalidRequest, "stream %q is invalid: use %s", stream, api.StreamRule)
 	}
 	return nil
 }
 
-func (t *Tenant) appendEvents(stream string, body []byte) (route, *apiError) {
+func (t *Tenant) appendEvents(stream string, body []byte) (route, *api.Error) {
 	if e := validStream(stream); e != nil {
 		return nil, e
 	}
 	if strings.HasPrefix(stream, "stile.") {
-		return nil, badRequest(api.CodeInvalidRequest, "stream %q is reserved: streams starting with stile. are Stile's", stream)
+		return nil, api.Refuse(api.CodeInvalidRequest, "stream %q is reserved: streams starting with stile. are Stile's", stream)
 	}
 	r, err := api.DecodeAppend(body)
 	if err != nil {
@@ -37,24 +36,19 @@ func (t *Tenant) appendEvents(stream string, body []byte) (route, *apiError) {
 	drafts := make([]eventstore.Draft, len(r.Events))
 	for i, e := range r.Events {
 		if code, msg := eventProblem(e); msg != "" {
-			return nil, badRequest(code, "events[%d]: %s", i, msg)
+			return nil, api.Refuse(code, "events[%d]: %s", i, msg)
 		}
 		drafts[i] = eventstore.Draft{Type: e.Type, Data: e.Data}
 	}
 	expected := int64(eventstore.Any)
 	if r.ExpectedVersion != nil {
 		if *r.ExpectedVersion < 0 {
-			return nil, badRequest(api.CodeInvalidRequest, "expected_version %d is negative: use 0 for a new stream, or leave it out", *r.ExpectedVersion)
+			return nil, api.Refuse(api.CodeInvalidRequest, "expected_version %d is negative: use 0 for a new stream, or leave it out", *r.ExpectedVersion)
 		}
 		expected = *r.ExpectedVersion
 	}
 	return func(now int64) (result, error) {
 		first, last, version, err := t.events.Append(now, stream, expected, drafts, "")
-		var c *eventstore.Conflict
-		if errors.As(err, &c) {
-			return result{status: statusConflict, body: api.VersionConflict{Code: api.CodeVersionConflict,
-				Message: c.Error(), Stream: stream, CurrentVersion: c.Current}.AppendJSON}, errRollback
-		}
 		if err != nil {
 			return result{}, err
 		}
@@ -64,45 +58,45 @@ func (t *Tenant) appendEvents(stream string, body []byte) (route, *apiError) {
 }
 
 // readLimit reads the limit= parameter of a read.
-func readLimit(q map[string]string) (int, *apiError) {
+func readLimit(q map[string]string) (int, *api.Error) {
 	l, ok := q["limit"]
 	if !ok {
 		return 100, nil
 	}
 	n, err := strconv.Atoi(l)
 	if err != nil || n < 1 || n > api.MaxReadEvents {
-		return 0, badRequest(api.CodeInvalidRequest, "limit=%q is outside 1-%d", l, api.MaxReadEvents)
+		return 0, api.Refuse(api.CodeInvalidRequest, "limit=%q is outside 1-%d", l, api.MaxReadEvents)
 	}
 	return n, nil
 }
 
 // position reads a non-negative integer parameter.
-func position(q map[string]string, name string, def int64) (int64, *apiError) {
+func position(q map[string]string, name string, def int64) (int64, *api.Error) {
 	v, ok := q[name]
 	if !ok {
 		return def, nil
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 || n > 1<<53-1 {
-		return 0, badRequest(api.CodeInvalidRequest, "%s=%q is not a position in the log", name, v)
+		return 0, api.Refuse(api.CodeInvalidRequest, "%s=%q is not a position in the log", name, v)
 	}
 	return n, nil
 }
 
-func onlyParams(q map[string]string, allowed ...string) *apiError {
+func onlyParams(q map[string]string, allowed ...string) *api.Error {
 	for k := range q {
 		found := false
 		for _, a := range allowed {
 			found = found || k == a
 		}
 		if !found {
-			return badRequest(api.CodeInvalidRequest, "unknown query parameter %q: use %s", k, strings.Join(allowed, ", "))
+			return api.Refuse(api.CodeInvalidRequest, "unknown query parameter %q: use %s", k, strings.Join(allowed, ", "))
 		}
 	}
 	return nil
 }
 
-func (t *Tenant) readStream(stream, raw string) (route, *apiError) {
+func (t *Tenant) readStream(stream, raw string) (route, *api.Error) {
 	if e := validStream(stream); e != nil {
 		return nil, e
 	}
@@ -134,7 +128,7 @@ func (t *Tenant) readStream(stream, raw string) (route, *apiError) {
 	}, nil
 }
 
-func (t *Tenant) readEvents(raw string) (route, *apiError) {
+func (t *Tenant) readEvents(raw string) (route, *api.Error) {
 	q, e := query(raw)
 	if e != nil {
 		return nil, e
@@ -154,14 +148,14 @@ func (t *Tenant) readEvents(raw string) (route, *apiError) {
 	if v := q["types"]; v != "" {
 		types = strings.Split(v, ",")
 		if len(types) > api.MaxClaimKinds {
-			return nil, badRequest(api.CodeInvalidRequest, "%d types exceed the limit of %d", len(types), api.MaxClaimKinds)
+			return nil, api.Refuse(api.CodeInvalidRequest, "%d types exceed the limit of %d", len(types), api.MaxClaimKinds)
 		}
 		for i, ty := range types {
 			if !api.ValidName(ty) {
-				return nil, badRequest(api.CodeInvalidRequest, "event type %q is invalid: use %s", ty, api.NameRule)
+				return nil, api.Refuse(api.CodeInvalidRequest, "event type %q is invalid: use %s", ty, api.NameRule)
 			}
 			if slices.Contains(types[:i], ty) {
-				return nil, badRequest(api.CodeInvalidRequest, "event type %q is listed twice", ty)
+				return nil, api.Refuse(api.CodeInvalidRequest, "event type %q is listed twice", ty)
 			}
 		}
 	}
@@ -189,7 +183,7 @@ func (t *Tenant) eventsPage(evs []eventstore.Event, limit int) (api.EventsRespon
 
 // ---- commands ----
 
-func (t *Tenant) command(body []byte) (route, *apiError) {
+func (t *Tenant) command(body []byte) (route, *api.Error) {
 	c, err := api.DecodeCommand(body)
 	if err != nil {
 		return nil, decodeErr(err)
@@ -203,7 +197,7 @@ func (t *Tenant) command(body []byte) (route, *apiError) {
 			return result{}, err
 		}
 		if ref != nil {
-			return ref.result(), errRollback
+			return result{}, ref
 		}
 		status := statusCreated
 		if res.Duplicate {

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,28 +12,28 @@ import (
 
 // ---- enqueue ----
 
-func (t *Tenant) validateEnqueue(i int, r api.EnqueueRequest) (fencestore.NewJob, *apiError) {
+func (t *Tenant) validateEnqueue(i int, r api.EnqueueRequest) (fencestore.NewJob, *api.Error) {
 	where := ""
 	if i >= 0 {
 		where = fmt.Sprintf("jobs[%d]: ", i)
 	}
 	if r.Kind == "" {
-		return fencestore.NewJob{}, badRequest(api.CodeInvalidRequest, "%smissing field \"kind\"", where)
+		return fencestore.NewJob{}, api.Refuse(api.CodeInvalidRequest, "%smissing field \"kind\"", where)
 	}
 	k, ok := t.app.Kind(r.Kind)
 	if !ok {
-		return fencestore.NewJob{}, badRequest(api.CodeUnknownKind, "%sunknown job kind %q: this module registers %s", where, r.Kind, kindList(t.app.Kinds()))
+		return fencestore.NewJob{}, api.Refuse(api.CodeUnknownKind, "%sunknown job kind %q: this module registers %s", where, r.Kind, kindList(t.app.Kinds()))
 	}
 	args := []byte(r.Args)
 	if len(args) == 0 {
 		args = []byte("{}")
 	}
 	if len(args) > api.MaxArgsBytes {
-		return fencestore.NewJob{}, badRequest(api.CodeTooLarge, "%sargs of %d bytes exceed the limit of %d (1 MiB): store large data elsewhere and pass a reference", where, len(args), api.MaxArgsBytes)
+		return fencestore.NewJob{}, api.Refuse(api.CodeTooLarge, "%sargs of %d bytes exceed the limit of %d (1 MiB): store large data elsewhere and pass a reference", where, len(args), api.MaxArgsBytes)
 	}
 	if k.Validate != nil {
 		if err := k.Validate(args); err != nil {
-			return fencestore.NewJob{}, badRequest(api.CodeInvalidArgs, "%sargs of %s: %s", where, r.Kind, oneLine(err.Error()))
+			return fencestore.NewJob{}, api.Refuse(api.CodeInvalidArgs, "%sargs of %s: %s", where, r.Kind, oneLine(err.Error()))
 		}
 	}
 	n := fencestore.NewJob{Kind: k.Name, Queue: k.Queue, Priority: k.Priority, Args: args,
@@ -43,25 +42,25 @@ func (t *Tenant) validateEnqueue(i int, r api.EnqueueRequest) (fencestore.NewJob
 		ConcurrencyKey: k.ConcurrencyKey, RunRegardless: r.RunRegardless}
 	if r.Queue != "" {
 		if !api.ValidName(r.Queue) {
-			return n, badRequest(api.CodeInvalidRequest, "%squeue %q is invalid: use %s", where, r.Queue, api.NameRule)
+			return n, api.Refuse(api.CodeInvalidRequest, "%squeue %q is invalid: use %s", where, r.Queue, api.NameRule)
 		}
 		n.Queue = r.Queue
 	}
 	if r.Priority != nil {
 		if *r.Priority < 0 || *r.Priority > api.MaxPriority {
-			return n, badRequest(api.CodeInvalidRequest, "%spriority %d is outside 0-%d (0 runs first)", where, *r.Priority, api.MaxPriority)
+			return n, api.Refuse(api.CodeInvalidRequest, "%spriority %d is outside 0-%d (0 runs first)", where, *r.Priority, api.MaxPriority)
 		}
 		n.Priority = *r.Priority
 	}
 	if r.MaxAttempts != 0 {
 		if r.MaxAttempts < 1 || r.MaxAttempts > api.MaxMaxAttempts {
-			return n, badRequest(api.CodeInvalidRequest, "%smax_attempts %d is outside 1-%d", where, r.MaxAttempts, api.MaxMaxAttempts)
+			return n, api.Refuse(api.CodeInvalidRequest, "%smax_attempts %d is outside 1-%d", where, r.MaxAttempts, api.MaxMaxAttempts)
 		}
 		n.MaxAttempts = int64(r.MaxAttempts)
 	}
 	if r.LeaseMs != 0 {
 		if r.LeaseMs < api.MinLease.Milliseconds() || r.LeaseMs > api.MaxLease.Milliseconds() {
-			return n, badRequest(api.CodeInvalidRequest, "%slease_ms %d is outside %d-%d", where, r.LeaseMs, api.MinLease.Milliseconds(), api.MaxLease.Milliseconds())
+			return n, api.Refuse(api.CodeInvalidRequest, "%slease_ms %d is outside %d-%d", where, r.LeaseMs, api.MinLease.Milliseconds(), api.MaxLease.Milliseconds())
 		}
 		n.LeaseMs = r.LeaseMs
 		if r.TimeoutMs == 0 && n.TimeoutMs < n.LeaseMs {
@@ -70,14 +69,14 @@ func (t *Tenant) validateEnqueue(i int, r api.EnqueueRequest) (fencestore.NewJob
 	}
 	if r.TimeoutMs != 0 {
 		if r.TimeoutMs < n.LeaseMs || r.TimeoutMs > api.MaxTimeout.Milliseconds() {
-			return n, badRequest(api.CodeInvalidRequest, "%stimeout_ms %d is outside %d (the lease)-%d", where, r.TimeoutMs, n.LeaseMs, api.MaxTimeout.Milliseconds())
+			return n, api.Refuse(api.CodeInvalidRequest, "%stimeout_ms %d is outside %d (the lease)-%d", where, r.TimeoutMs, n.LeaseMs, api.MaxTimeout.Milliseconds())
 		}
 		n.TimeoutMs = r.TimeoutMs
 	}
 	if r.RunAt != nil {
 		ms := r.RunAt.UnixMilli()
 		if ms < 0 || ms > maxTimeMs {
-			return n, badRequest(api.CodeInvalidRequest, "%srun_at is out of range: use a time from 1970 to 9999", where)
+			return n, api.Refuse(api.CodeInvalidRequest, "%srun_at is out of range: use a time from 1970 to 9999", where)
 		}
 		n.RunAt = ms
 	}
@@ -88,60 +87,60 @@ func (t *Tenant) validateEnqueue(i int, r api.EnqueueRequest) (fencestore.NewJob
 	n.Tags = tags
 	if r.UniqueKey != "" {
 		if len(r.UniqueKey) > api.MaxNameBytes*2 {
-			return n, badRequest(api.CodeInvalidRequest, "%sunique_key is longer than %d bytes", where, api.MaxNameBytes*2)
+			return n, api.Refuse(api.CodeInvalidRequest, "%sunique_key is longer than %d bytes", where, api.MaxNameBytes*2)
 		}
 		n.UniqueKey = r.UniqueKey
 	}
 	if r.UniqueWindowMs < 0 || r.UniqueWindowMs > api.MaxUniqueWindow.Milliseconds() || (r.UniqueWindowMs > 0 && r.UniqueKey == "") {
-		return n, badRequest(api.CodeInvalidRequest, "%sunique_window_ms %d needs a unique_key and must be within 0-%d", where, r.UniqueWindowMs, api.MaxUniqueWindow.Milliseconds())
+		return n, api.Refuse(api.CodeInvalidRequest, "%sunique_window_ms %d needs a unique_key and must be within 0-%d", where, r.UniqueWindowMs, api.MaxUniqueWindow.Milliseconds())
 	}
 	n.UniqueWindowMs = r.UniqueWindowMs
 	if r.ConcurrencyKey != "" {
 		if !api.ValidName(r.ConcurrencyKey) {
-			return n, badRequest(api.CodeInvalidRequest, "%sconcurrency_key %q is invalid: use %s", where, r.ConcurrencyKey, api.NameRule)
+			return n, api.Refuse(api.CodeInvalidRequest, "%sconcurrency_key %q is invalid: use %s", where, r.ConcurrencyKey, api.NameRule)
 		}
 		n.ConcurrencyKey = r.ConcurrencyKey
 	}
 	if len(r.DependsOn) > api.MaxDependsOn {
-		return n, badRequest(api.CodeInvalidRequest, "%s%d parents exceed the limit of %d", where, len(r.DependsOn), api.MaxDependsOn)
+		return n, api.Refuse(api.CodeInvalidRequest, "%s%d parents exceed the limit of %d", where, len(r.DependsOn), api.MaxDependsOn)
 	}
 	for _, d := range r.DependsOn {
 		if ref, ok := strings.CutPrefix(d, "#"); ok {
 			b, err := strconv.Atoi(ref)
 			if err != nil || b < 0 || i < 0 || b >= i {
-				return n, badRequest(api.CodeInvalidRequest, "%sdepends_on %q: \"#n\" names an earlier job of the same batch", where, d)
+				return n, api.Refuse(api.CodeInvalidRequest, "%sdepends_on %q: \"#n\" names an earlier job of the same batch", where, d)
 			}
 			n.Parents = append(n.Parents, fencestore.Parent{Batch: b})
 			continue
 		}
 		id, e := parseJobID(d)
 		if e != nil {
-			return n, badRequest(api.CodeInvalidRequest, "%sdepends_on %q is not a job id", where, d)
+			return n, api.Refuse(api.CodeInvalidRequest, "%sdepends_on %q is not a job id", where, d)
 		}
 		n.Parents = append(n.Parents, fencestore.Parent{ID: id, Batch: -1})
 	}
 	if r.RunRegardless && len(r.DependsOn) == 0 {
-		return n, badRequest(api.CodeInvalidRequest, "%srun_regardless needs depends_on", where)
+		return n, api.Refuse(api.CodeInvalidRequest, "%srun_regardless needs depends_on", where)
 	}
 	return n, nil
 }
 
-func validTags(where string, tags []string) ([]byte, *apiError) {
+func validTags(where string, tags []string) ([]byte, *api.Error) {
 	if len(tags) == 0 {
 		return nil, nil
 	}
 	if len(tags) > api.MaxTags {
-		return nil, badRequest(api.CodeInvalidRequest, "%s%d tags exceed the limit of %d", where, len(tags), api.MaxTags)
+		return nil, api.Refuse(api.CodeInvalidRequest, "%s%d tags exceed the limit of %d", where, len(tags), api.MaxTags)
 	}
 	for _, tag := range tags {
 		if tag == "" || len(tag) > api.MaxTagBytes {
-			return nil, badRequest(api.CodeInvalidRequest, "%stag %q must be 1-%d bytes", where, tag, api.MaxTagBytes)
+			return nil, api.Refuse(api.CodeInvalidRequest, "%stag %q must be 1-%d bytes", where, tag, api.MaxTagBytes)
 		}
 	}
 	return api.AppendStrings(nil, tags), nil
 }
 
-func (t *Tenant) enqueueOne(body []byte) (route, *apiError) {
+func (t *Tenant) enqueueOne(body []byte) (route, *api.Error) {
 	r, err := api.DecodeEnqueue(body)
 	if err != nil {
 		return nil, decodeErr(err)
@@ -155,10 +154,6 @@ func (t *Tenant) enqueueOne(body []byte) (route, *apiError) {
 			n.RunAt = now
 		}
 		js, err := t.store.Enqueue(now, []fencestore.NewJob{n})
-		var ref *fencestore.Refusal
-		if errors.As(err, &ref) {
-			return refused(ref), errRollback
-		}
 		if err != nil {
 			return result{}, err
 		}
@@ -173,7 +168,7 @@ func (t *Tenant) enqueueOne(body []byte) (route, *apiError) {
 	}, nil
 }
 
-func (t *Tenant) enqueueBatch(body []byte) (route, *apiError) {
+func (t *Tenant) enqueueBatch(body []byte) (route, *api.Error) {
 	r, err := api.DecodeEnqueueBatch(body)
 	if err != nil {
 		return nil, decodeErr(err)
@@ -183,7 +178,7 @@ func (t *Tenant) enqueueBatch(body []byte) (route, *apiError) {
 	}
 	ns := make([]fencestore.NewJob, len(r.Jobs))
 	for i, j := range r.Jobs {
-		var e *apiError
+		var e *api.Error
 		if ns[i], e = t.validateEnqueue(i, j); e != nil {
 			return nil, e
 		}
@@ -195,10 +190,6 @@ func (t *Tenant) enqueueBatch(body []byte) (route, *apiError) {
 			}
 		}
 		js, err := t.store.Enqueue(now, ns)
-		var ref *fencestore.Refusal
-		if errors.As(err, &ref) {
-			return refused(&fencestore.Refusal{Code: ref.Code, Message: err.Error()}), errRollback
-		}
 		if err != nil {
 			return result{}, err
 		}
@@ -237,16 +228,13 @@ func tagList(b []byte) []string {
 
 // ---- get, list ----
 
-func (t *Tenant) getJob(idText string) (route, *apiError) {
+func (t *Tenant) getJob(idText string) (route, *api.Error) {
 	id, e := parseJobID(idText)
 	if e != nil {
 		return nil, e
 	}
 	return func(int64) (result, error) {
 		j, err := t.store.Get(id)
-		if errors.Is(err, fencestore.ErrNotFound) {
-			return notFound(idText), nil
-		}
 		if err != nil {
 			return result{}, err
 		}
@@ -265,7 +253,7 @@ func (t *Tenant) getJob(idText string) (route, *apiError) {
 		}
 		for _, r := range rejs {
 			v.Rejections = append(v.Rejections, api.Rejection{At: ts(r.At), Request: r.Request, Worker: r.Worker,
-				Attempt: r.Attempt, Outcome: r.Outcome, Code: r.Code, Message: r.Message})
+				Attempt: r.Attempt, Outcome: r.Outcome, Code: api.Code(r.Code), Message: r.Message})
 		}
 		deps, err := t.store.Deps(id)
 		if err != nil {
@@ -278,7 +266,7 @@ func (t *Tenant) getJob(idText string) (route, *apiError) {
 	}, nil
 }
 
-func (t *Tenant) listJobs(raw string) (route, *apiError) {
+func (t *Tenant) listJobs(raw string) (route, *api.Error) {
 	q, e := query(raw)
 	if e != nil {
 		return nil, e
@@ -288,23 +276,23 @@ func (t *Tenant) listJobs(raw string) (route, *apiError) {
 		switch k {
 		case "state", "queue", "kind", "after", "limit":
 		default:
-			return nil, badRequest(api.CodeInvalidRequest, "unknown query parameter %q: use state, queue, kind, after, limit", k)
+			return nil, api.Refuse(api.CodeInvalidRequest, "unknown query parameter %q: use state, queue, kind, after, limit", k)
 		}
 	}
 	if f.State != "" && !fence.State(f.State).Valid() {
-		return nil, badRequest(api.CodeInvalidRequest, "state %q is unknown: use one of %s", f.State, stateList())
+		return nil, api.Refuse(api.CodeInvalidRequest, "state %q is unknown: use one of %s", f.State, stateList())
 	}
 	if a := q["after"]; a != "" {
 		id, err := strconv.ParseInt(a, 10, 64)
 		if err != nil || id < 0 {
-			return nil, badRequest(api.CodeInvalidRequest, "after=%q is not a job id", a)
+			return nil, api.Refuse(api.CodeInvalidRequest, "after=%q is not a job id", a)
 		}
 		f.After = id
 	}
 	if l := q["limit"]; l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > api.MaxList {
-			return nil, badRequest(api.CodeInvalidRequest, "limit=%q is outside 1-%d", l, api.MaxList)
+			return nil, api.Refuse(api.CodeInvalidRequest, "limit=%q is outside 1-%d", l, api.MaxList)
 		}
 		f.Limit = n
 	}
@@ -334,7 +322,7 @@ func stateList() string {
 
 // ---- cancel, retry, delete ----
 
-func (t *Tenant) cancel(idText string, body []byte) (route, *apiError) {
+func (t *Tenant) cancel(idText string, body []byte) (route, *api.Error) {
 	id, e := parseJobID(idText)
 	if e != nil {
 		return nil, e
@@ -344,56 +332,40 @@ func (t *Tenant) cancel(idText string, body []byte) (route, *apiError) {
 		return nil, decodeErr(err)
 	}
 	if len(r.Reason) > api.MaxErrorBytes {
-		return nil, badRequest(api.CodeInvalidRequest, "reason is longer than %d bytes", api.MaxErrorBytes)
+		return nil, api.Refuse(api.CodeInvalidRequest, "reason is longer than %d bytes", api.MaxErrorBytes)
 	}
 	return func(now int64) (result, error) {
 		j, err := t.store.Cancel(now, id, r.Reason)
-		return t.jobOutcome(idText, j, err)
+		return jobOutcome(j, err)
 	}, nil
 }
 
-func (t *Tenant) retry(idText string) (route, *apiError) {
+func (t *Tenant) retry(idText string) (route, *api.Error) {
 	id, e := parseJobID(idText)
 	if e != nil {
 		return nil, e
 	}
 	return func(now int64) (result, error) {
 		j, err := t.store.Retry(now, id)
-		return t.jobOutcome(idText, j, err)
+		return jobOutcome(j, err)
 	}, nil
 }
 
-// jobOutcome answers an operator's action with the job, or why not.
-func (t *Tenant) jobOutcome(idText string, j fencestore.Job, err error) (result, error) {
-	var rej *fence.Rejection
-	var ref *fencestore.Refusal
-	switch {
-	case errors.Is(err, fencestore.ErrNotFound):
-		return notFound(idText), nil
-	case errors.As(err, &rej):
-		return rejected(rej), nil
-	case errors.As(err, &ref):
-		return refused(ref), nil
-	case err != nil:
+// jobOutcome answers an operator's action with the job as it is now.
+func jobOutcome(j fencestore.Job, err error) (result, error) {
+	if err != nil {
 		return result{}, err
 	}
 	return result{status: statusOK, body: jobView(j).AppendJSON}, nil
 }
 
-func (t *Tenant) deleteJob(idText string) (route, *apiError) {
+func (t *Tenant) deleteJob(idText string) (route, *api.Error) {
 	id, e := parseJobID(idText)
 	if e != nil {
 		return nil, e
 	}
 	return func(int64) (result, error) {
-		err := t.store.Delete(id)
-		var ref *fencestore.Refusal
-		switch {
-		case errors.Is(err, fencestore.ErrNotFound):
-			return notFound(idText), nil
-		case errors.As(err, &ref):
-			return refused(ref), nil
-		case err != nil:
+		if err := t.store.Delete(id); err != nil {
 			return result{}, err
 		}
 		return result{status: statusNoContent}, nil

@@ -66,10 +66,10 @@ func (t *Tenant) generationStatus(p *projectionReg, g projectionstore.Generation
 	return gs, nil
 }
 
-func (t *Tenant) rebuildProjection(name string) (route, *apiError) {
+func (t *Tenant) rebuildProjection(name string) (route, *api.Error) {
 	p, ok := t.app.projectionBy[name]
 	if !ok {
-		return nil, &apiError{statusNotFound, api.CodeNotFound, fmt.Sprintf("no projection %q is registered in this module", name)}
+		return nil, api.Refuse(api.CodeNotFound, "no projection %q is registered in this module", name)
 	}
 	return func(now int64) (result, error) {
 		gens, err := t.projections.All()
@@ -97,10 +97,10 @@ func (t *Tenant) rebuildProjection(name string) (route, *apiError) {
 
 // ---- queries ----
 
-func (t *Tenant) runQuery(name, raw string) (route, *apiError) {
+func (t *Tenant) runQuery(name, raw string) (route, *api.Error) {
 	q, ok := t.app.queries[name]
 	if !ok {
-		return nil, &apiError{statusNotFound, api.CodeNotFound, fmt.Sprintf("no query %q is registered in this module", name)}
+		return nil, api.Refuse(api.CodeNotFound, "no query %q is registered in this module", name)
 	}
 	params, e := query(raw)
 	if e != nil {
@@ -110,7 +110,7 @@ func (t *Tenant) runQuery(name, raw string) (route, *apiError) {
 	for i, p := range q.Params {
 		v, ok := params[p]
 		if !ok {
-			return nil, badRequest(api.CodeInvalidRequest, "missing query parameter %q: query %s takes %v", p, name, q.Params)
+			return nil, api.Refuse(api.CodeInvalidRequest, "missing query parameter %q: query %s takes %v", p, name, q.Params)
 		}
 		args[i] = v
 	}
@@ -119,7 +119,7 @@ func (t *Tenant) runQuery(name, raw string) (route, *apiError) {
 		if len(q.Params) > 0 {
 			takes = strings.Join(q.Params, ", ")
 		}
-		return nil, badRequest(api.CodeInvalidRequest, "unknown query parameters: query %s takes %s", name, takes)
+		return nil, api.Refuse(api.CodeInvalidRequest, "unknown query parameters: query %s takes %s", name, takes)
 	}
 	p := t.app.projectionBy[q.Projection]
 	return func(now int64) (result, error) {

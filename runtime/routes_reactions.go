@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/inbox"
 	"github.com/stile-run/stile/runtime/internal/eventstore"
 	"github.com/stile-run/stile/runtime/internal/inboxstore"
@@ -13,13 +14,13 @@ import (
 
 // ---- claim ----
 
-func (t *Tenant) claimReactions(body []byte) (route, *apiError) {
+func (t *Tenant) claimReactions(body []byte) (route, *api.Error) {
 	r, err := api.DecodeReactionClaim(body)
 	if err != nil {
 		return nil, decodeErr(err)
 	}
 	if r.Worker == "" || !api.ValidName(r.Worker) {
-		return nil, badRequest(api.CodeInvalidRequest, "worker %q is invalid: name the claiming worker with %s", r.Worker, api.NameRule)
+		return nil, api.Refuse(api.CodeInvalidRequest, "worker %q is invalid: name the claiming worker with %s", r.Worker, api.NameRule)
 	}
 	hs := t.app.handlers()
 	if len(r.Handlers) > 0 {
@@ -27,7 +28,7 @@ func (t *Tenant) claimReactions(body []byte) (route, *apiError) {
 		for _, name := range r.Handlers {
 			rc, ok := t.app.reactionBy[name]
 			if !ok {
-				return nil, badRequest(api.CodeUnknownHandler, "unknown reaction %q: this module registers %s", name, t.app.reactionNames())
+				return nil, api.Refuse(api.CodeUnknownHandler, "unknown reaction %q: this module registers %s", name, t.app.reactionNames())
 			}
 			hs = append(hs, rc.h)
 		}
@@ -36,10 +37,10 @@ func (t *Tenant) claimReactions(body []byte) (route, *apiError) {
 		r.Limit = DefaultReactionBatch
 	}
 	if r.Limit < 1 || r.Limit > api.MaxDeliveries {
-		return nil, badRequest(api.CodeInvalidRequest, "limit %d is outside 1-%d", r.Limit, api.MaxDeliveries)
+		return nil, api.Refuse(api.CodeInvalidRequest, "limit %d is outside 1-%d", r.Limit, api.MaxDeliveries)
 	}
 	if r.WaitMs < 0 || r.WaitMs > api.MaxWait.Milliseconds() {
-		return nil, badRequest(api.CodeInvalidRequest, "wait_ms %d is outside 0-%d", r.WaitMs, api.MaxWait.Milliseconds())
+		return nil, api.Refuse(api.CodeInvalidRequest, "wait_ms %d is outside 0-%d", r.WaitMs, api.MaxWait.Milliseconds())
 	}
 	return func(now int64) (result, error) {
 		ds, err := t.reactions.Claim(now, r.Worker, hs, r.Limit)
@@ -107,32 +108,32 @@ func (t *Tenant) correlate(rc *reaction, e eventstore.Event) (corr string, err e
 
 // ---- settle ----
 
-func (t *Tenant) validateSettlement(i int, s api.Settlement) *apiError {
+func (t *Tenant) validateSettlement(i int, s api.Settlement) *api.Error {
 	where := fmt.Sprintf("settlements[%d]: ", i)
 	rc, ok := t.app.reactionBy[s.Handler]
 	if !ok {
-		return badRequest(api.CodeUnknownHandler, "%sunknown reaction %q: this module registers %s", where, s.Handler, t.app.reactionNames())
+		return api.Refuse(api.CodeUnknownHandler, "%sunknown reaction %q: this module registers %s", where, s.Handler, t.app.reactionNames())
 	}
 	switch {
 	case s.Seq < 1:
-		return badRequest(api.CodeInvalidRequest, "%smissing field \"seq\": the event's seq from the delivery", where)
+		return api.Refuse(api.CodeInvalidRequest, "%smissing field \"seq\": the event's seq from the delivery", where)
 	case s.ClaimID == "" || len(s.ClaimID) > 64:
-		return badRequest(api.CodeInvalidRequest, "%smissing or invalid field \"claim_id\": the claim id from the delivery", where)
+		return api.Refuse(api.CodeInvalidRequest, "%smissing or invalid field \"claim_id\": the claim id from the delivery", where)
 	case s.Outcome != api.OutcomeSucceeded && s.Outcome != api.OutcomeFailed && s.Outcome != api.OutcomeDelayed:
-		return badRequest(api.CodeInvalidRequest, "%soutcome %q is invalid: use succeeded, failed or delayed", where, s.Outcome)
+		return api.Refuse(api.CodeInvalidRequest, "%soutcome %q is invalid: use succeeded, failed or delayed", where, s.Outcome)
 	case s.Outcome == api.OutcomeDelayed && (s.DelayMs < 0 || s.DelayMs > api.MaxReactionDelay.Milliseconds()):
-		return badRequest(api.CodeInvalidRequest, "%sdelay_ms %d is outside 0-%d", where, s.DelayMs, api.MaxReactionDelay.Milliseconds())
+		return api.Refuse(api.CodeInvalidRequest, "%sdelay_ms %d is outside 0-%d", where, s.DelayMs, api.MaxReactionDelay.Milliseconds())
 	case s.Outcome != api.OutcomeSucceeded && (len(s.Commands) > 0 || len(s.Scheduled) > 0 || len(s.State) > 0 ||
 		s.Done || len(s.Deadlines) > 0 || len(s.CancelDeadlines) > 0):
-		return badRequest(api.CodeInvalidRequest, "%sonly a succeeded settlement carries commands, state or deadlines", where)
+		return api.Refuse(api.CodeInvalidRequest, "%sonly a succeeded settlement carries commands, state or deadlines", where)
 	case len(s.Commands) > api.MaxSettleCommands || len(s.Scheduled) > api.MaxSettleScheduled ||
 		len(s.Deadlines)+len(s.CancelDeadlines) > api.MaxSettleDeadlines:
-		return badRequest(api.CodeInvalidRequest, "%stoo many commands (max %d), scheduled commands (max %d) or deadlines (max %d)",
+		return api.Refuse(api.CodeInvalidRequest, "%stoo many commands (max %d), scheduled commands (max %d) or deadlines (max %d)",
 			where, api.MaxSettleCommands, api.MaxSettleScheduled, api.MaxSettleDeadlines)
 	case rc.h.Kind == api.ReactionKindPolicy && (len(s.State) > 0 || s.Done || len(s.Deadlines) > 0 || len(s.CancelDeadlines) > 0):
-		return badRequest(api.CodeInvalidRequest, "%s%s is a policy: only a process keeps state and deadlines", where, s.Handler)
+		return api.Refuse(api.CodeInvalidRequest, "%s%s is a policy: only a process keeps state and deadlines", where, s.Handler)
 	case len(s.State) > api.MaxEventBytes:
-		return badRequest(api.CodeTooLarge, "%sstate of %d bytes exceeds the limit of %d", where, len(s.State), api.MaxEventBytes)
+		return api.Refuse(api.CodeTooLarge, "%sstate of %d bytes exceeds the limit of %d", where, len(s.State), api.MaxEventBytes)
 	}
 	for j, c := range s.Commands {
 		if e := t.validateCommand(fmt.Sprintf("%scommands[%d]: ", where, j), c); e != nil {
@@ -141,7 +142,7 @@ func (t *Tenant) validateSettlement(i int, s api.Settlement) *apiError {
 	}
 	for j, sc := range s.Scheduled {
 		if ms := sc.At.UnixMilli(); sc.At.IsZero() || ms < 0 || ms > maxTimeMs {
-			return badRequest(api.CodeInvalidRequest, "%sscheduled[%d]: missing or out of range field \"at\": use a time from 1970 to 9999", where, j)
+			return api.Refuse(api.CodeInvalidRequest, "%sscheduled[%d]: missing or out of range field \"at\": use a time from 1970 to 9999", where, j)
 		}
 		if e := t.validateCommand(fmt.Sprintf("%sscheduled[%d].command: ", where, j), sc.Command); e != nil {
 			return e
@@ -149,18 +150,18 @@ func (t *Tenant) validateSettlement(i int, s api.Settlement) *apiError {
 	}
 	for j, d := range s.Deadlines {
 		if ms := d.At.UnixMilli(); !api.ValidName(d.Name) || d.At.IsZero() || ms < 0 || ms > maxTimeMs {
-			return badRequest(api.CodeInvalidRequest, "%sdeadlines[%d]: name %q is invalid (%s) or at is missing", where, j, d.Name, api.NameRule)
+			return api.Refuse(api.CodeInvalidRequest, "%sdeadlines[%d]: name %q is invalid (%s) or at is missing", where, j, d.Name, api.NameRule)
 		}
 	}
 	for j, n := range s.CancelDeadlines {
 		if !api.ValidName(n) {
-			return badRequest(api.CodeInvalidRequest, "%scancel_deadlines[%d]: name %q is invalid: use %s", where, j, n, api.NameRule)
+			return api.Refuse(api.CodeInvalidRequest, "%scancel_deadlines[%d]: name %q is invalid: use %s", where, j, n, api.NameRule)
 		}
 	}
 	return nil
 }
 
-func (t *Tenant) settle(body []byte) (route, *apiError) {
+func (t *Tenant) settle(body []byte) (route, *api.Error) {
 	r, err := api.DecodeSettle(body)
 	if err != nil {
 		return nil, decodeErr(err)
@@ -193,9 +194,9 @@ var errRefused = errors.New("commands refused")
 // back, leaving nothing of it, when body returns a refusal; the caller's
 // transaction goes on. What the stores noted during a rolled-back body
 // (due times, appended events) is forgotten with it.
-func (t *Tenant) refusable(body func() (*commandRefusal, error)) (*commandRefusal, error) {
+func (t *Tenant) refusable(body func() (*api.Error, error)) (*api.Error, error) {
 	appendedBefore := t.events.Savepoint()
-	var ref *commandRefusal
+	var ref *api.Error
 	err := t.db.Tx(func() error {
 		var err error
 		ref, err = body()
@@ -232,7 +233,7 @@ func (t *Tenant) settleOne(now int64, s api.Settlement) (api.SettleResult, error
 	}
 	dup, rej := inbox.CheckSettle(e, s.Handler, s.Seq, s.ClaimID, inbox.Outcome(s.Outcome), earlier)
 	if rej != nil {
-		res.Error = &api.Error{Code: string(rej.Code), Message: rej.Message}
+		res.Error = rej
 		return res, nil
 	}
 	if dup {
@@ -256,8 +257,8 @@ func (t *Tenant) settleOne(now int64, s api.Settlement) (api.SettleResult, error
 		return res, t.reactions.Retry(now, *e, now+s.DelayMs, e.Failures, "")
 	}
 	var appended int
-	ref, err := t.refusable(func() (*commandRefusal, error) {
-		var ref *commandRefusal
+	ref, err := t.refusable(func() (*api.Error, error) {
+		var ref *api.Error
 		var err error
 		appended, ref, err = t.commitSuccess(now, rc, *e, s)
 		return ref, err
@@ -266,11 +267,11 @@ func (t *Tenant) settleOne(now int64, s api.Settlement) (api.SettleResult, error
 	case ref != nil:
 		// Nothing of the settlement stayed; the delivery failed.
 		runAt, failures := inbox.AfterFailure(*e, rc.h.Backoff, now, mrandFloat())
-		if err := t.reactions.Retry(now, *e, runAt, failures, ref.msg); err != nil {
+		if err := t.reactions.Retry(now, *e, runAt, failures, ref.Message); err != nil {
 			return res, err
 		}
 		res.State = string(inbox.Retry)
-		res.Error = &api.Error{Code: ref.code, Message: ref.msg}
+		res.Error = ref
 		return res, nil
 	case err != nil:
 		return res, err
@@ -281,7 +282,7 @@ func (t *Tenant) settleOne(now int64, s api.Settlement) (api.SettleResult, error
 
 // commitSuccess writes a succeeded settlement: its commands, scheduled
 // commands, process state and deadlines, and the success mark.
-func (t *Tenant) commitSuccess(now int64, rc *reaction, e inbox.Entry, s api.Settlement) (int, *commandRefusal, error) {
+func (t *Tenant) commitSuccess(now int64, rc *reaction, e inbox.Entry, s api.Settlement) (int, *api.Error, error) {
 	source := "reaction:" + s.Handler + ":" + strconv.FormatInt(s.Seq, 10)
 	appended := 0
 	for _, c := range s.Commands {
@@ -296,8 +297,7 @@ func (t *Tenant) commitSuccess(now int64, rc *reaction, e inbox.Entry, s api.Set
 	for _, sc := range s.Scheduled {
 		err := t.reactions.Schedule(now, sc.Command.ID, max(sc.At.UnixMilli(), now), sc.Command.AppendJSON(nil), source)
 		if errors.Is(err, inboxstore.ErrScheduledIDReused) {
-			return 0, &commandRefusal{statusConflict, api.CodeCommandIDReused,
-				fmt.Sprintf("scheduled command id %s was scheduled before with a different command: use a new id", sc.Command.ID)}, nil
+			return 0, api.Refuse(api.CodeCommandIDReused, "scheduled command id %s was scheduled before with a different command: use a new id", sc.Command.ID), nil
 		}
 		if err != nil {
 			return 0, nil, err
@@ -306,11 +306,11 @@ func (t *Tenant) commitSuccess(now int64, rc *reaction, e inbox.Entry, s api.Set
 	if rc.h.Kind == api.ReactionKindProcess {
 		evs, err := t.events.ReadSeqs([]int64{s.Seq})
 		if err != nil || len(evs) != 1 {
-			return 0, nil, errors.Join(err, fmt.Errorf("read event %d: %w", s.Seq, inboxstore.ErrGuard))
+			return 0, nil, errors.Join(err, fmt.Errorf("read event %d: %w", s.Seq, do.ErrGuard))
 		}
 		corr, err := t.correlate(rc, evs[0])
 		if err != nil {
-			return 0, &commandRefusal{statusUnprocessable, api.CodeInvalidRequest, "correlate: " + oneLine(err.Error())}, nil
+			return 0, api.Refuse(api.CodeInvalidRequest, "%s", "correlate: "+oneLine(err.Error())), nil
 		}
 		if err := t.settleProcess(now, rc.h.Name, corr, s); err != nil {
 			return 0, nil, err
@@ -371,19 +371,19 @@ func (t *Tenant) reactionsStatus() route {
 	}
 }
 
-func (t *Tenant) skipReaction(handler string, body []byte) (route, *apiError) {
+func (t *Tenant) skipReaction(handler string, body []byte) (route, *api.Error) {
 	if _, ok := t.app.reactionBy[handler]; !ok {
-		return nil, &apiError{statusNotFound, api.CodeNotFound, fmt.Sprintf("no reaction %q: this module registers %s", handler, t.app.reactionNames())}
+		return nil, api.Refuse(api.CodeNotFound, "no reaction %q: this module registers %s", handler, t.app.reactionNames())
 	}
 	r, err := api.DecodeSkip(body)
 	if err != nil {
 		return nil, decodeErr(err)
 	}
 	if r.Seq < 1 {
-		return nil, badRequest(api.CodeInvalidRequest, "missing field \"seq\": the seq of the event to skip")
+		return nil, api.Refuse(api.CodeInvalidRequest, "missing field \"seq\": the seq of the event to skip")
 	}
 	if r.Reason == "" {
-		return nil, badRequest(api.CodeInvalidRequest, "missing field \"reason\": say why the event is skipped (it is kept in the inbox)")
+		return nil, api.Refuse(api.CodeInvalidRequest, "missing field \"reason\": say why the event is skipped (it is kept in the inbox)")
 	}
 	return func(now int64) (result, error) {
 		ok, err := t.reactions.Skip(now, handler, r.Seq, oneLine(r.Reason))
@@ -446,16 +446,16 @@ func (t *Tenant) fireScheduled(now int64, sc inboxstore.ScheduledCommand) error 
 	if err != nil {
 		msg = "the stored command is unreadable: " + err.Error()
 	} else if e := t.validateCommand("", c); e != nil {
-		msg = e.msg
+		msg = e.Message
 	}
 	if msg == "" {
-		ref, err := t.refusable(func() (*commandRefusal, error) {
+		ref, err := t.refusable(func() (*api.Error, error) {
 			_, ref, err := t.runCommand(now, c, "scheduled:"+sc.Source)
 			return ref, err
 		})
 		switch {
 		case ref != nil:
-			msg = ref.msg
+			msg = ref.Message
 		case err != nil:
 			return err
 		}

@@ -12,44 +12,44 @@ import (
 
 // ---- claim ----
 
-func (t *Tenant) claim(body []byte) (route, *apiError) {
+func (t *Tenant) claim(body []byte) (route, *api.Error) {
 	r, err := api.DecodeClaim(body)
 	if err != nil {
 		return nil, decodeErr(err)
 	}
 	if r.Worker == "" {
-		return nil, badRequest(api.CodeInvalidRequest, "missing field \"worker\": name the claiming worker")
+		return nil, api.Refuse(api.CodeInvalidRequest, "missing field \"worker\": name the claiming worker")
 	}
 	if !api.ValidName(r.Worker) {
-		return nil, badRequest(api.CodeInvalidRequest, "worker %q is invalid: use %s", r.Worker, api.NameRule)
+		return nil, api.Refuse(api.CodeInvalidRequest, "worker %q is invalid: use %s", r.Worker, api.NameRule)
 	}
 	if len(r.Queues) == 0 {
 		r.Queues = []string{api.DefaultQueue}
 	}
 	if len(r.Queues) > api.MaxClaimQueues {
-		return nil, badRequest(api.CodeInvalidRequest, "%d queues exceed the limit of %d per claim", len(r.Queues), api.MaxClaimQueues)
+		return nil, api.Refuse(api.CodeInvalidRequest, "%d queues exceed the limit of %d per claim", len(r.Queues), api.MaxClaimQueues)
 	}
 	for _, q := range r.Queues {
 		if !api.ValidName(q) {
-			return nil, badRequest(api.CodeInvalidRequest, "queue %q is invalid: use %s", q, api.NameRule)
+			return nil, api.Refuse(api.CodeInvalidRequest, "queue %q is invalid: use %s", q, api.NameRule)
 		}
 	}
 	if len(r.Kinds) > api.MaxClaimKinds {
-		return nil, badRequest(api.CodeInvalidRequest, "%d kinds exceed the limit of %d per claim", len(r.Kinds), api.MaxClaimKinds)
+		return nil, api.Refuse(api.CodeInvalidRequest, "%d kinds exceed the limit of %d per claim", len(r.Kinds), api.MaxClaimKinds)
 	}
 	for _, k := range r.Kinds {
 		if _, ok := t.app.Kind(k); !ok {
-			return nil, badRequest(api.CodeUnknownKind, "unknown job kind %q: this module registers %s", k, kindList(t.app.Kinds()))
+			return nil, api.Refuse(api.CodeUnknownKind, "unknown job kind %q: this module registers %s", k, kindList(t.app.Kinds()))
 		}
 	}
 	if r.Limit == 0 {
 		r.Limit = 1
 	}
 	if r.Limit < 1 || r.Limit > api.MaxClaim {
-		return nil, badRequest(api.CodeInvalidRequest, "limit %d is outside 1-%d", r.Limit, api.MaxClaim)
+		return nil, api.Refuse(api.CodeInvalidRequest, "limit %d is outside 1-%d", r.Limit, api.MaxClaim)
 	}
 	if r.WaitMs < 0 || r.WaitMs > api.MaxWait.Milliseconds() {
-		return nil, badRequest(api.CodeInvalidRequest, "wait_ms %d is outside 0-%d", r.WaitMs, api.MaxWait.Milliseconds())
+		return nil, api.Refuse(api.CodeInvalidRequest, "wait_ms %d is outside 0-%d", r.WaitMs, api.MaxWait.Milliseconds())
 	}
 	return func(now int64) (result, error) {
 		claimed, err := t.store.Claim(now, fencestore.ClaimRequest{Worker: r.Worker, Queues: r.Queues, Kinds: r.Kinds, Limit: r.Limit})
@@ -73,16 +73,16 @@ func (t *Tenant) claim(body []byte) (route, *apiError) {
 
 // ---- heartbeat, report ----
 
-func validateClaim(c api.Claim) *apiError {
+func validateClaim(c api.Claim) *api.Error {
 	switch {
 	case c.Worker == "":
-		return badRequest(api.CodeInvalidRequest, "missing field \"worker\"")
+		return api.Refuse(api.CodeInvalidRequest, "missing field \"worker\"")
 	case c.Attempt < 1:
-		return badRequest(api.CodeInvalidRequest, "missing or invalid field \"attempt\": the attempt number from the claim (1 or more)")
+		return api.Refuse(api.CodeInvalidRequest, "missing or invalid field \"attempt\": the attempt number from the claim (1 or more)")
 	case c.LeaseToken == "":
-		return badRequest(api.CodeInvalidRequest, "missing field \"lease_token\": the token from the claim")
+		return api.Refuse(api.CodeInvalidRequest, "missing field \"lease_token\": the token from the claim")
 	case len(c.Worker) > api.MaxNameBytes || len(c.LeaseToken) > 256:
-		return badRequest(api.CodeInvalidRequest, "worker or lease_token is too long")
+		return api.Refuse(api.CodeInvalidRequest, "worker or lease_token is too long")
 	}
 	return nil
 }
@@ -91,7 +91,7 @@ func fenceClaim(c api.Claim) fence.Claim {
 	return fence.Claim{Worker: c.Worker, Attempt: c.Attempt, Token: c.LeaseToken}
 }
 
-func (t *Tenant) heartbeat(idText string, body []byte) (route, *apiError) {
+func (t *Tenant) heartbeat(idText string, body []byte) (route, *api.Error) {
 	id, e := parseJobID(idText)
 	if e != nil {
 		return nil, e
@@ -105,12 +105,10 @@ func (t *Tenant) heartbeat(idText string, body []byte) (route, *apiError) {
 	}
 	return func(now int64) (result, error) {
 		until, cancel, err := t.store.Heartbeat(now, id, fenceClaim(r.Claim))
-		var rej *fence.Rejection
+		var refused *api.Error
 		switch {
-		case errors.Is(err, fencestore.ErrNotFound):
-			return notFound(idText), nil
-		case errors.As(err, &rej):
-			return rejected(rej), nil
+		case errors.As(err, &refused):
+			return refusal(refused), nil // a fence's refusal keeps its audit row
 		case err != nil:
 			return result{}, err
 		}
@@ -118,28 +116,28 @@ func (t *Tenant) heartbeat(idText string, body []byte) (route, *apiError) {
 	}, nil
 }
 
-func validateReport(r *api.ReportRequest) (fencestore.Report, *apiError) {
+func validateReport(r *api.ReportRequest) (fencestore.Report, *api.Error) {
 	if e := validateClaim(r.Claim); e != nil {
 		return fencestore.Report{}, e
 	}
 	rep := fencestore.Report{Claim: fenceClaim(r.Claim)}
 	if r.Output != nil && r.Outcome != api.OutcomeCompleted {
-		return rep, badRequest(api.CodeInvalidRequest, "only a completed report carries \"output\"")
+		return rep, api.Refuse(api.CodeInvalidRequest, "only a completed report carries \"output\"")
 	}
 	if r.Final && r.Outcome != api.OutcomeFailed {
-		return rep, badRequest(api.CodeInvalidRequest, "only a failed report may be \"final\"")
+		return rep, api.Refuse(api.CodeInvalidRequest, "only a failed report may be \"final\"")
 	}
 	if r.SnoozeMs != 0 && r.Outcome != api.OutcomeSnoozed {
-		return rep, badRequest(api.CodeInvalidRequest, "only a snoozed report carries \"snooze_ms\"")
+		return rep, api.Refuse(api.CodeInvalidRequest, "only a snoozed report carries \"snooze_ms\"")
 	}
 	if r.Error != "" && r.Outcome != api.OutcomeFailed && r.Outcome != api.OutcomeCancelled {
-		return rep, badRequest(api.CodeInvalidRequest, "only a failed or cancelled report carries \"error\"")
+		return rep, api.Refuse(api.CodeInvalidRequest, "only a failed or cancelled report carries \"error\"")
 	}
 	switch r.Outcome {
 	case api.OutcomeCompleted:
 		rep.Outcome = fence.OutcomeCompleted
 		if len(r.Output) > api.MaxOutputBytes {
-			return rep, badRequest(api.CodeTooLarge, "output of %d bytes exceeds the limit of %d", len(r.Output), api.MaxOutputBytes)
+			return rep, api.Refuse(api.CodeTooLarge, "output of %d bytes exceeds the limit of %d", len(r.Output), api.MaxOutputBytes)
 		}
 		if len(r.Output) > 0 && !bytes.Equal(bytes.TrimSpace(r.Output), []byte("null")) {
 			rep.Output = r.Output
@@ -157,13 +155,13 @@ func validateReport(r *api.ReportRequest) (fencestore.Report, *apiError) {
 	case api.OutcomeSnoozed:
 		rep.Outcome = fence.OutcomeSnoozed
 		if r.SnoozeMs < 0 || r.SnoozeMs > api.MaxSnooze.Milliseconds() {
-			return rep, badRequest(api.CodeInvalidRequest, "snooze_ms %d is outside 0-%d", r.SnoozeMs, api.MaxSnooze.Milliseconds())
+			return rep, api.Refuse(api.CodeInvalidRequest, "snooze_ms %d is outside 0-%d", r.SnoozeMs, api.MaxSnooze.Milliseconds())
 		}
 		rep.SnoozeMs = r.SnoozeMs
 	case "":
-		return rep, badRequest(api.CodeInvalidRequest, "missing field \"outcome\": completed, failed, cancelled or snoozed")
+		return rep, api.Refuse(api.CodeInvalidRequest, "missing field \"outcome\": completed, failed, cancelled or snoozed")
 	default:
-		return rep, badRequest(api.CodeInvalidRequest, "outcome %q is unknown: use completed, failed, cancelled or snoozed", r.Outcome)
+		return rep, api.Refuse(api.CodeInvalidRequest, "outcome %q is unknown: use completed, failed, cancelled or snoozed", r.Outcome)
 	}
 	if _, e := validTags("", r.Tags); e != nil {
 		return rep, e
@@ -172,7 +170,7 @@ func validateReport(r *api.ReportRequest) (fencestore.Report, *apiError) {
 	return rep, nil
 }
 
-func (t *Tenant) reportOne(idText string, body []byte) (route, *apiError) {
+func (t *Tenant) reportOne(idText string, body []byte) (route, *api.Error) {
 	id, e := parseJobID(idText)
 	if e != nil {
 		return nil, e
@@ -187,12 +185,10 @@ func (t *Tenant) reportOne(idText string, body []byte) (route, *apiError) {
 	}
 	return func(now int64) (result, error) {
 		res, err := t.store.Report(now, id, rep, mrandFloat())
-		var rej *fence.Rejection
+		var refused *api.Error
 		switch {
-		case errors.Is(err, fencestore.ErrNotFound):
-			return notFound(idText), nil
-		case errors.As(err, &rej):
-			return rejected(rej), nil
+		case errors.As(err, &refused):
+			return refusal(refused), nil // a fence's refusal keeps its audit row
 		case err != nil:
 			return result{}, err
 		}
@@ -202,7 +198,7 @@ func (t *Tenant) reportOne(idText string, body []byte) (route, *apiError) {
 	}, nil
 }
 
-func (t *Tenant) reportBatch(body []byte) (route, *apiError) {
+func (t *Tenant) reportBatch(body []byte) (route, *api.Error) {
 	r, err := api.DecodeReportBatch(body)
 	if err != nil {
 		return nil, decodeErr(err)
@@ -215,12 +211,11 @@ func (t *Tenant) reportBatch(body []byte) (route, *apiError) {
 	for i := range r.Reports {
 		id, e := parseJobID(r.Reports[i].JobID)
 		if e != nil {
-			return nil, badRequest(api.CodeInvalidRequest, "reports[%d]: job_id %q is not a job id", i, r.Reports[i].JobID)
+			return nil, api.Refuse(api.CodeInvalidRequest, "reports[%d]: job_id %q is not a job id", i, r.Reports[i].JobID)
 		}
 		rep, e := validateReport(&r.Reports[i].ReportRequest)
 		if e != nil {
-			e.msg = fmt.Sprintf("reports[%d]: %s", i, e.msg)
-			return nil, e
+			return nil, e.At(fmt.Sprintf("reports[%d]", i))
 		}
 		ids[i], reps[i] = id, rep
 	}
@@ -229,12 +224,10 @@ func (t *Tenant) reportBatch(body []byte) (route, *apiError) {
 		for i, rep := range reps {
 			out := api.BatchReportResult{JobID: r.Reports[i].JobID}
 			res, err := t.store.Report(now, ids[i], rep, mrandFloat())
-			var rej *fence.Rejection
+			var refused *api.Error
 			switch {
-			case errors.Is(err, fencestore.ErrNotFound):
-				out.Error = &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("job %q does not exist", r.Reports[i].JobID)}
-			case errors.As(err, &rej):
-				out.Error = &api.Error{Code: string(rej.Code), Message: rej.Message}
+			case errors.As(err, &refused):
+				out.Error = refused
 			case err != nil:
 				return result{}, err
 			default:

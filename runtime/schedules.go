@@ -45,11 +45,11 @@ func (t *Tenant) tick(now int64, sc fencestore.Schedule) error {
 	if bad != nil {
 		// The module no longer accepts the job (its kind was removed, say):
 		// the period is recorded with the reason, not retried forever.
-		return t.store.AdvanceSchedule(now, sc.Name, period, next, 0, bad.msg)
+		return t.store.AdvanceSchedule(now, sc.Name, period, next, 0, bad.Message)
 	}
 	n.RunAt = now
 	js, err := t.store.Enqueue(now, []fencestore.NewJob{n})
-	var ref *fencestore.Refusal
+	var ref *api.Error
 	if errors.As(err, &ref) {
 		return t.store.AdvanceSchedule(now, sc.Name, period, next, 0, ref.Message)
 	}
@@ -62,7 +62,7 @@ func (t *Tenant) tick(now int64, sc fencestore.Schedule) error {
 // scheduledJob builds the job a schedule's period enqueues: the stored
 // request, validated against the module as it is now, made unique to the
 // period and tagged with the schedule.
-func (t *Tenant) scheduledJob(name string, template []byte, period int64) (fencestore.NewJob, *apiError) {
+func (t *Tenant) scheduledJob(name string, template []byte, period int64) (fencestore.NewJob, *api.Error) {
 	r, err := api.DecodeEnqueue(template)
 	if err != nil {
 		return fencestore.NewJob{}, decodeErr(err)
@@ -76,9 +76,9 @@ func (t *Tenant) scheduledJob(name string, template []byte, period int64) (fence
 	return n, nil
 }
 
-func (t *Tenant) putSchedule(name string, body []byte) (route, *apiError) {
+func (t *Tenant) putSchedule(name string, body []byte) (route, *api.Error) {
 	if !api.ValidName(name) {
-		return nil, badRequest(api.CodeInvalidRequest, "schedule name %q is invalid: use %s", name, api.NameRule)
+		return nil, api.Refuse(api.CodeInvalidRequest, "schedule name %q is invalid: use %s", name, api.NameRule)
 	}
 	r, err := api.DecodeSchedule(body)
 	if err != nil {
@@ -86,11 +86,11 @@ func (t *Tenant) putSchedule(name string, body []byte) (route, *apiError) {
 	}
 	s, err := cron.Parse(r.Cron)
 	if err != nil {
-		return nil, badRequest(api.CodeInvalidRequest, "%s", err.Error())
+		return nil, api.Refuse(api.CodeInvalidRequest, "%s", err.Error())
 	}
 	switch {
 	case r.Job.RunAt != nil, len(r.Job.DependsOn) > 0, r.Job.UniqueKey != "", r.Job.UniqueWindowMs != 0:
-		return nil, badRequest(api.CodeInvalidRequest, "a scheduled job takes no run_at, depends_on or unique key: each period is its own")
+		return nil, api.Refuse(api.CodeInvalidRequest, "a scheduled job takes no run_at, depends_on or unique key: each period is its own")
 	}
 	template := r.Job.AppendJSON(nil)
 	if _, e := t.scheduledJob(name, template, 1); e != nil {

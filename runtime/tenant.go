@@ -86,7 +86,7 @@ func (t *Tenant) Handle(frame []byte) []byte {
 	var resp do.Response
 	req, err := do.DecodeRequest(frame)
 	if err != nil {
-		resp = errorResponse(statusBadRequest, api.CodeInvalidRequest, "the host sent a malformed request frame: "+err.Error())
+		resp = errorResponse(api.Refuse(api.CodeInvalidRequest, "the host sent a malformed request frame: %v", err))
 	} else {
 		resp = t.serve(req)
 	}
@@ -111,15 +111,11 @@ type route func(now int64) (result, error)
 
 var errNoServe = errors.New("this module never called runtime.Serve")
 
-// errRollback, returned by a route with its result, answers that result
-// and rolls back what the route wrote (a batch refused half way).
-var errRollback = errors.New("roll back and answer the result")
-
 // serve answers a request. A refusal before the transaction reads no
 // committed state and leaves the host's alarm as it is.
 func (t *Tenant) serve(req do.Request) do.Response {
 	if t.app == nil {
-		return errorResponse(statusInternal, api.CodeInternal, errNoServe.Error())
+		return errorResponse(api.Internal(errNoServe.Error()))
 	}
 	var run route
 	noticedBy := "request"
@@ -128,19 +124,18 @@ func (t *Tenant) serve(req do.Request) do.Response {
 		noticedBy = "alarm"
 		run = func(int64) (result, error) { return result{status: statusOK}, nil }
 	case do.KindAPI:
-		var apiErr *apiError
-		run, apiErr = t.match(req)
-		if apiErr != nil {
-			return errorResponse(apiErr.status, apiErr.code, apiErr.msg)
+		var refused *api.Error
+		if run, refused = t.match(req); refused != nil {
+			return errorResponse(refused)
 		}
 	default:
-		return errorResponse(statusBadRequest, api.CodeInvalidRequest, fmt.Sprintf("unknown request kind %d", req.Kind))
+		return errorResponse(api.Refuse(api.CodeInvalidRequest, "unknown request kind %d", req.Kind))
 	}
 	// Only a request that passed validation migrates: a refused one (a
 	// mistyped tenant name, say) leaves the object's storage untouched.
 	if !t.migrated {
 		if err := t.migrate(); err != nil {
-			return errorResponse(statusInternal, api.CodeInternal, err.Error())
+			return errorResponse(api.Internal(err.Error()))
 		}
 	}
 
@@ -154,9 +149,13 @@ func (t *Tenant) serve(req do.Request) do.Response {
 		res, err = run(now)
 		return err
 	})
-	rolledBack := errors.Is(err, errRollback)
+	// The one mapping from a route's error to its answer: a refusal (an
+	// *api.Error, from the route or a store) answers its status and rolls
+	// back everything the route wrote; any other error is a 500.
+	var refused *api.Error
+	rolledBack := errors.As(err, &refused)
 	if rolledBack {
-		err = nil
+		res, err = refusal(refused), nil
 	}
 	var resp do.Response
 	appended := t.events.Appended()
@@ -175,11 +174,11 @@ func (t *Tenant) serve(req do.Request) do.Response {
 		var cerr error
 		if t.projDue, cerr = t.catchUp(now); cerr != nil {
 			t.projDue = now // the host retries the alarm
-			return errorResponse(statusInternal, api.CodeInternal, "projection catch-up failed: "+cerr.Error())
+			return errorResponse(api.Internal("projection catch-up failed: " + cerr.Error()))
 		}
 	}
 	if err != nil {
-		resp = errorResponse(statusInternal, api.CodeInternal, "the request was rolled back: "+err.Error())
+		resp = errorResponse(api.Internal(err.Error()))
 	} else {
 		resp = do.Response{Status: res.status, HoldMs: res.holdMs}
 		if jobsWoke, reactionsWoke := t.store.Woke(), t.reactions.Woke(); jobsWoke || reactionsWoke {
@@ -198,7 +197,7 @@ func (t *Tenant) serve(req do.Request) do.Response {
 		t.due.Unknown()
 	}
 	if err := t.refreshDue(); err != nil {
-		return errorResponse(statusInternal, api.CodeInternal, err.Error())
+		return errorResponse(api.Internal(err.Error()))
 	}
 	resp.AlarmAt = t.alarmAt()
 	return resp
@@ -283,7 +282,6 @@ func (t *Tenant) nextDue() (int64, error) {
 func mrandFloat() float64 { return mrand.Float64() }
 
 // errorResponse answers a refusal; it leaves the alarm unchanged.
-func errorResponse(status int, code, msg string) do.Response {
-	return do.Response{Status: status, AlarmAt: do.AlarmUnchanged,
-		Body: api.Error{Code: code, Message: msg}.AppendJSON(nil)}
+func errorResponse(e *api.Error) do.Response {
+	return do.Response{Status: e.Status, AlarmAt: do.AlarmUnchanged, Body: e.AppendJSON(nil)}
 }

@@ -29,16 +29,6 @@ type Tx struct {
 	now int64
 }
 
-// Error is an error a transaction returns to answer with a chosen status
-// (400-499) and code; any other error answers 422 tx_failed.
-type Error struct {
-	Status  int
-	Code    string
-	Message string
-}
-
-func (e *Error) Error() string { return e.Message }
-
 // ErrStileTables refuses a transaction's SQL that names Stile's own tables.
 var ErrStileTables = errors.New("a transaction may not touch Stile's tables (stile_*): enqueue with tx.Enqueue")
 
@@ -74,16 +64,12 @@ func (tx *Tx) Now() time.Time { return ts(tx.now) }
 func (tx *Tx) Enqueue(r api.EnqueueRequest) (api.Job, error) {
 	n, e := tx.t.validateEnqueue(-1, r)
 	if e != nil {
-		return api.Job{}, &Error{Status: e.status, Code: e.code, Message: e.msg}
+		return api.Job{}, e
 	}
 	if n.RunAt == 0 {
 		n.RunAt = tx.now
 	}
 	js, err := tx.t.store.Enqueue(tx.now, []fencestore.NewJob{n})
-	var ref *fencestore.Refusal
-	if errors.As(err, &ref) {
-		return api.Job{}, &Error{Status: statusBadRequest, Code: ref.Code, Message: ref.Message}
-	}
 	if err != nil {
 		return api.Job{}, err
 	}
@@ -139,27 +125,29 @@ func (a *App) Migrations(ms ...schema.Migration) *App {
 	return a
 }
 
-func (t *Tenant) runTx(name string, body []byte) (route, *apiError) {
+func (t *Tenant) runTx(name string, body []byte) (route, *api.Error) {
 	fn, ok := t.app.txs[name]
 	if !ok {
-		return nil, &apiError{statusNotFound, api.CodeNotFound, fmt.Sprintf("no transaction %q is registered in this module", name)}
+		return nil, api.Refuse(api.CodeNotFound, "no transaction %q is registered in this module", name)
 	}
 	input := body
 	if len(ascii.TrimSpace(string(input))) == 0 {
 		input = []byte("null")
 	}
 	if !api.Valid(input) {
-		return nil, badRequest(api.CodeInvalidJSON, "the transaction's input is not JSON")
+		return nil, api.Refuse(api.CodeInvalidJSON, "the transaction's input is not JSON")
 	}
 	return func(now int64) (result, error) {
 		out, err := fn(&Tx{t: t, now: now}, input)
 		if err != nil {
-			var te *Error
+			// A refusal the transaction chose (a 4xx with a code) is
+			// answered as it is; any other error is tx_failed. Either
+			// way, nothing it wrote stays.
+			var te *api.Error
 			if errors.As(err, &te) && te.Status >= 400 && te.Status <= 499 && te.Code != "" {
-				return result{status: te.Status, body: (&api.Error{Code: te.Code, Message: oneLine(te.Message)}).AppendJSON}, errRollback
+				return result{}, &api.Error{Status: te.Status, Code: te.Code, Message: oneLine(te.Message)}
 			}
-			return result{status: statusUnprocessable, body: (&api.Error{Code: api.CodeTxFailed,
-				Message: fmt.Sprintf("transaction %s failed and wrote nothing: %s", name, oneLine(err.Error()))}).AppendJSON}, errRollback
+			return result{}, api.Refuse(api.CodeTxFailed, "transaction %s failed and wrote nothing: %s", name, oneLine(err.Error()))
 		}
 		return result{status: statusOK, body: api.TxResult{Result: out}.AppendJSON}, nil
 	}, nil

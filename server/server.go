@@ -2,10 +2,10 @@ package server
 
 import (
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/stile-run/stile/api"
@@ -34,32 +34,33 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok\n")
 		return
 	}
+	path := resolvePath(r.URL.EscapedPath())
 	if !s.authorized(r) {
-		writeError(w, http.StatusUnauthorized, api.Unauthorized)
+		writeError(w, &api.Unauthorized)
 		return
 	}
-	tenant, _, ok := api.SplitTenantPath(r.URL.Path)
+	tenant, _, ok := api.SplitTenantPath(path)
 	if !ok {
-		writeError(w, http.StatusNotFound, api.Error{Code: api.CodeNotFound, Message: api.NoRoute(r.Method, r.URL.Path)})
+		writeError(w, api.NoRoute(r.Method, path))
 		return
 	}
 	if !api.ValidTenant(tenant) {
-		writeError(w, http.StatusBadRequest, api.InvalidTenant)
+		writeError(w, &api.InvalidTenant)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, api.MaxBodyBytes+1))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeInvalidRequest, Message: "could not read the request body: " + err.Error()})
+		writeError(w, api.Refuse(api.CodeInvalidRequest, "could not read the request body: %v", err))
 		return
 	}
 	if len(body) > api.MaxBodyBytes {
-		writeError(w, http.StatusRequestEntityTooLarge, api.BodyTooLarge)
+		writeError(w, &api.BodyTooLarge)
 		return
 	}
 	resp, err := s.manager.Do(r.Context(), tenant, do.Request{Kind: do.KindAPI, Method: r.Method,
-		Path: r.URL.Path, Query: r.URL.RawQuery, Body: body})
+		Path: path, Query: r.URL.RawQuery, Body: body})
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, api.Error{Code: api.CodeInternal, Message: firstLine(err.Error())})
+		writeError(w, api.Internal(firstLine(err.Error())))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -72,13 +73,42 @@ func (s *Server) authorized(r *http.Request) bool {
 	return ok && subtle.ConstantTimeCompare([]byte(got), s.token) == 1
 }
 
-func writeError(w http.ResponseWriter, status int, e api.Error) {
-	// Marshalled exactly as the module marshals its own errors, so a body
+func writeError(w http.ResponseWriter, e *api.Error) {
+	// Encoded exactly as the module encodes its own refusals, so a body
 	// reads the same whichever layer refused the request.
-	body, _ := json.Marshal(e)
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(body)
+	w.WriteHeader(e.Status)
+	w.Write(e.AppendJSON(nil))
+}
+
+// resolvePath is the path the module sees, as workerd gives it to the
+// Worker: "." and ".." segments (also as %2e) resolved by the WHATWG URL
+// rules, then percent-decoded as decodeURIComponent does (left as it is
+// when that fails).
+func resolvePath(escaped string) string {
+	segs := strings.Split(strings.TrimPrefix(escaped, "/"), "/")
+	out := segs[:0]
+	for i, seg := range segs {
+		last := i == len(segs)-1
+		switch strings.ToLower(seg) {
+		case "..", ".%2e", "%2e.", "%2e%2e":
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+		case ".", "%2e":
+		default:
+			out = append(out, seg)
+			continue
+		}
+		if last {
+			out = append(out, "") // a dot segment at the end leaves a trailing slash
+		}
+	}
+	p := "/" + strings.Join(out, "/")
+	if d, err := url.PathUnescape(p); err == nil {
+		return d
+	}
+	return p
 }
 
 func firstLine(s string) string {

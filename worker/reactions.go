@@ -14,7 +14,6 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/client"
-	"github.com/stile-run/stile/fence"
 	"github.com/stile-run/stile/inbox"
 )
 
@@ -245,8 +244,8 @@ func (w *Worker) runReaction(hctx context.Context, ten *client.Tenant, d api.Del
 		s = failedSettlement(s, "the settlement cannot be encoded: "+err.Error())
 	}
 	res, err := w.settle(ten, s, leaseUntil, log)
-	var refused *client.Error
-	if errors.As(err, &refused) && !client.Retryable(err) && !errors.Is(err, fence.ErrStale) && s.Outcome != api.OutcomeFailed {
+	var refused *api.Error
+	if errors.As(err, &refused) && !client.Retryable(err) && !errors.Is(err, api.ErrStale) && s.Outcome != api.OutcomeFailed {
 		// The API refused the settlement itself (a command it cannot take,
 		// state from a policy, a delay too long): the delivery fails with
 		// why, and backs off, instead of running again at every lease.
@@ -284,7 +283,7 @@ func (w *Worker) settle(ten *client.Tenant, s api.Settlement, leaseUntil time.Ti
 		case err == nil && len(results) == 1:
 			res := results[0]
 			if res.Error != nil {
-				if client.StaleCode(res.Error.Code) {
+				if res.Error.Code.Stale() {
 					log.Warn("settlement refused by the inbox; another claim holds the delivery", "code", res.Error.Code, "err", res.Error.Message)
 				} else {
 					log.Warn("settlement failed", "code", res.Error.Code, "err", res.Error.Message)

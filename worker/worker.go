@@ -18,7 +18,6 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/client"
-	"github.com/stile-run/stile/fence"
 )
 
 // JobContext identifies one attempt of a job.
@@ -435,7 +434,7 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 		hb, err := ten.Heartbeat(rctx, c.ID, claim)
 		rcancel()
 		switch {
-		case errors.Is(err, fence.ErrStale):
+		case errors.Is(err, api.ErrStale):
 			log.Warn("lease lost; cancelling the handler", "code", client.Code(err))
 			cancel(fmt.Errorf("%w: %v", ErrLeaseLost, err))
 			return
@@ -464,7 +463,7 @@ func (w *Worker) report(ten *client.Tenant, id string, r api.ReportRequest, leas
 		switch {
 		case err == nil:
 			return
-		case errors.Is(err, fence.ErrStale):
+		case errors.Is(err, api.ErrStale):
 			log.Warn("report refused by the fence; another attempt owns the job", "code", client.Code(err), "err", err)
 			return
 		case !client.Retryable(err):

@@ -24,7 +24,7 @@ func App() *runtime.App {
 		RegisterTx("signup", func(tx *runtime.Tx, input json.RawMessage) (any, error) {
 			var in struct{ Email, Name string }
 			if err := json.Unmarshal(input, &in); err != nil || in.Email == "" {
-				return nil, &runtime.Error{Status: 400, Code: "invalid_signup", Message: "send {\"email\": …, \"name\": …}"}
+				return nil, &api.Error{Status: 400, Code: "invalid_signup", Message: "send {\"email\": …, \"name\": …}"}
 			}
 			job, err := tx.Enqueue(api.EnqueueRequest{Kind: "test.echo", Args: input, Tags: []string{"welcome"}})
 			if err != nil {

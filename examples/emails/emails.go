@@ -55,7 +55,7 @@ func App() *runtime.App {
 func Signup(tx *runtime.Tx, input json.RawMessage) (any, error) {
 	var a Args
 	if err := json.Unmarshal(input, &a); err != nil || !strings.Contains(a.To, "@") {
-		return nil, &runtime.Error{Status: 400, Code: "invalid_signup", Message: `send {"to": "<email>", "name": "<name>"}`}
+		return nil, &api.Error{Status: 400, Code: "invalid_signup", Message: `send {"to": "<email>", "name": "<name>"}`}
 	}
 	job, err := tx.Enqueue(api.EnqueueRequest{Kind: Kind, Args: input})
 	if err != nil {

@@ -59,18 +59,14 @@ func Config() string {
 		}
 		fmt.Fprintf(&b, "export const %s = %s;\n", name, j)
 	}
-	body := func(e api.Error) string {
-		j, err := json.Marshal(e)
-		if err != nil {
-			panic(err)
-		}
-		return string(j)
-	}
+	body := func(e api.Error) string { return string(e.AppendJSON(nil)) }
 	constant("API_PREFIX", "/"+api.Version+"/t/")
 	constant("TENANT_PATTERN", api.TenantPattern)
 	constant("MAX_BODY_BYTES", api.MaxBodyBytes)
 	constant("UNAUTHORIZED", body(api.Unauthorized))
 	constant("INVALID_TENANT", body(api.InvalidTenant))
 	constant("BODY_TOO_LARGE", body(api.BodyTooLarge))
+	constant("NO_ROUTE_HINT", api.NoRouteHint)
+	constant("INTERNAL_PREFIX", api.InternalPrefix)
 	return b.String()
 }

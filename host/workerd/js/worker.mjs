@@ -6,7 +6,9 @@
 
 import wasm from "./tenant.wasm";
 import { decodeResponse, encodeRequest, instantiate, FLAG_WAKE, KIND_ALARM, KIND_API } from "./abi.mjs";
-import { API_PREFIX, BODY_TOO_LARGE, INVALID_TENANT, MAX_BODY_BYTES, TENANT_PATTERN, UNAUTHORIZED } from "./config.mjs";
+import {
+  API_PREFIX, BODY_TOO_LARGE, INTERNAL_PREFIX, INVALID_TENANT, MAX_BODY_BYTES, NO_ROUTE_HINT, TENANT_PATTERN, UNAUTHORIZED,
+} from "./config.mjs";
 
 const tenantRe = new RegExp(TENANT_PATTERN);
 
@@ -16,6 +18,10 @@ function json(status, body) {
     headers: { "content-type": "application/json" },
   });
 }
+
+// The 404 and 500 bodies, worded as api.NoRoute and api.Internal word them.
+const noRoute = (method, path) => json(404, { code: "not_found", message: `no route ${method} ${path}: ${NO_ROUTE_HINT}` });
+const internal = (cause) => json(500, { code: "internal", message: INTERNAL_PREFIX + cause });
 
 function decodedPath(url) {
   try {
@@ -39,12 +45,12 @@ export default {
     const url = new URL(request.url);
     if (url.pathname === "/healthz") return new Response("ok\n", { headers: { "content-type": "text/plain" } });
     if (!env.STILE_TOKEN) {
-      return json(500, { code: "internal", message: "the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`" });
+      return internal("the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`");
     }
     if (!tokenMatches(request.headers.get("authorization") ?? "", env.STILE_TOKEN)) return json(401, UNAUTHORIZED);
     const path = decodedPath(url);
     if (!path.startsWith(API_PREFIX)) {
-      return json(404, { code: "not_found", message: `no route ${request.method} ${path}: tenant routes start with ${API_PREFIX}{tenant}/` });
+      return noRoute(request.method, path);
     }
     const rest = path.slice(API_PREFIX.length);
     const slash = rest.indexOf("/");
@@ -118,7 +124,7 @@ export class Tenant {
       try {
         resp = this.call(frame);
       } catch (e) {
-        return json(500, { code: "internal", message: `tenant module trapped; the request was rolled back: ${String(e?.message ?? e).split("\n")[0]}` });
+        return internal(`the tenant module trapped: ${String(e?.message ?? e).split("\n")[0]}`);
       }
       if (resp.holdMs > 0) {
         const now = Date.now();

@@ -3,7 +3,7 @@
 //
 // The log numbers events with a gapless sequence (seq) across the tenant,
 // and each stream with versions from 1. An append names the version it
-// expects the stream to be at; any other version is a *Conflict and
+// expects the stream to be at; any other version is refused (409 version_conflict) and
 // nothing is written. The command ledger records every command applied, by
 // id, so that a command applied twice is acknowledged the second time, not
 // applied again.

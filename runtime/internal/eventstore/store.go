@@ -1,11 +1,11 @@
 package eventstore
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 )
 
@@ -29,21 +29,16 @@ type Draft struct {
 // Any is the expected version of an append that takes the stream as it is.
 const Any = -1
 
-// Conflict is an append refused because the stream is not at the expected
-// version.
-type Conflict struct {
-	Stream            string
-	Expected, Current int64
-}
-
-func (c *Conflict) Error() string {
-	if c.Expected == 0 {
-		return fmt.Sprintf("stream %s already exists (version %d): expected a new stream", c.Stream, c.Current)
+// versionConflict refuses an append to a stream that is not at the
+// expected version, saying where it is.
+func versionConflict(stream string, expected, current int64) *api.Error {
+	e := api.Refuse(api.CodeVersionConflict, "stream %s is at version %d, not the expected %d: read it and decide again", stream, current, expected)
+	if expected == 0 {
+		e.Message = fmt.Sprintf("stream %s already exists (version %d): expected a new stream", stream, current)
 	}
-	return fmt.Sprintf("stream %s is at version %d, not the expected %d: read it and decide again", c.Stream, c.Current, c.Expected)
+	e.Stream, e.CurrentVersion = stream, &current
+	return e
 }
-
-var errGuard = errors.New("a guarded write found the state changed underneath it")
 
 // Store reads and writes the log and the ledger of one tenant.
 type Store struct {
@@ -81,7 +76,7 @@ func (s *Store) TenantID() (string, error) {
 		return "", fmt.Errorf("read the tenant identity: %w", err)
 	}
 	if !rows.Next() {
-		return "", fmt.Errorf("read the tenant identity: %w", errGuard)
+		return "", fmt.Errorf("read the tenant identity: %w", do.ErrNoRow)
 	}
 	s.tenantID = rows.Text(0)
 	return s.tenantID, rows.Err()
@@ -121,7 +116,7 @@ func (s *Store) Append(now int64, stream string, expected int64, drafts []Draft,
 		return 0, 0, 0, err
 	}
 	if expected != Any && expected != version {
-		return 0, 0, version, &Conflict{Stream: stream, Expected: expected, Current: version}
+		return 0, 0, version, versionConflict(stream, expected, version)
 	}
 	var cmd any
 	if commandID != "" {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/runtime/internal/eventstore"
 	"github.com/stile-run/stile/runtime/internal/storetest"
@@ -81,7 +82,7 @@ func TestSeqsAreGaplessAndVersionsPerStream(t *testing.T) {
 	require.Equal(t, []int64{41, 42}, seqs(tail))
 }
 
-// An append at the wrong expected version is a *Conflict naming the
+// An append at the wrong expected version is a version_conflict naming the
 // current version, and writes nothing.
 func TestAppendAtTheWrongVersionConflicts(t *testing.T) {
 	t.Parallel()
@@ -97,10 +98,10 @@ func TestAppendAtTheWrongVersionConflicts(t *testing.T) {
 		{2, "stream order:1 is at version 1, not the expected 2: read it and decide again"},
 	} {
 		_, _, version, err := s.Append(2, "order:1", tc.expected, drafts("paid"), "")
-		var c *eventstore.Conflict
+		var c *api.Error
 		require.ErrorAs(t, err, &c)
-		require.Equal(t, eventstore.Conflict{Stream: "order:1", Expected: tc.expected, Current: 1}, *c)
-		require.Equal(t, tc.msg, err.Error())
+		one := int64(1)
+		require.Equal(t, api.Error{Status: 409, Code: api.CodeVersionConflict, Message: tc.msg, Stream: "order:1", CurrentVersion: &one}, *c)
 		require.Equal(t, int64(1), version)
 	}
 	v, err := s.Version("order:1")

@@ -3,6 +3,7 @@ package fencestore
 import (
 	"fmt"
 
+	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/fence"
 )
 
@@ -91,7 +92,7 @@ func (s *Store) NextDue() (int64, error) {
 		return 0, fmt.Errorf("compute next due time: %w", err)
 	}
 	if !rows.Next() {
-		return 0, fmt.Errorf("compute next due time: %w", errGuard)
+		return 0, fmt.Errorf("compute next due time: %w", do.ErrNoRow)
 	}
 	at := rows.Int(0)
 	if at >= noAlarm {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/fence"
 )
 
@@ -58,11 +60,12 @@ func (s *Store) Enqueue(now int64, jobs []NewJob) ([]Enqueued, error) {
 	out := make([]Enqueued, 0, len(jobs))
 	for i, n := range jobs {
 		e, err := s.enqueue(now, n, out)
-		if err != nil {
-			if len(jobs) > 1 {
-				return nil, fmt.Errorf("jobs[%d]: %w", i, err)
-			}
-			return nil, err
+		var refused *api.Error
+		switch {
+		case len(jobs) > 1 && errors.As(err, &refused):
+			return nil, refused.At(fmt.Sprintf("jobs[%d]", i))
+		case err != nil:
+			return nil, fmt.Errorf("jobs[%d]: %w", i, err)
 		}
 		out = append(out, e)
 	}
@@ -90,14 +93,14 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 		id := p.ID
 		if p.Batch >= 0 {
 			if p.Batch >= len(batch) {
-				return Enqueued{}, refuse("invalid_request", "depends_on #%d: a job may depend only on jobs before it in the batch", p.Batch)
+				return Enqueued{}, api.Refuse(api.CodeInvalidRequest, "depends_on #%d: a job may depend only on jobs before it in the batch", p.Batch)
 			}
 			id = batch[p.Batch].ID
 		}
 		parent, err := s.getFence(id)
 		if err != nil {
 			if isNotFound(err) {
-				return Enqueued{}, refuse("invalid_request", "depends_on: job %d does not exist", id)
+				return Enqueued{}, api.Refuse(api.CodeInvalidRequest, "depends_on: job %d does not exist", id)
 			}
 			return Enqueued{}, err
 		}
@@ -146,7 +149,7 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 		return Enqueued{}, fmt.Errorf("enqueue job of kind %s: %w", n.Kind, err)
 	}
 	if !rows.Next() {
-		return Enqueued{}, fmt.Errorf("enqueue job of kind %s: %w", n.Kind, errGuard)
+		return Enqueued{}, fmt.Errorf("enqueue job of kind %s: %w", n.Kind, do.ErrGuard)
 	}
 	id := rows.Int(0)
 	for _, e := range edges {
@@ -192,8 +195,6 @@ func (s *Store) findUnique(now int64, key string, windowMs int64) (Job, bool, er
 	}
 	return s.scanJob(rows), true, rows.Err()
 }
-
-func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
 // idList is a JSON array of ids, for json_each.
 func idList(b []byte, ids []int64) []byte {

@@ -3,6 +3,7 @@ package fencestore
 import (
 	"fmt"
 
+	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/fence"
 )
 
@@ -23,7 +24,7 @@ func (s *Store) ended(id, attempt int64) (*fence.Ended, error) {
 const maxAuditMessage = 512
 
 // audit keeps a refused heartbeat or report, newest RejectionsPerJob per job.
-func (s *Store) audit(now, id int64, request string, c fence.Claim, outcome fence.Outcome, rej *fence.Rejection) error {
+func (s *Store) audit(now, id int64, request string, c fence.Claim, outcome fence.Outcome, rej *api.Error) error {
 	worker := c.Worker
 	if len(worker) > maxAuditMessage {
 		worker = worker[:maxAuditMessage]

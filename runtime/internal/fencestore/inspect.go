@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/fence"
 )
 
@@ -108,7 +110,7 @@ func (s *Store) SetLimit(now int64, key string, slots int64) (Limit, error) {
 		return Limit{}, fmt.Errorf("set the limit of %q: %w", key, err)
 	}
 	if !rows.Next() {
-		return Limit{}, fmt.Errorf("set the limit of %q: %w", key, errGuard)
+		return Limit{}, fmt.Errorf("set the limit of %q: %w", key, do.ErrGuard)
 	}
 	s.woke = true // a raised limit may let waiting jobs run
 	return Limit{Key: rows.Text(0), Slots: rows.Int(1), InUse: rows.Int(2)}, nil
@@ -139,7 +141,7 @@ func (s *Store) ensureLimit(now int64, key string) error {
 	}
 	slots, ok := s.Limits[key]
 	if !ok {
-		return refuse("invalid_request", "concurrency key %q has no limit: set one with PUT /v1/t/{tenant}/concurrency/%s or register it in the module", key, key)
+		return api.Refuse(api.CodeInvalidRequest, "concurrency key %q has no limit: set one with PUT /v1/t/{tenant}/concurrency/%s or register it in the module", key, key)
 	}
 	_, err = s.SetLimit(now, key, int64(slots))
 	return err

@@ -10,7 +10,7 @@ import (
 
 // Heartbeat extends the lease of a live claim, as far as fence.ExtendLease
 // allows, and says whether a cancel was requested. A refused heartbeat is
-// audited and returned as a *fence.Rejection.
+// audited and returned as a *api.Error.
 func (s *Store) Heartbeat(now, id int64, c fence.Claim) (leaseUntil int64, cancel bool, err error) {
 	j, err := s.getFence(id)
 	if err != nil {
@@ -33,7 +33,7 @@ func (s *Store) Heartbeat(now, id int64, c fence.Claim) (leaseUntil int64, cance
 		return 0, false, fmt.Errorf("extend lease of job %d: %w", id, err)
 	}
 	if !rows.Next() {
-		return 0, false, fmt.Errorf("extend lease of job %d: %w", id, errGuard)
+		return 0, false, fmt.Errorf("extend lease of job %d: %w", id, do.ErrGuard)
 	}
 	s.due.Removed(j.LeaseUntil)
 	s.due.Added(until)
@@ -57,7 +57,7 @@ type ReportResult struct {
 
 // Report records the outcome of a claim if the fence lets it. A refused
 // report writes an audit row and nothing else, and returns a
-// *fence.Rejection. jitter in [0, 1) spreads the retry of a failure.
+// *api.Error. jitter in [0, 1) spreads the retry of a failure.
 func (s *Store) Report(now, id int64, r Report, jitter float64) (ReportResult, error) {
 	j, err := s.getFence(id)
 	if err != nil {
@@ -135,7 +135,7 @@ func (s *Store) finish(now int64, j Job, next fence.Next, e ending) (Job, error)
 		return j, fmt.Errorf("record %s of job %d attempt %d: %w", e.outcome, j.ID, j.Attempt, err)
 	}
 	if !rows.Next() {
-		return j, fmt.Errorf("record %s of job %d attempt %d: %w", e.outcome, j.ID, j.Attempt, errGuard)
+		return j, fmt.Errorf("record %s of job %d attempt %d: %w", e.outcome, j.ID, j.Attempt, do.ErrGuard)
 	}
 	var attemptErr any
 	if e.err != "" {
@@ -279,7 +279,7 @@ func (s *Store) takeSlots(now int64, key string, n int) error {
 		return fmt.Errorf("take %d slots of %q: %w", n, key, err)
 	}
 	if !rows.Next() {
-		return fmt.Errorf("take %d slots of %q: %w", n, key, errGuard)
+		return fmt.Errorf("take %d slots of %q: %w", n, key, do.ErrGuard)
 	}
 	return nil
 }
@@ -292,7 +292,7 @@ func (s *Store) releaseSlot(now int64, key string) error {
 		return fmt.Errorf("release a slot of %q: %w", key, err)
 	}
 	if !rows.Next() {
-		return fmt.Errorf("release a slot of %q: %w", key, errGuard)
+		return fmt.Errorf("release a slot of %q: %w", key, do.ErrGuard)
 	}
 	s.woke = true // a job waiting for this key may run now
 	return nil
@@ -319,9 +319,8 @@ func (s *Store) Cancel(now, id int64, reason string) (Job, error) {
 			return j, fmt.Errorf("request cancel of job %d: %w", id, err)
 		}
 		if !rows.Next() {
-			return j, fmt.Errorf("request cancel of job %d: %w", id, errGuard)
+			return j, fmt.Errorf("request cancel of job %d: %w", id, do.ErrGuard)
 		}
-		j.CancelRequested, j.CancelAt = true, now
 	case fence.CancelNow:
 		msg := "cancelled"
 		if reason != "" {
@@ -333,7 +332,7 @@ func (s *Store) Cancel(now, id int64, reason string) (Job, error) {
 			return j, fmt.Errorf("cancel job %d: %w", id, err)
 		}
 		if !rows.Next() {
-			return j, fmt.Errorf("cancel job %d: %w", id, errGuard)
+			return j, fmt.Errorf("cancel job %d: %w", id, do.ErrGuard)
 		}
 		if j.State == fence.StateScheduled || j.State == fence.StateRetryable {
 			s.due.Removed(j.RunAt)
@@ -341,9 +340,8 @@ func (s *Store) Cancel(now, id int64, reason string) (Job, error) {
 		if err := s.settleChildren(now, id, fence.StateCancelled); err != nil {
 			return j, err
 		}
-		j.State, j.FinishedAt, j.LastError = fence.StateCancelled, now, msg
 	}
-	return j, nil
+	return s.Get(id) // the whole job, as it is now
 }
 
 // Retry runs a dead or cancelled job again with a fresh retry budget (its
@@ -356,18 +354,18 @@ func (s *Store) Retry(now, id int64) (Job, error) {
 		return j, err
 	}
 	if j.State != fence.StateDead && j.State != fence.StateCancelled {
-		return j, refuse("not_retryable", "job %d is %s: only dead or cancelled jobs can be retried", id, j.State)
+		return j, api.Refuse(api.CodeNotRetryable, "job %d is %s: only dead or cancelled jobs can be retried", id, j.State)
 	}
 	rows, err := s.db.Query(`UPDATE stile_jobs SET state = 'available', failures = 0, finished_at = NULL,
 		run_at = ?, pending_parents = 0 WHERE id = ? AND state = ? RETURNING id`, now, id, string(j.State))
 	if err != nil {
 		if do.IsConstraint(err) {
-			return j, refuse("unique_conflict", "job %d cannot run again: another live job holds its unique key", id)
+			return j, api.Refuse(api.CodeUniqueConflict, "job %d cannot run again: another live job holds its unique key", id)
 		}
 		return j, fmt.Errorf("retry job %d: %w", id, err)
 	}
 	if !rows.Next() {
-		return j, fmt.Errorf("retry job %d: %w", id, errGuard)
+		return j, fmt.Errorf("retry job %d: %w", id, do.ErrGuard)
 	}
 	s.woke = true
 	return s.Get(id)
@@ -380,14 +378,14 @@ func (s *Store) Delete(id int64) error {
 		return err
 	}
 	if !j.State.Terminal() {
-		return refuse("not_finished", "job %d is %s: cancel it first; only finished jobs can be deleted", id, j.State)
+		return api.Refuse(api.CodeNotFinished, "job %d is %s: cancel it first; only finished jobs can be deleted", id, j.State)
 	}
 	rows, err := s.db.Query(`DELETE FROM stile_jobs WHERE id = ? AND state IN ('completed', 'cancelled', 'dead') RETURNING id`, id)
 	if err != nil {
 		return fmt.Errorf("delete job %d: %w", id, err)
 	}
 	if !rows.Next() {
-		return fmt.Errorf("delete job %d: %w", id, errGuard)
+		return fmt.Errorf("delete job %d: %w", id, do.ErrGuard)
 	}
 	return nil
 }

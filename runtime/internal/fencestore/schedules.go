@@ -1,6 +1,10 @@
 package fencestore
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/stile-run/stile/do"
+)
 
 // Schedule is a stored schedule.
 type Schedule struct {
@@ -42,7 +46,7 @@ func (s *Store) PutSchedule(now int64, sc Schedule) (Schedule, error) {
 		return sc, fmt.Errorf("put schedule %q: %w", sc.Name, err)
 	}
 	if !rows.Next() {
-		return sc, fmt.Errorf("put schedule %q: %w", sc.Name, errGuard)
+		return sc, fmt.Errorf("put schedule %q: %w", sc.Name, do.ErrGuard)
 	}
 	stored := scanSchedule(rows)
 	if found && !old.Paused {
@@ -126,7 +130,7 @@ func (s *Store) AdvanceSchedule(now int64, name string, period, next, job int64,
 		return fmt.Errorf("advance schedule %q: %w", name, err)
 	}
 	if !rows.Next() {
-		return fmt.Errorf("advance schedule %q: %w", name, errGuard)
+		return fmt.Errorf("advance schedule %q: %w", name, do.ErrGuard)
 	}
 	s.due.Removed(period)
 	s.due.Added(next)

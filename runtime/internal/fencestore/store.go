@@ -3,7 +3,9 @@ package fencestore
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
+	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/fence"
 )
@@ -85,12 +87,17 @@ func stateOf(b []byte) fence.State {
 	return fence.State(b)
 }
 
-// ErrNotFound is returned for a job id the tenant does not have.
-var ErrNotFound = errors.New("job not found")
+// notFound refuses a job id the tenant does not have.
+func notFound(id int64) *api.Error {
+	return api.Refuse(api.CodeNotFound, "job %q does not exist", strconv.FormatInt(id, 10))
+}
 
-// errGuard means a guarded write matched no row although the state read in
-// the same transaction said it would: a bug, never a normal outcome.
-var errGuard = errors.New("guarded write matched no row")
+// isNotFound reports whether err is the refusal of a job id the tenant
+// does not have.
+func isNotFound(err error) bool {
+	var e *api.Error
+	return errors.As(err, &e) && e.Code == api.CodeNotFound
+}
 
 // Job is a stored job. The fence's view of it is embedded.
 type Job struct {
@@ -189,21 +196,8 @@ func (s *Store) readJob(id int64, columns string, scan func(*do.Rows)) error {
 		if rows.Err() != nil {
 			return fmt.Errorf("read job %d: %w", id, rows.Err())
 		}
-		return fmt.Errorf("job %d: %w", id, ErrNotFound)
+		return notFound(id)
 	}
 	scan(rows)
 	return rows.Err()
-}
-
-// Refusal is an operation the store refuses because of the state it found
-// (not bad input, not a fence rejection): its Code is an API error code.
-type Refusal struct {
-	Code    string
-	Message string
-}
-
-func (r *Refusal) Error() string { return r.Message }
-
-func refuse(code, format string, args ...any) *Refusal {
-	return &Refusal{Code: code, Message: fmt.Sprintf(format, args...)}
 }

@@ -3,6 +3,8 @@ package inboxstore
 import (
 	"errors"
 	"fmt"
+
+	"github.com/stile-run/stile/do"
 )
 
 // ProcessState reads a process's state for a correlation id (nil: none).
@@ -145,7 +147,7 @@ func (s *Store) FinishScheduled(now int64, id string, msg string) error {
 		return fmt.Errorf("finish scheduled command %s: %w", id, err)
 	}
 	if !rows.Next() {
-		return fmt.Errorf("finish scheduled command %s: %w", id, ErrGuard)
+		return fmt.Errorf("finish scheduled command %s: %w", id, do.ErrGuard)
 	}
 	s.due.Removed(rows.Int(0))
 	return rows.Err()

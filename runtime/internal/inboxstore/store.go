@@ -1,7 +1,6 @@
 package inboxstore
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -45,9 +44,6 @@ type Delivery struct {
 	Event     eventstore.Event
 	TimeoutMs int64 // the handler's time limit for this event
 }
-
-// ErrGuard reports a guarded write that found the state changed under it.
-var ErrGuard = errors.New("a guarded write found the inbox changed underneath it")
 
 // Store reads and writes the inbox of one tenant.
 type Store struct {
@@ -108,7 +104,7 @@ func (s *Store) Checkpoint(name string) (int64, error) {
 		return 0, fmt.Errorf("read the checkpoint of %s: %w", name, err)
 	}
 	if !rows.Next() {
-		return 0, fmt.Errorf("read the checkpoint of %s: %w", name, ErrGuard)
+		return 0, fmt.Errorf("read the checkpoint of %s: %w", name, do.ErrNoRow)
 	}
 	return rows.Int(0), rows.Err()
 }
@@ -240,7 +236,7 @@ func (s *Store) reclaim(now int64, worker string, h Handler, open []inbox.Entry)
 			return nil, fmt.Errorf("claim event %d for %s again: %w", e.Seq, h.Name, err)
 		}
 		if !rows.Next() {
-			return nil, fmt.Errorf("claim event %d for %s again: %w", e.Seq, h.Name, ErrGuard)
+			return nil, fmt.Errorf("claim event %d for %s again: %w", e.Seq, h.Name, do.ErrGuard)
 		}
 		if e.State == inbox.Pending {
 			s.due.Removed(e.LeaseUntil)
@@ -292,7 +288,7 @@ func (s *Store) deliverNew(now int64, worker string, h Handler, heldUntil int64,
 		for i := 0; rows.Next(); i++ {
 			ev := chunk[i]
 			if rows.Int(0) != ev.Seq {
-				return nil, fmt.Errorf("deliver events to %s: %w", h.Name, ErrGuard)
+				return nil, fmt.Errorf("deliver events to %s: %w", h.Name, do.ErrGuard)
 			}
 			e := inbox.Entry{Handler: h.Name, Seq: ev.Seq, State: inbox.Pending, ClaimID: rows.Text(1), Worker: worker,
 				Attempt: 1, ClaimedAt: now, LeaseUntil: rows.Int(2)}
@@ -310,7 +306,7 @@ func (s *Store) deliverNew(now int64, worker string, h Handler, heldUntil int64,
 		return nil, fmt.Errorf("move the checkpoint of %s: %w", h.Name, err)
 	}
 	if rows.Len() != 1 {
-		return nil, fmt.Errorf("move the checkpoint of %s from %d: %w", h.Name, cp, ErrGuard)
+		return nil, fmt.Errorf("move the checkpoint of %s from %d: %w", h.Name, cp, do.ErrGuard)
 	}
 	return out, nil
 }
@@ -321,7 +317,7 @@ func (s *Store) withEvents(es []inbox.Entry, seqs []int64) ([]Delivery, error) {
 		return nil, err
 	}
 	if len(evs) != len(es) {
-		return nil, fmt.Errorf("read %d delivered events, found %d: %w", len(es), len(evs), ErrGuard)
+		return nil, fmt.Errorf("read %d delivered events, found %d: %w", len(es), len(evs), do.ErrGuard)
 	}
 	out := make([]Delivery, len(es))
 	for i := range es {
@@ -388,7 +384,7 @@ func (s *Store) guarded(sql, what string, e inbox.Entry, args ...any) error {
 		return fmt.Errorf("%s event %d of %s: %w", what, e.Seq, e.Handler, err)
 	}
 	if rows.Len() != 1 {
-		return fmt.Errorf("%s event %d of %s: %w", what, e.Seq, e.Handler, ErrGuard)
+		return fmt.Errorf("%s event %d of %s: %w", what, e.Seq, e.Handler, do.ErrGuard)
 	}
 	return nil
 }

@@ -78,7 +78,7 @@ func TestSyncStartsNewHandlersAtTheHead(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(2), cp, "registering again moves nothing")
 	_, err = f.s.Checkpoint("nope")
-	require.ErrorIs(t, err, inboxstore.ErrGuard)
+	require.ErrorIs(t, err, do.ErrNoRow)
 }
 
 // The inbox's rules, one write at a time: deliveries in event order, of
@@ -112,7 +112,7 @@ func TestInboxClaimsInOrderAndFencesSettlesByClaimID(t *testing.T) {
 		require.Equal(t, "w2", d.Entry.Worker)
 	}
 	// w1's settle names a claim that is gone: refused, nothing written.
-	require.ErrorIs(t, f.db.Tx(func() error { return f.s.Succeed(2_200, first[0].Entry) }), inboxstore.ErrGuard)
+	require.ErrorIs(t, f.db.Tx(func() error { return f.s.Succeed(2_200, first[0].Entry) }), do.ErrGuard)
 	e, err := f.s.Entry("audit", 1)
 	require.NoError(t, err)
 	require.Equal(t, inbox.Pending, e.State)
@@ -120,7 +120,7 @@ func TestInboxClaimsInOrderAndFencesSettlesByClaimID(t *testing.T) {
 
 	// w2's settles commit, once.
 	require.NoError(t, f.db.Tx(func() error { return f.s.Succeed(2_200, again[0].Entry) }))
-	require.ErrorIs(t, f.db.Tx(func() error { return f.s.Succeed(2_200, again[0].Entry) }), inboxstore.ErrGuard, "a second settle is stale")
+	require.ErrorIs(t, f.db.Tx(func() error { return f.s.Succeed(2_200, again[0].Entry) }), do.ErrGuard, "a second settle is stale")
 	// Event 3 fails: it waits for its backoff; nothing overtakes it.
 	require.NoError(t, f.db.Tx(func() error { return f.s.Retry(2_300, again[1].Entry, 5_000, 1, "provider down") }))
 	require.Empty(t, f.claim(4_999, "w3", audit, 10))
@@ -164,7 +164,7 @@ func TestSkipTheHead(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, inbox.Skipped, e.State)
 	require.Equal(t, "skipped: poison", e.Error)
-	require.ErrorIs(t, f.db.Tx(func() error { return f.s.Succeed(20, d[0].Entry) }), inboxstore.ErrGuard)
+	require.ErrorIs(t, f.db.Tx(func() error { return f.s.Succeed(20, d[0].Entry) }), do.ErrGuard)
 	require.Equal(t, []int64{2}, seqsOf(f.claim(20, "w", one, 1)))
 }
 

@@ -1,7 +1,6 @@
 package projectionstore
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -37,10 +36,6 @@ func (g Generation) Advanced(now, to int64) Generation {
 	g.Checkpoint, g.Failures, g.RetryAt, g.Error, g.ErrorSeq, g.UpdatedAt = to, 0, 0, "", 0, now
 	return g
 }
-
-// ErrMoved reports a write guarded by a checkpoint that moved since it was
-// read: the batch must roll back.
-var ErrMoved = errors.New("the projection's checkpoint moved underneath the batch")
 
 // Store reads and writes projection generations.
 type Store struct{ db *do.DB }
@@ -152,7 +147,7 @@ func (s *Store) guarded(sql string, args ...any) error {
 		return fmt.Errorf("update a projection generation: %w", err)
 	}
 	if rows.Len() != 1 {
-		return ErrMoved
+		return do.ErrGuard
 	}
 	return nil
 }

@@ -37,7 +37,7 @@ func TestABatchWhoseCheckpointMovedRollsBack(t *testing.T) {
 	require.NoError(t, batch(0, 5))
 	// Planned from checkpoint 0 again (a stale read): refused, and its
 	// rows roll back with it: nothing is applied twice.
-	require.ErrorIs(t, batch(0, 5), projectionstore.ErrMoved)
+	require.ErrorIs(t, batch(0, 5), do.ErrGuard)
 	rows, err := db.Query(`SELECT count(*) FROM rows`)
 	require.NoError(t, err)
 	rows.Next()
@@ -48,7 +48,7 @@ func TestABatchWhoseCheckpointMovedRollsBack(t *testing.T) {
 	require.Equal(t, int64(5), g.Checkpoint)
 
 	// A stall is guarded the same way, and an advance clears it.
-	require.ErrorIs(t, s.Stall(4, "orders", 1, 4, 6, 1, 100, "boom"), projectionstore.ErrMoved)
+	require.ErrorIs(t, s.Stall(4, "orders", 1, 4, 6, 1, 100, "boom"), do.ErrGuard)
 	require.NoError(t, s.Stall(4, "orders", 1, 5, 6, 1, 100, "boom"))
 	g, _, _ = s.Get("orders", 1)
 	require.True(t, g.Stalled())
@@ -66,7 +66,7 @@ func TestABatchWhoseCheckpointMovedRollsBack(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, known)
 	require.Equal(t, []string{"rows", "totals"}, tables, "a generation keeps the tables it was made with")
-	require.ErrorIs(t, s.Promote(7, "orders", 2, 3), projectionstore.ErrMoved)
+	require.ErrorIs(t, s.Promote(7, "orders", 2, 3), do.ErrGuard)
 	require.NoError(t, s.Delete("orders", 1))
 	require.NoError(t, s.Promote(7, "orders", 2, 0))
 	n, err := s.Next("orders")

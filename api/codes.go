@@ -1,0 +1,98 @@
+package api
+
+//go:generate go run ./internal/codegen/cmd
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a stable, machine-readable reason a request was refused:
+// clients may switch on it. Every code is declared once, below, with the
+// HTTP status it answers (the comment's leading number, read by `go
+// generate ./api` into codes_gen.go and into the table of docs/API.md); a
+// code marked "stale" is a fence's refusal of a claim that no longer
+// holds (errors.Is(err, ErrStale)).
+type Code string
+
+// Codes of requests refused before any state was read.
+const (
+	CodeUnauthorized     Code = "unauthorized"       // 401: the bearer token is missing or wrong
+	CodeInvalidTenant    Code = "invalid_tenant"     // 400: the tenant name breaks the rule, or the object serves another tenant
+	CodeInvalidJSON      Code = "invalid_json"       // 400: the body is not JSON of the expected shape: malformed, an unknown field, a value of the wrong type, data after the object
+	CodeInvalidRequest   Code = "invalid_request"    // 400: a field is missing or out of its range (the message names it and the range)
+	CodeUnknownKind      Code = "unknown_kind"       // 400: the job kind is not registered in the tenant module (the message lists those that are)
+	CodeInvalidArgs      Code = "invalid_args"       // 400: the kind's Validate refused the args (its message follows)
+	CodeTooLarge         Code = "too_large"          // 400: args over 1 MiB, output over 512 KiB; event data, command data or a process's state over 1 MiB
+	CodeUnknownAggregate Code = "unknown_aggregate"  // 400: no aggregate of that name is registered
+	CodeUnknownHandler   Code = "unknown_handler"    // 400: no policy or process of that name is registered
+	CodeBodyTooLarge     Code = "body_too_large"     // 413: the request body is over 10 MiB
+	CodeNotFound         Code = "not_found"          // 404: no such route, job, schedule, command, projection or query
+	CodeMethodNotAllowed Code = "method_not_allowed" // 405: the route exists for other methods (the Allow header lists them)
+	CodeInternal         Code = "internal"           // 500: the module or its host failed; the request was rolled back and wrote nothing
+)
+
+// Codes of requests refused because of the state they found. Nothing was
+// written but, for a refused heartbeat or report, a bounded audit row.
+const (
+	CodeFinished        Code = "finished"          // 409: cancel of a job that already ended
+	CodeNotRetryable    Code = "not_retryable"     // 409: only dead or cancelled jobs can be retried
+	CodeNotFinished     Code = "not_finished"      // 409: only finished jobs can be deleted
+	CodeUniqueConflict  Code = "unique_conflict"   // 409: a retried job's unique key is held by another live job
+	CodeVersionConflict Code = "version_conflict"  // 409: the stream is not at the expected version (stream and current_version say where it is)
+	CodeCommandIDReused Code = "command_id_reused" // 409: the command id was applied before with other content
+	CodeNotStuck        Code = "not_stuck"         // 409: skip of an event that is not the reaction's first open delivery
+	CodeCommandRejected Code = "command_rejected"  // 422: the aggregate's decide refused the command (its error, or a panic in its code); nothing was written
+	CodeTxFailed        Code = "tx_failed"         // 422: a registered transaction failed; it wrote nothing
+)
+
+// Codes of the fences: a heartbeat, report or settlement whose claim no
+// longer holds. It wrote nothing of what it asked for.
+const (
+	CodeStaleAttempt    Code = "stale_attempt"    // 409 stale: the attempt is not the job's latest; the job was claimed again since
+	CodeOtherWorker     Code = "other_worker"     // 409 stale: the attempt belongs to another worker
+	CodeBadToken        Code = "bad_token"        // 409 stale: the lease token does not match the claim
+	CodeLeaseExpired    Code = "lease_expired"    // 409 stale: the attempt's lease ran out before this heartbeat or report
+	CodeAlreadyReported Code = "already_reported" // 409 stale: the attempt already recorded a different outcome
+	CodeClaimTakenOver  Code = "claim_taken_over" // 409 stale: a settlement names a claim that is no longer the delivery's
+	CodeUnknownClaim    Code = "unknown_claim"    // 409 stale: a settlement names an event never delivered to the reaction
+	CodeOutOfOrder      Code = "out_of_order"     // 409 stale: a success before an earlier open event of the reaction
+	CodeAlreadySettled  Code = "already_settled"  // 409 stale: the claim was settled with another outcome
+)
+
+// Error is every refusal: the HTTP status, the code and a message a user
+// can act on. Its JSON is the body of every non-2xx response; the status
+// travels as the HTTP status. It is the one refusal type of Stile: the
+// fences, the stores, the module's routes and the client all use it.
+type Error struct {
+	Status  int    `json:"-"`
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
+	// Stream and CurrentVersion are set by a version_conflict: where the
+	// stream is now.
+	Stream         string `json:"stream,omitempty"`
+	CurrentVersion *int64 `json:"current_version,omitempty"`
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// ErrStale matches, with errors.Is, every refusal whose code is a fence's
+// (a stale claim): a heartbeat, report or settlement that wrote nothing.
+var ErrStale = errors.New("stale claim")
+
+// Is makes errors.Is(err, ErrStale) true for a fence's refusal.
+func (e *Error) Is(target error) bool { return target == ErrStale && e.Code.Stale() }
+
+// At returns a copy of e whose message names where, in a batch, the
+// refusal is (e.g. "jobs[3]").
+func (e *Error) At(where string) *Error {
+	c := *e
+	c.Message = where + ": " + e.Message
+	return &c
+}
+
+// Refuse returns the refusal of code with a formatted message; its status
+// is the code's.
+func Refuse(code Code, format string, args ...any) *Error {
+	return &Error{Status: code.Status(), Code: code, Message: fmt.Sprintf(format, args...)}
+}
