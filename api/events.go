@@ -25,18 +25,18 @@ const (
 
 // Names of outcomes, reaction kinds and states on the wire.
 const (
-	OutcomeSucceeded      = "succeeded"         // a settlement's outcomes
-	OutcomeDelayed        = "delayed"           // run the handler again after delay_ms, no failure counted
-	ReactionKindPolicy    = "policy"            // a reaction without state
-	ReactionKindProcess   = "process"           // a reaction with state per correlation id
-	InboxPending          = "pending"           // delivered; its claim's lease is out
-	InboxRetry            = "retry"             // failed or delayed; runs again at run_at
-	InboxReady            = "ready"             // to be delivered again now
-	InboxSucceeded        = "succeeded"         // settled
-	InboxSkipped          = "skipped"           // skipped by an operator
-	CommandStateScheduled = "scheduled"         // a scheduled command waiting for its time
-	CommandStateApplied   = "applied"           // … applied
-	CommandStateRejected  = "rejected"          // … refused by its aggregate when due
+	OutcomeSucceeded      = "succeeded" // a settlement's outcomes
+	OutcomeDelayed        = "delayed"   // run the handler again after delay_ms, no failure counted
+	ReactionKindPolicy    = "policy"    // a reaction without state
+	ReactionKindProcess   = "process"   // a reaction with state per correlation id
+	InboxPending          = "pending"   // delivered; its claim's lease is out
+	InboxRetry            = "retry"     // failed or delayed; runs again at run_at
+	InboxReady            = "ready"     // to be delivered again now
+	InboxSucceeded        = "succeeded" // settled
+	InboxSkipped          = "skipped"   // skipped by an operator
+	CommandStateScheduled = "scheduled" // a scheduled command waiting for its time
+	CommandStateApplied   = "applied"   // … applied
+	CommandStateRejected  = "rejected"  // … refused by its aggregate when due
 )
 
 // NewEvent is an event to append.
