@@ -133,14 +133,14 @@ func lookup(method, path string) (h handler, in input, allow string) {
 // literal segments matched.
 func matchPattern(pattern, path string, params *[maxParams]string) (literals int, ok bool) {
 	n := 0
-	for pattern != "" || path != "" {
-		if pattern == "" || path == "" {
-			return 0, false
-		}
+	for more := true; more; {
 		var ps, seg string
-		ps, pattern, _ = strings.Cut(pattern, "/")
-		seg, path, _ = strings.Cut(path, "/")
+		var pmore bool
+		ps, pattern, pmore = strings.Cut(pattern, "/")
+		seg, path, more = strings.Cut(path, "/")
 		switch {
+		case pmore != more:
+			return 0, false // one has more segments (a trailing slash counts)
 		case len(ps) > 1 && ps[0] == '{':
 			if seg == "" || n == maxParams {
 				return 0, false

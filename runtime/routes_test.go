@@ -1,0 +1,83 @@
+package runtime
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/api"
+)
+
+// TestEveryRouteHasAHandler: the route table serves each api.Route that
+// package api declares, once, and nothing else.
+func TestEveryRouteHasAHandler(t *testing.T) {
+	t.Parallel()
+	f, err := parser.ParseFile(token.NewFileSet(), "../api/routes.go", nil, 0)
+	require.NoError(t, err)
+	declared := map[api.Route]string{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok || len(vs.Values) != 1 {
+			return true
+		}
+		lit, ok := vs.Values[0].(*ast.CompositeLit)
+		if !ok || len(lit.Elts) != 2 {
+			return true
+		}
+		m, _ := strconv.Unquote(lit.Elts[0].(*ast.BasicLit).Value)
+		p, _ := strconv.Unquote(lit.Elts[1].(*ast.BasicLit).Value)
+		declared[api.Route{Method: m, Pattern: p}] = vs.Names[0].Name
+		return true
+	})
+	require.NotEmpty(t, declared)
+	served := map[api.Route]bool{}
+	for _, r := range routes {
+		require.False(t, served[r.Route], "%s is in the table twice", r.Route)
+		served[r.Route] = true
+		_, ok := declared[r.Route]
+		require.True(t, ok, "%s is served but not declared in package api", r.Route)
+		require.LessOrEqual(t, strings.Count(r.Pattern, "{"), maxParams, r.Route.String())
+	}
+	for r, name := range declared {
+		require.True(t, served[r], "api.%s (%s) has no handler in the route table", name, r)
+	}
+}
+
+func TestLookup(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		method, path string
+		found        bool
+		params       []string
+		allow        string
+	}{
+		{"GET", "jobs", true, nil, "GET, POST"},
+		{"POST", "jobs/batch", true, nil, "POST"},
+		{"GET", "jobs/batch", false, nil, "POST"}, // the literal pattern wins over jobs/{id}
+		{"GET", "jobs/42", true, []string{"42"}, "GET, DELETE"},
+		{"PUT", "jobs/42", false, nil, "GET, DELETE"},
+		{"POST", "jobs/42/heartbeat", true, []string{"42"}, "POST"},
+		{"POST", "reactions/refunds/skip", true, []string{"refunds"}, "POST"},
+		{"POST", "reactions/claims", true, nil, "POST"},
+		{"GET", "jobs/", false, nil, ""}, // an empty parameter matches nothing
+		{"GET", "jobs/42/", false, nil, ""},
+		{"GET", "nowhere", false, nil, ""},
+		{"GET", "", false, nil, ""},
+	} {
+		h, in, allow := lookup(tc.method, tc.path)
+		require.Equal(t, tc.found, h != nil, "%s %s", tc.method, tc.path)
+		if tc.found {
+			for i, p := range tc.params {
+				require.Equal(t, p, in.params[i], "%s %s", tc.method, tc.path)
+			}
+		}
+		if !tc.found || tc.allow != "" {
+			require.Equal(t, tc.allow, allow, "%s %s", tc.method, tc.path)
+		}
+	}
+}
