@@ -240,9 +240,10 @@ func (h *Harness) Token() string { return h.token }
 // host's own state (AlarmAt, Restarts, FireDue).
 func (h *Harness) Manager() *host.Manager { return h.manager }
 
-// Clock is the time the tenants see: a *host.ManualClock unless
-// Config.RealClock.
-func (h *Harness) Clock() host.Clock { return h.clock }
+// Clock is the manual clock the tenants see, to move it without running
+// alarms (Advance does both); nil with Config.RealClock, where they see the
+// wall clock. Now reads either.
+func (h *Harness) Clock() *host.ManualClock { return h.manual }
 
 // Now is the tenants' time.
 func (h *Harness) Now() time.Time { return time.UnixMilli(h.clock.Now()).UTC() }
