@@ -36,15 +36,11 @@ func (m *mailer) Send(_ context.Context, key, to, subject, _ string) error {
 // The module runs in-process (no Wasm) with its own API, a worker runs the
 // handler, and the job ends completed with its output.
 func Example() {
-	h, err := stiletest.Start(stiletest.Config{App: emails.App(), RealClock: true})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	h, _ := stiletest.Start(stiletest.Config{App: emails.App(), RealClock: true})
 	defer h.Close()
 	acme := h.Tenant("acme")
 	ctx := context.Background()
-	_, err = acme.Enqueue(ctx, api.EnqueueRequest{Kind: emails.Kind, Args: []byte(`{"to":"nobody"}`)})
+	_, err := acme.Enqueue(ctx, api.EnqueueRequest{Kind: emails.Kind, Args: []byte(`{"to":"nobody"}`)})
 	fmt.Println("bad args:", client.Code(err))
 	job, _ := acme.Enqueue(ctx, api.EnqueueRequest{Kind: emails.Kind, Args: []byte(`{"to":"ada@example.com","name":"Ada"}`)})
 	fmt.Println("enqueued:", job.State, "on queue", job.Queue)
@@ -76,17 +72,13 @@ func Example() {
 // transaction; a second signup of the same address fails its insert, and
 // the email it enqueued goes with it.
 func Example_signup() {
-	h, err := stiletest.Start(stiletest.Config{App: emails.App()})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	h, _ := stiletest.Start(stiletest.Config{App: emails.App()})
 	defer h.Close()
 	acme := h.Tenant("acme")
 	ctx := context.Background()
 
 	var out map[string]string
-	err = acme.Tx(ctx, "signup", map[string]string{"to": "ada@example.com", "name": "Ada"}, &out)
+	err := acme.Tx(ctx, "signup", map[string]string{"to": "ada@example.com", "name": "Ada"}, &out)
 	fmt.Println("first signup:", err, "welcome job", out["welcome_job"])
 	err = acme.Tx(ctx, "signup", map[string]string{"to": "ada@example.com", "name": "Ada"}, nil)
 	fmt.Println("second signup:", client.Code(err))
