@@ -11,8 +11,7 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/e2e/testapp"
-	"github.com/stile-run/stile/host/native"
-	"github.com/stile-run/stile/host/wazerohost"
+	"github.com/stile-run/stile/stiletest"
 )
 
 // TestAlarmFollowsCommittedState drives random enqueues (now and later),
@@ -22,12 +21,8 @@ import (
 // ever left waiting for an alarm that was not set.
 func TestAlarmFollowsCommittedState(t *testing.T) {
 	t.Parallel()
-	nf, err := native.New(native.Config{App: testapp.App()})
-	require.NoError(t, err)
-	t.Run("native", func(t *testing.T) { alarmModel(t, newInProcess(t, nf, nil), 1500) })
-	wf, err := wazerohost.New(context.Background(), wazerohost.Config{Wasm: testWasm(t)})
-	require.NoError(t, err)
-	t.Run("wazero", func(t *testing.T) { alarmModel(t, newInProcess(t, wf, nil), 400) })
+	t.Run("native", func(t *testing.T) { alarmModel(t, newInProcess(t, stiletest.Config{App: testapp.App()}, nil), 1500) })
+	t.Run("wazero", func(t *testing.T) { alarmModel(t, newInProcess(t, stiletest.Config{Package: testTenant}, nil), 400) })
 }
 
 func alarmModel(t *testing.T, p *inProcess, steps int) {

@@ -1,8 +1,6 @@
 package e2e_test
 
 import (
-	"context"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -12,7 +10,7 @@ import (
 
 	"github.com/stile-run/stile/client"
 	"github.com/stile-run/stile/host"
-	"github.com/stile-run/stile/server"
+	"github.com/stile-run/stile/stiletest"
 )
 
 // token is the bearer token of every test host.
@@ -36,11 +34,11 @@ type target interface {
 }
 
 // inProcess is a Go host (native or wazero) behind the HTTP server on a
-// loopback port, with a clock the test controls.
+// loopback port, with a clock the test controls: a stiletest harness.
 type inProcess struct {
+	h       *stiletest.Harness
 	clock   *host.ManualClock
 	manager *host.Manager
-	server  *httptest.Server
 	cl      *client.Client
 	faults  *faults
 }
@@ -61,25 +59,25 @@ func (p *inProcess) injectFault(t *testing.T, tenant, prefix string, nth int) {
 
 func (p *inProcess) advance(t *testing.T, d time.Duration) {
 	t.Helper()
-	p.clock.Advance(d)
-	p.manager.FireDue(context.Background())
+	p.h.Advance(d)
 }
 
 // start is the controlled clock's start: a fixed, recognisable time.
 var start = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func newInProcess(t testing.TB, factory host.Factory, f *faults) *inProcess {
-	clock := host.NewManualClock(start.UnixMilli())
-	m, err := host.NewManager(host.Config{Factory: factory, Clock: clock, DataDir: t.TempDir()})
-	require.NoError(t, err)
-	srv, err := server.New(m, token)
-	require.NoError(t, err)
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		ts.Close()
-		require.NoError(t, m.Close())
-	})
-	return &inProcess{clock: clock, manager: m, server: ts, cl: client.New(ts.URL, token, nil), faults: f}
+// testTenant is the test module's main package, built to .wasm for the
+// wazero and workerd hosts.
+const testTenant = "github.com/stile-run/stile/e2e/testapp/tenant"
+
+// newInProcess starts the module cfg names on a harness with the suite's
+// token; f, if set, is where the suite injects faults.
+func newInProcess(t testing.TB, cfg stiletest.Config, f *faults) *inProcess {
+	cfg.Token, cfg.Now = token, start
+	if f != nil {
+		cfg.Fault = f.check
+	}
+	h := stiletest.New(t, cfg)
+	return &inProcess{h: h, clock: h.Clock(), manager: h.Manager(), cl: h.Client(), faults: f}
 }
 
 // faults injects traps per tenant through a host's test-only Fault option.

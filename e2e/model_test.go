@@ -5,22 +5,17 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/e2e/testapp"
 	"github.com/stile-run/stile/host"
-	"github.com/stile-run/stile/host/native"
-	"github.com/stile-run/stile/host/wazerohost"
+	"github.com/stile-run/stile/stiletest"
 )
 
 var (
@@ -39,19 +34,14 @@ func TestModel(t *testing.T) {
 
 // bothHosts runs a model test over the test module natively and under
 // wazero, in parallel, for the given numbers of operations.
-func bothHosts(t *testing.T, run func(t *testing.T, f host.Factory, log *slog.Logger, ops int), nativeOps, wazeroOps int) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	nf, err := native.New(native.Config{App: testapp.App(), Logger: quiet})
-	require.NoError(t, err)
+func bothHosts(t *testing.T, run func(t *testing.T, p *inProcess, ops int), nativeOps, wazeroOps int) {
 	t.Run("native", func(t *testing.T) {
 		t.Parallel()
-		run(t, nf, quiet, nativeOps)
+		run(t, newInProcess(t, stiletest.Config{App: testapp.App()}, nil), nativeOps)
 	})
-	wf, err := wazerohost.New(context.Background(), wazerohost.Config{Wasm: testWasm(t), Logger: quiet})
-	require.NoError(t, err)
 	t.Run("wazero", func(t *testing.T) {
 		t.Parallel()
-		run(t, wf, quiet, wazeroOps)
+		run(t, newInProcess(t, stiletest.Config{Package: testTenant}, nil), wazeroOps)
 	})
 }
 
@@ -151,17 +141,13 @@ func (md *model) decode(b []byte, v any) {
 	}
 }
 
-func modelRun(t *testing.T, f host.Factory, log *slog.Logger, ops int) {
+func modelRun(t *testing.T, p *inProcess, ops int) {
 	seed := *modelSeed
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
 	t.Logf("seed %d, %d operations", seed, ops)
-	clock := host.NewManualClock(start.UnixMilli())
-	m, err := host.NewManager(host.Config{Factory: f, Clock: clock, DataDir: t.TempDir(), Logger: log})
-	require.NoError(t, err)
-	defer m.Close()
-	md := &model{t: t, rng: rand.New(rand.NewPCG(seed, seed>>1|1)), seed: seed, m: m, clock: clock,
+	md := &model{t: t, rng: rand.New(rand.NewPCG(seed, seed>>1|1)), seed: seed, m: p.manager, clock: p.clock,
 		tenant: "model", jobs: map[string]*mjob{}, slots: map[string]int64{"k1": 2, "k2": 1}, counts: map[string]int{},
 		held: map[string]*mjob{}}
 	for k, n := range md.slots {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -14,8 +13,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
@@ -301,18 +298,14 @@ func rmCompact(b []byte) string {
 //
 // At the end a drain succeeds everything, and checkEnd checks the whole
 // log, every command, every payment's stream and the provider.
-func rmRun(t *testing.T, f host.Factory, log *slog.Logger, ops int) {
+func rmRun(t *testing.T, p *inProcess, ops int) {
 	seed := *rmodelSeed
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
 	label := t.Name()[strings.LastIndex(t.Name(), "/")+1:]
 	t.Logf("seed %d, %d operations", seed, ops)
-	clock := host.NewManualClock(start.UnixMilli())
-	m, err := host.NewManager(host.Config{Factory: f, Clock: clock, DataDir: t.TempDir(), Logger: log})
-	require.NoError(t, err)
-	defer m.Close()
-	md := &rmModel{t: t, rng: rand.New(rand.NewPCG(seed, seed>>1|1)), seed: seed, label: label, m: m, clock: clock,
+	md := &rmModel{t: t, rng: rand.New(rand.NewPCG(seed, seed>>1|1)), seed: seed, label: label, m: p.manager, clock: p.clock,
 		tenant: "rmodel", ops: ops, counts: map[string]int{}, handlers: map[string]*rmHandler{},
 		payments: map[string]*rmPayment{}, prov: &rmProvider{refunds: map[string]string{}},
 		keys: map[string]string{}, claimIDs: map[string]bool{}, applied: map[string]*rmCommand{},

@@ -3,8 +3,6 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -13,7 +11,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/host"
-	"github.com/stile-run/stile/host/wazerohost"
+	"github.com/stile-run/stile/stiletest"
 )
 
 // TestRunawayGuestIsStopped: a module stuck in a loop is closed when its
@@ -21,12 +19,7 @@ import (
 // request fails with nothing written, and the tenant serves the next one.
 func TestRunawayGuestIsStopped(t *testing.T) {
 	t.Parallel()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	f, err := wazerohost.New(context.Background(), wazerohost.Config{Wasm: testWasm(t), Logger: quiet})
-	require.NoError(t, err)
-	m, err := host.NewManager(host.Config{Factory: f, DataDir: t.TempDir(), Logger: quiet, CallTimeout: 300 * time.Millisecond})
-	require.NoError(t, err)
-	defer m.Close()
+	m := stiletest.New(t, stiletest.Config{Package: testTenant, CallTimeout: 300 * time.Millisecond}).Manager()
 	enqueue := func(args string) (do.Response, error) {
 		body, _ := json.Marshal(api.EnqueueRequest{Kind: "test.spin", Args: json.RawMessage(args)})
 		return m.Do(context.Background(), "spin", do.Request{Kind: do.KindAPI, Method: "POST", Path: "/v1/t/spin/jobs", Body: body})

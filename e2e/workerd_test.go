@@ -14,6 +14,7 @@ import (
 
 	"github.com/stile-run/stile/client"
 	"github.com/stile-run/stile/host/workerd"
+	"github.com/stile-run/stile/stiletest"
 )
 
 // workerd is the real Cloudflare runtime, through Miniflare 4 from npm,
@@ -52,6 +53,7 @@ func ci() bool { return os.Getenv("CI") == "true" }
 // Without Node it skips, except under CI=true, where it fails.
 func startWorkerd(t *testing.T) *workerdHost {
 	t.Helper()
+	wasm := stiletest.BuildWasm(t, testTenant)
 	workerdOnce.Do(func() {
 		root, err := filepath.Abs("..")
 		if err != nil {
@@ -61,11 +63,6 @@ func startWorkerd(t *testing.T) *workerdHost {
 		dir, err := os.MkdirTemp("", "stile-workerd-")
 		if err != nil {
 			workerdErr = err
-			return
-		}
-		wasm := testWasmBytes()
-		if wasm == nil {
-			workerdErr = wasmErr
 			return
 		}
 		if err := workerd.WriteWorker(dir, wasm); err != nil {

@@ -4,15 +4,13 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
-	"github.com/stile-run/stile/host"
 	"github.com/stile-run/stile/host/dosql"
-	"github.com/stile-run/stile/host/native"
+	"github.com/stile-run/stile/stiletest"
 )
 
 // A command on a stream longer than an aggregate folds is refused with a
@@ -20,8 +18,7 @@ import (
 func TestACommandOnAnOverlongStreamIsRefused(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	m := newManager(t, dir, host.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()), native.Config{})
-	defer m.Close()
+	m := newHarness(t, stiletest.Config{DataDir: dir}).Manager()
 	require.Equal(t, 200, call(t, m, "acme", "GET", "status", nil).Status) // creates the tenant
 
 	sq, err := dosql.Open(filepath.Join(dir, "tenants", "acme.sqlite"))

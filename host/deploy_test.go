@@ -1,7 +1,6 @@
 package host_test
 
 import (
-	"context"
 	"encoding/json"
 	"path/filepath"
 	"testing"
@@ -13,8 +12,8 @@ import (
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/host"
 	"github.com/stile-run/stile/host/dosql"
-	"github.com/stile-run/stile/host/native"
 	"github.com/stile-run/stile/runtime"
+	"github.com/stile-run/stile/stiletest"
 )
 
 // tallyApp is a module version whose tally projection counts each
@@ -37,23 +36,24 @@ func tallyApp(version int, factor int64, extra ...string) *runtime.App {
 }
 
 type deployment struct {
-	t     *testing.T
-	dir   string
-	clock *host.ManualClock
-	m     *host.Manager
-	last  *runtime.App
+	t    *testing.T
+	dir  string
+	h    *stiletest.Harness
+	m    *host.Manager
+	last *runtime.App
 }
 
-// deploy replaces the running module with app, over the same storage.
+// deploy replaces the running module with app, over the same storage, its
+// clock going on where it was.
 func (d *deployment) deploy(app *runtime.App) {
-	if d.m != nil {
-		require.NoError(d.t, d.m.Close())
+	var now time.Time
+	if d.h != nil {
+		now = d.h.Now()
+		require.NoError(d.t, d.h.Close())
 	}
 	d.last = app
-	f, err := native.New(native.Config{App: app, Logger: quiet})
-	require.NoError(d.t, err)
-	d.m, err = host.NewManager(host.Config{Factory: f, Clock: d.clock, DataDir: d.dir, Logger: quiet})
-	require.NoError(d.t, err)
+	d.h = stiletest.New(d.t, stiletest.Config{App: app, DataDir: d.dir, Now: now})
+	d.m = d.h.Manager()
 }
 
 func (d *deployment) appendT(n int) {
@@ -82,8 +82,7 @@ func (d *deployment) status() api.ProjectionStatus {
 
 func (d *deployment) fire() {
 	for range 10 {
-		d.clock.Advance(time.Millisecond)
-		d.m.FireDue(context.Background())
+		d.h.Advance(time.Millisecond)
 	}
 }
 
@@ -93,7 +92,7 @@ func (d *deployment) fire() {
 // for survives a new instance.
 func TestDeployRebuildsAChangedProjection(t *testing.T) {
 	t.Parallel()
-	d := &deployment{t: t, dir: t.TempDir(), clock: host.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())}
+	d := &deployment{t: t, dir: t.TempDir()}
 	d.deploy(tallyApp(1, 1))
 	d.appendT(3)
 	d.fire()
@@ -147,13 +146,12 @@ func TestDeployRebuildsAChangedProjection(t *testing.T) {
 // tables lists the projection tables in the tenant's database (read
 // with the module stopped, then started again).
 func (d *deployment) tables() []string {
-	require.NoError(d.t, d.m.Close())
-	d.m = nil
+	require.NoError(d.t, d.h.Close())
 	defer d.deploy(d.last)
 	sq, err := dosql.Open(filepath.Join(d.dir, "tenants", "acme.sqlite"))
 	require.NoError(d.t, err)
 	defer sq.Close()
-	db := do.NewDB(dosql.Host(sq, d.clock.Now))
+	db := do.NewDB(dosql.Host(sq, d.h.Clock().Now))
 	rows, err := db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'p\_%' ESCAPE '\' ORDER BY name`)
 	require.NoError(d.t, err)
 	var out []string

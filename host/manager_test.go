@@ -3,8 +3,6 @@ package host_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,19 +14,14 @@ import (
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/e2e/testapp"
 	"github.com/stile-run/stile/host"
-	"github.com/stile-run/stile/host/native"
+	"github.com/stile-run/stile/stiletest"
 )
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
-
-func newManager(t *testing.T, dir string, clock host.Clock, cfg native.Config) *host.Manager {
+// newHarness runs the test module natively, with at most two engines open.
+func newHarness(t *testing.T, cfg stiletest.Config) *stiletest.Harness {
 	t.Helper()
-	cfg.App, cfg.Logger = testapp.App(), quiet
-	f, err := native.New(cfg)
-	require.NoError(t, err)
-	m, err := host.NewManager(host.Config{Factory: f, Clock: clock, DataDir: dir, Logger: quiet, MaxOpen: 2})
-	require.NoError(t, err)
-	return m
+	cfg.App, cfg.MaxOpen = testapp.App(), 2
+	return stiletest.New(t, cfg)
 }
 
 func call(t *testing.T, m *host.Manager, tenant, method, rest string, body any) do.Response {
@@ -47,19 +40,18 @@ func call(t *testing.T, m *host.Manager, tenant, method, rest string, body any) 
 func TestAlarmSurvivesRestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	clock := host.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
-	m := newManager(t, dir, clock, native.Config{})
-	at := time.UnixMilli(clock.Now()).Add(10 * time.Second)
+	h := newHarness(t, stiletest.Config{DataDir: dir})
+	m := h.Manager()
+	at := h.Now().Add(10 * time.Second)
 	resp := call(t, m, "acme", "POST", "jobs", api.EnqueueRequest{Kind: "test.echo", RunAt: &at})
 	require.Equal(t, 201, resp.Status)
 	require.Equal(t, at.UnixMilli(), m.AlarmAt("acme"))
-	require.NoError(t, m.Close())
+	require.NoError(t, h.Close())
 
-	m2 := newManager(t, dir, clock, native.Config{})
-	defer m2.Close()
+	h2 := newHarness(t, stiletest.Config{DataDir: dir, Now: h.Now()})
+	m2 := h2.Manager()
 	require.Equal(t, at.UnixMilli(), m2.AlarmAt("acme"), "the alarm was persisted")
-	clock.Advance(10 * time.Second)
-	require.Equal(t, 1, m2.FireDue(context.Background()), "it fires without any request")
+	require.Equal(t, 1, h2.Advance(10*time.Second), "it fires without any request")
 	require.Equal(t, int64(0), m2.AlarmAt("acme"))
 	var j api.Job
 	require.NoError(t, json.Unmarshal(call(t, m2, "acme", "GET", "jobs/1", nil).Body, &j))
@@ -68,8 +60,7 @@ func TestAlarmSurvivesRestart(t *testing.T) {
 
 func TestEvictionKeepsData(t *testing.T) {
 	t.Parallel()
-	m := newManager(t, t.TempDir(), host.NewManualClock(1_000_000), native.Config{})
-	defer m.Close()
+	m := newHarness(t, stiletest.Config{}).Manager()
 	for _, tenant := range []string{"a", "b", "c", "a", "b", "c"} { // MaxOpen 2: each open evicts one
 		resp := call(t, m, tenant, "POST", "jobs", api.EnqueueRequest{Kind: "test.echo"})
 		require.Equal(t, 201, resp.Status)
@@ -83,8 +74,7 @@ func TestEvictionKeepsData(t *testing.T) {
 
 func TestHeldClaimWakesOnEnqueueAndEndsWithItsContext(t *testing.T) {
 	t.Parallel()
-	m := newManager(t, t.TempDir(), host.NewManualClock(1_000_000), native.Config{})
-	defer m.Close()
+	m := newHarness(t, stiletest.Config{}).Manager()
 	claim, _ := json.Marshal(api.ClaimRequest{Worker: "w", WaitMs: 30_000})
 	done := make(chan do.Response, 1)
 	go func() {
@@ -121,22 +111,19 @@ func TestHeldClaimWakesOnEnqueueAndEndsWithItsContext(t *testing.T) {
 
 func TestFailedAlarmIsRetriedLater(t *testing.T) {
 	t.Parallel()
-	clock := host.NewManualClock(1_000_000)
 	var broken atomic.Bool
-	m := newManager(t, t.TempDir(), clock, native.Config{Fault: func(_, sql string) bool {
+	h := newHarness(t, stiletest.Config{Fault: func(_, sql string) bool {
 		return broken.Load() && strings.Contains(sql, "SET state = 'available'")
 	}})
-	defer m.Close()
-	at := time.UnixMilli(clock.Now()).Add(time.Second)
+	m, clock := h.Manager(), h.Clock()
+	at := h.Now().Add(time.Second)
 	call(t, m, "acme", "POST", "jobs", api.EnqueueRequest{Kind: "test.echo", RunAt: &at})
 	broken.Store(true)
-	clock.Advance(time.Second)
-	require.Equal(t, 1, m.FireDue(context.Background()))
+	require.Equal(t, 1, h.Advance(time.Second))
 	require.Equal(t, int64(1), m.Restarts("acme"), "the trapped alarm discarded the instance")
 	require.Greater(t, m.AlarmAt("acme"), clock.Now(), "the alarm is retried later, not in a hot loop")
 	broken.Store(false)
-	clock.Advance(time.Minute)
-	require.Equal(t, 1, m.FireDue(context.Background()))
+	require.Equal(t, 1, h.Advance(time.Minute))
 	var j api.Job
 	require.NoError(t, json.Unmarshal(call(t, m, "acme", "GET", "jobs/1", nil).Body, &j))
 	require.Equal(t, "available", j.State)
@@ -144,8 +131,7 @@ func TestFailedAlarmIsRetriedLater(t *testing.T) {
 
 func TestInvalidTenantIsRefused(t *testing.T) {
 	t.Parallel()
-	m := newManager(t, t.TempDir(), host.NewManualClock(1), native.Config{})
-	defer m.Close()
+	m := newHarness(t, stiletest.Config{}).Manager()
 	_, err := m.Do(context.Background(), "../etc", do.Request{Kind: do.KindAPI, Method: "GET", Path: "/v1/t/../etc/status"})
 	require.ErrorContains(t, err, "invalid tenant name")
 }

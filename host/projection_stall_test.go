@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stile-run/stile/api"
-	"github.com/stile-run/stile/host"
 	"github.com/stile-run/stile/runtime"
 )
 
@@ -33,7 +32,7 @@ func TestProjectionStallsOnTheFirstEventThatFails(t *testing.T) {
 		}}).
 		RegisterQuery(runtime.Query{Name: "tally", Projection: "tally", SQL: `SELECT n FROM {t} WHERE stream = ?`,
 			Params: []string{"stream"}, Columns: []string{"n"}})
-	d := &deployment{t: t, dir: t.TempDir(), clock: host.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())}
+	d := &deployment{t: t, dir: t.TempDir()}
 	d.deploy(app)
 	d.appendT(8)
 	d.m.FireDue(t.Context()) // one batch of 8: fails at 5; 1-4 again: 3 fails
@@ -44,7 +43,7 @@ func TestProjectionStallsOnTheFirstEventThatFails(t *testing.T) {
 	require.Equal(t, int64(2), st.Checkpoint)
 	require.Equal(t, int64(2), d.tally())
 
-	d.clock.Advance(time.Second) // 3 and 4 go now; 5 stalls
+	d.h.Clock().Advance(time.Second) // 3 and 4 go now; 5 stalls
 	d.m.FireDue(t.Context())
 	st = d.status().Live
 	require.Equal(t, int64(5), st.ErrorSeq)

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,9 +20,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/client"
 	"github.com/stile-run/stile/e2e/testapp"
-	"github.com/stile-run/stile/host"
-	"github.com/stile-run/stile/host/native"
-	"github.com/stile-run/stile/server"
+	"github.com/stile-run/stile/stiletest"
 	"github.com/stile-run/stile/worker"
 )
 
@@ -34,15 +31,8 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // setup starts a native host on the real clock with alarms, behind HTTP.
 func setup(t *testing.T) (string, *client.Tenant) {
 	t.Helper()
-	f, err := native.New(native.Config{App: testapp.App(), Logger: quiet})
-	require.NoError(t, err)
-	m, err := host.NewManager(host.Config{Factory: f, DataDir: t.TempDir(), ScheduleAlarms: true, Logger: quiet})
-	require.NoError(t, err)
-	srv, err := server.New(m, token)
-	require.NoError(t, err)
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() { ts.Close(); m.Close() })
-	return ts.URL, client.New(ts.URL, token, nil).Tenant("acme")
+	h := stiletest.New(t, stiletest.Config{App: testapp.App(), RealClock: true, Token: token})
+	return h.URL, h.Tenant("acme")
 }
 
 // start runs a worker with job handlers until stop.

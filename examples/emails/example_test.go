@@ -3,10 +3,7 @@ package emails_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http/httptest"
-	"os"
 	"sync"
 	"time"
 
@@ -14,9 +11,7 @@ import (
 	"github.com/stile-run/stile/client"
 	"github.com/stile-run/stile/examples/emails"
 	"github.com/stile-run/stile/examples/emails/handler"
-	"github.com/stile-run/stile/host"
-	"github.com/stile-run/stile/host/native"
-	"github.com/stile-run/stile/server"
+	"github.com/stile-run/stile/stiletest"
 	"github.com/stile-run/stile/worker"
 )
 
@@ -41,17 +36,9 @@ func (m *mailer) Send(_ context.Context, key, to, subject, _ string) error {
 // The module runs in-process (no Wasm) with its own API, a worker runs the
 // handler, and the job ends completed with its output.
 func Example() {
-	dir, _ := os.MkdirTemp("", "emails-example-")
-	defer os.RemoveAll(dir)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	factory, _ := native.New(native.Config{App: emails.App(), Logger: quiet})
-	m, _ := host.NewManager(host.Config{Factory: factory, DataDir: dir, ScheduleAlarms: true, Logger: quiet})
-	defer m.Close()
-	srv, _ := server.New(m, "secret")
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-
-	acme := client.New(ts.URL, "secret", nil).Tenant("acme")
+	h, _ := stiletest.Start(stiletest.Config{App: emails.App(), RealClock: true})
+	defer h.Close()
+	acme := h.Tenant("acme")
 	ctx := context.Background()
 	_, err := acme.Enqueue(ctx, api.EnqueueRequest{Kind: emails.Kind, Args: []byte(`{"to":"nobody"}`)})
 	fmt.Println("bad args:", client.Code(err))
@@ -59,7 +46,8 @@ func Example() {
 	fmt.Println("enqueued:", job.State, "on queue", job.Queue)
 
 	mail := &mailer{sent: map[string]int{}, done: make(chan struct{})}
-	w, _ := worker.New(worker.Config{URL: ts.URL, Token: "secret", Tenants: []string{"acme"}, Queues: []string{"email"}, Logger: quiet})
+	w, _ := worker.New(worker.Config{URL: h.URL, Token: h.Token(), Tenants: []string{"acme"}, Queues: []string{"email"},
+		Logger: slog.New(slog.DiscardHandler)})
 	w.Handle(emails.Kind, handler.Handler(mail))
 	wctx, stop := context.WithCancel(ctx)
 	go w.Run(wctx)
@@ -84,16 +72,9 @@ func Example() {
 // transaction; a second signup of the same address fails its insert, and
 // the email it enqueued goes with it.
 func Example_signup() {
-	dir, _ := os.MkdirTemp("", "emails-signup-")
-	defer os.RemoveAll(dir)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	factory, _ := native.New(native.Config{App: emails.App(), Logger: quiet})
-	m, _ := host.NewManager(host.Config{Factory: factory, DataDir: dir, Logger: quiet})
-	defer m.Close()
-	srv, _ := server.New(m, "secret")
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	acme := client.New(ts.URL, "secret", nil).Tenant("acme")
+	h, _ := stiletest.Start(stiletest.Config{App: emails.App()})
+	defer h.Close()
+	acme := h.Tenant("acme")
 	ctx := context.Background()
 
 	var out map[string]string

@@ -5,20 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http/httptest"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/stile-run/stile/api"
-	"github.com/stile-run/stile/client"
 	"github.com/stile-run/stile/examples/refunds"
 	"github.com/stile-run/stile/examples/refunds/handler"
-	"github.com/stile-run/stile/host"
-	"github.com/stile-run/stile/host/native"
-	"github.com/stile-run/stile/server"
+	"github.com/stile-run/stile/stiletest"
 	"github.com/stile-run/stile/worker"
 )
 
@@ -50,21 +44,14 @@ func (p *provider) Refund(_ context.Context, key, payment string, amount int64) 
 // attempt's answer is lost after the provider refunded, so the policy
 // runs twice, with the same idempotency key: one refund, recorded once.
 func Example() {
-	dir, _ := os.MkdirTemp("", "refunds-example-")
-	defer os.RemoveAll(dir)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	factory, _ := native.New(native.Config{App: refunds.App(), Logger: quiet})
-	m, _ := host.NewManager(host.Config{Factory: factory, DataDir: dir, ScheduleAlarms: true, Logger: quiet})
-	defer m.Close()
-	srv, _ := server.New(m, "secret")
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	acme := client.New(ts.URL, "secret", nil).Tenant("acme")
+	h, _ := stiletest.Start(stiletest.Config{App: refunds.App(), RealClock: true})
+	defer h.Close()
+	acme := h.Tenant("acme")
 	ctx := context.Background()
 
 	prov := &provider{refunds: map[string]string{}}
-	w, _ := worker.New(worker.Config{URL: ts.URL, Token: "secret", Tenants: []string{"acme"}, Logger: quiet,
-		PollWait: time.Second})
+	w, _ := worker.New(worker.Config{URL: h.URL, Token: h.Token(), Tenants: []string{"acme"},
+		Logger: slog.New(slog.DiscardHandler), PollWait: time.Second})
 	w.HandleReaction(refunds.RefundPolicy, handler.Refund(prov))
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan error)

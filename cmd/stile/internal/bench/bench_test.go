@@ -2,66 +2,33 @@ package bench_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
-
-	"github.com/stile-run/stile/internal/wasmbuild"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/stile-run/stile/cmd/stile/defaultapp/app"
 	"github.com/stile-run/stile/cmd/stile/internal/bench"
 	"github.com/stile-run/stile/host"
-	"github.com/stile-run/stile/host/native"
 	"github.com/stile-run/stile/host/wazerohost"
+	"github.com/stile-run/stile/internal/wasmbuild"
+	"github.com/stile-run/stile/stiletest"
 )
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
-
-var (
-	wasmOnce sync.Once
-	wasm     []byte
-	wasmErr  error
-)
-
-func defaultWasm(b testing.TB) []byte {
-	wasmOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "stile-bench-wasm-")
-		if err != nil {
-			wasmErr = err
-			return
-		}
-		p := filepath.Join(dir, "tenant.wasm")
-		if wasmErr = wasmbuild.BuildWasm(context.Background(), "../../../..", wasmbuild.DefaultPackage, p); wasmErr == nil {
-			wasm, wasmErr = os.ReadFile(p)
-		}
-	})
-	require.NoError(b, wasmErr)
-	return wasm
-}
-
-func manager(b *testing.B, f host.Factory) *host.Manager {
-	m, err := host.NewManager(host.Config{Factory: f, DataDir: b.TempDir(), Logger: quiet})
-	require.NoError(b, err)
-	b.Cleanup(func() { m.Close() })
-	return m
-}
-
+// nativeManager runs the default module in-process.
 func nativeManager(b *testing.B) *host.Manager {
-	f, err := native.New(native.Config{App: app.App(), Logger: quiet})
-	require.NoError(b, err)
-	return manager(b, f)
+	return stiletest.New(b, stiletest.Config{App: app.App()}).Manager()
 }
 
+// wazeroManager runs the default module under wazero, with or without the
+// runaway-call guard.
 func wazeroManager(b *testing.B, guard bool) *host.Manager {
-	f, err := wazerohost.New(context.Background(), wazerohost.Config{Wasm: defaultWasm(b), Logger: quiet,
-		CacheDir: filepath.Join(os.TempDir(), "stile-bench-cache"), NoCloseOnContextDone: !guard})
+	f, err := wazerohost.New(context.Background(), wazerohost.Config{Wasm: stiletest.BuildWasm(b, wasmbuild.DefaultPackage),
+		Logger: slog.New(slog.DiscardHandler), CacheDir: filepath.Join(os.TempDir(), "stile-bench-cache"), NoCloseOnContextDone: !guard})
 	require.NoError(b, err)
-	return manager(b, f)
+	return stiletest.New(b, stiletest.Config{Factory: f}).Manager()
 }
 
 // cycle reports ns/op per job through enqueue, claim, report.
