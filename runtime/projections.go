@@ -321,38 +321,6 @@ func (t *Tenant) syncProjections(now int64) error {
 	return err
 }
 
-// projectionsDue reads when projection work is next due: now if a
-// generation has events to apply (or a rebuild to swap in), a stalled
-// one's retry time, or 0.
-func (t *Tenant) projectionsDue(now int64) (int64, error) {
-	gens, err := t.projections.All()
-	if err != nil {
-		return 0, err
-	}
-	next := int64(0)
-	for _, g := range gens {
-		p, ok := t.app.projectionBy[g.Name]
-		if !ok || g.Fingerprint != p.fingerprint {
-			continue
-		}
-		at := g.RetryAt
-		if !g.Stalled() {
-			behind, err := t.events.CountAfter(g.Checkpoint, p.Events, 1)
-			if err != nil {
-				return 0, err
-			}
-			if behind == 0 && g.Role == projectionstore.Live {
-				continue
-			}
-			at = now
-		}
-		if next == 0 || at < next {
-			next = at
-		}
-	}
-	return next, nil
-}
-
 func (t *Tenant) createGeneration(now int64, p *projectionReg, role string) error {
 	gen, err := t.projections.Next(p.Name)
 	if err != nil {

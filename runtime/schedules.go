@@ -21,44 +21,6 @@ import (
 // scheduleBatch bounds the schedules ticked per request.
 const scheduleBatch = 100
 
-func (t *Tenant) tickSchedules(now int64) error {
-	due, err := t.store.DueSchedules(now, scheduleBatch)
-	if err != nil {
-		return err
-	}
-	for _, sc := range due {
-		if err := t.tick(now, sc); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (t *Tenant) tick(now int64, sc fencestore.Schedule) error {
-	period := sc.NextAt
-	s, err := cron.Parse(sc.Cron)
-	if err != nil { // validated when written; only a changed parser gets here
-		return t.store.AdvanceSchedule(now, sc.Name, period, now+time.Hour.Milliseconds(), 0, err.Error())
-	}
-	next := s.Next(time.UnixMilli(now)).UnixMilli()
-	n, bad := t.scheduledJob(sc.Name, sc.Job, period)
-	if bad != nil {
-		// The module no longer accepts the job (its kind was removed, say):
-		// the period is recorded with the reason, not retried forever.
-		return t.store.AdvanceSchedule(now, sc.Name, period, next, 0, bad.Message)
-	}
-	n.RunAt = now
-	js, err := t.store.Enqueue(now, []fencestore.NewJob{n})
-	var ref *api.Error
-	if errors.As(err, &ref) {
-		return t.store.AdvanceSchedule(now, sc.Name, period, next, 0, ref.Message)
-	}
-	if err != nil {
-		return fmt.Errorf("schedule %q: %w", sc.Name, err)
-	}
-	return t.store.AdvanceSchedule(now, sc.Name, period, next, js[0].ID, "")
-}
-
 // scheduledJob builds the job a schedule's period enqueues: the stored
 // request, validated against the module as it is now, made unique to the
 // period and tagged with the schedule.

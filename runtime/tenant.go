@@ -3,7 +3,6 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
@@ -56,29 +55,6 @@ func NewTenant(app *App, h do.Host) *Tenant {
 	}
 	return t
 }
-
-// dueCache tracks the earliest due time (0: nothing is due, ever).
-type dueCache struct {
-	at    int64
-	known bool
-}
-
-// Added implements fencestore.DueTracker.
-func (d *dueCache) Added(at int64) {
-	if d.known && (d.at == 0 || at < d.at) {
-		d.at = at
-	}
-}
-
-// Removed implements fencestore.DueTracker: if the earliest went, re-read.
-func (d *dueCache) Removed(at int64) {
-	if d.known && at <= d.at {
-		d.known = false
-	}
-}
-
-// Unknown implements fencestore.DueTracker.
-func (d *dueCache) Unknown() { d.known = false }
 
 // Handle serves one request frame and returns the response frame. The
 // returned slice is valid until the next call.
@@ -203,16 +179,6 @@ func (t *Tenant) serve(req do.Request) do.Response {
 	return resp
 }
 
-// alarmAt is the tenant's next alarm: the earliest due work of the jobs,
-// the reactions and the projections.
-func (t *Tenant) alarmAt() int64 {
-	at := t.due.at
-	if t.projDue != 0 && (at == 0 || t.projDue < at) {
-		at = t.projDue
-	}
-	return at
-}
-
 func (t *Tenant) migrate() error {
 	if _, err := schema.Apply(t.db, schema.Ledger, schema.Migrations()); err != nil {
 		return fmt.Errorf("migrate tenant schema: %w", err)
@@ -234,52 +200,6 @@ func (t *Tenant) migrate() error {
 	t.migrated = true
 	return nil
 }
-
-func (t *Tenant) applyDue(now int64, noticedBy string) error {
-	if t.due.known && (t.due.at == 0 || now < t.due.at) {
-		return nil
-	}
-	if _, err := t.store.ApplyDue(now, noticedBy, mrandFloat); err != nil {
-		return err
-	}
-	if err := t.tickSchedules(now); err != nil {
-		return err
-	}
-	return t.applyReactionsDue(now)
-}
-
-// refreshDue re-reads the earliest due time if the cache lost it.
-func (t *Tenant) refreshDue() error {
-	if t.due.known {
-		return nil
-	}
-	at, err := t.nextDue()
-	if err != nil {
-		return err
-	}
-	t.due = dueCache{at: at, known: true}
-	return nil
-}
-
-// nextDue reads the earliest due time of the jobs and the reactions from
-// storage (0: nothing is due).
-func (t *Tenant) nextDue() (int64, error) {
-	at, err := t.store.NextDue()
-	if err != nil {
-		return 0, err
-	}
-	rat, err := t.reactions.NextDue()
-	if err != nil {
-		return 0, err
-	}
-	if rat != 0 && (at == 0 || rat < at) {
-		at = rat
-	}
-	return at, nil
-}
-
-// mrandFloat is jitter for retry backoffs; it needs spread, not secrecy.
-func mrandFloat() float64 { return mrand.Float64() }
 
 // errorResponse answers a refusal; it leaves the alarm unchanged.
 func errorResponse(e *api.Error) do.Response {

@@ -40,9 +40,16 @@ func runBuild(args []string) error {
 	if err := workerd.WriteWorker(*out, wasm); err != nil {
 		return err
 	}
-	gz := gzipSize(wasm)
-	fmt.Printf("wrote %s: %s, %s, %s, %s\n  tenant.wasm %d bytes (%d gzip -9)\n\ndeploy (wrangler needs Node >= 22.12):\n  npx wrangler secret put STILE_TOKEN\n  npx wrangler deploy\n",
-		*out, workerd.EntryFile, workerd.ABIFile, workerd.ConfigFile, workerd.WasmFile, len(wasm), gz)
+	fmt.Printf("wrote %s:\n", *out)
+	for _, name := range []string{workerd.EntryFile, workerd.ABIFile, workerd.ConfigFile, workerd.WasmFile} {
+		b, err := os.ReadFile(filepath.Join(*out, name))
+		if err != nil {
+			return err
+		}
+		fmt.Printf("  %-12s %9d bytes %9d gzip -9\n", name, len(b), gzipSize(b))
+	}
+	fmt.Printf("\nCloudflare's script limit is 3 MB (free plan) or 10 MB (paid), compressed.\n" +
+		"deploy (wrangler needs Node >= 22.12):\n  npx wrangler secret put STILE_TOKEN\n  npx wrangler deploy\n")
 	return nil
 }
 

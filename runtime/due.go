@@ -1,0 +1,231 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"time"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/runtime/internal/cron"
+	"github.com/stile-run/stile/runtime/internal/eventstore"
+	"github.com/stile-run/stile/runtime/internal/fencestore"
+	"github.com/stile-run/stile/runtime/internal/inboxstore"
+	"github.com/stile-run/stile/runtime/internal/projectionstore"
+)
+
+// Due work: what a tenant must do once its time comes, whoever notices
+// first — the alarm, or any request, which applies due work in its
+// transaction before its own (a claim treats an expired lease as expired
+// whether or not the alarm ran). Jobs' expired leases, run_at and retries
+// (fencestore.ApplyDue), schedules' periods, reactions' retries, delays,
+// deadlines and scheduled commands, and projections' catch-up. The alarm
+// is set to the earliest due time of committed state, tracked by dueCache.
+
+// dueCache tracks the earliest due time (0: nothing is due, ever).
+type dueCache struct {
+	at    int64
+	known bool
+}
+
+// Added implements fencestore.DueTracker.
+func (d *dueCache) Added(at int64) {
+	if d.known && (d.at == 0 || at < d.at) {
+		d.at = at
+	}
+}
+
+// Removed implements fencestore.DueTracker: if the earliest went, re-read.
+func (d *dueCache) Removed(at int64) {
+	if d.known && at <= d.at {
+		d.known = false
+	}
+}
+
+// Unknown implements fencestore.DueTracker.
+func (d *dueCache) Unknown() { d.known = false }
+
+// alarmAt is the tenant's next alarm: the earliest due work of the jobs,
+// the reactions and the projections.
+func (t *Tenant) alarmAt() int64 {
+	at := t.due.at
+	if t.projDue != 0 && (at == 0 || t.projDue < at) {
+		at = t.projDue
+	}
+	return at
+}
+
+func (t *Tenant) applyDue(now int64, noticedBy string) error {
+	if t.due.known && (t.due.at == 0 || now < t.due.at) {
+		return nil
+	}
+	if _, err := t.store.ApplyDue(now, noticedBy, mrandFloat); err != nil {
+		return err
+	}
+	if err := t.tickSchedules(now); err != nil {
+		return err
+	}
+	return t.applyReactionsDue(now)
+}
+
+// refreshDue re-reads the earliest due time if the cache lost it.
+func (t *Tenant) refreshDue() error {
+	if t.due.known {
+		return nil
+	}
+	at, err := t.nextDue()
+	if err != nil {
+		return err
+	}
+	t.due = dueCache{at: at, known: true}
+	return nil
+}
+
+// nextDue reads the earliest due time of the jobs and the reactions from
+// storage (0: nothing is due).
+func (t *Tenant) nextDue() (int64, error) {
+	at, err := t.store.NextDue()
+	if err != nil {
+		return 0, err
+	}
+	rat, err := t.reactions.NextDue()
+	if err != nil {
+		return 0, err
+	}
+	if rat != 0 && (at == 0 || rat < at) {
+		at = rat
+	}
+	return at, nil
+}
+
+// mrandFloat is jitter for retry backoffs; it needs spread, not secrecy.
+func mrandFloat() float64 { return mrand.Float64() }
+
+func (t *Tenant) tickSchedules(now int64) error {
+	due, err := t.store.DueSchedules(now, scheduleBatch)
+	if err != nil {
+		return err
+	}
+	for _, sc := range due {
+		if err := t.tick(now, sc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *Tenant) tick(now int64, sc fencestore.Schedule) error {
+	period := sc.NextAt
+	s, err := cron.Parse(sc.Cron)
+	if err != nil { // validated when written; only a changed parser gets here
+		return t.store.AdvanceSchedule(now, sc.Name, period, now+time.Hour.Milliseconds(), 0, err.Error())
+	}
+	next := s.Next(time.UnixMilli(now)).UnixMilli()
+	n, bad := t.scheduledJob(sc.Name, sc.Job, period)
+	if bad != nil {
+		// The module no longer accepts the job (its kind was removed, say):
+		// the period is recorded with the reason, not retried forever.
+		return t.store.AdvanceSchedule(now, sc.Name, period, next, 0, bad.Message)
+	}
+	n.RunAt = now
+	js, err := t.store.Enqueue(now, []fencestore.NewJob{n})
+	var ref *api.Error
+	if errors.As(err, &ref) {
+		return t.store.AdvanceSchedule(now, sc.Name, period, next, 0, ref.Message)
+	}
+	if err != nil {
+		return fmt.Errorf("schedule %q: %w", sc.Name, err)
+	}
+	return t.store.AdvanceSchedule(now, sc.Name, period, next, js[0].ID, "")
+}
+
+// applyReactionsDue readies reaction deliveries whose time came, applies
+// scheduled commands that are due and fires due process deadlines, each
+// exactly once: in the transaction that records it done.
+func (t *Tenant) applyReactionsDue(now int64) error {
+	if len(t.app.reactions) == 0 && len(t.app.aggregates) == 0 {
+		return nil
+	}
+	if err := t.reactions.ApplyDue(now); err != nil {
+		return err
+	}
+	cmds, err := t.reactions.DueCommands(now, dueBatch)
+	if err != nil {
+		return err
+	}
+	for _, sc := range cmds {
+		if err := t.fireScheduled(now, sc); err != nil {
+			return err
+		}
+	}
+	ds, err := t.reactions.TakeDueDeadlines(now, dueBatch)
+	if err != nil {
+		return err
+	}
+	for _, d := range ds {
+		typ := api.DeadlineEventPrefix + d.Process
+		data := api.DeadlineFired{Process: d.Process, Correlation: d.Correlation, Name: d.Name, At: ts(d.At)}.AppendJSON(nil)
+		if _, _, _, err := t.events.Append(now, typ, eventstore.Any, []eventstore.Draft{{Type: typ, Data: data}}, ""); err != nil {
+			return err
+		}
+		t.reactions.Wake()
+	}
+	return nil
+}
+
+// fireScheduled applies one due command; one its aggregate refuses (or
+// that is no longer valid for the module) is recorded rejected.
+func (t *Tenant) fireScheduled(now int64, sc inboxstore.ScheduledCommand) error {
+	c, err := api.DecodeCommand(sc.Command)
+	msg := ""
+	if err != nil {
+		msg = "the stored command is unreadable: " + err.Error()
+	} else if e := t.validateCommand("", c); e != nil {
+		msg = e.Message
+	}
+	if msg == "" {
+		ref, err := t.refusable(func() (*api.Error, error) {
+			_, ref, err := t.runCommand(now, c, "scheduled:"+sc.Source)
+			return ref, err
+		})
+		switch {
+		case ref != nil:
+			msg = ref.Message
+		case err != nil:
+			return err
+		}
+	}
+	return t.reactions.FinishScheduled(now, sc.ID, msg)
+}
+
+// projectionsDue reads when projection work is next due: now if a
+// generation has events to apply (or a rebuild to swap in), a stalled
+// one's retry time, or 0.
+func (t *Tenant) projectionsDue(now int64) (int64, error) {
+	gens, err := t.projections.All()
+	if err != nil {
+		return 0, err
+	}
+	next := int64(0)
+	for _, g := range gens {
+		p, ok := t.app.projectionBy[g.Name]
+		if !ok || g.Fingerprint != p.fingerprint {
+			continue
+		}
+		at := g.RetryAt
+		if !g.Stalled() {
+			behind, err := t.events.CountAfter(g.Checkpoint, p.Events, 1)
+			if err != nil {
+				return 0, err
+			}
+			if behind == 0 && g.Role == projectionstore.Live {
+				continue
+			}
+			at = now
+		}
+		if next == 0 || at < next {
+			next = at
+		}
+	}
+	return next, nil
+}
