@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -191,6 +192,17 @@ func scenarioConcurrencyLimits(s *scenario) {
 	s.claim("w", 10, 1)
 }
 
+// requireWholeJob checks that an operator action answered the whole job,
+// as GET /jobs/{id} shows it (without the history only GET has).
+func requireWholeJob(t *testing.T, full, got api.Job) {
+	t.Helper()
+	full.Attempts, full.Rejections, full.DependsOn, full.Args = nil, nil, nil, nil
+	got.Args = nil
+	require.NotEmpty(t, got.Kind, "the answer is the whole job")
+	require.False(t, got.CreatedAt.IsZero(), "the answer is the whole job")
+	require.Equal(t, full, got)
+}
+
 func scenarioCancel(s *scenario) {
 	t := s.t
 	// A waiting job ends at once; its dependents follow.
@@ -201,6 +213,7 @@ func scenarioCancel(s *scenario) {
 	require.NoError(t, err)
 	require.Equal(t, "cancelled", j.State)
 	require.Equal(t, "cancelled: no longer needed", j.LastError)
+	requireWholeJob(t, s.job(q.ID), j)
 	require.Equal(t, "cancelled", s.job(child.ID).State)
 	_, err = s.ten.Cancel(s.ctx, q.ID, "")
 	requireCode(t, err, http.StatusConflict, api.CodeFinished)
@@ -213,6 +226,7 @@ func scenarioCancel(s *scenario) {
 	require.NoError(t, err)
 	require.Equal(t, "running", j.State)
 	require.NotNil(t, j.CancelRequestedAt)
+	requireWholeJob(t, s.job(r.ID), j)
 	s.tg.advance(t, 500*time.Millisecond)
 	hb, err := s.ten.Heartbeat(s.ctx, r.ID, claimOf(c, "w"))
 	require.NoError(t, err)
