@@ -14,6 +14,13 @@ import (
 // ---- enqueue ----
 
 func (t *Tenant) validateEnqueue(i int, r api.EnqueueRequest) (fencestore.NewJob, *apiError) {
+	return t.validateEnqueueSent(i, r, 0)
+}
+
+// validateEnqueueSent is validateEnqueue for a request read from JSON: f
+// says which fields it sent, so that a field sent as 0 (or "") is refused
+// where its range excludes that, rather than taking the default.
+func (t *Tenant) validateEnqueueSent(i int, r api.EnqueueRequest, f api.EnqueueRequestFields) (fencestore.NewJob, *apiError) {
 	where := ""
 	if i >= 0 {
 		where = fmt.Sprintf("jobs[%d]: ", i)
@@ -53,13 +60,13 @@ func (t *Tenant) validateEnqueue(i int, r api.EnqueueRequest) (fencestore.NewJob
 		}
 		n.Priority = *r.Priority
 	}
-	if r.MaxAttempts != 0 {
+	if r.MaxAttempts != 0 || f.Has(api.EnqueueRequestMaxAttempts) {
 		if r.MaxAttempts < 1 || r.MaxAttempts > api.MaxMaxAttempts {
 			return n, badRequest(api.CodeInvalidRequest, "%smax_attempts %d is outside 1-%d", where, r.MaxAttempts, api.MaxMaxAttempts)
 		}
 		n.MaxAttempts = int64(r.MaxAttempts)
 	}
-	if r.LeaseMs != 0 {
+	if r.LeaseMs != 0 || f.Has(api.EnqueueRequestLeaseMs) {
 		if r.LeaseMs < api.MinLease.Milliseconds() || r.LeaseMs > api.MaxLease.Milliseconds() {
 			return n, badRequest(api.CodeInvalidRequest, "%slease_ms %d is outside %d-%d", where, r.LeaseMs, api.MinLease.Milliseconds(), api.MaxLease.Milliseconds())
 		}
@@ -68,7 +75,7 @@ func (t *Tenant) validateEnqueue(i int, r api.EnqueueRequest) (fencestore.NewJob
 			n.TimeoutMs = n.LeaseMs
 		}
 	}
-	if r.TimeoutMs != 0 {
+	if r.TimeoutMs != 0 || f.Has(api.EnqueueRequestTimeoutMs) {
 		if r.TimeoutMs < n.LeaseMs || r.TimeoutMs > api.MaxTimeout.Milliseconds() {
 			return n, badRequest(api.CodeInvalidRequest, "%stimeout_ms %d is outside %d (the lease)-%d", where, r.TimeoutMs, n.LeaseMs, api.MaxTimeout.Milliseconds())
 		}
@@ -86,9 +93,9 @@ func (t *Tenant) validateEnqueue(i int, r api.EnqueueRequest) (fencestore.NewJob
 		return n, e
 	}
 	n.Tags = tags
-	if r.UniqueKey != "" {
-		if len(r.UniqueKey) > api.MaxNameBytes*2 {
-			return n, badRequest(api.CodeInvalidRequest, "%sunique_key is longer than %d bytes", where, api.MaxNameBytes*2)
+	if r.UniqueKey != "" || f.Has(api.EnqueueRequestUniqueKey) {
+		if len(r.UniqueKey) == 0 || len(r.UniqueKey) > api.MaxNameBytes*2 {
+			return n, badRequest(api.CodeInvalidRequest, "%sunique_key of %d bytes is outside 1-%d bytes", where, len(r.UniqueKey), api.MaxNameBytes*2)
 		}
 		n.UniqueKey = r.UniqueKey
 	}
@@ -142,11 +149,11 @@ func validTags(where string, tags []string) ([]byte, *apiError) {
 }
 
 func (t *Tenant) enqueueOne(body []byte) (route, *apiError) {
-	r, err := api.DecodeEnqueue(body)
+	r, f, err := api.DecodeEnqueueFields(body)
 	if err != nil {
 		return nil, decodeErr(err)
 	}
-	n, e := t.validateEnqueue(-1, r)
+	n, e := t.validateEnqueueSent(-1, r, f)
 	if e != nil {
 		return nil, e
 	}
@@ -174,7 +181,7 @@ func (t *Tenant) enqueueOne(body []byte) (route, *apiError) {
 }
 
 func (t *Tenant) enqueueBatch(body []byte) (route, *apiError) {
-	r, err := api.DecodeEnqueueBatch(body)
+	r, fs, err := api.DecodeEnqueueBatchFields(body)
 	if err != nil {
 		return nil, decodeErr(err)
 	}
@@ -184,7 +191,7 @@ func (t *Tenant) enqueueBatch(body []byte) (route, *apiError) {
 	ns := make([]fencestore.NewJob, len(r.Jobs))
 	for i, j := range r.Jobs {
 		var e *apiError
-		if ns[i], e = t.validateEnqueue(i, j); e != nil {
+		if ns[i], e = t.validateEnqueueSent(i, j, fs[i]); e != nil {
 			return nil, e
 		}
 	}
