@@ -959,7 +959,7 @@ func (v *EnqueueRequest) decode(r *reader) error {
 			v.Queue, err = r.stringField(key)
 		case "priority":
 			bit = EnqueueRequestPriority
-			if r.null() {
+			if r.isNull() {
 				return nil
 			}
 			var n int64
@@ -968,7 +968,7 @@ func (v *EnqueueRequest) decode(r *reader) error {
 			v.Priority = &p
 		case "run_at":
 			bit = EnqueueRequestRunAt
-			if r.null() {
+			if r.isNull() {
 				return nil
 			}
 			var t time.Time
@@ -1024,10 +1024,13 @@ func DecodeEnqueue(b []byte) (EnqueueRequest, error) {
 // DecodeEnqueueFields is DecodeEnqueue, and says which fields the body set.
 func DecodeEnqueueFields(b []byte) (EnqueueRequest, EnqueueRequestFields, error) {
 	var v EnqueueRequest
-	marks, err := decodeMarked(b, &v)
+	r, err := openBody(b)
+	if err == nil {
+		err = r.closeBody(v.decode(r))
+	}
 	var f EnqueueRequestFields
-	if len(marks) > 0 {
-		f = EnqueueRequestFields(marks[len(marks)-1])
+	if n := len(r.marks); n > 0 {
+		f = EnqueueRequestFields(r.marks[n-1])
 	}
 	return v, f, err
 }
@@ -1056,7 +1059,10 @@ func (v *EnqueueBatchRequest) decode(r *reader) error {
 // DecodeEnqueueBatch decodes a EnqueueBatchRequest strictly.
 func DecodeEnqueueBatch(b []byte) (EnqueueBatchRequest, error) {
 	var v EnqueueBatchRequest
-	err := decodeBody(b, &v)
+	r, err := openBody(b)
+	if err == nil {
+		err = r.closeBody(v.decode(r))
+	}
 	return v, err
 }
 
@@ -1064,9 +1070,12 @@ func DecodeEnqueueBatch(b []byte) (EnqueueBatchRequest, error) {
 // EnqueueRequest of the body set, in the order of the body.
 func DecodeEnqueueBatchFields(b []byte) (EnqueueBatchRequest, []EnqueueRequestFields, error) {
 	var v EnqueueBatchRequest
-	marks, err := decodeMarked(b, &v)
-	fs := make([]EnqueueRequestFields, len(marks))
-	for i, m := range marks {
+	r, err := openBody(b)
+	if err == nil {
+		err = r.closeBody(v.decode(r))
+	}
+	fs := make([]EnqueueRequestFields, len(r.marks))
+	for i, m := range r.marks {
 		fs[i] = EnqueueRequestFields(m)
 	}
 	return v, fs, err
@@ -1136,10 +1145,13 @@ func DecodeClaim(b []byte) (ClaimRequest, error) {
 // DecodeClaimFields is DecodeClaim, and says which fields the body set.
 func DecodeClaimFields(b []byte) (ClaimRequest, ClaimRequestFields, error) {
 	var v ClaimRequest
-	marks, err := decodeMarked(b, &v)
+	r, err := openBody(b)
+	if err == nil {
+		err = r.closeBody(v.decode(r))
+	}
 	var f ClaimRequestFields
-	if len(marks) > 0 {
-		f = ClaimRequestFields(marks[len(marks)-1])
+	if n := len(r.marks); n > 0 {
+		f = ClaimRequestFields(r.marks[n-1])
 	}
 	return v, f, err
 }
@@ -1175,7 +1187,10 @@ func (v *HeartbeatRequest) decode(r *reader) error {
 // DecodeHeartbeat decodes a HeartbeatRequest strictly.
 func DecodeHeartbeat(b []byte) (HeartbeatRequest, error) {
 	var v HeartbeatRequest
-	err := decodeBody(b, &v)
+	r, err := openBody(b)
+	if err == nil {
+		err = r.closeBody(v.decode(r))
+	}
 	return v, err
 }
 
@@ -1220,7 +1235,10 @@ func (v *ReportRequest) decode(r *reader) error {
 // DecodeReport decodes a ReportRequest strictly.
 func DecodeReport(b []byte) (ReportRequest, error) {
 	var v ReportRequest
-	err := decodeBody(b, &v)
+	r, err := openBody(b)
+	if err == nil {
+		err = r.closeBody(v.decode(r))
+	}
 	return v, err
 }
 
@@ -1267,7 +1285,10 @@ func (v *BatchReportRequest) decode(r *reader) error {
 // DecodeReportBatch decodes a BatchReportRequest strictly.
 func DecodeReportBatch(b []byte) (BatchReportRequest, error) {
 	var v BatchReportRequest
-	err := decodeBody(b, &v)
+	r, err := openBody(b)
+	if err == nil {
+		err = r.closeBody(v.decode(r))
+	}
 	return v, err
 }
 
@@ -1295,7 +1316,7 @@ func (v *SetLimitRequest) decode(r *reader) error {
 		var err error
 		switch key {
 		case "slots":
-			if r.null() {
+			if r.isNull() {
 				return nil
 			}
 			var n int64
@@ -1311,7 +1332,10 @@ func (v *SetLimitRequest) decode(r *reader) error {
 // DecodeSetLimit decodes a SetLimitRequest strictly.
 func DecodeSetLimit(b []byte) (SetLimitRequest, error) {
 	var v SetLimitRequest
-	err := decodeBody(b, &v)
+	r, err := openBody(b)
+	if err == nil {
+		err = r.closeBody(v.decode(r))
+	}
 	return v, err
 }
 
@@ -1325,7 +1349,7 @@ func (v *ScheduleRequest) decode(r *reader) error {
 		case "cron":
 			v.Cron, err = r.stringField(key)
 		case "job":
-			if r.null() {
+			if r.isNull() {
 				return nil
 			}
 			if r.kindAt() != "object" {
@@ -1344,7 +1368,10 @@ func (v *ScheduleRequest) decode(r *reader) error {
 // DecodeSchedule decodes a ScheduleRequest strictly.
 func DecodeSchedule(b []byte) (ScheduleRequest, error) {
 	var v ScheduleRequest
-	err := decodeBody(b, &v)
+	r, err := openBody(b)
+	if err == nil {
+		err = r.closeBody(v.decode(r))
+	}
 	return v, err
 }
 
@@ -1352,9 +1379,12 @@ func DecodeSchedule(b []byte) (ScheduleRequest, error) {
 // EnqueueRequest of the body set, in the order of the body.
 func DecodeScheduleFields(b []byte) (ScheduleRequest, []EnqueueRequestFields, error) {
 	var v ScheduleRequest
-	marks, err := decodeMarked(b, &v)
-	fs := make([]EnqueueRequestFields, len(marks))
-	for i, m := range marks {
+	r, err := openBody(b)
+	if err == nil {
+		err = r.closeBody(v.decode(r))
+	}
+	fs := make([]EnqueueRequestFields, len(r.marks))
+	for i, m := range r.marks {
 		fs[i] = EnqueueRequestFields(m)
 	}
 	return v, fs, err
@@ -1386,7 +1416,7 @@ func (v *AppendRequest) decode(r *reader) error {
 		var err error
 		switch key {
 		case "expected_version":
-			if r.null() {
+			if r.isNull() {
 				return nil
 			}
 			var n int64
@@ -1409,7 +1439,10 @@ func (v *AppendRequest) decode(r *reader) error {
 // DecodeAppend decodes a AppendRequest strictly.
 func DecodeAppend(b []byte) (AppendRequest, error) {
 	var v AppendRequest
-	err := decodeBody(b, &v)
+	r, err := openBody(b)
+	if err == nil {
+		err = r.closeBody(v.decode(r))
+	}
 	return v, err
 }
 
@@ -1440,7 +1473,10 @@ func (v *Command) decode(r *reader) error {
 // DecodeCommand decodes a Command strictly.
 func DecodeCommand(b []byte) (Command, error) {
 	var v Command
-	err := decodeBody(b, &v)
+	r, err := openBody(b)
+	if err == nil {
+		err = r.closeBody(v.decode(r))
+	}
 	return v, err
 }
 
@@ -1504,10 +1540,13 @@ func DecodeReactionClaim(b []byte) (ReactionClaimRequest, error) {
 // DecodeReactionClaimFields is DecodeReactionClaim, and says which fields the body set.
 func DecodeReactionClaimFields(b []byte) (ReactionClaimRequest, ReactionClaimRequestFields, error) {
 	var v ReactionClaimRequest
-	marks, err := decodeMarked(b, &v)
+	r, err := openBody(b)
+	if err == nil {
+		err = r.closeBody(v.decode(r))
+	}
 	var f ReactionClaimRequestFields
-	if len(marks) > 0 {
-		f = ReactionClaimRequestFields(marks[len(marks)-1])
+	if n := len(r.marks); n > 0 {
+		f = ReactionClaimRequestFields(r.marks[n-1])
 	}
 	return v, f, err
 }
@@ -1520,12 +1559,12 @@ func (v *ScheduledCommand) decode(r *reader) error {
 		var err error
 		switch key {
 		case "at":
-			if r.null() {
+			if r.isNull() {
 				return nil
 			}
 			v.At, err = timeField(r, key)
 		case "command":
-			if r.null() {
+			if r.isNull() {
 				return nil
 			}
 			if r.kindAt() != "object" {
@@ -1549,7 +1588,7 @@ func (v *Deadline) decode(r *reader) error {
 		case "name":
 			v.Name, err = r.stringField(key)
 		case "at":
-			if r.null() {
+			if r.isNull() {
 				return nil
 			}
 			v.At, err = timeField(r, key)
@@ -1637,7 +1676,10 @@ func (v *SettleRequest) decode(r *reader) error {
 // DecodeSettle decodes a SettleRequest strictly.
 func DecodeSettle(b []byte) (SettleRequest, error) {
 	var v SettleRequest
-	err := decodeBody(b, &v)
+	r, err := openBody(b)
+	if err == nil {
+		err = r.closeBody(v.decode(r))
+	}
 	return v, err
 }
 
@@ -1662,7 +1704,10 @@ func (v *SkipRequest) decode(r *reader) error {
 // DecodeSkip decodes a SkipRequest strictly.
 func DecodeSkip(b []byte) (SkipRequest, error) {
 	var v SkipRequest
-	err := decodeBody(b, &v)
+	r, err := openBody(b)
+	if err == nil {
+		err = r.closeBody(v.decode(r))
+	}
 	return v, err
 }
 
@@ -1680,7 +1725,7 @@ func (v *DeadlineFired) decode(r *reader) error {
 		case "name":
 			v.Name, err = r.stringField(key)
 		case "at":
-			if r.null() {
+			if r.isNull() {
 				return nil
 			}
 			v.At, err = timeField(r, key)
@@ -1694,6 +1739,9 @@ func (v *DeadlineFired) decode(r *reader) error {
 // DecodeDeadlineFired decodes a DeadlineFired strictly.
 func DecodeDeadlineFired(b []byte) (DeadlineFired, error) {
 	var v DeadlineFired
-	err := decodeBody(b, &v)
+	r, err := openBody(b)
+	if err == nil {
+		err = r.closeBody(v.decode(r))
+	}
 	return v, err
 }

@@ -107,6 +107,12 @@ func (r *reader) null() bool {
 	return r.literal("null")
 }
 
+// isNull is null for the generated decoders' pointer, time and struct
+// fields. (Not inlined: a copy in each cost 3 KB of gzipped module.)
+//
+//go:noinline
+func (r *reader) isNull() bool { return r.null() }
+
 // decodeObject reads a whole object of a request, calling field for each
 // member; field must read the member's value. A member given twice is
 // refused: encoding/json would merge the two in ways nobody means.
@@ -438,35 +444,42 @@ func (r *reader) skip(depth int) error {
 	return r.fail("invalid value")
 }
 
-// decoder reads one value: the generated decoders of the request types.
-// (An interface, not a func: a method value costs a wrapper per type.)
-type decoder interface{ decode(r *reader) error }
-
-// decodeFunc is a decoder written by hand.
-type decodeFunc func(r *reader) error
-
-func (f decodeFunc) decode(r *reader) error { return f(r) }
-
 // decodeBody decodes a whole request body with obj, refusing trailing data.
-func decodeBody(b []byte, obj decoder) error {
-	_, err := decodeMarked(b, obj)
-	return err
+func decodeBody(b []byte, obj func(r *reader) error) error {
+	r, err := openBody(b)
+	if err != nil {
+		return err
+	}
+	return r.closeBody(obj(r))
 }
 
-// decodeMarked is decodeBody, returning the presence bits of the objects
-// that track them, in the order their decoding ended.
-func decodeMarked(b []byte, obj decoder) ([]uint64, error) {
+// openBody starts reading a whole request body, refusing an empty one.
+// The generated decoders call it, decode, then closeBody: the value they
+// decode into stays on the stack (behind an interface or a func value
+// passed down, it would not), and no method value needs a wrapper. (Not
+// inlined, nor is closeBody: a copy in each decoder cost 2 KB of gzipped
+// module.)
+//
+//go:noinline
+func openBody(b []byte) (*reader, error) {
 	r := &reader{b: b}
 	if r.peek() == 0 {
-		return nil, &DecodeError{Msg: "the request body is empty: send a JSON object"}
+		return r, &DecodeError{Msg: "the request body is empty: send a JSON object"}
 	}
-	if err := obj.decode(r); err != nil {
-		return r.marks, err
+	return r, nil
+}
+
+// closeBody ends a body that decoding left at err, refusing trailing data.
+//
+//go:noinline
+func (r *reader) closeBody(err error) error {
+	if err != nil {
+		return err
 	}
 	if r.peek() != 0 {
-		return r.marks, r.fail("unexpected data after the JSON object")
+		return r.fail("unexpected data after the JSON object")
 	}
-	return r.marks, nil
+	return nil
 }
 
 // timeField reads an RFC 3339 time. Callers handle null first (a no-op,
@@ -598,11 +611,11 @@ func stringArray(r *reader, key string) ([]string, error) {
 // DecodeStrings decodes a JSON array of strings (null gives nil).
 func DecodeStrings(b []byte) ([]string, error) {
 	var out []string
-	err := decodeBody(b, decodeFunc(func(r *reader) error {
+	err := decodeBody(b, func(r *reader) error {
 		var err error
 		out, err = stringArray(r, "array")
 		return err
-	}))
+	})
 	return out, err
 }
 
@@ -623,6 +636,9 @@ func DecodeCancel(b []byte) (CancelRequest, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return c, nil
 	}
-	err := decodeBody(b, &c)
+	r, err := openBody(b)
+	if err == nil {
+		err = r.closeBody(c.decode(r))
+	}
 	return c, err
 }
