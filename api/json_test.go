@@ -368,7 +368,7 @@ func TestWritersMatchEncodingJSON(t *testing.T) {
 		api.ReactionsResponse{Reactions: []api.ReactionStatus{}},
 		api.DeadlineFired{Process: "checkout", Correlation: "order-1", Name: "remind\u2028", At: later},
 	} {
-		b, err := json.Marshal(v) // through MarshalJSON: the hand-written writer
+		b, err := json.Marshal(v) // through MarshalJSON: the generated writer
 		require.NoError(t, err)
 		require.True(t, json.Valid(b), "%s", b)
 		// What encoding/json makes of the bytes equals the value.
