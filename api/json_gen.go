@@ -1024,9 +1024,10 @@ func DecodeEnqueue(b []byte) (EnqueueRequest, error) {
 // DecodeEnqueueFields is DecodeEnqueue, and says which fields the body set.
 func DecodeEnqueueFields(b []byte) (EnqueueRequest, EnqueueRequestFields, error) {
 	var v EnqueueRequest
-	r, err := openBody(b)
+	r := reader{b: b}
+	err := r.open()
 	if err == nil {
-		err = r.closeBody(v.decode(r))
+		err = r.closeBody(v.decode(&r))
 	}
 	var f EnqueueRequestFields
 	if n := len(r.marks); n > 0 {
@@ -1059,9 +1060,10 @@ func (v *EnqueueBatchRequest) decode(r *reader) error {
 // DecodeEnqueueBatch decodes a EnqueueBatchRequest strictly.
 func DecodeEnqueueBatch(b []byte) (EnqueueBatchRequest, error) {
 	var v EnqueueBatchRequest
-	r, err := openBody(b)
+	r := reader{b: b}
+	err := r.open()
 	if err == nil {
-		err = r.closeBody(v.decode(r))
+		err = r.closeBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -1070,9 +1072,10 @@ func DecodeEnqueueBatch(b []byte) (EnqueueBatchRequest, error) {
 // EnqueueRequest of the body set, in the order of the body.
 func DecodeEnqueueBatchFields(b []byte) (EnqueueBatchRequest, []EnqueueRequestFields, error) {
 	var v EnqueueBatchRequest
-	r, err := openBody(b)
+	r := reader{b: b}
+	err := r.open()
 	if err == nil {
-		err = r.closeBody(v.decode(r))
+		err = r.closeBody(v.decode(&r))
 	}
 	fs := make([]EnqueueRequestFields, len(r.marks))
 	for i, m := range r.marks {
@@ -1145,9 +1148,10 @@ func DecodeClaim(b []byte) (ClaimRequest, error) {
 // DecodeClaimFields is DecodeClaim, and says which fields the body set.
 func DecodeClaimFields(b []byte) (ClaimRequest, ClaimRequestFields, error) {
 	var v ClaimRequest
-	r, err := openBody(b)
+	r := reader{b: b}
+	err := r.open()
 	if err == nil {
-		err = r.closeBody(v.decode(r))
+		err = r.closeBody(v.decode(&r))
 	}
 	var f ClaimRequestFields
 	if n := len(r.marks); n > 0 {
@@ -1187,9 +1191,10 @@ func (v *HeartbeatRequest) decode(r *reader) error {
 // DecodeHeartbeat decodes a HeartbeatRequest strictly.
 func DecodeHeartbeat(b []byte) (HeartbeatRequest, error) {
 	var v HeartbeatRequest
-	r, err := openBody(b)
+	r := reader{b: b}
+	err := r.open()
 	if err == nil {
-		err = r.closeBody(v.decode(r))
+		err = r.closeBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -1235,9 +1240,10 @@ func (v *ReportRequest) decode(r *reader) error {
 // DecodeReport decodes a ReportRequest strictly.
 func DecodeReport(b []byte) (ReportRequest, error) {
 	var v ReportRequest
-	r, err := openBody(b)
+	r := reader{b: b}
+	err := r.open()
 	if err == nil {
-		err = r.closeBody(v.decode(r))
+		err = r.closeBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -1285,9 +1291,10 @@ func (v *BatchReportRequest) decode(r *reader) error {
 // DecodeReportBatch decodes a BatchReportRequest strictly.
 func DecodeReportBatch(b []byte) (BatchReportRequest, error) {
 	var v BatchReportRequest
-	r, err := openBody(b)
+	r := reader{b: b}
+	err := r.open()
 	if err == nil {
-		err = r.closeBody(v.decode(r))
+		err = r.closeBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -1332,9 +1339,10 @@ func (v *SetLimitRequest) decode(r *reader) error {
 // DecodeSetLimit decodes a SetLimitRequest strictly.
 func DecodeSetLimit(b []byte) (SetLimitRequest, error) {
 	var v SetLimitRequest
-	r, err := openBody(b)
+	r := reader{b: b}
+	err := r.open()
 	if err == nil {
-		err = r.closeBody(v.decode(r))
+		err = r.closeBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -1368,9 +1376,10 @@ func (v *ScheduleRequest) decode(r *reader) error {
 // DecodeSchedule decodes a ScheduleRequest strictly.
 func DecodeSchedule(b []byte) (ScheduleRequest, error) {
 	var v ScheduleRequest
-	r, err := openBody(b)
+	r := reader{b: b}
+	err := r.open()
 	if err == nil {
-		err = r.closeBody(v.decode(r))
+		err = r.closeBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -1379,9 +1388,10 @@ func DecodeSchedule(b []byte) (ScheduleRequest, error) {
 // EnqueueRequest of the body set, in the order of the body.
 func DecodeScheduleFields(b []byte) (ScheduleRequest, []EnqueueRequestFields, error) {
 	var v ScheduleRequest
-	r, err := openBody(b)
+	r := reader{b: b}
+	err := r.open()
 	if err == nil {
-		err = r.closeBody(v.decode(r))
+		err = r.closeBody(v.decode(&r))
 	}
 	fs := make([]EnqueueRequestFields, len(r.marks))
 	for i, m := range r.marks {
@@ -1439,9 +1449,10 @@ func (v *AppendRequest) decode(r *reader) error {
 // DecodeAppend decodes a AppendRequest strictly.
 func DecodeAppend(b []byte) (AppendRequest, error) {
 	var v AppendRequest
-	r, err := openBody(b)
+	r := reader{b: b}
+	err := r.open()
 	if err == nil {
-		err = r.closeBody(v.decode(r))
+		err = r.closeBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -1473,9 +1484,10 @@ func (v *Command) decode(r *reader) error {
 // DecodeCommand decodes a Command strictly.
 func DecodeCommand(b []byte) (Command, error) {
 	var v Command
-	r, err := openBody(b)
+	r := reader{b: b}
+	err := r.open()
 	if err == nil {
-		err = r.closeBody(v.decode(r))
+		err = r.closeBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -1540,9 +1552,10 @@ func DecodeReactionClaim(b []byte) (ReactionClaimRequest, error) {
 // DecodeReactionClaimFields is DecodeReactionClaim, and says which fields the body set.
 func DecodeReactionClaimFields(b []byte) (ReactionClaimRequest, ReactionClaimRequestFields, error) {
 	var v ReactionClaimRequest
-	r, err := openBody(b)
+	r := reader{b: b}
+	err := r.open()
 	if err == nil {
-		err = r.closeBody(v.decode(r))
+		err = r.closeBody(v.decode(&r))
 	}
 	var f ReactionClaimRequestFields
 	if n := len(r.marks); n > 0 {
@@ -1676,9 +1689,10 @@ func (v *SettleRequest) decode(r *reader) error {
 // DecodeSettle decodes a SettleRequest strictly.
 func DecodeSettle(b []byte) (SettleRequest, error) {
 	var v SettleRequest
-	r, err := openBody(b)
+	r := reader{b: b}
+	err := r.open()
 	if err == nil {
-		err = r.closeBody(v.decode(r))
+		err = r.closeBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -1704,9 +1718,10 @@ func (v *SkipRequest) decode(r *reader) error {
 // DecodeSkip decodes a SkipRequest strictly.
 func DecodeSkip(b []byte) (SkipRequest, error) {
 	var v SkipRequest
-	r, err := openBody(b)
+	r := reader{b: b}
+	err := r.open()
 	if err == nil {
-		err = r.closeBody(v.decode(r))
+		err = r.closeBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -1739,9 +1754,10 @@ func (v *DeadlineFired) decode(r *reader) error {
 // DecodeDeadlineFired decodes a DeadlineFired strictly.
 func DecodeDeadlineFired(b []byte) (DeadlineFired, error) {
 	var v DeadlineFired
-	r, err := openBody(b)
+	r := reader{b: b}
+	err := r.open()
 	if err == nil {
-		err = r.closeBody(v.decode(r))
+		err = r.closeBody(v.decode(&r))
 	}
 	return v, err
 }

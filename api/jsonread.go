@@ -446,27 +446,27 @@ func (r *reader) skip(depth int) error {
 
 // decodeBody decodes a whole request body with obj, refusing trailing data.
 func decodeBody(b []byte, obj func(r *reader) error) error {
-	r, err := openBody(b)
+	r := reader{b: b}
+	err := r.open()
 	if err != nil {
 		return err
 	}
-	return r.closeBody(obj(r))
+	return r.closeBody(obj(&r))
 }
 
-// openBody starts reading a whole request body, refusing an empty one.
-// The generated decoders call it, decode, then closeBody: the value they
-// decode into stays on the stack (behind an interface or a func value
-// passed down, it would not), and no method value needs a wrapper. (Not
-// inlined, nor is closeBody: a copy in each decoder cost 2 KB of gzipped
-// module.)
+// open starts reading a whole request body, refusing an empty one. The
+// generated decoders declare the reader, open it, decode, then closeBody:
+// the reader and the value they decode into stay on the stack (behind an
+// interface or a func value passed down, they would not), and no method
+// value needs a wrapper. (Not inlined, nor is closeBody: a copy in each
+// decoder cost 2 KB of gzipped module.)
 //
 //go:noinline
-func openBody(b []byte) (*reader, error) {
-	r := &reader{b: b}
+func (r *reader) open() error {
 	if r.peek() == 0 {
-		return r, &DecodeError{Msg: "the request body is empty: send a JSON object"}
+		return &DecodeError{Msg: "the request body is empty: send a JSON object"}
 	}
-	return r, nil
+	return nil
 }
 
 // closeBody ends a body that decoding left at err, refusing trailing data.
@@ -636,9 +636,10 @@ func DecodeCancel(b []byte) (CancelRequest, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return c, nil
 	}
-	r, err := openBody(b)
+	r := reader{b: b}
+	err := r.open()
 	if err == nil {
-		err = r.closeBody(c.decode(r))
+		err = r.closeBody(c.decode(&r))
 	}
 	return c, err
 }

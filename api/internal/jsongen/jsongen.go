@@ -761,12 +761,12 @@ func (p *pkg) top(b *bytes.Buffer, t *Type) error {
 		return fmt.Errorf("jsongen: %s: a decoder reports the fields of one type only", t.Name)
 	case t.Track:
 		fmt.Fprintf(b, "\n// %s decodes a %s strictly.\nfunc %s(b []byte) (%s, error) {\n\tv, _, err := %sFields(b)\n\treturn v, err\n}\n", t.Decode, t.Name, t.Decode, t.Name, t.Decode)
-		fmt.Fprintf(b, "\n// %sFields is %s, and says which fields the body set.\nfunc %sFields(b []byte) (%s, %sFields, error) {\n\tvar v %s\n\tr, err := openBody(b)\n\tif err == nil {\n\t\terr = r.closeBody(v.decode(r))\n\t}\n\tvar f %sFields\n\tif n := len(r.marks); n > 0 {\n\t\tf = %sFields(r.marks[n-1])\n\t}\n\treturn v, f, err\n}\n",
+		fmt.Fprintf(b, "\n// %sFields is %s, and says which fields the body set.\nfunc %sFields(b []byte) (%s, %sFields, error) {\n\tvar v %s\n\tr := reader{b: b}\n\terr := r.open()\n\tif err == nil {\n\t\terr = r.closeBody(v.decode(&r))\n\t}\n\tvar f %sFields\n\tif n := len(r.marks); n > 0 {\n\t\tf = %sFields(r.marks[n-1])\n\t}\n\treturn v, f, err\n}\n",
 			t.Decode, t.Decode, t.Decode, t.Name, t.Name, t.Name, t.Name, t.Name)
 	default:
-		fmt.Fprintf(b, "\n// %s decodes a %s strictly.\nfunc %s(b []byte) (%s, error) {\n\tvar v %s\n\tr, err := openBody(b)\n\tif err == nil {\n\t\terr = r.closeBody(v.decode(r))\n\t}\n\treturn v, err\n}\n", t.Decode, t.Name, t.Decode, t.Name, t.Name)
+		fmt.Fprintf(b, "\n// %s decodes a %s strictly.\nfunc %s(b []byte) (%s, error) {\n\tvar v %s\n\tr := reader{b: b}\n\terr := r.open()\n\tif err == nil {\n\t\terr = r.closeBody(v.decode(&r))\n\t}\n\treturn v, err\n}\n", t.Decode, t.Name, t.Decode, t.Name, t.Name)
 		for u := range inner {
-			fmt.Fprintf(b, "\n// %sFields is %s, and says which fields each\n// %s of the body set, in the order of the body.\nfunc %sFields(b []byte) (%s, []%sFields, error) {\n\tvar v %s\n\tr, err := openBody(b)\n\tif err == nil {\n\t\terr = r.closeBody(v.decode(r))\n\t}\n\tfs := make([]%sFields, len(r.marks))\n\tfor i, m := range r.marks {\n\t\tfs[i] = %sFields(m)\n\t}\n\treturn v, fs, err\n}\n",
+			fmt.Fprintf(b, "\n// %sFields is %s, and says which fields each\n// %s of the body set, in the order of the body.\nfunc %sFields(b []byte) (%s, []%sFields, error) {\n\tvar v %s\n\tr := reader{b: b}\n\terr := r.open()\n\tif err == nil {\n\t\terr = r.closeBody(v.decode(&r))\n\t}\n\tfs := make([]%sFields, len(r.marks))\n\tfor i, m := range r.marks {\n\t\tfs[i] = %sFields(m)\n\t}\n\treturn v, fs, err\n}\n",
 				t.Decode, t.Decode, u, t.Decode, t.Name, u, t.Name, u, u)
 		}
 	}
