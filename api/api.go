@@ -44,6 +44,8 @@ type JobState = string
 
 // EnqueueRequest is one job to enqueue. Only Kind is required; the rest
 // default to the kind's registration.
+//
+//stile:json DecodeEnqueue fields
 type EnqueueRequest struct {
 	Kind        string          `json:"kind"`
 	Args        json.RawMessage `json:"args,omitempty"`
@@ -69,6 +71,8 @@ type EnqueueRequest struct {
 }
 
 // EnqueueBatchRequest enqueues many jobs in one transaction: all or none.
+//
+//stile:json DecodeEnqueueBatch
 type EnqueueBatchRequest struct {
 	Jobs []EnqueueRequest `json:"jobs"`
 }
@@ -149,6 +153,8 @@ type Rejection struct {
 }
 
 // ClaimRequest asks for up to Limit ready jobs.
+//
+//stile:json DecodeClaim fields
 type ClaimRequest struct {
 	Worker string   `json:"worker"`
 	Queues []string `json:"queues,omitempty"` // default: ["default"]
@@ -192,6 +198,8 @@ type Claim struct {
 }
 
 // HeartbeatRequest extends the lease of a claim.
+//
+//stile:json DecodeHeartbeat
 type HeartbeatRequest struct {
 	Claim
 }
@@ -214,6 +222,8 @@ const (
 )
 
 // ReportRequest records how an attempt ended.
+//
+//stile:json DecodeReport
 type ReportRequest struct {
 	Claim
 	Outcome string          `json:"outcome"`          // completed, failed, cancelled or snoozed
@@ -249,6 +259,8 @@ type BatchReport struct {
 
 // BatchReportRequest records many outcomes in one transaction, each fenced
 // on its own.
+//
+//stile:json DecodeReportBatch
 type BatchReportRequest struct {
 	Reports []BatchReport `json:"reports"`
 }
@@ -277,6 +289,8 @@ type Status struct {
 
 // CancelRequest cancels a job (POST /jobs/{id}/cancel). The body may be
 // empty.
+//
+//stile:json decode
 type CancelRequest struct {
 	Reason string `json:"reason,omitempty"`
 }
@@ -309,6 +323,8 @@ type Limit struct {
 }
 
 // SetLimitRequest sets a limit (PUT /concurrency/{key}).
+//
+//stile:json DecodeSetLimit
 type SetLimitRequest struct {
 	Slots *int64 `json:"slots"`
 }
@@ -321,6 +337,8 @@ type LimitsResponse struct {
 // ScheduleRequest creates or replaces a schedule (PUT /schedules/{name}):
 // each period of Cron enqueues Job. Job takes the fields of an enqueue but
 // run_at, depends_on and unique keys (each period is its own unique key).
+//
+//stile:json DecodeSchedule
 type ScheduleRequest struct {
 	Cron   string         `json:"cron"`
 	Job    EnqueueRequest `json:"job"`

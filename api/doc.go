@@ -4,3 +4,5 @@
 // the Go dev server) use its error shapes, so a 400 or a 409 reads the same
 // in every host. docs/API.md documents it for people.
 package api
+
+//go:generate go run gen.go

@@ -48,6 +48,8 @@ type NewEvent struct {
 // AppendRequest appends events to a stream (POST /streams/{stream}).
 // ExpectedVersion, if set, must be the stream's current version (0: the
 // stream must not exist yet).
+//
+//stile:json DecodeAppend
 type AppendRequest struct {
 	ExpectedVersion *int64     `json:"expected_version,omitempty"`
 	Events          []NewEvent `json:"events"`
@@ -84,6 +86,8 @@ type EventsResponse struct {
 // Command asks an aggregate to decide (POST /commands). ID makes it
 // idempotent: a command id already applied is acknowledged, not applied
 // again.
+//
+//stile:json DecodeCommand
 type Command struct {
 	ID          string          `json:"id"`
 	Aggregate   string          `json:"aggregate"`
@@ -106,6 +110,8 @@ type CommandResult struct {
 
 // ReactionClaimRequest claims deliveries of events to reactions
 // (POST /reactions/claims). Handlers empty: every registered reaction.
+//
+//stile:json DecodeReactionClaim fields
 type ReactionClaimRequest struct {
 	Worker   string   `json:"worker"`
 	Handlers []string `json:"handlers,omitempty"`
@@ -171,6 +177,8 @@ type Settlement struct {
 
 // SettleRequest settles deliveries (POST /reactions/settle). Each is
 // fenced and committed on its own: one refused leaves the others.
+//
+//stile:json DecodeSettle
 type SettleRequest struct {
 	Settlements []Settlement `json:"settlements"`
 }
@@ -225,12 +233,16 @@ type ReactionsResponse struct {
 // SkipRequest skips a delivery that keeps failing (POST
 // /reactions/{handler}/skip): it is marked skipped and the handler moves
 // on to its next event.
+//
+//stile:json DecodeSkip
 type SkipRequest struct {
 	Seq    int64  `json:"seq"`
 	Reason string `json:"reason"`
 }
 
 // DeadlineFired is the data of a process's deadline event.
+//
+//stile:json DecodeDeadlineFired
 type DeadlineFired struct {
 	Process     string    `json:"process"`
 	Correlation string    `json:"correlation"`

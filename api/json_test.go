@@ -3,6 +3,8 @@ package api_test
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,16 +32,17 @@ var errTrailing = &api.DecodeError{Msg: "trailing"}
 
 // differential checks one decoder against encoding/json: whatever it
 // accepts is valid JSON that encoding/json accepts too, with equal values.
-func differential[T any](t *testing.T, b []byte, decode func([]byte) (T, error)) {
+func differential[T any](t *testing.T, b []byte, decode func([]byte) (T, error)) error {
 	got, err := decode(b)
 	if err != nil {
 		require.NotContains(t, err.Error(), "\n", "error messages are one line")
-		return
+		return err
 	}
 	require.True(t, json.Valid(b), "accepted invalid JSON %q", b)
 	var want T
 	require.NoError(t, strict(b, &want), "accepted %q, which encoding/json refuses", b)
 	require.Equal(t, canon(t, want), canon(t, got), "decoded %q differently", b)
+	return nil
 }
 
 // canon re-encodes a request through encoding/json for comparison (raw
@@ -52,38 +55,51 @@ func canon(t *testing.T, v any) string {
 	return out.String()
 }
 
-var seeds = []string{
-	`{"kind":"a"}`,
-	`{"kind":"a","args":{"x":[1,2,{"y":null}]},"queue":"q","priority":3,"run_at":"2026-11-30T12:00:00.123Z","max_attempts":4,"lease_ms":5000}`,
-	`{"kind":"\u00e9\ud83d\ude00\n\"","args":"str","priority":null,"run_at":null}`,
-	`{"jobs":[{"kind":"a"},{"kind":"b","args":[]}]}`,
-	`{"worker":"w","queues":["a","b"],"kinds":[],"limit":10,"wait_ms":1000}`,
-	`{"worker":"w","attempt":2,"lease_token":"tok"}`,
-	`{"worker":"w","attempt":2,"lease_token":"tok","outcome":"failed","error":"boom"}`,
-	`{"reports":[{"job_id":"1","worker":"w","attempt":1,"lease_token":"t","outcome":"completed","output":{"a":1}}]}`,
-	` { "kind" : "a" } `, `{"kind":1}`, `{"kind":"a","colour":1}`, `{"kind":"a"} {}`, `{"priority":1.5}`,
-	`{"priority":1e2}`, `{"lease_ms":-0}`, `{"kind":"a\x01"}`, `{"kind":"\ud800"}`, `[]`, `null`, ``, `{`,
+// valid holds bodies each decoder must accept: the differential check
+// alone passes for a decoder that refuses everything.
+var valid = map[string][]string{
+	"DecodeEnqueue": {`{"kind":"a"}`, ` { "kind" : "a" } `,
+		`{"kind":"a","args":{"x":[1,2,{"y":null}]},"queue":"q","priority":3,"run_at":"2026-11-30T12:00:00.123Z","max_attempts":4,"lease_ms":5000}`,
+		`{"kind":"\u00e9\ud83d\ude00\n\"","args":"str","priority":null,"run_at":null}`, `{"lease_ms":-0}`,
+		`{"kind":"a","timeout_ms":1,"tags":["x"],"unique_key":"u","unique_window_ms":2,"concurrency_key":"c","depends_on":["#0"],"run_regardless":true}`},
+	"DecodeEnqueueBatch":  {`{"jobs":[{"kind":"a"},{"kind":"b","args":[]}]}`, `{"jobs":null}`},
+	"DecodeClaim":         {`{"worker":"w","queues":["a","b"],"kinds":[],"limit":10,"wait_ms":1000}`, `{}`},
+	"DecodeHeartbeat":     {`{"worker":"w","attempt":2,"lease_token":"tok"}`},
+	"DecodeReport":        {`{"worker":"w","attempt":2,"lease_token":"tok","outcome":"failed","error":"boom","final":true,"snooze_ms":1,"tags":["t"]}`},
+	"DecodeReportBatch":   {`{"reports":[{"job_id":"1","worker":"w","attempt":1,"lease_token":"t","outcome":"completed","output":{"a":1}}]}`},
+	"DecodeStrings":       {`["a","b"]`, `[]`, `null`},
+	"DecodeCancel":        {``, `{}`, `{"reason":"r"}`},
+	"DecodeSetLimit":      {`{"slots":3}`, `{"slots":null}`},
+	"DecodeSchedule":      {`{"cron":"@hourly","job":{"kind":"a","lease_ms":1000},"paused":true}`},
+	"DecodeAppend":        {`{"expected_version":0,"events":[{"type":"placed","data":{"x":[1,{"y":null}]}},{"type":"b"}]}`, `{"expected_version":null,"events":[]}`, `{"expected_version":-1,"events":null}`},
+	"DecodeCommand":       {`{"id":"c1","aggregate":"order","aggregate_id":"o-\u00e9","type":"place","data":{"items":[1,2]}}`, `{"id":"c1","aggregate":"order","aggregate_id":"o-1","type":"place"}`},
+	"DecodeReactionClaim": {`{"worker":"w","handlers":["refunds","emails"],"limit":10,"wait_ms":500}`, `{"worker":"w","handlers":[],"limit":null}`},
+	"DecodeSettle": {settleSeed, `{"settlements":[]}`,
+		`{"settlements":[{"scheduled":[{"at":null,"command":null}],"deadlines":[{"name":"n","at":null}],"commands":null,"done":false}]}`},
+	"DecodeSkip":          {`{"seq":7,"reason":"poison message"}`},
+	"DecodeDeadlineFired": {`{"process":"checkout","correlation":"order-1","name":"remind","at":"2026-11-30T12:00:00Z"}`, `{"process":"checkout","at":null}`},
+}
+
+// seeds are the fuzz target's seeds: the valid bodies and these, which
+// most decoders refuse.
+var seeds = append(validSeeds(), `{"kind":1}`, `{"kind":"a","colour":1}`, `{"kind":"a"} {}`, `{"priority":1.5}`,
+	`{"priority":1e2}`, `{"kind":"a\x01"}`, `{"kind":"\ud800"}`, `[]`, `null`, ``, `{`,
 	`{"kind":"a",}`, `{"args":01}`, `{"args":tru}`, `{"queues":["a",1]}`, `{"attempt":9223372036854775808}`,
-	// Events and reactions.
-	`{"expected_version":0,"events":[{"type":"placed","data":{"x":[1,{"y":null}]}},{"type":"b"}]}`,
-	`{"expected_version":null,"events":[]}`,
-	`{"expected_version":-1,"events":null}`,
-	`{"id":"c1","aggregate":"order","aggregate_id":"o-\u00e9","type":"place","data":{"items":[1,2]}}`,
-	`{"id":"c1","aggregate":"order","aggregate_id":"o-1","type":"place"}`,
-	`{"worker":"w","handlers":["refunds","emails"],"limit":10,"wait_ms":500}`,
-	`{"worker":"w","handlers":[],"limit":null}`,
-	settleSeed,
-	`{"settlements":[{"scheduled":[{"at":null,"command":null}],"deadlines":[{"name":"n","at":null}],"commands":null,"done":false}]}`,
-	`{"settlements":[]}`,
-	`{"seq":7,"reason":"poison message"}`,
-	`{"process":"checkout","correlation":"order-1","name":"remind","at":"2026-11-30T12:00:00Z"}`,
-	`{"process":"checkout","at":null}`,
 	`{"events":[{"type":"a","colour":1}]}`, `{"events":{}}`, `{"events":[1]}`, `{"events":[null]}`, `{"expected_version":"1"}`,
 	`{"settlements":[{"scheduled":[{"at":"tomorrow"}]}]}`, `{"settlements":[{"scheduled":[{"command":[]}]}]}`,
 	`{"settlements":[{"scheduled":[{"command":{"id":1}}]}]}`, `{"settlements":[{"done":"yes"}]}`,
 	`{"settlements":[{"deadlines":[{"name":"n","at":1}]}]}`, `{"settlements":[{"cancel_deadlines":[1]}]}`,
 	`{"settlements":[{"commands":[{"id":"x","data":}]}]}`, `{"settlements":[{"seq":1e3}]}`, `{"settlements":{}}`,
 	`{"handlers":"refunds"}`, `{"seq":1.5,"reason":"x"}`, `{"process":"p","at":"2026-11-30"}`, `{"process":"p","at":"2026-11-30T25:00:00Z"}`,
+	`{"jobs":[1]}`, `{"jobs":{}}`, `{"reports":[null]}`, `{"cron":"x","job":[]}`, `{"slots":"1"}`, `{"worker":"w","attempt":"1"}`,
+)
+
+func validSeeds() []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(valid)) {
+		out = append(out, valid[name]...)
+	}
+	return out
 }
 
 // settleSeed settles three deliveries, the first with every field.
@@ -95,21 +111,36 @@ const settleSeed = `{"settlements":[{"handler":"refunds","seq":42,"claim_id":"c"
 	`{"handler":"h","seq":1,"claim_id":"d","outcome":"failed","error":"boom\n"},` +
 	`{"handler":"h","seq":2,"claim_id":"e","outcome":"delayed","delay_ms":1000}]}`
 
+// requestDecoders runs the differential check of each request decoder,
+// returning its error.
+var requestDecoders = map[string]func(*testing.T, []byte) error{
+	"DecodeEnqueue":       check(api.DecodeEnqueue),
+	"DecodeEnqueueBatch":  check(api.DecodeEnqueueBatch),
+	"DecodeClaim":         check(api.DecodeClaim),
+	"DecodeHeartbeat":     check(api.DecodeHeartbeat),
+	"DecodeReport":        check(api.DecodeReport),
+	"DecodeReportBatch":   check(api.DecodeReportBatch),
+	"DecodeStrings":       check(api.DecodeStrings),
+	"DecodeCancel":        func(t *testing.T, b []byte) error { _, err := api.DecodeCancel(b); return err }, // accepts an empty body
+	"DecodeSetLimit":      check(api.DecodeSetLimit),
+	"DecodeSchedule":      check(api.DecodeSchedule),
+	"DecodeAppend":        check(api.DecodeAppend),
+	"DecodeCommand":       check(api.DecodeCommand),
+	"DecodeReactionClaim": check(api.DecodeReactionClaim),
+	"DecodeSettle":        check(api.DecodeSettle),
+	"DecodeSkip":          check(api.DecodeSkip),
+	"DecodeDeadlineFired": check(api.DecodeDeadlineFired),
+}
+
+func check[T any](decode func([]byte) (T, error)) func(*testing.T, []byte) error {
+	return func(t *testing.T, b []byte) error { return differential(t, b, decode) }
+}
+
 // decodeAll runs the differential check for every request decoder.
 func decodeAll(t *testing.T, b []byte) {
-	differential(t, b, api.DecodeEnqueue)
-	differential(t, b, api.DecodeEnqueueBatch)
-	differential(t, b, api.DecodeClaim)
-	differential(t, b, api.DecodeHeartbeat)
-	differential(t, b, api.DecodeReport)
-	differential(t, b, api.DecodeReportBatch)
-	differential(t, b, api.DecodeStrings)
-	differential(t, b, api.DecodeAppend)
-	differential(t, b, api.DecodeCommand)
-	differential(t, b, api.DecodeReactionClaim)
-	differential(t, b, api.DecodeSettle)
-	differential(t, b, api.DecodeSkip)
-	differential(t, b, api.DecodeDeadlineFired)
+	for _, check := range requestDecoders {
+		check(t, b)
+	}
 }
 
 func FuzzDecoders(f *testing.F) {
@@ -126,6 +157,12 @@ func TestDecodersOnSeeds(t *testing.T) {
 	t.Parallel()
 	for _, s := range seeds {
 		decodeAll(t, []byte(s))
+	}
+	for name, check := range requestDecoders {
+		require.NotEmpty(t, valid[name], "%s has no valid seed", name)
+		for _, s := range valid[name] {
+			require.NoError(t, check(t, []byte(s)), "%s refused a valid body: %s", name, s)
+		}
 	}
 }
 
@@ -333,7 +370,7 @@ func TestWritersMatchEncodingJSON(t *testing.T) {
 		api.ReactionsResponse{Reactions: []api.ReactionStatus{}},
 		api.DeadlineFired{Process: "checkout", Correlation: "order-1", Name: "remind\u2028", At: later},
 	} {
-		b, err := json.Marshal(v) // through MarshalJSON: the hand-written writer
+		b, err := json.Marshal(v) // through MarshalJSON: the generated writer
 		require.NoError(t, err)
 		require.True(t, json.Valid(b), "%s", b)
 		// What encoding/json makes of the bytes equals the value.

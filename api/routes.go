@@ -4,7 +4,10 @@ package api
 // pattern under /v1/t/{tenant}/, whose {name} segments are parameters.
 // These values are the one definition of the routes: the module's route
 // table (package runtime) dispatches on them, and derives its 404s and 405s
-// from them, and the Go client builds its paths from them.
+// from them, and the Go client builds its paths from them. It is not a
+// wire type.
+//
+//stile:json -
 type Route struct {
 	Method  string
 	Pattern string

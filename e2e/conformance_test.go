@@ -545,10 +545,12 @@ type refusal struct {
 	code                     api.Code
 }
 
-// requireRefused sends each request and checks its refusal.
-func (s *scenario) requireRefused(cases []refusal) {
+// requireRefused sends each request and checks its refusal; it returns
+// the messages by case name.
+func (s *scenario) requireRefused(cases []refusal) map[string]string {
 	t := s.t
 	t.Helper()
+	msgs := map[string]string{}
 	for _, tc := range cases {
 		var body []byte
 		if tc.body != "" {
@@ -563,7 +565,9 @@ func (s *scenario) requireRefused(cases []refusal) {
 		require.NotEmpty(t, e.Message, tc.name)
 		require.NotContains(t, e.Message, "\n", tc.name)
 		require.Less(t, len(e.Message), 400, "%s: one short line", tc.name)
+		msgs[tc.name] = e.Message
 	}
+	return msgs
 }
 
 func scenarioBadInput(s *scenario) {
@@ -589,6 +593,14 @@ func scenarioBadInput(s *scenario) {
 		{"bad priority", "POST", base + "/jobs", `{"kind":"test.echo","priority":12}`, 400, api.CodeInvalidRequest},
 		{"bad queue", "POST", base + "/jobs", `{"kind":"test.echo","queue":"no spaces"}`, 400, api.CodeInvalidRequest},
 		{"bad lease", "POST", base + "/jobs", `{"kind":"test.echo","lease_ms":5}`, 400, api.CodeInvalidRequest},
+		// A field sent as 0 (or "") is a value, not the default.
+		{"lease 0", "POST", base + "/jobs", `{"kind":"test.echo","lease_ms":0}`, 400, api.CodeInvalidRequest},
+		{"max_attempts 0", "POST", base + "/jobs", `{"kind":"test.echo","max_attempts":0}`, 400, api.CodeInvalidRequest},
+		{"timeout 0", "POST", base + "/jobs", `{"kind":"test.echo","timeout_ms":0}`, 400, api.CodeInvalidRequest},
+		{"empty unique key", "POST", base + "/jobs", `{"kind":"test.echo","unique_key":""}`, 400, api.CodeInvalidRequest},
+		{"batch job with lease 0", "POST", base + "/jobs/batch", `{"jobs":[{"kind":"test.echo"},{"kind":"test.echo","lease_ms":0}]}`, 400, api.CodeInvalidRequest},
+		{"claim limit 0", "POST", base + "/claims", `{"worker":"w","limit":0}`, 400, api.CodeInvalidRequest},
+		{"schedule job with lease 0", "PUT", base + "/schedules/zero", `{"cron":"@hourly","job":{"kind":"test.echo","lease_ms":0}}`, 400, api.CodeInvalidRequest},
 		{"bad run_at", "POST", base + "/jobs", `{"kind":"test.echo","run_at":"tomorrow"}`, 400, api.CodeInvalidJSON},
 		{"batch with one bad job", "POST", base + "/jobs/batch", `{"jobs":[{"kind":"test.echo"},{"kind":"nope"}]}`, 400, api.CodeUnknownKind},
 		{"empty batch", "POST", base + "/jobs/batch", `{"jobs":[]}`, 400, api.CodeInvalidRequest},
@@ -609,7 +621,21 @@ func scenarioBadInput(s *scenario) {
 		{"wrong method", "GET", base + "/claims", ``, 405, api.CodeMethodNotAllowed},
 		{"not an API path", "GET", "/v2/whatever", ``, 404, api.CodeNotFound},
 	}
-	s.requireRefused(cases)
+	msgs := s.requireRefused(cases)
+	for name, says := range map[string]string{
+		"lease 0":                   "lease_ms 0 is outside 100-86400000",
+		"max_attempts 0":            "max_attempts 0 is outside 1-1000",
+		"timeout 0":                 "timeout_ms 0 is outside",
+		"empty unique key":          "unique_key of 0 bytes is outside 1-256",
+		"batch job with lease 0":    "jobs[1]: lease_ms 0 is outside 100-86400000",
+		"claim limit 0":             "limit 0 is outside 1-100",
+		"schedule job with lease 0": "lease_ms 0 is outside 100-86400000",
+	} {
+		require.Contains(t, msgs[name], says, name)
+	}
+	status, _, err := s.tg.client().Raw(s.ctx, "GET", base+"/schedules/zero", nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusNotFound, status, "the refused schedule was not written")
 
 	// Nothing changed: the claimed job is as it was, and the next job gets
 	// the very next id, so no refused request inserted anything.

@@ -87,6 +87,7 @@ func scenarioEventsBadInput(s *scenario) {
 		{"claim: missing worker", "POST", base + "/reactions/claims", `{}`, 400, api.CodeInvalidRequest},
 		{"claim: unknown handler", "POST", base + "/reactions/claims", `{"worker":"w","handlers":["nope"]}`, 400, api.CodeUnknownHandler},
 		{"claim: over the limit", "POST", base + "/reactions/claims", `{"worker":"w","limit":101}`, 400, api.CodeInvalidRequest},
+		{"claim: limit 0", "POST", base + "/reactions/claims", `{"worker":"w","limit":0}`, 400, api.CodeInvalidRequest},
 		{"claim: waits too long", "POST", base + "/reactions/claims", `{"worker":"w","wait_ms":60001}`, 400, api.CodeInvalidRequest},
 		{"settle: malformed JSON", "POST", base + "/reactions/settle", `{"settlements":[{`, 400, api.CodeInvalidJSON},
 		{"settle: none", "POST", base + "/reactions/settle", `{"settlements":[]}`, 400, api.CodeInvalidRequest},

@@ -13,6 +13,13 @@ import (
 // ---- enqueue ----
 
 func (t *Tenant) validateEnqueue(i int, r api.EnqueueRequest) (fencestore.NewJob, *api.Error) {
+	return t.validateEnqueueSent(i, r, 0)
+}
+
+// validateEnqueueSent is validateEnqueue for a request read from JSON: f
+// says which fields it sent, so that a field sent as 0 (or "") is refused
+// where its range excludes that, rather than taking the default.
+func (t *Tenant) validateEnqueueSent(i int, r api.EnqueueRequest, f api.EnqueueRequestFields) (fencestore.NewJob, *api.Error) {
 	where := ""
 	if i >= 0 {
 		where = fmt.Sprintf("jobs[%d]: ", i)
@@ -52,13 +59,13 @@ func (t *Tenant) validateEnqueue(i int, r api.EnqueueRequest) (fencestore.NewJob
 		}
 		n.Priority = *r.Priority
 	}
-	if r.MaxAttempts != 0 {
+	if r.MaxAttempts != 0 || f.Has(api.EnqueueRequestMaxAttempts) {
 		if r.MaxAttempts < 1 || r.MaxAttempts > api.MaxMaxAttempts {
 			return n, api.Refuse(api.CodeInvalidRequest, "%smax_attempts %d is outside 1-%d", where, r.MaxAttempts, api.MaxMaxAttempts)
 		}
 		n.MaxAttempts = int64(r.MaxAttempts)
 	}
-	if r.LeaseMs != 0 {
+	if r.LeaseMs != 0 || f.Has(api.EnqueueRequestLeaseMs) {
 		if r.LeaseMs < api.MinLease.Milliseconds() || r.LeaseMs > api.MaxLease.Milliseconds() {
 			return n, api.Refuse(api.CodeInvalidRequest, "%slease_ms %d is outside %d-%d", where, r.LeaseMs, api.MinLease.Milliseconds(), api.MaxLease.Milliseconds())
 		}
@@ -67,7 +74,7 @@ func (t *Tenant) validateEnqueue(i int, r api.EnqueueRequest) (fencestore.NewJob
 			n.TimeoutMs = n.LeaseMs
 		}
 	}
-	if r.TimeoutMs != 0 {
+	if r.TimeoutMs != 0 || f.Has(api.EnqueueRequestTimeoutMs) {
 		if r.TimeoutMs < n.LeaseMs || r.TimeoutMs > api.MaxTimeout.Milliseconds() {
 			return n, api.Refuse(api.CodeInvalidRequest, "%stimeout_ms %d is outside %d (the lease)-%d", where, r.TimeoutMs, n.LeaseMs, api.MaxTimeout.Milliseconds())
 		}
@@ -85,9 +92,9 @@ func (t *Tenant) validateEnqueue(i int, r api.EnqueueRequest) (fencestore.NewJob
 		return n, e
 	}
 	n.Tags = tags
-	if r.UniqueKey != "" {
-		if len(r.UniqueKey) > api.MaxNameBytes*2 {
-			return n, api.Refuse(api.CodeInvalidRequest, "%sunique_key is longer than %d bytes", where, api.MaxNameBytes*2)
+	if r.UniqueKey != "" || f.Has(api.EnqueueRequestUniqueKey) {
+		if len(r.UniqueKey) == 0 || len(r.UniqueKey) > api.MaxNameBytes*2 {
+			return n, api.Refuse(api.CodeInvalidRequest, "%sunique_key of %d bytes is outside 1-%d bytes", where, len(r.UniqueKey), api.MaxNameBytes*2)
 		}
 		n.UniqueKey = r.UniqueKey
 	}
@@ -141,11 +148,11 @@ func validTags(where string, tags []string) ([]byte, *api.Error) {
 }
 
 func (t *Tenant) enqueueOne(body []byte) (route, *api.Error) {
-	r, err := api.DecodeEnqueue(body)
+	r, f, err := api.DecodeEnqueueFields(body)
 	if err != nil {
 		return nil, decodeErr(err)
 	}
-	n, e := t.validateEnqueue(-1, r)
+	n, e := t.validateEnqueueSent(-1, r, f)
 	if e != nil {
 		return nil, e
 	}
@@ -169,7 +176,7 @@ func (t *Tenant) enqueueOne(body []byte) (route, *api.Error) {
 }
 
 func (t *Tenant) enqueueBatch(body []byte) (route, *api.Error) {
-	r, err := api.DecodeEnqueueBatch(body)
+	r, fs, err := api.DecodeEnqueueBatchFields(body)
 	if err != nil {
 		return nil, decodeErr(err)
 	}
@@ -179,7 +186,7 @@ func (t *Tenant) enqueueBatch(body []byte) (route, *api.Error) {
 	ns := make([]fencestore.NewJob, len(r.Jobs))
 	for i, j := range r.Jobs {
 		var e *api.Error
-		if ns[i], e = t.validateEnqueue(i, j); e != nil {
+		if ns[i], e = t.validateEnqueueSent(i, j, fs[i]); e != nil {
 			return nil, e
 		}
 	}

@@ -15,7 +15,7 @@ import (
 // ---- claim ----
 
 func (t *Tenant) claimReactions(body []byte) (route, *api.Error) {
-	r, err := api.DecodeReactionClaim(body)
+	r, f, err := api.DecodeReactionClaimFields(body)
 	if err != nil {
 		return nil, decodeErr(err)
 	}
@@ -33,7 +33,7 @@ func (t *Tenant) claimReactions(body []byte) (route, *api.Error) {
 			hs = append(hs, rc.h)
 		}
 	}
-	if r.Limit == 0 {
+	if r.Limit == 0 && !f.Has(api.ReactionClaimRequestLimit) {
 		r.Limit = DefaultReactionBatch
 	}
 	if r.Limit < 1 || r.Limit > api.MaxDeliveries {

@@ -13,7 +13,7 @@ import (
 // ---- claim ----
 
 func (t *Tenant) claim(body []byte) (route, *api.Error) {
-	r, err := api.DecodeClaim(body)
+	r, f, err := api.DecodeClaimFields(body)
 	if err != nil {
 		return nil, decodeErr(err)
 	}
@@ -42,7 +42,7 @@ func (t *Tenant) claim(body []byte) (route, *api.Error) {
 			return nil, api.Refuse(api.CodeUnknownKind, "unknown job kind %q: this module registers %s", k, kindList(t.app.Kinds()))
 		}
 	}
-	if r.Limit == 0 {
+	if r.Limit == 0 && !f.Has(api.ClaimRequestLimit) {
 		r.Limit = 1
 	}
 	if r.Limit < 1 || r.Limit > api.MaxClaim {

@@ -42,7 +42,7 @@ func (t *Tenant) putSchedule(name string, body []byte) (route, *api.Error) {
 	if !api.ValidName(name) {
 		return nil, api.Refuse(api.CodeInvalidRequest, "schedule name %q is invalid: use %s", name, api.NameRule)
 	}
-	r, err := api.DecodeSchedule(body)
+	r, jf, err := api.DecodeScheduleFields(body)
 	if err != nil {
 		return nil, decodeErr(err)
 	}
@@ -53,6 +53,9 @@ func (t *Tenant) putSchedule(name string, body []byte) (route, *api.Error) {
 	switch {
 	case r.Job.RunAt != nil, len(r.Job.DependsOn) > 0, r.Job.UniqueKey != "", r.Job.UniqueWindowMs != 0:
 		return nil, api.Refuse(api.CodeInvalidRequest, "a scheduled job takes no run_at, depends_on or unique key: each period is its own")
+	}
+	if _, e := t.validateEnqueueSent(-1, r.Job, append(jf, 0)[0]); e != nil {
+		return nil, e // the template below drops a field sent as 0
 	}
 	template := r.Job.AppendJSON(nil)
 	if _, e := t.scheduledJob(name, template, 1); e != nil {
