@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
 )
 
 //go:embed js/*.mjs
@@ -72,5 +73,6 @@ func Config() string {
 	constant("UNAUTHORIZED", body(api.Unauthorized))
 	constant("INVALID_TENANT", body(api.InvalidTenant))
 	constant("BODY_TOO_LARGE", body(api.BodyTooLarge))
+	constant("PRINCIPAL_ADMIN", do.PrincipalAdmin)
 	return b.String()
 }
