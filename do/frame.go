@@ -8,15 +8,24 @@ import (
 // Frames carry one API request into the tenant module and its response out.
 // Transports (the Worker's JS, the Go dev server) build a Request from an
 // HTTP request, hand its encoding to ExportHandle, and turn the Response
-// back into HTTP. They add nothing of their own to the API.
+// back into HTTP. They add nothing of their own to the API but the few
+// headers named below (see Header).
 //
-//	request  = version(1) kind(u8) str(method) str(path) str(query) bytes(body)
-//	response = version(1) uvarint(status) flags(u8) varint(alarm_at)
-//	           uvarint(hold_ms) bytes(body)
+//	request  = version(2) kind(u8) str(method) str(path) str(query)
+//	           headers bytes(body)
+//	response = version(2) uvarint(status) flags(u8) varint(alarm_at)
+//	           uvarint(hold_ms) headers bytes(body)
+//	headers  = uvarint(n) {str(name) str(value)}*
 //	str, bytes = uvarint(len) data
+//
+// Append* encode what they are given; Decode* refuse a frame whose headers
+// break the limits (MaxHeaders, MaxHeaderName, MaxHeaderValue) or the
+// character rules with ErrCodec, in Go and in JS alike.
 
-// FrameVersion is the version byte of both frames.
-const FrameVersion = 1
+// FrameVersion is the version byte of both frames. Version 2 added the
+// headers; a host and its module are always built together, so version 1
+// is refused rather than read.
+const FrameVersion = 2
 
 // RequestKind says who is asking.
 type RequestKind byte
@@ -32,11 +41,12 @@ const (
 
 // Request is one call into the tenant module.
 type Request struct {
-	Kind   RequestKind
-	Method string
-	Path   string // the URL path, e.g. /v1/t/acme/jobs
-	Query  string // the raw query string, without '?'
-	Body   []byte
+	Kind    RequestKind
+	Method  string
+	Path    string // the URL path, e.g. /v1/t/acme/jobs
+	Query   string // the raw query string, without '?'
+	Headers Headers
+	Body    []byte
 }
 
 // Response flags.
@@ -58,8 +68,9 @@ type Response struct {
 	// HoldMs, when > 0, marks an empty long-poll claim: the host may hold
 	// the request for up to this long and send the same request again when
 	// woken (FlagWake from another request, or AlarmAt passing).
-	HoldMs int64
-	Body   []byte
+	HoldMs  int64
+	Headers Headers
+	Body    []byte
 }
 
 // AlarmUnchanged is Response.AlarmAt for "keep the current alarm".
@@ -71,6 +82,7 @@ func AppendRequest(b []byte, r Request) []byte {
 	b = appendBytes(b, r.Method)
 	b = appendBytes(b, r.Path)
 	b = appendBytes(b, r.Query)
+	b = appendHeaders(b, r.Headers)
 	return appendBytes(b, r.Body)
 }
 
@@ -82,22 +94,26 @@ func DecodeRequest(b []byte) (Request, error) {
 	}
 	r.Kind = RequestKind(b[1])
 	d := Decoder{buf: b, off: 2}
-	var parts [4][]byte
+	var parts [3][]byte
 	for i := range parts {
-		n, err := d.Uvarint()
+		p, err := d.field("request field")
 		if err != nil {
 			return r, err
 		}
-		if n > uint64(len(b)-d.off) {
-			return r, fmt.Errorf("%w: request field %d overruns the frame", ErrCodec, i)
-		}
-		parts[i] = b[d.off : d.off+int(n)]
-		d.off += int(n)
+		parts[i] = p
+	}
+	hs, err := d.headers()
+	if err != nil {
+		return r, err
+	}
+	body, err := d.field("request body")
+	if err != nil {
+		return r, err
 	}
 	if !d.Done() {
 		return r, fmt.Errorf("%w: trailing bytes after request frame", ErrCodec)
 	}
-	r.Method, r.Path, r.Query, r.Body = string(parts[0]), string(parts[1]), string(parts[2]), parts[3]
+	r.Method, r.Path, r.Query, r.Headers, r.Body = string(parts[0]), string(parts[1]), string(parts[2]), hs, body
 	return r, nil
 }
 
@@ -108,6 +124,7 @@ func AppendResponse(b []byte, r Response) []byte {
 	b = append(b, r.Flags)
 	b = binary.AppendVarint(b, r.AlarmAt)
 	b = binary.AppendUvarint(b, uint64(r.HoldMs))
+	b = appendHeaders(b, r.Headers)
 	return appendBytes(b, r.Body)
 }
 
@@ -139,6 +156,9 @@ func DecodeResponse(b []byte) (Response, error) {
 		return r, err
 	}
 	r.HoldMs = int64(hold)
+	if r.Headers, err = d.headers(); err != nil {
+		return r, err
+	}
 	blen, err := d.Uvarint()
 	if err != nil {
 		return r, err
@@ -148,6 +168,62 @@ func DecodeResponse(b []byte) (Response, error) {
 	}
 	r.Body = b[d.off:]
 	return r, nil
+}
+
+// field reads one length-prefixed byte string, aliasing the buffer.
+func (d *Decoder) field(what string) ([]byte, error) {
+	n, err := d.Uvarint()
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(len(d.buf)-d.off) {
+		return nil, fmt.Errorf("%w: %s overruns the frame", ErrCodec, what)
+	}
+	p := d.buf[d.off : d.off+int(n)]
+	d.off += int(n)
+	return p, nil
+}
+
+// headers reads a frame's header list; none decodes as nil.
+func (d *Decoder) headers() (Headers, error) {
+	n, err := d.Uvarint()
+	if err != nil {
+		return nil, err
+	}
+	if n > MaxHeaders {
+		return nil, fmt.Errorf("%w: %d headers exceed %d", ErrCodec, n, MaxHeaders)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	hs := make(Headers, n)
+	for i := range hs {
+		name, err := d.field("header name")
+		if err != nil {
+			return nil, err
+		}
+		value, err := d.field("header value")
+		if err != nil {
+			return nil, err
+		}
+		hs[i] = Header{Name: string(name), Value: string(value)}
+		if err := CheckHeader(hs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return hs, nil
+}
+
+func appendHeaders(b []byte, hs Headers) []byte {
+	b = binary.AppendUvarint(b, uint64(len(hs)))
+	for i := 0; i < 2*len(hs); i++ {
+		s := hs[i/2].Name
+		if i%2 == 1 {
+			s = hs[i/2].Value
+		}
+		b = appendBytes(b, s)
+	}
+	return b
 }
 
 func appendBytes[T string | []byte](b []byte, s T) []byte {

@@ -4,8 +4,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"math"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,6 +24,38 @@ type vectors struct {
 	Rows      []rowsVector     `json:"rows"`
 	Requests  []requestVector  `json:"requests"`
 	Responses []responseVector `json:"responses"`
+	// Refused frames: the encoding Go's Append* writes without checking,
+	// which Go's Decode* and JS's decodeResponse must refuse, and JS's
+	// encodeRequest must refuse to write. Error is a part of the message.
+	RefusedRequests  []refusedVector `json:"refused_requests"`
+	RefusedResponses []refusedVector `json:"refused_responses"`
+	// Traceparents pins the transports' W3C check (Go and worker.mjs).
+	Traceparents []traceparentVector `json:"traceparents"`
+}
+
+// headers in a vector: [["name", "value"], …].
+type headers [][2]string
+
+func (h headers) do() do.Headers {
+	if len(h) == 0 {
+		return nil
+	}
+	out := make(do.Headers, len(h))
+	for i, nv := range h {
+		out[i] = do.Header{Name: nv[0], Value: nv[1]}
+	}
+	return out
+}
+
+type refusedVector struct {
+	requestVector
+	Status int    `json:"status,omitempty"`
+	Error  string `json:"error"`
+}
+
+type traceparentVector struct {
+	Value string `json:"value"`
+	Valid bool   `json:"valid"`
 }
 
 // A value in a vector: {"int": "123"} (decimal string, to survive JSON),
@@ -45,21 +79,23 @@ type rowsVector struct {
 }
 
 type requestVector struct {
-	Kind   int    `json:"kind"`
-	Method string `json:"method"`
-	Path   string `json:"path"`
-	Query  string `json:"query"`
-	Body   string `json:"body"`
-	Hex    string `json:"hex"`
+	Kind    int     `json:"kind"`
+	Method  string  `json:"method"`
+	Path    string  `json:"path"`
+	Query   string  `json:"query"`
+	Headers headers `json:"headers"`
+	Body    string  `json:"body"`
+	Hex     string  `json:"hex"`
 }
 
 type responseVector struct {
-	Status  int    `json:"status"`
-	Flags   int    `json:"flags"`
-	AlarmAt int64  `json:"alarm_at"`
-	HoldMs  int64  `json:"hold_ms"`
-	Body    string `json:"body"`
-	Hex     string `json:"hex"`
+	Status  int     `json:"status"`
+	Flags   int     `json:"flags"`
+	AlarmAt int64   `json:"alarm_at"`
+	HoldMs  int64   `json:"hold_ms"`
+	Headers headers `json:"headers"`
+	Body    string  `json:"body"`
+	Hex     string  `json:"hex"`
 }
 
 func i(s string) value    { return value{Int: &s} }
@@ -82,6 +118,19 @@ func (v value) goValue() any {
 	return nil
 }
 
+// tp is the W3C specification's example traceparent.
+const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+// sixteen is the most headers a frame may carry.
+func sixteen() headers {
+	h := make(headers, do.MaxHeaders)
+	for k := range h {
+		h[k] = [2]string{fmt.Sprintf("x-%d", k), strings.Repeat("v", k)}
+	}
+	h[0] = [2]string{strings.Repeat("n", do.MaxHeaderName), strings.Repeat("v", do.MaxHeaderValue)}
+	return h
+}
+
 func cases() vectors {
 	return vectors{
 		Params: []paramVector{
@@ -95,16 +144,61 @@ func cases() vectors {
 			{Columns: 2, Rows: [][]value{{i("1"), txt("a")}, {{}, f(2.5)}, {i("-7"), blob("cafe")}}},
 		},
 		Requests: []requestVector{
-			{Kind: 1, Method: "POST", Path: "/v1/t/acme/jobs", Query: "x=1", Body: `{"kind":"echo"}`},
-			{Kind: 2},
+			{Kind: 1, Method: "POST", Path: "/v1/t/acme/jobs", Query: "x=1", Headers: headers{}, Body: `{"kind":"echo"}`},
+			{Kind: 2, Headers: headers{}},
+			{Kind: 1, Method: "GET", Path: "/v1/t/acme/status", Headers: headers{
+				{do.HeaderTraceparent, tp}, {do.HeaderPrincipal, do.PrincipalAdmin}}},
+			{Kind: 1, Method: "PUT", Path: "/v1/t/acme/x", Headers: sixteen(), Body: "b"},
 		},
 		Responses: []responseVector{
-			{Status: 201, Flags: 1, AlarmAt: 1764480000000, Body: `{"id":"1"}`},
-			{Status: 200, HoldMs: 20000, Body: `{"jobs":[]}`},
-			{Status: 500},
-			{Status: 400, AlarmAt: do.AlarmUnchanged, Body: `{"code":"x","message":"y"}`},
+			{Status: 201, Flags: 1, AlarmAt: 1764480000000, Headers: headers{}, Body: `{"id":"1"}`},
+			{Status: 200, HoldMs: 20000, Headers: headers{}, Body: `{"jobs":[]}`},
+			{Status: 500, Headers: headers{}},
+			{Status: 400, AlarmAt: do.AlarmUnchanged, Headers: headers{}, Body: `{"code":"x","message":"y"}`},
+			{Status: 405, AlarmAt: do.AlarmUnchanged, Headers: headers{
+				{do.HeaderAllow, "GET, POST"}, {do.HeaderRoute, "/v1/t/{tenant}/jobs"}, {"x-a", ""}, {"x-a", "\tv ~"}},
+				Body: `{"code":"method_not_allowed","message":"m"}`},
+		},
+		RefusedRequests: []refusedVector{
+			{requestVector: requestVector{Kind: 1, Method: "GET", Path: "/", Headers: append(sixteen(), [2]string{"x-17", "v"})}, Error: "17 headers exceed 16"},
+			{requestVector: requestVector{Kind: 1, Method: "GET", Path: "/", Headers: headers{{"Traceparent", tp}}}, Error: "the name is not lower-case ASCII"},
+			{requestVector: requestVector{Kind: 1, Method: "GET", Path: "/", Headers: headers{{"", "v"}}}, Error: "the name is not lower-case ASCII"},
+			{requestVector: requestVector{Kind: 1, Method: "GET", Path: "/", Headers: headers{{"x_y", "v"}}}, Error: "the name is not lower-case ASCII"},
+			{requestVector: requestVector{Kind: 1, Method: "GET", Path: "/", Headers: headers{{strings.Repeat("n", 65), "v"}}}, Error: "the name is not lower-case ASCII"},
+			{requestVector: requestVector{Kind: 1, Method: "GET", Path: "/", Headers: headers{{"x", strings.Repeat("v", 1025)}}}, Error: "bytes is over 1024"},
+			{requestVector: requestVector{Kind: 1, Method: "GET", Path: "/", Headers: headers{{"x", "a\r\nb"}}}, Error: "a control or non-ASCII byte"},
+			{requestVector: requestVector{Kind: 1, Method: "GET", Path: "/", Headers: headers{{"x", "é"}}}, Error: "a control or non-ASCII byte"},
+		},
+		RefusedResponses: []refusedVector{
+			{Status: 200, requestVector: requestVector{Headers: append(sixteen(), [2]string{"x-17", "v"})}, Error: "17 headers exceed 16"},
+			{Status: 200, requestVector: requestVector{Headers: headers{{"Allow", "GET"}}}, Error: "the name is not lower-case ASCII"},
+			{Status: 200, requestVector: requestVector{Headers: headers{{"x", strings.Repeat("v", 1025)}}}, Error: "bytes is over 1024"},
+			{Status: 200, requestVector: requestVector{Headers: headers{{"x", "\x00"}}}, Error: "a control or non-ASCII byte"},
+		},
+		Traceparents: []traceparentVector{
+			{tp, true},
+			{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", true},
+			{"00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01", false},
+			{"00-00000000000000000000000000000000-00f067aa0ba902b7-01", false},
+			{"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", false},
+			{"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", false},
+			{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-", false},
+			{"00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01", false},
+			{"00-4bf92f3577b34da6a3ce929d0e0e4736_00f067aa0ba902b7-01", false},
+			{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0g", false},
+			{"", false},
 		},
 	}
+}
+
+func (r requestVector) do() do.Request {
+	return do.Request{Kind: do.RequestKind(r.Kind), Method: r.Method, Path: r.Path, Query: r.Query,
+		Headers: r.Headers.do(), Body: []byte(r.Body)}
+}
+
+func (r responseVector) do() do.Response {
+	return do.Response{Status: r.Status, Flags: byte(r.Flags), AlarmAt: r.AlarmAt, HoldMs: r.HoldMs,
+		Headers: r.Headers.do(), Body: []byte(r.Body)}
 }
 
 func encode(t *testing.T, v vectors) vectors {
@@ -129,12 +223,16 @@ func encode(t *testing.T, v vectors) vectors {
 		v.Rows[k].Hex = hex.EncodeToString(w.AppendTo(nil))
 	}
 	for k, r := range v.Requests {
-		v.Requests[k].Hex = hex.EncodeToString(do.AppendRequest(nil, do.Request{Kind: do.RequestKind(r.Kind),
-			Method: r.Method, Path: r.Path, Query: r.Query, Body: []byte(r.Body)}))
+		v.Requests[k].Hex = hex.EncodeToString(do.AppendRequest(nil, r.do()))
 	}
 	for k, r := range v.Responses {
-		v.Responses[k].Hex = hex.EncodeToString(do.AppendResponse(nil, do.Response{Status: r.Status,
-			Flags: byte(r.Flags), AlarmAt: r.AlarmAt, HoldMs: r.HoldMs, Body: []byte(r.Body)}))
+		v.Responses[k].Hex = hex.EncodeToString(do.AppendResponse(nil, r.do()))
+	}
+	for k, r := range v.RefusedRequests {
+		v.RefusedRequests[k].Hex = hex.EncodeToString(do.AppendRequest(nil, r.do()))
+	}
+	for k, r := range v.RefusedResponses {
+		v.RefusedResponses[k].Hex = hex.EncodeToString(do.AppendResponse(nil, do.Response{Status: r.Status, Headers: r.Headers.do()}))
 	}
 	return v
 }
@@ -165,12 +263,27 @@ func TestVectors(t *testing.T) {
 		require.Equal(t, r.AlarmAt, resp.AlarmAt)
 		require.Equal(t, r.HoldMs, resp.HoldMs)
 		require.Equal(t, r.Body, string(resp.Body))
+		require.Equal(t, r.Headers.do(), resp.Headers)
 	}
 	for _, r := range got.Requests {
 		raw, _ := hex.DecodeString(r.Hex)
 		req, err := do.DecodeRequest(raw)
 		require.NoError(t, err)
-		require.Equal(t, r.Path, req.Path)
-		require.Equal(t, r.Body, string(req.Body))
+		require.Equal(t, r.do(), req)
+	}
+	for _, r := range got.RefusedRequests {
+		raw, _ := hex.DecodeString(r.Hex)
+		_, err := do.DecodeRequest(raw)
+		require.ErrorIs(t, err, do.ErrCodec)
+		require.ErrorContains(t, err, r.Error)
+	}
+	for _, r := range got.RefusedResponses {
+		raw, _ := hex.DecodeString(r.Hex)
+		_, err := do.DecodeResponse(raw)
+		require.ErrorIs(t, err, do.ErrCodec)
+		require.ErrorContains(t, err, r.Error)
+	}
+	for _, tc := range got.Traceparents {
+		require.Equal(t, tc.Valid, do.ValidTraceparent(tc.Value), tc.Value)
 	}
 }

@@ -58,14 +58,31 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, err := s.manager.Do(r.Context(), tenant, do.Request{Kind: do.KindAPI, Method: r.Method,
-		Path: path, Query: r.URL.RawQuery, Body: body})
+		Path: path, Query: r.URL.RawQuery, Headers: requestHeaders(r), Body: body})
 	if err != nil {
 		writeError(w, api.Internal(firstLine(err.Error())))
 		return
 	}
+	for _, h := range resp.Headers {
+		if !do.Reserved(h.Name) { // stile-route and the like are for the host
+			w.Header().Add(h.Name, h.Value)
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(resp.Status)
 	w.Write(resp.Body)
+}
+
+// requestHeaders are the headers a request frame carries: the caller's
+// traceparent when well-formed, and the principal this server
+// authenticated. Nothing else of the client's crosses, so a client cannot
+// send a stile- header of its own.
+func requestHeaders(r *http.Request) do.Headers {
+	hs := make(do.Headers, 0, 2)
+	if tp := r.Header.Get(do.HeaderTraceparent); do.ValidTraceparent(tp) {
+		hs = append(hs, do.Header{Name: do.HeaderTraceparent, Value: tp})
+	}
+	return append(hs, do.Header{Name: do.HeaderPrincipal, Value: do.PrincipalAdmin})
 }
 
 func (s *Server) authorized(r *http.Request) bool {

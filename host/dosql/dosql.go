@@ -316,8 +316,10 @@ func (db *DB) appendColumn(stmt *sqlite3.Stmt, i int) error {
 	case sqlite3.INTEGER:
 		n := stmt.ColumnInt64(i)
 		if n > do.MaxSafeInteger || n < do.MinSafeInteger {
-			// A JS host would round it silently; refuse loudly instead.
-			return fmt.Errorf("column %d holds %d, beyond the ±(2^53-1) a Durable Object can return exactly", i, n)
+			// A Durable Object returns it as a JS number, rounded; so the
+			// guest gets the same real (which Rows.Int refuses) in every
+			// host. Keep it in range, or carry it as text.
+			return db.rows.AppendValue(do.Value{Kind: do.KindFloat, Float: float64(n)})
 		}
 		return db.rows.AppendValue(do.Value{Kind: do.KindInt, Int: n})
 	case sqlite3.FLOAT:

@@ -110,11 +110,20 @@ func TestErrorsInDurableObjectForm(t *testing.T) {
 	require.EqualError(t, err, "statement too long: SQLITE_TOOBIG")
 }
 
-func TestIntegersBeyondJSAreRefused(t *testing.T) {
+func TestIntegersBeyondJSComeBackAsAJSHostReturnsThem(t *testing.T) {
 	t.Parallel()
 	db := open(t)
-	_, err := db.Query(`SELECT 9007199254740993`, []byte{0})
-	require.ErrorContains(t, err, "beyond the ±(2^53-1)", "a JS host would round it; the local host refuses it")
+	out, err := db.Query(`SELECT 9007199254740993, -9007199254740993, 9223372036854775807`, []byte{0})
+	require.NoError(t, err)
+	rows, err := do.DecodeRows(out)
+	require.NoError(t, err)
+	require.True(t, rows.Next())
+	// Rounded to the nearest double, as V8 turns SQLite's int64 into a Number.
+	require.Equal(t, do.Value{Kind: do.KindFloat, Float: 9007199254740992}, rows.Value(0))
+	require.Equal(t, do.Value{Kind: do.KindFloat, Float: -9007199254740992}, rows.Value(1))
+	require.Equal(t, do.Value{Kind: do.KindFloat, Float: 9223372036854775808}, rows.Value(2))
+	rows.Int(0)
+	require.ErrorContains(t, rows.Err(), "column 0 is real, not integer", "tenant code reading an integer is told, never given a wrong one")
 }
 
 func TestStatementCacheSurvivesReuse(t *testing.T) {

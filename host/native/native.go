@@ -18,6 +18,11 @@ type Config struct {
 	// App is the module's registry: what its main package passes to
 	// runtime.Serve.
 	App *runtime.App
+	// Guest, instead of App, hosts any other handler of request frames:
+	// the native twin of a wasip1 module that exports its own entry (the
+	// host ABI's contract guest, host/contract). It is called once per
+	// instance, so a trap gets a fresh one as under Wasm.
+	Guest func(do.Host) Guest
 	// Logger receives the module's log lines.
 	Logger *slog.Logger
 	// Fault, when set, is asked before each tenant statement; true makes
@@ -26,13 +31,19 @@ type Config struct {
 	Fault func(tenant, sql string) bool
 }
 
+// Guest is what a module's exported entry does: one request frame in, one
+// response frame out (valid until the next call). runtime.Tenant is one.
+type Guest interface {
+	Handle(frame []byte) []byte
+}
+
 // Factory opens native engines.
 type Factory struct{ cfg Config }
 
 // New returns a factory for app.
 func New(cfg Config) (*Factory, error) {
-	if cfg.App == nil {
-		return nil, errors.New("native: Config.App is required")
+	if (cfg.App == nil) == (cfg.Guest == nil) {
+		return nil, errors.New("native: set exactly one of Config.App and Config.Guest")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -47,20 +58,25 @@ func (f *Factory) Open(_ context.Context, tenant, path string, clock host.Clock)
 		return nil, err
 	}
 	e := &engine{cfg: &f.cfg, name: tenant, db: db, clock: clock}
-	e.tenant = runtime.NewTenant(f.cfg.App, e)
+	if f.cfg.Guest != nil {
+		e.guest = f.cfg.Guest(e)
+	} else {
+		e.guest = runtime.NewTenant(f.cfg.App, e)
+	}
 	return e, nil
 }
 
 // Close implements host.Factory.
 func (f *Factory) Close() error { return nil }
 
-// engine is one tenant: a runtime.Tenant whose do.Host is this engine.
+// engine is one tenant: a runtime.Tenant (or Config.Guest) whose do.Host
+// is this engine.
 type engine struct {
-	cfg    *Config
-	name   string
-	db     *dosql.DB
-	clock  host.Clock
-	tenant *runtime.Tenant
+	cfg   *Config
+	name  string
+	db    *dosql.DB
+	clock host.Clock
+	guest Guest
 }
 
 // trap is the panic value of an injected fault.
@@ -76,7 +92,7 @@ func (e *engine) Handle(_ context.Context, frame []byte) (out []byte, err error)
 			err = fmt.Errorf("%w: %v (rollback: %v)\n%s", host.ErrTrapped, r, rbErr, debug.Stack())
 		}
 	}()
-	resp := e.tenant.Handle(frame)
+	resp := e.guest.Handle(frame)
 	return append([]byte(nil), resp...), nil
 }
 

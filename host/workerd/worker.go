@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
 )
 
 //go:embed js/*.mjs
@@ -68,5 +69,6 @@ func Config() string {
 	constant("BODY_TOO_LARGE", body(api.BodyTooLarge))
 	constant("NO_ROUTE_HINT", api.NoRouteHint)
 	constant("INTERNAL_PREFIX", api.InternalPrefix)
+	constant("PRINCIPAL_ADMIN", do.PrincipalAdmin)
 	return b.String()
 }

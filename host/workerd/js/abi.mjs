@@ -5,7 +5,7 @@
 //
 // Pure ES module: no imports, so Node can load it in tests.
 
-export const FRAME_VERSION = 1;
+export const FRAME_VERSION = 2;
 export const KIND_API = 1;
 export const KIND_ALARM = 2;
 export const FLAG_WAKE = 1;
@@ -189,9 +189,42 @@ export function encodeParams(values) {
   return w.result();
 }
 
+// ---- headers (do/header.go) ----
+
+export const HEADER_TRACEPARENT = "traceparent";
+export const HEADER_ALLOW = "allow";
+export const HEADER_PRINCIPAL = "stile-principal";
+export const HEADER_ROUTE = "stile-route";
+export const RESERVED_PREFIX = "stile-";
+export const MAX_HEADERS = 16, MAX_HEADER_NAME = 64, MAX_HEADER_VALUE = 1024;
+
+const headerName = /^[a-z0-9-]{1,64}$/;
+const headerValue = /^[\t\x20-\x7e]*$/;
+
+// checkHeader throws on a header a frame may not carry, in do's words.
+export function checkHeader(name, value) {
+  let problem = "";
+  if (!headerName.test(name)) problem = `the name is not lower-case ASCII [a-z0-9-] of 1 to ${MAX_HEADER_NAME} bytes`;
+  else if (value.length > MAX_HEADER_VALUE) problem = `a value of ${value.length} bytes is over ${MAX_HEADER_VALUE}`;
+  else if (!headerValue.test(value)) problem = "a control or non-ASCII byte in the value";
+  if (problem) throw new Error(`value codec: header ${JSON.stringify(name)}: ${problem}`);
+}
+
+const traceparent = /^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$/;
+
+// validTraceparent is do.ValidTraceparent: a W3C version-00 traceparent in
+// lower case whose trace id and parent id are not all zeros.
+export function validTraceparent(s) {
+  const m = traceparent.exec(s ?? "");
+  return m !== null && !/^0+$/.test(m[1]) && !/^0+$/.test(m[2]);
+}
+
 // ---- frames ----
 
-export function encodeRequest(kind, method, path, query, body) {
+// encodeRequest writes a request frame; headers are [name, value] pairs
+// (checked: a transport that built a bad one gets an error, not a frame).
+export function encodeRequest(kind, method, path, query, body, headers = []) {
+  if (headers.length > MAX_HEADERS) throw new Error(`value codec: ${headers.length} headers exceed ${MAX_HEADERS}`);
   const w = new Writer(64 + body.length);
   w.byte(FRAME_VERSION);
   w.byte(kind);
@@ -200,6 +233,14 @@ export function encodeRequest(kind, method, path, query, body) {
     w.uvarint(b.length);
     w.bytes(b);
   }
+  w.uvarint(headers.length);
+  for (const [name, value] of headers) {
+    checkHeader(name, value);
+    for (const s of [name, value]) {
+      w.uvarint(s.length); // ASCII: one byte per character
+      for (let i = 0; i < s.length; i++) w.byte(s.charCodeAt(i));
+    }
+  }
   w.uvarint(body.length);
   w.bytes(body);
   return w.result();
@@ -207,13 +248,31 @@ export function encodeRequest(kind, method, path, query, body) {
 
 export function decodeResponse(buf) {
   const r = new Reader(buf);
-  if (r.byte() !== FRAME_VERSION) throw new Error("not a response frame");
+  if (r.byte() !== FRAME_VERSION) throw new Error(`value codec: not a version ${FRAME_VERSION} response frame`);
   const status = Number(r.uvarint());
   const flags = r.byte();
   const alarmAt = Number(r.varint());
   const holdMs = Number(r.uvarint());
+  const n = Number(r.uvarint());
+  if (n > MAX_HEADERS) throw new Error(`value codec: ${n} headers exceed ${MAX_HEADERS}`);
+  const headers = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const name = fromLatin1(r.bytes(Number(r.uvarint())));
+    const value = fromLatin1(r.bytes(Number(r.uvarint())));
+    checkHeader(name, value);
+    headers[i] = [name, value];
+  }
   const body = r.bytes(Number(r.uvarint()));
-  return { status, flags, alarmAt, holdMs, body };
+  if (r.off !== buf.length) throw new Error("value codec: trailing bytes after response frame");
+  return { status, flags, alarmAt, holdMs, headers, body };
+}
+
+// fromLatin1 maps each byte to one character, so that a non-ASCII byte is
+// seen (and refused) as such rather than decoded as UTF-8.
+function fromLatin1(b) {
+  let s = "";
+  for (let i = 0; i < b.length; i++) s += String.fromCharCode(b[i]);
+  return s;
 }
 
 // ---- the module ----

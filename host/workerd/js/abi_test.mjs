@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { decodeParams, decodeResponse, encodeParams, encodeRequest, encodeRows, importNames } from "./abi.mjs";
+import { decodeParams, decodeResponse, encodeParams, encodeRequest, encodeRows, importNames, validTraceparent } from "./abi.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const vectors = JSON.parse(readFileSync(here + "../../../do/testdata/vectors.json", "utf8"));
@@ -42,9 +42,27 @@ test("encodeRows writes what the Go guest reads", () => {
 
 test("request frames match", () => {
   for (const r of vectors.requests) {
-    const got = encodeRequest(r.kind, r.method, r.path, r.query, new TextEncoder().encode(r.body));
+    const got = encodeRequest(r.kind, r.method, r.path, r.query, new TextEncoder().encode(r.body), r.headers);
     assert.equal(hex(got), r.hex);
   }
+});
+
+test("request frames beyond the header rules are refused", () => {
+  for (const r of vectors.refused_requests) {
+    assert.throws(() => encodeRequest(r.kind, r.method, r.path, r.query, new TextEncoder().encode(r.body), r.headers),
+      (e) => e.message.startsWith("value codec: ") && e.message.includes(r.error), r.error);
+  }
+});
+
+test("response frames beyond the header rules are refused", () => {
+  for (const r of vectors.refused_responses) {
+    assert.throws(() => decodeResponse(bytes(r.hex)),
+      (e) => e.message.startsWith("value codec: ") && e.message.includes(r.error), r.error);
+  }
+});
+
+test("traceparent checks match", () => {
+  for (const t of vectors.traceparents) assert.equal(validTraceparent(t.value), t.valid, t.value);
 });
 
 test("response frames match", () => {
@@ -54,6 +72,7 @@ test("response frames match", () => {
     assert.equal(got.flags, r.flags);
     assert.equal(got.alarmAt, r.alarm_at);
     assert.equal(got.holdMs, r.hold_ms);
+    assert.deepEqual(got.headers, r.headers);
     assert.equal(new TextDecoder().decode(got.body), r.body);
   }
 });

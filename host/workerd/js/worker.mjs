@@ -5,9 +5,13 @@
 // from the Go API package) and tenant.wasm.
 
 import wasm from "./tenant.wasm";
-import { decodeResponse, encodeRequest, instantiate, FLAG_WAKE, KIND_ALARM, KIND_API } from "./abi.mjs";
 import {
-  API_PREFIX, BODY_TOO_LARGE, INTERNAL_PREFIX, INVALID_TENANT, MAX_BODY_BYTES, NO_ROUTE_HINT, TENANT_PATTERN, UNAUTHORIZED,
+  decodeResponse, encodeRequest, instantiate, validTraceparent,
+  FLAG_WAKE, HEADER_PRINCIPAL, HEADER_TRACEPARENT, KIND_ALARM, KIND_API, RESERVED_PREFIX,
+} from "./abi.mjs";
+import {
+  API_PREFIX, BODY_TOO_LARGE, INTERNAL_PREFIX, INVALID_TENANT, MAX_BODY_BYTES, NO_ROUTE_HINT, PRINCIPAL_ADMIN, TENANT_PATTERN,
+  UNAUTHORIZED,
 } from "./config.mjs";
 
 const tenantRe = new RegExp(TENANT_PATTERN);
@@ -57,9 +61,26 @@ export default {
     const tenant = slash < 0 ? rest : rest.slice(0, slash);
     if (!tenantRe.test(tenant)) return json(400, INVALID_TENANT);
     const stub = env.TENANT.get(env.TENANT.idFromName(tenant));
-    return stub.fetch(request);
+    // The object trusts only what this entry says of the caller: the
+    // client's own stile- headers are dropped, the principal set.
+    const headers = new Headers();
+    for (const [name, value] of request.headers) if (!name.startsWith(RESERVED_PREFIX)) headers.append(name, value);
+    headers.set(HEADER_PRINCIPAL, PRINCIPAL_ADMIN);
+    return stub.fetch(new Request(request, { headers }));
   },
 };
+
+// frameHeaders are the headers a request frame carries (do/header.go): the
+// caller's traceparent when well-formed, and the principal the Worker entry
+// authenticated. Nothing else of the client's crosses.
+function frameHeaders(request) {
+  const out = [];
+  const tp = request.headers.get(HEADER_TRACEPARENT);
+  if (validTraceparent(tp)) out.push([HEADER_TRACEPARENT, tp]);
+  const principal = request.headers.get(HEADER_PRINCIPAL);
+  if (principal) out.push([HEADER_PRINCIPAL, principal]);
+  return out;
+}
 
 // Tenant is the Durable Object of one tenant: it runs the module over its
 // SQLite storage, keeps the alarm where the module says, and holds empty
@@ -116,7 +137,7 @@ export class Tenant {
     const url = new URL(request.url);
     const body = new Uint8Array(await request.arrayBuffer());
     if (body.length > MAX_BODY_BYTES) return json(413, BODY_TOO_LARGE);
-    const frame = encodeRequest(KIND_API, request.method, decodedPath(url), url.search.slice(1), body);
+    const frame = encodeRequest(KIND_API, request.method, decodedPath(url), url.search.slice(1), body, frameHeaders(request));
     let deadline = 0;
     for (;;) {
       const woken = this.wakeUp; // before the call, so no wake-up is missed
@@ -138,7 +159,10 @@ export class Tenant {
           continue;
         }
       }
-      return new Response(resp.body, { status: resp.status, headers: { "content-type": "application/json" } });
+      const headers = new Headers();
+      for (const [name, value] of resp.headers) if (!name.startsWith(RESERVED_PREFIX)) headers.append(name, value);
+      headers.set("content-type", "application/json");
+      return new Response(resp.body, { status: resp.status, headers });
     }
   }
 

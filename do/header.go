@@ -1,0 +1,130 @@
+package do
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Header is one request or response header crossing the ABI. Names are
+// lower-case ASCII (a-z, 0-9, '-'), values printable ASCII; a frame holds at
+// most MaxHeaders of them. Only the headers below cross: transports do not
+// forward a client's headers wholesale, so what a module sees is what the
+// host decided it should see.
+type Header struct {
+	Name, Value string
+}
+
+// Headers is a frame's header list, in order; a name may repeat.
+type Headers []Header
+
+// Get returns the value of the first header called name, or "".
+func (hs Headers) Get(name string) string {
+	for _, h := range hs {
+		if h.Name == name {
+			return h.Value
+		}
+	}
+	return ""
+}
+
+// Set replaces the value of the first header called name, or adds it.
+func (hs *Headers) Set(name, value string) {
+	for i := range *hs {
+		if (*hs)[i].Name == name {
+			(*hs)[i].Value = value
+			return
+		}
+	}
+	*hs = append(*hs, Header{Name: name, Value: value})
+}
+
+// The headers Stile uses, and who sets each:
+//
+//	traceparent      request   the transport, copied from the HTTP request
+//	                           when it is a well-formed W3C traceparent
+//	                           (ValidTraceparent); dropped otherwise
+//	stile-principal  request   the transport, after it authenticated the
+//	                           caller (today one token: PrincipalAdmin)
+//	allow            response  the module, on a 405; transports copy it onto
+//	                           the HTTP response
+//	stile-route      response  the module: the matched route pattern, for
+//	                           the host's metrics; never sent over HTTP
+//
+// Names starting with ReservedPrefix belong to Stile: a client-sent header
+// of such a name is never passed into a module, and transports never copy a
+// stile- response header onto HTTP. Other response headers a module sets
+// are copied onto the HTTP response.
+const (
+	HeaderTraceparent = "traceparent"
+	HeaderAllow       = "allow"
+	HeaderPrincipal   = "stile-principal"
+	HeaderRoute       = "stile-route"
+
+	ReservedPrefix = "stile-"
+
+	// PrincipalAdmin is the principal of a caller holding the deployment's
+	// one token.
+	PrincipalAdmin = "admin"
+)
+
+// Limits of a frame's headers.
+const (
+	MaxHeaders     = 16
+	MaxHeaderName  = 64
+	MaxHeaderValue = 1024
+)
+
+// Reserved reports whether a header name belongs to Stile (stile-…).
+func Reserved(name string) bool { return strings.HasPrefix(name, ReservedPrefix) }
+
+// CheckHeader refuses a header a frame may not carry, with ErrCodec.
+func CheckHeader(h Header) error {
+	// One message built in one place: each fmt call costs the module.
+	problem := ""
+	if len(h.Name) == 0 || len(h.Name) > MaxHeaderName {
+		problem = headerNameRule
+	}
+	for i := 0; i < len(h.Name); i++ {
+		if c := h.Name[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			problem = headerNameRule
+		}
+	}
+	if problem == "" && len(h.Value) > MaxHeaderValue {
+		problem = "a value of " + strconv.Itoa(len(h.Value)) + " bytes is over " + strconv.Itoa(MaxHeaderValue)
+	}
+	for i := 0; problem == "" && i < len(h.Value); i++ {
+		if c := h.Value[i]; (c < 0x20 && c != '\t') || c > 0x7e {
+			problem = "a control or non-ASCII byte in the value"
+		}
+	}
+	if problem == "" {
+		return nil
+	}
+	return fmt.Errorf("%w: header %q: %s", ErrCodec, h.Name, problem)
+}
+
+const headerNameRule = "the name is not lower-case ASCII [a-z0-9-] of 1 to 64 bytes"
+
+// ValidTraceparent reports whether s is a W3C traceparent a transport may
+// pass on: version 00, "00-<32 hex>-<16 hex>-<2 hex>" in lower case, with
+// a trace id and a parent id that are not all zeros.
+func ValidTraceparent(s string) bool {
+	if len(s) != 55 || s[0] != '0' || s[1] != '0' || s[2] != '-' || s[35] != '-' || s[52] != '-' {
+		return false
+	}
+	return hexID(s[3:35]) && hexID(s[36:52]) && hexID(s[53:55])
+}
+
+// hexID: lower-case hex, and not all zeros when longer than a flags byte.
+func hexID(s string) bool {
+	zero := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+		zero = zero && c == '0'
+	}
+	return !zero || len(s) == 2
+}
