@@ -702,8 +702,9 @@ func scenarioRoutesAndPaths(s *scenario) {
 		{"GET", base + "/jobs/batch", "POST"}, // the literal route, not jobs/{id}
 		{"POST", base + "/schedules/nightly", "PUT, GET, DELETE"},
 	} {
-		status, _, b := call(tc.method, tc.path)
+		status, h, b := call(tc.method, tc.path)
 		require.Equal(t, http.StatusMethodNotAllowed, status, "%s %s: %s", tc.method, tc.path, b)
+		require.Equal(t, tc.allow, h.Get("Allow"), "%s %s: every host sends the Allow header", tc.method, tc.path)
 		want := api.Refuse(api.CodeMethodNotAllowed, "%s %s: use %s", tc.method, tc.path, tc.allow)
 		require.Equal(t, string(want.AppendJSON(nil)), string(b))
 	}

@@ -68,14 +68,15 @@ var routes = []struct {
 
 // match routes an API request and validates its input. Everything that can
 // be refused without reading storage is refused here, so bad input writes
-// nothing, not even due work.
-func (t *Tenant) match(req do.Request) (route, *api.Error) {
+// nothing, not even due work. allow lists the methods of a path asked with
+// another one (405), for the Allow header.
+func (t *Tenant) match(req do.Request) (run route, refused *api.Error, allow string) {
 	tenant, rest, ok := api.SplitTenantPath(req.Path)
 	if !ok {
-		return nil, api.NoRoute(req.Method, req.Path)
+		return nil, api.NoRoute(req.Method, req.Path), ""
 	}
 	if !api.ValidTenant(tenant) {
-		return nil, &api.InvalidTenant
+		return nil, &api.InvalidTenant, ""
 	}
 	if t.name == "" {
 		t.name = tenant
@@ -83,20 +84,21 @@ func (t *Tenant) match(req do.Request) (route, *api.Error) {
 	if tenant != t.name {
 		// One module instance serves one tenant; a host that routes another
 		// tenant's request here is broken, and must not write.
-		return nil, api.Refuse(api.CodeInvalidTenant, "this object serves tenant %q, not %q", t.name, tenant)
+		return nil, api.Refuse(api.CodeInvalidTenant, "this object serves tenant %q, not %q", t.name, tenant), ""
 	}
 	if len(req.Body) > api.MaxBodyBytes {
-		return nil, &api.BodyTooLarge
+		return nil, &api.BodyTooLarge, ""
 	}
 	h, in, allow := lookup(req.Method, rest)
 	switch {
 	case h != nil:
 		in.query, in.body = req.Query, req.Body
-		return h(t, in)
+		run, refused = h(t, in)
+		return run, refused, ""
 	case allow != "":
-		return nil, api.Refuse(api.CodeMethodNotAllowed, "%s %s: use %s", req.Method, req.Path, allow)
+		return nil, api.Refuse(api.CodeMethodNotAllowed, "%s %s: use %s", req.Method, req.Path, allow), allow
 	}
-	return nil, api.NoRoute(req.Method, req.Path)
+	return nil, api.NoRoute(req.Method, req.Path), ""
 }
 
 // lookup finds the handler of method on path (the part after the tenant).

@@ -101,8 +101,13 @@ func (t *Tenant) serve(req do.Request) do.Response {
 		run = func(int64) (result, error) { return result{status: statusOK}, nil }
 	case do.KindAPI:
 		var refused *api.Error
-		if run, refused = t.match(req); refused != nil {
-			return errorResponse(refused)
+		var allow string
+		if run, refused, allow = t.match(req); refused != nil {
+			resp := errorResponse(refused)
+			if allow != "" {
+				resp.Headers = do.Headers{{Name: do.HeaderAllow, Value: allow}}
+			}
+			return resp
 		}
 	default:
 		return errorResponse(api.Refuse(api.CodeInvalidRequest, "unknown request kind %d", req.Kind))
