@@ -44,6 +44,7 @@ const (
 	CodeNotStuck        Code = "not_stuck"         // 409: skip of an event that is not the reaction's first open delivery
 	CodeCommandRejected Code = "command_rejected"  // 422: the aggregate's decide refused the command (its error, or a panic in its code); nothing was written
 	CodeTxFailed        Code = "tx_failed"         // 422: a registered transaction failed; it wrote nothing
+	CodeQueryFailed     Code = "query_failed"      // 422: a registered query's SQL failed with these parameters
 )
 
 // Codes of the fences: a heartbeat, report or settlement whose claim no

@@ -18,7 +18,7 @@ func (c Code) Status() int {
 		return 409
 	case CodeBodyTooLarge:
 		return 413
-	case CodeCommandRejected, CodeTxFailed:
+	case CodeCommandRejected, CodeTxFailed, CodeQueryFailed:
 		return 422
 	case CodeInternal:
 		return 500

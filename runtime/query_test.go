@@ -33,7 +33,7 @@ func TestQueryRefusesWhatItCannotRead(t *testing.T) {
 	} {
 		_, e := query(raw)
 		require.NotNil(t, e, "%q", raw)
-		require.Equal(t, statusBadRequest, e.Status)
+		require.Equal(t, 400, e.Status)
 		require.Contains(t, e.Message, msg, "%q", raw)
 	}
 }

@@ -28,42 +28,53 @@ type handler func(t *Tenant, in input) (route, *api.Error)
 // routes is the tenant API: every route with its handler. The 404 and 405
 // answers are derived from it, and the client builds its paths from the
 // same api.Route values.
-var routes = []struct {
+var routes = []routeEntry{
+	{Route: api.RouteListJobs, handle: func(t *Tenant, in input) (route, *api.Error) { return t.listJobs(in.query) }},
+	{Route: api.RouteEnqueue, handle: func(t *Tenant, in input) (route, *api.Error) { return t.enqueueOne(in.body) }},
+	{Route: api.RouteEnqueueMany, handle: func(t *Tenant, in input) (route, *api.Error) { return t.enqueueBatch(in.body) }},
+	{Route: api.RouteGetJob, handle: func(t *Tenant, in input) (route, *api.Error) { return t.getJob(in.params[0]) }},
+	{Route: api.RouteDeleteJob, handle: func(t *Tenant, in input) (route, *api.Error) { return t.deleteJob(in.params[0]) }},
+	{Route: api.RouteHeartbeat, handle: func(t *Tenant, in input) (route, *api.Error) { return t.heartbeat(in.params[0], in.body) }},
+	{Route: api.RouteReport, handle: func(t *Tenant, in input) (route, *api.Error) { return t.reportOne(in.params[0], in.body) }},
+	{Route: api.RouteCancel, handle: func(t *Tenant, in input) (route, *api.Error) { return t.cancel(in.params[0], in.body) }},
+	{Route: api.RouteRetry, handle: func(t *Tenant, in input) (route, *api.Error) { return t.retry(in.params[0]) }},
+	{Route: api.RouteClaim, handle: func(t *Tenant, in input) (route, *api.Error) { return t.claim(in.body) }},
+	{Route: api.RouteReportMany, handle: func(t *Tenant, in input) (route, *api.Error) { return t.reportBatch(in.body) }},
+	{Route: api.RouteQueues, handle: func(t *Tenant, in input) (route, *api.Error) { return t.queues(), nil }},
+	{Route: api.RouteLimits, handle: func(t *Tenant, in input) (route, *api.Error) { return t.limits(), nil }},
+	{Route: api.RouteSetLimit, handle: func(t *Tenant, in input) (route, *api.Error) { return t.setLimit(in.params[0], in.body) }},
+	{Route: api.RouteTx, handle: func(t *Tenant, in input) (route, *api.Error) { return t.runTx(in.params[0], in.body) }},
+	{Route: api.RouteSchedules, handle: func(t *Tenant, in input) (route, *api.Error) { return t.listSchedules(), nil }},
+	{Route: api.RoutePutSchedule, handle: func(t *Tenant, in input) (route, *api.Error) { return t.putSchedule(in.params[0], in.body) }},
+	{Route: api.RouteGetSchedule, handle: func(t *Tenant, in input) (route, *api.Error) { return t.getSchedule(in.params[0]), nil }},
+	{Route: api.RouteDelSchedule, handle: func(t *Tenant, in input) (route, *api.Error) { return t.deleteSchedule(in.params[0]), nil }},
+	{Route: api.RouteStatus, handle: func(t *Tenant, in input) (route, *api.Error) { return t.status(), nil }},
+	{Route: api.RouteEvents, handle: func(t *Tenant, in input) (route, *api.Error) { return t.readEvents(in.query) }},
+	{Route: api.RouteReadStream, handle: func(t *Tenant, in input) (route, *api.Error) { return t.readStream(in.params[0], in.query) }},
+	{Route: api.RouteAppend, handle: func(t *Tenant, in input) (route, *api.Error) { return t.appendEvents(in.params[0], in.body) }},
+	{Route: api.RouteCommand, handle: func(t *Tenant, in input) (route, *api.Error) { return t.command(in.body) }},
+	{Route: api.RouteGetCommand, handle: func(t *Tenant, in input) (route, *api.Error) { return t.getCommand(in.params[0]), nil }},
+	{Route: api.RouteReactions, handle: func(t *Tenant, in input) (route, *api.Error) { return t.reactionsStatus(), nil }},
+	{Route: api.RouteClaimEvents, handle: func(t *Tenant, in input) (route, *api.Error) { return t.claimReactions(in.body) }},
+	{Route: api.RouteSettle, handle: func(t *Tenant, in input) (route, *api.Error) { return t.settle(in.body) }},
+	{Route: api.RouteSkip, handle: func(t *Tenant, in input) (route, *api.Error) { return t.skipReaction(in.params[0], in.body) }},
+	{Route: api.RouteProjections, handle: func(t *Tenant, in input) (route, *api.Error) { return t.projectionsStatus(), nil }},
+	{Route: api.RouteRebuild, handle: func(t *Tenant, in input) (route, *api.Error) { return t.rebuildProjection(in.params[0]) }},
+	{Route: api.RouteQuery, handle: func(t *Tenant, in input) (route, *api.Error) { return t.runQuery(in.params[0], in.query) }},
+}
+
+// routeEntry is a route of the table; segs is its pattern, split once
+// when the module starts.
+type routeEntry struct {
 	api.Route
 	handle handler
-}{
-	{api.RouteListJobs, func(t *Tenant, in input) (route, *api.Error) { return t.listJobs(in.query) }},
-	{api.RouteEnqueue, func(t *Tenant, in input) (route, *api.Error) { return t.enqueueOne(in.body) }},
-	{api.RouteEnqueueMany, func(t *Tenant, in input) (route, *api.Error) { return t.enqueueBatch(in.body) }},
-	{api.RouteGetJob, func(t *Tenant, in input) (route, *api.Error) { return t.getJob(in.params[0]) }},
-	{api.RouteDeleteJob, func(t *Tenant, in input) (route, *api.Error) { return t.deleteJob(in.params[0]) }},
-	{api.RouteHeartbeat, func(t *Tenant, in input) (route, *api.Error) { return t.heartbeat(in.params[0], in.body) }},
-	{api.RouteReport, func(t *Tenant, in input) (route, *api.Error) { return t.reportOne(in.params[0], in.body) }},
-	{api.RouteCancel, func(t *Tenant, in input) (route, *api.Error) { return t.cancel(in.params[0], in.body) }},
-	{api.RouteRetry, func(t *Tenant, in input) (route, *api.Error) { return t.retry(in.params[0]) }},
-	{api.RouteClaim, func(t *Tenant, in input) (route, *api.Error) { return t.claim(in.body) }},
-	{api.RouteReportMany, func(t *Tenant, in input) (route, *api.Error) { return t.reportBatch(in.body) }},
-	{api.RouteQueues, func(t *Tenant, in input) (route, *api.Error) { return t.queues(), nil }},
-	{api.RouteLimits, func(t *Tenant, in input) (route, *api.Error) { return t.limits(), nil }},
-	{api.RouteSetLimit, func(t *Tenant, in input) (route, *api.Error) { return t.setLimit(in.params[0], in.body) }},
-	{api.RouteTx, func(t *Tenant, in input) (route, *api.Error) { return t.runTx(in.params[0], in.body) }},
-	{api.RouteSchedules, func(t *Tenant, in input) (route, *api.Error) { return t.listSchedules(), nil }},
-	{api.RoutePutSchedule, func(t *Tenant, in input) (route, *api.Error) { return t.putSchedule(in.params[0], in.body) }},
-	{api.RouteGetSchedule, func(t *Tenant, in input) (route, *api.Error) { return t.getSchedule(in.params[0]), nil }},
-	{api.RouteDelSchedule, func(t *Tenant, in input) (route, *api.Error) { return t.deleteSchedule(in.params[0]), nil }},
-	{api.RouteStatus, func(t *Tenant, in input) (route, *api.Error) { return t.status(), nil }},
-	{api.RouteEvents, func(t *Tenant, in input) (route, *api.Error) { return t.readEvents(in.query) }},
-	{api.RouteReadStream, func(t *Tenant, in input) (route, *api.Error) { return t.readStream(in.params[0], in.query) }},
-	{api.RouteAppend, func(t *Tenant, in input) (route, *api.Error) { return t.appendEvents(in.params[0], in.body) }},
-	{api.RouteCommand, func(t *Tenant, in input) (route, *api.Error) { return t.command(in.body) }},
-	{api.RouteGetCommand, func(t *Tenant, in input) (route, *api.Error) { return t.getCommand(in.params[0]), nil }},
-	{api.RouteReactions, func(t *Tenant, in input) (route, *api.Error) { return t.reactionsStatus(), nil }},
-	{api.RouteClaimEvents, func(t *Tenant, in input) (route, *api.Error) { return t.claimReactions(in.body) }},
-	{api.RouteSettle, func(t *Tenant, in input) (route, *api.Error) { return t.settle(in.body) }},
-	{api.RouteSkip, func(t *Tenant, in input) (route, *api.Error) { return t.skipReaction(in.params[0], in.body) }},
-	{api.RouteProjections, func(t *Tenant, in input) (route, *api.Error) { return t.projectionsStatus(), nil }},
-	{api.RouteRebuild, func(t *Tenant, in input) (route, *api.Error) { return t.rebuildProjection(in.params[0]) }},
-	{api.RouteQuery, func(t *Tenant, in input) (route, *api.Error) { return t.runQuery(in.params[0], in.query) }},
+	segs   segments
+}
+
+func init() {
+	for i := range routes {
+		routes[i].segs = pattern(routes[i].Route)
+	}
 }
 
 // match routes an API request and validates its input. Everything that can
@@ -104,52 +115,105 @@ func (t *Tenant) match(req do.Request) (run route, refused *api.Error, allow str
 // lookup finds the handler of method on path (the part after the tenant).
 // Of the patterns that match the path, only the most specific count (the
 // most literal segments: jobs/batch before jobs/{id}); when none of those
-// has the method, allow lists the methods they have.
+// has the method, allow lists the methods they have. (It runs on every
+// request inside Wasm, where each call and loop costs: the path is split
+// once, and a pattern is compared only when its segment count matches.)
 func lookup(method, path string) (h handler, in input, allow string) {
+	var p segments
+	if !p.split(path) {
+		return nil, in, ""
+	}
 	best := -1
 	var params [maxParams]string
 	for i := range routes {
 		r := &routes[i]
-		literals, ok := matchPattern(r.Pattern, path, &params)
+		if r.segs.n != p.n {
+			continue
+		}
+		literals, ok := r.segs.match(&p, &params)
 		if !ok || literals < best {
 			continue
 		}
 		if literals > best {
-			best, h, allow = literals, nil, ""
+			best, h = literals, nil
 		}
 		if r.Method == method {
 			h, in.params = r.handle, params
 		}
-		if !strings.Contains(allow, r.Method) {
+	}
+	if h != nil || best < 0 {
+		return h, in, ""
+	}
+	for i := range routes { // a 405: the methods the path has
+		r := &routes[i]
+		if r.segs.n != p.n {
+			continue
+		}
+		if literals, ok := r.segs.match(&p, &params); ok && literals == best && !strings.Contains(allow, r.Method) {
 			if allow != "" {
 				allow += ", "
 			}
 			allow += r.Method
 		}
 	}
-	return h, in, allow
+	return nil, in, allow
 }
 
-// matchPattern matches path against pattern segment by segment, filling
-// params with the {parameter} segments (non-empty), and returns how many
-// literal segments matched.
-func matchPattern(pattern, path string, params *[maxParams]string) (literals int, ok bool) {
+// maxSegments is the most segments a route's pattern has.
+const maxSegments = 3
+
+// segments is a path or a pattern split at '/'; a pattern's {parameter}
+// segments are marked.
+type segments struct {
+	n     int
+	s     [maxSegments]string
+	param [maxSegments]bool
+}
+
+// split splits path; false when it has more segments than any route.
+func (p *segments) split(path string) bool {
+	for more := true; more; p.n++ {
+		if p.n == maxSegments {
+			return false
+		}
+		p.s[p.n], path, more = strings.Cut(path, "/")
+	}
+	return true
+}
+
+// pattern splits a route's pattern, marking its parameters.
+func pattern(r api.Route) segments {
+	var p segments
+	if !p.split(r.Pattern) {
+		panic("runtime: route " + r.String() + " has more than maxSegments segments")
+	}
+	params := 0
+	for i := 0; i < p.n; i++ {
+		if s := p.s[i]; len(s) > 1 && s[0] == '{' {
+			p.param[i] = true
+			params++
+		}
+	}
+	if params > maxParams {
+		panic("runtime: route " + r.String() + " has more than maxParams parameters")
+	}
+	return p
+}
+
+// match matches a path of the same segment count against the pattern,
+// filling params with the (non-empty) parameter segments, and returns how
+// many literal segments matched.
+func (pat *segments) match(path *segments, params *[maxParams]string) (literals int, ok bool) {
 	n := 0
-	for more := true; more; {
-		var ps, seg string
-		var pmore bool
-		ps, pattern, pmore = strings.Cut(pattern, "/")
-		seg, path, more = strings.Cut(path, "/")
+	for i := 0; i < pat.n; i++ {
 		switch {
-		case pmore != more:
-			return 0, false // one has more segments (a trailing slash counts)
-		case len(ps) > 1 && ps[0] == '{':
-			if seg == "" || n == maxParams {
+		case pat.param[i]:
+			if path.s[i] == "" {
 				return 0, false
 			}
-			params[n] = seg
+			params[n] = path.s[i]
 			n++
-		case ps == seg:
+		case pat.s[i] == path.s[i]:
 			literals++
 		default:
 			return 0, false

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -214,8 +213,7 @@ func (t *Tenant) getCommand(id string) route {
 			return result{}, err
 		}
 		if !found {
-			return result{status: statusNotFound, body: (&api.Error{Code: api.CodeNotFound,
-				Message: fmt.Sprintf("command %q was never applied", id)}).AppendJSON}, nil
+			return result{}, api.Refuse(api.CodeNotFound, "command %q was never applied", id)
 		}
 		evs, err := t.events.ReadRange(rec.FirstSeq, rec.LastSeq)
 		if err != nil {

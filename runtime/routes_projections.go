@@ -142,8 +142,7 @@ func (t *Tenant) runQuery(name, raw string) (route, *api.Error) {
 		}
 		rows, err := t.db.Query("SELECT * FROM ("+sql+") LIMIT "+strconv.Itoa(q.MaxRows+1), args...)
 		if err != nil {
-			return result{status: statusUnprocessable, body: (&api.Error{Code: api.CodeInvalidRequest,
-				Message: fmt.Sprintf("query %s failed: %s", name, oneLine(err.Error()))}).AppendJSON}, nil
+			return result{}, api.Refuse(api.CodeQueryFailed, "query %s failed: %s", name, oneLine(err.Error()))
 		}
 		if rows.Columns() != len(q.Columns) {
 			return result{}, fmt.Errorf("query %s returns %d columns but names %d", name, rows.Columns(), len(q.Columns))

@@ -391,8 +391,7 @@ func (t *Tenant) skipReaction(handler string, body []byte) (route, *api.Error) {
 			return result{}, err
 		}
 		if !ok {
-			return result{status: statusConflict, body: (&api.Error{Code: api.CodeNotStuck,
-				Message: fmt.Sprintf("event %d is not the first unsettled delivery of %s: only that one can be skipped", r.Seq, handler)}).AppendJSON}, nil
+			return result{}, api.Refuse(api.CodeNotStuck, "event %d is not the first unsettled delivery of %s: only that one can be skipped", r.Seq, handler)
 		}
 		return result{status: statusOK, body: api.SettleResult{Handler: handler, Seq: r.Seq, State: string(inbox.Skipped)}.AppendJSON}, nil
 	}, nil

@@ -56,14 +56,15 @@ func TestLookup(t *testing.T) {
 		params       []string
 		allow        string
 	}{
-		{"GET", "jobs", true, nil, "GET, POST"},
-		{"POST", "jobs/batch", true, nil, "POST"},
+		{"GET", "jobs", true, nil, ""},
+		{"POST", "jobs/batch", true, nil, ""},
 		{"GET", "jobs/batch", false, nil, "POST"}, // the literal pattern wins over jobs/{id}
-		{"GET", "jobs/42", true, []string{"42"}, "GET, DELETE"},
+		{"GET", "jobs/42", true, []string{"42"}, ""},
 		{"PUT", "jobs/42", false, nil, "GET, DELETE"},
-		{"POST", "jobs/42/heartbeat", true, []string{"42"}, "POST"},
-		{"POST", "reactions/refunds/skip", true, []string{"refunds"}, "POST"},
-		{"POST", "reactions/claims", true, nil, "POST"},
+		{"POST", "jobs/42/heartbeat", true, []string{"42"}, ""},
+		{"POST", "reactions/refunds/skip", true, []string{"refunds"}, ""},
+		{"DELETE", "jobs", false, nil, "GET, POST"},
+		{"POST", "reactions/claims", true, nil, ""},
 		{"GET", "jobs/", false, nil, ""}, // an empty parameter matches nothing
 		{"GET", "jobs/42/", false, nil, ""},
 		{"GET", "nowhere", false, nil, ""},
@@ -76,8 +77,6 @@ func TestLookup(t *testing.T) {
 				require.Equal(t, p, in.params[i], "%s %s", tc.method, tc.path)
 			}
 		}
-		if !tc.found || tc.allow != "" {
-			require.Equal(t, tc.allow, allow, "%s %s", tc.method, tc.path)
-		}
+		require.Equal(t, tc.allow, allow, "%s %s: the methods of a path asked with another one", tc.method, tc.path)
 	}
 }

@@ -81,7 +81,7 @@ func (t *Tenant) getSchedule(name string) route {
 			return result{}, err
 		}
 		if !found {
-			return noSchedule(name), nil
+			return result{}, noSchedule(name)
 		}
 		return result{status: statusOK, body: scheduleView(sc).AppendJSON}, nil
 	}
@@ -94,7 +94,7 @@ func (t *Tenant) deleteSchedule(name string) route {
 			return result{}, err
 		}
 		if !found {
-			return noSchedule(name), nil
+			return result{}, noSchedule(name)
 		}
 		return result{status: statusNoContent}, nil
 	}
@@ -114,8 +114,8 @@ func (t *Tenant) listSchedules() route {
 	}
 }
 
-func noSchedule(name string) result {
-	return result{status: statusNotFound, body: (&api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("schedule %q does not exist", name)}).AppendJSON}
+func noSchedule(name string) error {
+	return api.Refuse(api.CodeNotFound, "schedule %q does not exist", name)
 }
 
 func scheduleView(sc fencestore.Schedule) api.Schedule {

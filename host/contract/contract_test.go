@@ -1,17 +1,12 @@
 package contract_test
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,10 +16,7 @@ import (
 	"github.com/stile-run/stile/host"
 	"github.com/stile-run/stile/host/contract"
 	"github.com/stile-run/stile/host/native"
-	"github.com/stile-run/stile/host/wazerohost"
-	"github.com/stile-run/stile/host/workerd"
-	"github.com/stile-run/stile/internal/wasmbuild"
-	"github.com/stile-run/stile/server"
+	"github.com/stile-run/stile/stiletest"
 )
 
 const token = "contract-token"
@@ -41,126 +33,40 @@ type target struct {
 	manager *host.Manager // the Go hosts'
 }
 
+// guest is the contract guest module's package.
+const guest = "github.com/stile-run/stile/host/contract/guest"
+
 func TestNative(t *testing.T) {
 	t.Parallel()
 	f, err := native.New(native.Config{Guest: func(h do.Host) native.Guest { return contract.New(h) }, Logger: quiet})
 	require.NoError(t, err)
-	run(t, inProcess(t, f))
+	run(t, inProcess(t, stiletest.Config{Factory: f}))
 }
 
 func TestWazero(t *testing.T) {
 	t.Parallel()
-	f, err := wazerohost.New(context.Background(), wazerohost.Config{Wasm: guestWasm(t), Logger: quiet,
-		CacheDir: filepath.Join(os.TempDir(), "stile-test-wazero-cache")})
-	require.NoError(t, err)
-	run(t, inProcess(t, f))
+	run(t, inProcess(t, stiletest.Config{Package: guest}))
 }
 
 func TestWorkerd(t *testing.T) {
 	t.Parallel()
-	run(t, startWorkerd(t))
+	url := theWorkerd.Start(t)
+	run(t, &target{url: url, real: true, advance: func(d time.Duration) { time.Sleep(d) }})
 }
 
-// inProcess is a Go host: the server over a manager with a manual clock.
-func inProcess(t *testing.T, f host.Factory) *target {
-	clock := host.NewManualClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixMilli())
-	m, err := host.NewManager(host.Config{Factory: f, Clock: clock, DataDir: t.TempDir(), Logger: quiet})
-	require.NoError(t, err)
-	srv, err := server.New(m, token)
-	require.NoError(t, err)
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		ts.Close()
-		require.NoError(t, m.Close())
-	})
-	return &target{url: ts.URL, manager: m, advance: func(d time.Duration) {
-		clock.Advance(d)
-		m.FireDue(context.Background())
-	}}
+// inProcess is a Go host behind HTTP with a manual clock.
+func inProcess(t *testing.T, cfg stiletest.Config) *target {
+	cfg.Token = token
+	h := stiletest.New(t, cfg)
+	return &target{url: h.URL, manager: h.Manager(), advance: func(d time.Duration) { h.Advance(d) }}
 }
 
-var (
-	wasmOnce sync.Once
-	wasm     []byte
-	wasmErr  error
-)
-
-// guestWasm builds the guest module once per test binary.
-func guestWasm(t *testing.T) []byte {
-	t.Helper()
-	wasmOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "stile-contract-")
-		if err != nil {
-			wasmErr = err
-			return
-		}
-		path := filepath.Join(dir, "guest.wasm")
-		if wasmErr = wasmbuild.BuildWasm(context.Background(), "../..", "./host/contract/guest", path); wasmErr == nil {
-			wasm, wasmErr = os.ReadFile(path)
-		}
-	})
-	require.NoError(t, wasmErr)
-	return wasm
-}
-
-var (
-	workerdOnce   sync.Once
-	workerdT      *target
-	workerdSkip   string
-	workerdErr    error
-	workerdServer *workerd.Server
-)
-
-// startWorkerd starts Miniflare once per test binary over a Worker bundle
-// of the guest. Without Node it skips, except under CI=true.
-func startWorkerd(t *testing.T) *target {
-	t.Helper()
-	b := guestWasm(t)
-	workerdOnce.Do(func() {
-		root, err := filepath.Abs("../..")
-		if err != nil {
-			workerdErr = err
-			return
-		}
-		dir, err := os.MkdirTemp("", "stile-contract-workerd-")
-		if err != nil {
-			workerdErr = err
-			return
-		}
-		if workerdErr = workerd.WriteWorker(dir, b); workerdErr != nil {
-			return
-		}
-		srv, err := workerd.Start(workerd.Options{Root: root, Bundle: dir, Token: token})
-		if errors.Is(err, workerd.ErrNoNode) {
-			workerdSkip = err.Error() + " (CI=true makes this a failure)"
-			return
-		}
-		if workerdErr = err; err != nil {
-			return
-		}
-		workerdServer = srv
-		workerdT = &target{url: strings.TrimSuffix(srv.URL, "/"), real: true, advance: func(d time.Duration) { time.Sleep(d) }}
-	})
-	if workerdSkip != "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true: %s", workerdSkip)
-		}
-		t.Skip(workerdSkip)
-	}
-	require.NoError(t, workerdErr)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("miniflare log:\n%s", workerdServer.Log())
-		}
-	})
-	return workerdT
-}
+// theWorkerd serves the guest's bundle to the workerd tests of this binary.
+var theWorkerd = &stiletest.Workerd{Wasm: func(tb testing.TB) []byte { return stiletest.BuildWasm(tb, guest) }, Token: token}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if workerdServer != nil {
-		workerdServer.Close()
-	}
+	theWorkerd.Close()
 	os.Exit(code)
 }
 

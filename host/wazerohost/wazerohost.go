@@ -24,7 +24,7 @@ import (
 
 // Config configures the wazero factory.
 type Config struct {
-	// Wasm is the tenant module (bundle.BuildWasm builds it).
+	// Wasm is the tenant module (internal/wasmbuild builds it).
 	Wasm []byte
 	// CacheDir keeps compiled code between runs; "" compiles in memory.
 	CacheDir string

@@ -23,6 +23,20 @@ const (
 	WasmFile   = "tenant.wasm"
 )
 
+// TestEntryFile is a Worker entry for tests (js/faults.mjs): the shipped
+// Tenant class with a test-only route that makes the module trap at the
+// n-th statement that starts with a prefix.
+const TestEntryFile = "faults.mjs"
+
+// WriteTestEntry adds TestEntryFile to a bundle WriteWorker wrote in dir.
+func WriteTestEntry(dir string) error {
+	b, err := js.ReadFile("js/" + TestEntryFile)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, TestEntryFile), b, 0o644)
+}
+
 // WriteWorker writes the Worker bundle into dir: the JS entry and ABI
 // shim (embedded in this package), config.mjs, and wasm as tenant.wasm.
 func WriteWorker(dir string, wasm []byte) error {

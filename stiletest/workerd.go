@@ -1,0 +1,107 @@
+package stiletest
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stile-run/stile/client"
+	"github.com/stile-run/stile/host/workerd"
+)
+
+// Workerd is a tenant module in real workerd, the runtime of Cloudflare's
+// Durable Objects, through Miniflare 4 from npm on a loopback port: the
+// Worker bundle `stile build` deploys, with real time and the real alarm.
+// Declare one per test binary (a package variable) and Close it from
+// TestMain: Start starts it once, on first use, and later tests share it.
+type Workerd struct {
+	// Wasm returns the module (e.g. BuildWasm of a package); called once.
+	Wasm func(testing.TB) []byte
+	// Token is the bearer token of the API. Default "stiletest".
+	Token string
+	// TestEntry runs the bundle with the test entry (workerd.TestEntryFile)
+	// instead of the shipped one, so a test can make the module trap.
+	TestEntry bool
+
+	once   sync.Once
+	server *workerd.Server
+	skip   string
+	err    error
+}
+
+// Start starts the Worker if it is not running yet and returns its URL.
+// Without Node it skips the test, except under CI=true, where the workerd
+// layer is required and the test fails. A failed test logs Miniflare's
+// output.
+func (w *Workerd) Start(tb testing.TB) string {
+	tb.Helper()
+	w.once.Do(func() { w.server, w.skip, w.err = w.start(tb) })
+	if w.skip != "" {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("CI=true: %s", w.skip)
+		}
+		tb.Skip(w.skip)
+	}
+	if w.err != nil {
+		tb.Fatal(w.err)
+	}
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Logf("miniflare log:\n%s", w.server.Log())
+		}
+	})
+	return strings.TrimSuffix(w.server.URL, "/")
+}
+
+func (w *Workerd) start(tb testing.TB) (*workerd.Server, string, error) {
+	wasm := w.Wasm(tb)
+	dir, err := os.MkdirTemp("", "stiletest-workerd-")
+	if err != nil {
+		return nil, "", err
+	}
+	if err := workerd.WriteWorker(dir, wasm); err != nil {
+		return nil, "", err
+	}
+	o := workerd.Options{Root: repoRoot(), Bundle: dir, Token: w.token()}
+	if w.TestEntry {
+		if err := workerd.WriteTestEntry(dir); err != nil {
+			return nil, "", err
+		}
+		o.Entry = workerd.TestEntryFile
+	}
+	srv, err := workerd.Start(o)
+	if errors.Is(err, workerd.ErrNoNode) {
+		return nil, err.Error() + " (CI=true makes this a failure)", nil
+	}
+	return srv, "", err
+}
+
+func (w *Workerd) token() string {
+	if w.Token == "" {
+		return DefaultToken
+	}
+	return w.Token
+}
+
+// Client is a client of the running Worker (Start it first).
+func (w *Workerd) Client() *client.Client {
+	return client.New(w.server.URL, w.token(), nil)
+}
+
+// Close stops the Worker, if it was started.
+func (w *Workerd) Close() {
+	if w.server != nil {
+		w.server.Close()
+	}
+}
+
+// repoRoot is the root of Stile's module, where package.json pins
+// Miniflare and host/workerd/js/serve.mjs starts it.
+func repoRoot() string {
+	_, file, _, _ := goruntime.Caller(0)
+	return filepath.Dir(filepath.Dir(file))
+}
