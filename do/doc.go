@@ -25,5 +25,6 @@
 // statements, transactions as host callbacks (a nested one is a savepoint),
 // the host's clock and its log. A guest panic is never turned into a value:
 // it traps, and the host rolls back the open transaction and discards the
-// instance.
+// instance. Package runtime and its stores import it inside the module;
+// every host imports it outside.
 package do

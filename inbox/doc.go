@@ -15,11 +15,14 @@
 //
 // A settlement names the claim id it was given. The claim id is replaced
 // when the delivery is taken over, so a stalled attempt's settlement finds
-// its id gone and writes nothing (Rejection, errors.Is api.ErrStale).
+// its id gone and writes nothing (an *api.Error with a stale code: errors.Is(err, api.ErrStale)).
 //
 // Every delivery carries an idempotency key derived from (tenant, handler,
 // event), identical on every retry, for the provider's side: KeyFor
 // derives one key per effect, CommandID one id per dispatched command.
 //
 // Like package fence, it is pure: time and ids come in as values.
+//
+// runtime/internal/inboxstore persists its decisions; the worker library
+// uses KeyFor and CommandID to derive a delivery's keys.
 package inbox

@@ -11,5 +11,6 @@
 // user's own code, and the check is there to make a mistake fail loudly
 // and roll the batch back.
 //
-// The package is pure: no SQL is run here.
+// The package is pure: no SQL is run here. Only package runtime imports
+// it; runtime/internal/projectionstore keeps the generations.
 package projection

@@ -24,4 +24,7 @@
 //
 // The module owns the whole API: transports hand it request frames and
 // return its response frames (package do), so every host answers alike.
+// Tenant main packages import it (it is the module), and so do the native
+// host and stiletest, which run it without Wasm. Its stores are under
+// runtime/internal; docs/DESIGN.md, "How the code is laid out", maps them.
 package runtime

@@ -10,5 +10,6 @@
 //
 // Handler bodies run at least once: a job whose worker stalls is claimed
 // again. Key side effects on JobContext.JobID, which is the same for every
-// attempt of a job.
+// attempt of a job. Users' worker programs and `stile work` import it;
+// never the tenant module.
 package worker

@@ -6,5 +6,6 @@
 // nesting as savepoints). The wazero host and the native host both run
 // tenant SQL through it, so a statement that fails in workerd fails locally.
 //
-// The behaviour it copies was measured in workerd; see e2e/dosqlite.
+// The behaviour it copies was measured in workerd; see e2e/dosqlite. Only
+// host/native and host/wazerohost import it.
 package dosql

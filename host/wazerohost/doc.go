@@ -8,5 +8,6 @@
 // cache, so a restart takes milliseconds). A trap rolls back the open
 // transaction and the instance is discarded; the next request gets a new
 // one. A call that outlives its context is stopped (see docs/DESIGN.md,
-// "Why close modules when a call's context ends?").
+// "Why close modules when a call's context ends?"). `stile dev`, `stile
+// bench`, stiletest and the suites import it.
 package wazerohost
