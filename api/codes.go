@@ -1,7 +1,5 @@
 package api
 
-//go:generate go run ./internal/codegen/cmd
-
 import (
 	"errors"
 	"fmt"

@@ -7,23 +7,23 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stile-run/stile/api"
-	"github.com/stile-run/stile/api/internal/codegen"
+	"github.com/stile-run/stile/api/internal/apigen"
 )
 
 // TestCodesGenerated fails when codes_gen.go or the table of docs/API.md
 // no longer follow the Code constants: run go generate ./api.
 func TestCodesGenerated(t *testing.T) {
-	codes, err := codegen.Parse(".")
+	codes, err := apigen.Codes(".")
 	require.NoError(t, err)
 	require.NotEmpty(t, codes)
-	src, err := codegen.Go(codes)
+	src, err := apigen.CodesGo(codes)
 	require.NoError(t, err)
-	have, err := os.ReadFile("codes_gen.go")
+	have, err := os.ReadFile(apigen.CodesOutput)
 	require.NoError(t, err)
 	require.Equal(t, string(src), string(have), "codes_gen.go is stale: run go generate ./api")
 	doc, err := os.ReadFile("../docs/API.md")
 	require.NoError(t, err)
-	want, err := codegen.Doc(doc, codes)
+	want, err := apigen.CodesDoc(doc, codes)
 	require.NoError(t, err)
 	require.Equal(t, string(want), string(doc), "the table of codes in docs/API.md is stale: run go generate ./api")
 	for _, c := range codes {
@@ -44,9 +44,9 @@ func TestRefuseTakesTheCodesStatus(t *testing.T) {
 func TestParseRefusesACodeWithoutStatus(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(dir+"/x.go", []byte("package api\n\nconst CodeX Code = \"x\" // the meaning, but no status\n"), 0o644))
-	_, err := codegen.Parse(dir)
+	_, err := apigen.Codes(dir)
 	require.ErrorContains(t, err, "must read \"NNN: meaning\"")
 	require.NoError(t, os.WriteFile(dir+"/x.go", []byte("package api\n\nconst (\n\tCodeX Code = \"x\" // 409: a\n\tCodeY Code = \"x\" // 409: b\n)\n"), 0o644))
-	_, err = codegen.Parse(dir)
+	_, err = apigen.Codes(dir)
 	require.ErrorContains(t, err, "declare each code once")
 }

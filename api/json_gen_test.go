@@ -12,18 +12,18 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stile-run/stile/api"
-	"github.com/stile-run/stile/api/internal/jsongen"
+	"github.com/stile-run/stile/api/internal/apigen"
 )
 
 // The generated file is what the generator makes of the types now: a
 // field added without go generate ./api fails here.
 func TestGeneratedCodeIsFresh(t *testing.T) {
 	t.Parallel()
-	want, err := jsongen.Generate(".")
+	want, err := apigen.Generate(".")
 	require.NoError(t, err)
-	got, err := os.ReadFile(jsongen.Output)
+	got, err := os.ReadFile(apigen.Output)
 	require.NoError(t, err)
-	require.Equal(t, string(want), string(got), "api/%s is stale: run go generate ./api", jsongen.Output)
+	require.Equal(t, string(want), string(got), "api/%s is stale: run go generate ./api", apigen.Output)
 }
 
 var (
@@ -219,7 +219,7 @@ func dec[T any](f func([]byte) (T, error)) func([]byte) (any, error) {
 // fails here, and so does a field a writer or reader drops.
 func TestEveryFieldOfEveryTypeRoundTrips(t *testing.T) {
 	t.Parallel()
-	types, err := jsongen.Types(".")
+	types, err := apigen.Types(".")
 	require.NoError(t, err)
 	require.NotEmpty(t, types)
 	names := map[string]bool{}
@@ -362,13 +362,13 @@ func TestGeneratorRefusesWhatItCannotWrite(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(dir+"/a.go", []byte("package api\n\n"+src+"\n"), 0o644))
-		_, err := jsongen.Generate(dir)
+		_, err := apigen.Generate(dir)
 		require.ErrorContains(t, err, want, src)
 	}
 	// A named string type (a future "type Code string") and json:"-".
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(dir+"/a.go", []byte("package api\n\ntype Code string\n\n//stile:json DecodeA\ntype A struct {\n\tCode Code `json:\"code\"`\n\tStatus int `json:\"-\"`\n}\n"), 0o644))
-	out, err := jsongen.Generate(dir)
+	out, err := apigen.Generate(dir)
 	require.NoError(t, err)
 	require.Contains(t, string(out), `o.str("code", string(v.Code))`)
 	require.Contains(t, string(out), "v.Code = Code(s)")

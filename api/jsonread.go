@@ -13,7 +13,7 @@ import (
 // repeated fields, values of the wrong type and trailing data are refused
 // with a message that names the problem, as encoding/json's
 // DisallowUnknownFields would. (Within a Wasm module this is several times
-// cheaper than reflection.) api/internal/jsongen writes each request
+// cheaper than reflection.) api/internal/apigen writes each request
 // type's decoder (json_gen.go) from its definition, calling the
 // primitives here.
 

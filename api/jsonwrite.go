@@ -9,7 +9,7 @@ import (
 
 // The API's types encode themselves, without reflection: inside a tenant
 // module (Go compiled to Wasm) encoding/json costs tens of microseconds per
-// object, most of a request. api/internal/jsongen writes each type's
+// object, most of a request. api/internal/apigen writes each type's
 // AppendJSON (json_gen.go) from its definition, calling the primitives
 // here; MarshalJSON delegates to it, so json.Marshal of these types gives
 // the very same bytes anywhere.

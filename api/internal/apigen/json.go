@@ -1,5 +1,11 @@
-// Package jsongen writes the JSON writers and strict readers of package
-// api from its struct definitions: one definition per wire type. It reads
+// Package apigen writes what package api derives from its own source, so
+// each fact is written once: the JSON writers and strict readers of its
+// wire types, from their struct definitions (json.go, into json_gen.go),
+// and the status of each error code, from the Code constants (codes.go,
+// into codes_gen.go and the code table of docs/API.md). `go generate ./api`
+// runs it (api/gen.go); api's tests fail when an output is stale.
+//
+// The JSON code is one definition per wire type. It reads
 // the package's source with go/ast (no reflection, no type checker: the
 // field types a wire type may use are a closed set, below, and anything
 // else is an error that asks for a decision here).
@@ -20,19 +26,16 @@
 // batch of them) gets DecodeXFields too, returning one set per contained
 // object in document order. Struct types reached from a decoded type get
 // decode methods of their own.
-package jsongen
+package apigen
 
 import (
 	"bytes"
 	"fmt"
 	"go/ast"
 	"go/format"
-	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -113,7 +116,7 @@ func Generate(dir string) ([]byte, error) {
 	}
 	out, err := format.Source(b.Bytes())
 	if err != nil {
-		return nil, fmt.Errorf("jsongen: gofmt the output: %w\n%s", err, b.Bytes())
+		return nil, fmt.Errorf("apigen: gofmt the output: %w\n%s", err, b.Bytes())
 	}
 	return out, nil
 }
@@ -134,30 +137,13 @@ func Types(dir string) ([]Type, error) {
 }
 
 func load(dir string) (*pkg, error) {
-	fset := token.NewFileSet()
-	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	fset, files, err := parseDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(names)
 	p := &pkg{fset: fset, structs: map[string]*ast.StructType{}, basics: map[string]string{},
 		aliases: map[string]bool{}, types: map[string]*Type{}}
-	for _, name := range names {
-		base := filepath.Base(name)
-		if strings.HasSuffix(base, "_test.go") || base == Output {
-			continue
-		}
-		src, err := os.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		f, err := parser.ParseFile(fset, name, src, parser.ParseComments)
-		if err != nil {
-			return nil, fmt.Errorf("jsongen: %w", err)
-		}
-		if ignored(f) {
-			continue
-		}
+	for _, f := range files {
 		for _, d := range f.Decls {
 			g, ok := d.(*ast.GenDecl)
 			if !ok || g.Tok != token.TYPE {
@@ -175,7 +161,7 @@ func load(dir string) (*pkg, error) {
 					if !ts.Name.IsExported() {
 						continue
 					}
-					typ := &Type{Name: ts.Name.Name, File: base, pos: ts.Pos()}
+					typ := &Type{Name: ts.Name.Name, File: filepath.Base(fset.Position(f.Package).Filename), pos: ts.Pos()}
 					if err := typ.directives(doc); err != nil {
 						return nil, fmt.Errorf("%s: %w", fset.Position(ts.Pos()), err)
 					}
@@ -197,14 +183,14 @@ func load(dir string) (*pkg, error) {
 		}
 		fs, err := p.fields(p.structs[n], "", 0)
 		if err != nil {
-			return nil, fmt.Errorf("jsongen: %s: %w", n, err)
+			return nil, fmt.Errorf("apigen: %s: %w", n, err)
 		}
 		t.Fields, err = dominant(fs)
 		if err != nil {
-			return nil, fmt.Errorf("jsongen: %s: %w", n, err)
+			return nil, fmt.Errorf("apigen: %s: %w", n, err)
 		}
 		if len(t.Fields) > 64 && t.Track {
-			return nil, fmt.Errorf("jsongen: %s: more than 64 fields do not fit its presence bits", n)
+			return nil, fmt.Errorf("apigen: %s: more than 64 fields do not fit its presence bits", n)
 		}
 	}
 	// Decode methods for every struct a decoded type reaches, field methods
@@ -213,7 +199,7 @@ func load(dir string) (*pkg, error) {
 	need = func(n string, field bool) error {
 		t := p.types[n]
 		if t == nil || t.Skip {
-			return fmt.Errorf("jsongen: %s is decoded but is no wire type", n)
+			return fmt.Errorf("apigen: %s is decoded but is no wire type", n)
 		}
 		if t.visited {
 			t.Method = t.Method || !field
@@ -226,7 +212,7 @@ func load(dir string) (*pkg, error) {
 		for _, f := range t.Fields {
 			if f.Via != "" {
 				if t.Track {
-					return fmt.Errorf("jsongen: %s: a type with fields embeds no struct (yet)", n)
+					return fmt.Errorf("apigen: %s: a type with fields embeds no struct (yet)", n)
 				}
 				if err := need(f.Via, true); err != nil {
 					return err
@@ -239,7 +225,7 @@ func load(dir string) (*pkg, error) {
 					return err
 				}
 			case kStructPtr, kRaws, kCounts:
-				return fmt.Errorf("jsongen: %s.%s: decoding %s is not written yet", n, f.Path, kindName(f.Kind))
+				return fmt.Errorf("apigen: %s.%s: decoding %s is not written yet", n, f.Path, kindName(f.Kind))
 			}
 		}
 		return nil
@@ -467,7 +453,7 @@ func (p *pkg) kind(f *Field, e ast.Expr) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("type %s is not written yet: teach api/internal/jsongen how to read and write it", p.expr(e))
+	return fmt.Errorf("type %s is not written yet: teach api/internal/apigen how to read and write it", p.expr(e))
 }
 
 func basicKind(n string) kind {
@@ -509,7 +495,7 @@ func (p *pkg) write(b *bytes.Buffer) error {
 			return err
 		}
 	}
-	b.WriteString("// Code generated by api/internal/jsongen from the types of package api; DO NOT EDIT.\n\npackage api\n")
+	b.WriteString("// Code generated by api/internal/apigen from the types of package api; DO NOT EDIT.\n\npackage api\n")
 	if bytes.Contains(body.Bytes(), []byte("time.Time")) {
 		b.WriteString("\nimport \"time\"\n")
 	}
@@ -758,7 +744,7 @@ func (p *pkg) top(b *bytes.Buffer, t *Type) error {
 	p.tracked(t, map[string]bool{t.Name: true}, inner)
 	switch {
 	case t.Track && len(inner) > 0, len(inner) > 1:
-		return fmt.Errorf("jsongen: %s: a decoder reports the fields of one type only", t.Name)
+		return fmt.Errorf("apigen: %s: a decoder reports the fields of one type only", t.Name)
 	case t.Track:
 		fmt.Fprintf(b, "\n// %s decodes a %s strictly.\nfunc %s(b []byte) (%s, error) {\n\tv, _, err := %sFields(b)\n\treturn v, err\n}\n", t.Decode, t.Name, t.Decode, t.Name, t.Decode)
 		fmt.Fprintf(b, "\n// %sFields is %s, and says which fields the body set.\nfunc %sFields(b []byte) (%s, %sFields, error) {\n\tvar v %s\n\tr := reader{b: b}\n\terr := r.open()\n\tif err == nil {\n\t\terr = r.closeBody(v.decode(&r))\n\t}\n\tvar f %sFields\n\tif n := len(r.marks); n > 0 {\n\t\tf = %sFields(r.marks[n-1])\n\t}\n\treturn v, f, err\n}\n",
