@@ -2,7 +2,8 @@ package api
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // Code is a stable, machine-readable reason a request was refused:
@@ -93,5 +94,5 @@ func (e *Error) At(where string) *Error {
 // Refuse returns the refusal of code with a formatted message; its status
 // is the code's.
 func Refuse(code Code, format string, args ...any) *Error {
-	return &Error{Status: code.Status(), Code: code, Message: fmt.Sprintf(format, args...)}
+	return &Error{Status: code.Status(), Code: code, Message: printf.Sprintf(format, args...)}
 }

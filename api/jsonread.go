@@ -2,11 +2,12 @@ package api
 
 import (
 	"bytes"
-	"fmt"
 	"strconv"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // Request bodies are decoded strictly, without reflection: unknown fields,
@@ -45,7 +46,7 @@ func (r *reader) atNull() bool { return r.peek() == 'n' }
 func (r *reader) mark(f uint64) { r.marks = append(r.marks, f) }
 
 func (r *reader) fail(format string, args ...any) error {
-	return &DecodeError{Msg: fmt.Sprintf("malformed JSON at byte %d: ", r.i) + fmt.Sprintf(format, args...)}
+	return &DecodeError{Msg: printf.Sprintf("malformed JSON at byte %d: ", r.i) + printf.Sprintf(format, args...)}
 }
 
 func (r *reader) ws() {
@@ -151,7 +152,7 @@ func members(r *reader, unique bool, field func(key string) error) error {
 		if unique {
 			for _, k := range seen {
 				if k == key {
-					return &DecodeError{Msg: fmt.Sprintf("field %q appears twice: send each field once", key)}
+					return &DecodeError{Msg: printf.Sprintf("field %q appears twice: send each field once", key)}
 				}
 			}
 			seen = append(seen, key)
@@ -197,7 +198,7 @@ func decodeArray(r *reader, elem func(i int) error) error {
 }
 
 func unknownField(key string) error {
-	return &DecodeError{Msg: fmt.Sprintf("unknown field %q (see docs/API.md for the fields of this request)", key)}
+	return &DecodeError{Msg: printf.Sprintf("unknown field %q (see docs/API.md for the fields of this request)", key)}
 }
 
 func typeError(r *reader, key, want string) error {
@@ -207,7 +208,7 @@ func typeError(r *reader, key, want string) error {
 	case "invalid":
 		return r.fail("invalid value for field %q", key)
 	default:
-		return &DecodeError{Msg: fmt.Sprintf("field %q must be %s, not %s", key, want, k)}
+		return &DecodeError{Msg: printf.Sprintf("field %q must be %s, not %s", key, want, k)}
 	}
 }
 
@@ -372,7 +373,7 @@ func (r *reader) integer(key string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(string(text), 10, 64)
 	if err != nil {
-		return 0, &DecodeError{Msg: fmt.Sprintf("field %q must be a whole number, not %s", key, text)}
+		return 0, &DecodeError{Msg: printf.Sprintf("field %q must be a whole number, not %s", key, text)}
 	}
 	return n, nil
 }
@@ -491,7 +492,7 @@ func timeField(r *reader, key string) (time.Time, error) {
 	}
 	t, ok := ParseTime(s)
 	if !ok {
-		return time.Time{}, &DecodeError{Msg: fmt.Sprintf("field %q is not an RFC 3339 time (e.g. 2026-11-30T12:00:00Z): %q", key, s)}
+		return time.Time{}, &DecodeError{Msg: printf.Sprintf("field %q is not an RFC 3339 time (e.g. 2026-11-30T12:00:00Z): %q", key, s)}
 	}
 	return t, nil
 }

@@ -1,8 +1,9 @@
 package api
 
 import (
-	"fmt"
 	"strings"
+
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // TenantPattern is the rule for tenant names, as a regular expression for
@@ -39,7 +40,7 @@ var (
 		Message: "invalid tenant name: use 1-63 characters of a-z, 0-9, '-' and '_', starting with a letter or digit"}
 	// BodyTooLarge is the 413 for a request body over MaxBodyBytes.
 	BodyTooLarge = Error{Status: 413, Code: CodeBodyTooLarge,
-		Message: fmt.Sprintf("request body exceeds %d bytes", MaxBodyBytes)}
+		Message: printf.Sprintf("request body exceeds %d bytes", MaxBodyBytes)}
 	// Unauthorized is every 401.
 	Unauthorized = Error{Status: 401, Code: CodeUnauthorized,
 		Message: "missing or wrong bearer token: send the header \"Authorization: Bearer\" followed by the deployment's token"}

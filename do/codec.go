@@ -3,8 +3,9 @@ package do
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"math"
+
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // The value codec carries SQL parameters from the guest to the host and rows
@@ -47,7 +48,7 @@ func (k Kind) String() string {
 	case KindBlob:
 		return "blob"
 	}
-	return fmt.Sprintf("kind(%d)", byte(k))
+	return printf.Sprintf("kind(%d)", byte(k))
 }
 
 // Value is one decoded SQL value. For text and blob, Bytes aliases the buffer
@@ -87,7 +88,7 @@ func AppendValue(b []byte, v any) ([]byte, error) {
 		return binary.LittleEndian.AppendUint64(b, math.Float64bits(x)), nil
 	case string:
 		if len(x) > MaxValueBytes {
-			return b, fmt.Errorf("%w: text of %d bytes exceeds %d", ErrCodec, len(x), MaxValueBytes)
+			return b, printf.Errorf("%w: text of %d bytes exceeds %d", ErrCodec, len(x), MaxValueBytes)
 		}
 		b = append(b, byte(KindText))
 		b = binary.AppendUvarint(b, uint64(len(x)))
@@ -97,7 +98,7 @@ func AppendValue(b []byte, v any) ([]byte, error) {
 			return append(b, byte(KindNull)), nil
 		}
 		if len(x) > MaxValueBytes {
-			return b, fmt.Errorf("%w: blob of %d bytes exceeds %d", ErrCodec, len(x), MaxValueBytes)
+			return b, printf.Errorf("%w: blob of %d bytes exceeds %d", ErrCodec, len(x), MaxValueBytes)
 		}
 		b = append(b, byte(KindBlob))
 		b = binary.AppendUvarint(b, uint64(len(x)))
@@ -105,12 +106,12 @@ func AppendValue(b []byte, v any) ([]byte, error) {
 	case Value:
 		return appendRaw(b, x)
 	}
-	return b, fmt.Errorf("%w: cannot encode %T", ErrCodec, v)
+	return b, printf.Errorf("%w: cannot encode %T", ErrCodec, v)
 }
 
 func appendInt(b []byte, i int64) ([]byte, error) {
 	if i > MaxSafeInteger || i < MinSafeInteger {
-		return b, fmt.Errorf("%w: integer %d is outside ±(2^53-1)", ErrCodec, i)
+		return b, printf.Errorf("%w: integer %d is outside ±(2^53-1)", ErrCodec, i)
 	}
 	b = append(b, byte(KindInt))
 	return binary.AppendVarint(b, i), nil
@@ -126,7 +127,7 @@ func appendRaw(b []byte, v Value) ([]byte, error) {
 		return AppendValue(b, v.Float)
 	case KindText:
 		if len(v.Bytes) > MaxValueBytes {
-			return b, fmt.Errorf("%w: text of %d bytes exceeds %d", ErrCodec, len(v.Bytes), MaxValueBytes)
+			return b, printf.Errorf("%w: text of %d bytes exceeds %d", ErrCodec, len(v.Bytes), MaxValueBytes)
 		}
 		b = append(b, byte(KindText))
 		b = binary.AppendUvarint(b, uint64(len(v.Bytes)))
@@ -134,20 +135,20 @@ func appendRaw(b []byte, v Value) ([]byte, error) {
 	case KindBlob:
 		return AppendValue(b, v.Bytes)
 	}
-	return b, fmt.Errorf("%w: unknown kind %d", ErrCodec, v.Kind)
+	return b, printf.Errorf("%w: unknown kind %d", ErrCodec, byte(v.Kind))
 }
 
 // EncodeParams appends an encoded parameter list.
 func EncodeParams(b []byte, args ...any) ([]byte, error) {
 	if len(args) > MaxBoundParams {
 		// The host would refuse it too; failing here names the call site.
-		return b, fmt.Errorf("%w: %d parameters exceed %d", ErrCodec, len(args), MaxBoundParams)
+		return b, printf.Errorf("%w: %d parameters exceed %d", ErrCodec, len(args), MaxBoundParams)
 	}
 	b = binary.AppendUvarint(b, uint64(len(args)))
 	var err error
 	for i, a := range args {
 		if b, err = AppendValue(b, a); err != nil {
-			return b, fmt.Errorf("parameter %d: %w", i+1, err)
+			return b, printf.Errorf("parameter %d: %w", i+1, err)
 		}
 	}
 	return b, nil
@@ -166,7 +167,7 @@ func NewDecoder(b []byte) *Decoder { return &Decoder{buf: b} }
 func (d *Decoder) Uvarint() (uint64, error) {
 	v, n := binary.Uvarint(d.buf[d.off:])
 	if n <= 0 {
-		return 0, fmt.Errorf("%w: bad uvarint at offset %d", ErrCodec, d.off)
+		return 0, printf.Errorf("%w: bad uvarint at offset %d", ErrCodec, d.off)
 	}
 	d.off += n
 	return v, nil
@@ -178,7 +179,7 @@ func (d *Decoder) Done() bool { return d.off == len(d.buf) }
 // Value reads one value.
 func (d *Decoder) Value() (Value, error) {
 	if d.off >= len(d.buf) {
-		return Value{}, fmt.Errorf("%w: truncated value at offset %d", ErrCodec, d.off)
+		return Value{}, printf.Errorf("%w: truncated value at offset %d", ErrCodec, d.off)
 	}
 	k := Kind(d.buf[d.off])
 	d.off++
@@ -188,16 +189,16 @@ func (d *Decoder) Value() (Value, error) {
 	case KindInt:
 		i, n := binary.Varint(d.buf[d.off:])
 		if n <= 0 {
-			return Value{}, fmt.Errorf("%w: bad integer at offset %d", ErrCodec, d.off)
+			return Value{}, printf.Errorf("%w: bad integer at offset %d", ErrCodec, d.off)
 		}
 		d.off += n
 		if i > MaxSafeInteger || i < MinSafeInteger {
-			return Value{}, fmt.Errorf("%w: integer %d is outside ±(2^53-1)", ErrCodec, i)
+			return Value{}, printf.Errorf("%w: integer %d is outside ±(2^53-1)", ErrCodec, i)
 		}
 		return Value{Kind: KindInt, Int: i}, nil
 	case KindFloat:
 		if len(d.buf)-d.off < 8 {
-			return Value{}, fmt.Errorf("%w: truncated real at offset %d", ErrCodec, d.off)
+			return Value{}, printf.Errorf("%w: truncated real at offset %d", ErrCodec, d.off)
 		}
 		f := math.Float64frombits(binary.LittleEndian.Uint64(d.buf[d.off:]))
 		d.off += 8
@@ -208,13 +209,13 @@ func (d *Decoder) Value() (Value, error) {
 			return Value{}, err
 		}
 		if n > uint64(len(d.buf)-d.off) {
-			return Value{}, fmt.Errorf("%w: %s of %d bytes overruns the buffer", ErrCodec, k, n)
+			return Value{}, printf.Errorf("%w: %s of %d bytes overruns the buffer", ErrCodec, k, n)
 		}
 		v := Value{Kind: k, Bytes: d.buf[d.off : d.off+int(n) : d.off+int(n)]}
 		d.off += int(n)
 		return v, nil
 	}
-	return Value{}, fmt.Errorf("%w: unknown tag %d at offset %d", ErrCodec, k, d.off-1)
+	return Value{}, printf.Errorf("%w: unknown tag %d at offset %d", ErrCodec, byte(k), d.off-1)
 }
 
 // DecodeParams decodes a whole parameter list.
@@ -227,7 +228,7 @@ func DecodeParams(b []byte) ([]Value, error) {
 	if n > uint64(len(b)) {
 		// Each value takes at least one byte. (More than MaxBoundParams
 		// still decodes, so the host reports the database's own message.)
-		return nil, fmt.Errorf("%w: %d parameters in %d bytes", ErrCodec, n, len(b))
+		return nil, printf.Errorf("%w: %d parameters in %d bytes", ErrCodec, n, len(b))
 	}
 	vals := make([]Value, n)
 	for i := range vals {
@@ -236,7 +237,7 @@ func DecodeParams(b []byte) ([]Value, error) {
 		}
 	}
 	if !d.Done() {
-		return nil, fmt.Errorf("%w: %d trailing bytes after parameters", ErrCodec, len(b)-d.off)
+		return nil, printf.Errorf("%w: %d trailing bytes after parameters", ErrCodec, len(b)-d.off)
 	}
 	return vals, nil
 }

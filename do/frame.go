@@ -2,7 +2,8 @@ package do
 
 import (
 	"encoding/binary"
-	"fmt"
+
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // Frames carry one API request into the tenant module and its response out.
@@ -90,7 +91,7 @@ func AppendRequest(b []byte, r Request) []byte {
 func DecodeRequest(b []byte) (Request, error) {
 	var r Request
 	if len(b) < 2 || b[0] != FrameVersion {
-		return r, fmt.Errorf("%w: not a version %d request frame", ErrCodec, FrameVersion)
+		return r, printf.Errorf("%w: not a version %d request frame", ErrCodec, FrameVersion)
 	}
 	r.Kind = RequestKind(b[1])
 	d := Decoder{buf: b, off: 2}
@@ -111,7 +112,7 @@ func DecodeRequest(b []byte) (Request, error) {
 		return r, err
 	}
 	if !d.Done() {
-		return r, fmt.Errorf("%w: trailing bytes after request frame", ErrCodec)
+		return r, printf.Errorf("%w: trailing bytes after request frame", ErrCodec)
 	}
 	r.Method, r.Path, r.Query, r.Headers, r.Body = string(parts[0]), string(parts[1]), string(parts[2]), hs, body
 	return r, nil
@@ -132,7 +133,7 @@ func AppendResponse(b []byte, r Response) []byte {
 func DecodeResponse(b []byte) (Response, error) {
 	var r Response
 	if len(b) < 1 || b[0] != FrameVersion {
-		return r, fmt.Errorf("%w: not a version %d response frame", ErrCodec, FrameVersion)
+		return r, printf.Errorf("%w: not a version %d response frame", ErrCodec, FrameVersion)
 	}
 	d := Decoder{buf: b, off: 1}
 	status, err := d.Uvarint()
@@ -140,14 +141,14 @@ func DecodeResponse(b []byte) (Response, error) {
 		return r, err
 	}
 	if d.off >= len(b) {
-		return r, fmt.Errorf("%w: truncated response frame", ErrCodec)
+		return r, printf.Errorf("%w: truncated response frame", ErrCodec)
 	}
 	r.Status = int(status)
 	r.Flags = b[d.off]
 	d.off++
 	alarm, n := binary.Varint(b[d.off:])
 	if n <= 0 {
-		return r, fmt.Errorf("%w: bad alarm time", ErrCodec)
+		return r, printf.Errorf("%w: bad alarm time", ErrCodec)
 	}
 	d.off += n
 	r.AlarmAt = alarm
@@ -164,7 +165,7 @@ func DecodeResponse(b []byte) (Response, error) {
 		return r, err
 	}
 	if blen != uint64(len(b)-d.off) {
-		return r, fmt.Errorf("%w: response body length %d does not match the frame", ErrCodec, blen)
+		return r, printf.Errorf("%w: response body length %d does not match the frame", ErrCodec, blen)
 	}
 	r.Body = b[d.off:]
 	return r, nil
@@ -177,7 +178,7 @@ func (d *Decoder) field(what string) ([]byte, error) {
 		return nil, err
 	}
 	if n > uint64(len(d.buf)-d.off) {
-		return nil, fmt.Errorf("%w: %s overruns the frame", ErrCodec, what)
+		return nil, printf.Errorf("%w: %s overruns the frame", ErrCodec, what)
 	}
 	p := d.buf[d.off : d.off+int(n)]
 	d.off += int(n)
@@ -191,7 +192,7 @@ func (d *Decoder) headers() (Headers, error) {
 		return nil, err
 	}
 	if n > MaxHeaders {
-		return nil, fmt.Errorf("%w: %d headers exceed %d", ErrCodec, n, MaxHeaders)
+		return nil, printf.Errorf("%w: %d headers exceed %d", ErrCodec, n, MaxHeaders)
 	}
 	if n == 0 {
 		return nil, nil

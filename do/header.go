@@ -1,9 +1,10 @@
 package do
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // Header is one request or response header crossing the ABI. Names are
@@ -101,7 +102,7 @@ func CheckHeader(h Header) error {
 	if problem == "" {
 		return nil
 	}
-	return fmt.Errorf("%w: header %q: %s", ErrCodec, h.Name, problem)
+	return printf.Errorf("%w: header %q: %s", ErrCodec, h.Name, problem)
 }
 
 const headerNameRule = "the name is not lower-case ASCII [a-z0-9-] of 1 to 64 bytes"

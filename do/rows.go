@@ -1,8 +1,9 @@
 package do
 
 import (
-	"fmt"
 	"math"
+
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // Rows is a decoded row set, read row by row:
@@ -40,7 +41,7 @@ func (r *Rows) reset(b []byte) error {
 		return err
 	}
 	if nc > 1<<16 || nr > uint64(len(b)) {
-		return fmt.Errorf("%w: implausible row set header %dx%d", ErrCodec, nr, nc)
+		return printf.Errorf("%w: implausible row set header %dx%d", ErrCodec, nr, nc)
 	}
 	r.ncols, r.nrows = int(nc), int(nr)
 	if cap(r.row) < r.ncols {
@@ -157,6 +158,6 @@ func (r *Rows) Bytes(i int) []byte {
 
 func (r *Rows) fail(i int, want string) {
 	if r.err == nil {
-		r.err = fmt.Errorf("%w: column %d is %s, not %s", ErrCodec, i, r.row[i].Kind, want)
+		r.err = printf.Errorf("%w: column %d is %s, not %s", ErrCodec, i, r.row[i].Kind, want)
 	}
 }

@@ -122,7 +122,7 @@ func CheckHeartbeat(j Job, c Claim, now int64) *api.Error {
 		return staleAttempt(j, c)
 	}
 	if j.State != StateRunning {
-		return reject(api.CodeLeaseExpired, "attempt %d of job %d no longer holds a lease (the job is %s)", c.Attempt, j.ID, j.State)
+		return reject(api.CodeLeaseExpired, "attempt %d of job %d no longer holds a lease (the job is %s)", c.Attempt, j.ID, string(j.State))
 	}
 	return checkRunning(j, c, now)
 }
@@ -162,7 +162,7 @@ func CheckReport(j Job, last *Ended, c Claim, o Outcome, now int64) ReportVerdic
 	}
 	// The attempt has ended already: by an earlier report or by expiry.
 	if last == nil || last.Attempt != c.Attempt {
-		return ReportVerdict{Rejected: reject(api.CodeLeaseExpired, "attempt %d of job %d holds no lease (the job is %s)", c.Attempt, j.ID, j.State)}
+		return ReportVerdict{Rejected: reject(api.CodeLeaseExpired, "attempt %d of job %d holds no lease (the job is %s)", c.Attempt, j.ID, string(j.State))}
 	}
 	if c.Worker != last.Worker {
 		return ReportVerdict{Rejected: otherWorker(j.ID, c, last.Worker)}
@@ -176,7 +176,7 @@ func CheckReport(j Job, last *Ended, c Claim, o Outcome, now int64) ReportVerdic
 	case o:
 		return ReportVerdict{Duplicate: true}
 	}
-	return ReportVerdict{Rejected: reject(api.CodeAlreadyReported, "attempt %d of job %d already reported %s", c.Attempt, j.ID, last.Outcome)}
+	return ReportVerdict{Rejected: reject(api.CodeAlreadyReported, "attempt %d of job %d already reported %s", c.Attempt, j.ID, string(last.Outcome))}
 }
 
 func checkRunning(j Job, c Claim, now int64) *api.Error {

@@ -115,7 +115,7 @@ const (
 func Cancel(j Job) (CancelAction, *api.Error) {
 	switch {
 	case j.State.Terminal():
-		return 0, reject(api.CodeFinished, "job %d already ended %s", j.ID, j.State)
+		return 0, reject(api.CodeFinished, "job %d already ended %s", j.ID, string(j.State))
 	case j.State != StateRunning:
 		return CancelNow, nil
 	case j.CancelRequested:

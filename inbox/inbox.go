@@ -4,13 +4,13 @@ import (
 	"crypto/subtle"
 	"encoding/binary"
 	"encoding/hex"
-	"fmt"
 	"hash/fnv"
 	"math/bits"
 	"strconv"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // State is a delivery's state in the ledger.
@@ -98,9 +98,9 @@ func CheckSettle(e *Entry, handler string, seq int64, claimID string, o Outcome,
 		return false, api.Refuse(api.CodeUnknownClaim, "event %d was never delivered to %s: claim it first", seq, handler)
 	}
 	if subtle.ConstantTimeCompare([]byte(e.ClaimID), []byte(claimID)) != 1 {
-		msg := fmt.Sprintf("the claim on event %d of %s was taken over: attempt %d holds it now", seq, handler, e.Attempt)
+		msg := printf.Sprintf("the claim on event %d of %s was taken over: attempt %d holds it now", seq, handler, e.Attempt)
 		if e.State == Succeeded || e.State == Skipped {
-			msg = fmt.Sprintf("event %d of %s was %s under another claim (attempt %d)", seq, handler, e.State, e.Attempt)
+			msg = printf.Sprintf("event %d of %s was %s under another claim (attempt %d)", seq, handler, string(e.State), e.Attempt)
 		}
 		return false, api.Refuse(api.CodeClaimTakenOver, "%s", msg)
 	}

@@ -2,11 +2,11 @@ package projection
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/stile-run/stile/internal/ascii"
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // Kind is what a statement is allowed to be.
@@ -31,7 +31,7 @@ type refusal struct{ msg string }
 func (r *refusal) Error() string        { return r.msg }
 func (r *refusal) Is(target error) bool { return target == ErrRefused }
 
-func refuse(format string, args ...any) error { return &refusal{msg: fmt.Sprintf(format, args...)} }
+func refuse(format string, args ...any) error { return &refusal{msg: printf.Sprintf(format, args...)} }
 
 // ValidName reports whether s can name a projection, or one of its tables
 // or indexes: 1-32 characters of a-z, 0-9 and _, starting with a letter.

@@ -3,12 +3,12 @@ package runtime
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/eventstore"
 	"github.com/stile-run/stile/runtime/internal/fencestore"
 )
@@ -88,13 +88,13 @@ func RegisterAggregate[S any](app *App, agg Aggregate[S]) *App {
 func (a *App) addAggregate(name string, decides bool, policyTimeout, processTimeout time.Duration,
 	decide func(history []eventstore.Event, c Command) (Decision, error)) {
 	if !api.ValidName(name) || strings.Contains(name, ":") {
-		panic(fmt.Sprintf("stile: aggregate name %q is invalid: use %s, without ':'", name, api.NameRule))
+		panic(printf.Sprintf("stile: aggregate name %q is invalid: use %s, without ':'", name, api.NameRule))
 	}
 	if _, dup := a.aggregates[name]; dup {
-		panic(fmt.Sprintf("stile: aggregate %q is registered twice", name))
+		panic(printf.Sprintf("stile: aggregate %q is registered twice", name))
 	}
 	if !decides {
-		panic(fmt.Sprintf("stile: aggregate %q has no Decide", name))
+		panic(printf.Sprintf("stile: aggregate %q has no Decide", name))
 	}
 	a.aggregates[name] = aggregate{name: name,
 		policyMs:  overrideMs(name, api.ReactionKindPolicy, policyTimeout),
@@ -103,7 +103,7 @@ func (a *App) addAggregate(name string, decides bool, policyTimeout, processTime
 			// A panic in the module's code refuses the command, like an error.
 			defer func() {
 				if p := recover(); p != nil {
-					d, err = Decision{}, fmt.Errorf("panic: %v", p)
+					d, err = Decision{}, printf.Errorf("panic: %v", p)
 				}
 			}()
 			return decide(history, c)
@@ -114,7 +114,7 @@ func (a *App) addAggregate(name string, decides bool, policyTimeout, processTime
 // limit, in ms (0: none).
 func overrideMs(aggregate, kind string, d time.Duration) int64 {
 	if d != 0 && (d < time.Millisecond || d > api.MaxReactionTimeout) {
-		panic(fmt.Sprintf("stile: aggregate %q: %s timeout %s is outside 1ms-%s", aggregate, kind, d, api.MaxReactionTimeout))
+		panic(printf.Sprintf("stile: aggregate %q: %s timeout %s is outside 1ms-%s", aggregate, kind, d, api.MaxReactionTimeout))
 	}
 	return d.Milliseconds()
 }
@@ -259,11 +259,11 @@ func commandResult(id, stream string, version int64, evs []eventstore.Event, job
 func eventProblem(e api.NewEvent) (code api.Code, msg string) {
 	switch {
 	case e.Type == "" || !api.ValidName(e.Type):
-		return api.CodeInvalidRequest, fmt.Sprintf("type %q is invalid: use %s", e.Type, api.NameRule)
+		return api.CodeInvalidRequest, printf.Sprintf("type %q is invalid: use %s", e.Type, api.NameRule)
 	case strings.HasPrefix(e.Type, "stile."):
-		return api.CodeInvalidRequest, fmt.Sprintf("type %q is reserved: types starting with stile. are Stile's", e.Type)
+		return api.CodeInvalidRequest, printf.Sprintf("type %q is reserved: types starting with stile. are Stile's", e.Type)
 	case len(e.Data) > api.MaxEventBytes:
-		return api.CodeTooLarge, fmt.Sprintf("data of %d bytes exceeds the limit of %d", len(e.Data), api.MaxEventBytes)
+		return api.CodeTooLarge, printf.Sprintf("data of %d bytes exceeds the limit of %d", len(e.Data), api.MaxEventBytes)
 	case len(e.Data) > 0 && !api.Valid(e.Data):
 		return api.CodeInvalidRequest, "data is not JSON"
 	}

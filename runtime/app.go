@@ -2,11 +2,11 @@ package runtime
 
 import (
 	"encoding/json"
-	"fmt"
 	"sort"
 	"time"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/schema"
 )
 
@@ -79,10 +79,10 @@ func NewApp() *App {
 // are refused.
 func (a *App) ConcurrencyLimit(key string, slots int) *App {
 	if !api.ValidName(key) {
-		panic(fmt.Sprintf("stile: concurrency key %q is invalid: use %s", key, api.NameRule))
+		panic(printf.Sprintf("stile: concurrency key %q is invalid: use %s", key, api.NameRule))
 	}
 	if slots < 0 || slots > api.MaxSlots {
-		panic(fmt.Sprintf("stile: concurrency key %q: %d slots is outside 0-%d", key, slots, api.MaxSlots))
+		panic(printf.Sprintf("stile: concurrency key %q: %d slots is outside 0-%d", key, slots, api.MaxSlots))
 	}
 	a.limits[key] = slots
 	return a
@@ -95,40 +95,40 @@ func (a *App) Limits() map[string]int { return a.limits }
 // or duplicate registration: that is a bug in the module, found at start.
 func (a *App) RegisterJob(k JobKind) *App {
 	if !api.ValidName(k.Name) {
-		panic(fmt.Sprintf("stile: job kind name %q is invalid: use %s", k.Name, api.NameRule))
+		panic(printf.Sprintf("stile: job kind name %q is invalid: use %s", k.Name, api.NameRule))
 	}
 	if _, dup := a.kinds[k.Name]; dup {
-		panic(fmt.Sprintf("stile: job kind %q is registered twice", k.Name))
+		panic(printf.Sprintf("stile: job kind %q is registered twice", k.Name))
 	}
 	if k.Queue == "" {
 		k.Queue = api.DefaultQueue
 	}
 	if !api.ValidName(k.Queue) {
-		panic(fmt.Sprintf("stile: job kind %q: queue name %q is invalid: use %s", k.Name, k.Queue, api.NameRule))
+		panic(printf.Sprintf("stile: job kind %q: queue name %q is invalid: use %s", k.Name, k.Queue, api.NameRule))
 	}
 	if k.Priority < 0 || k.Priority > api.MaxPriority {
-		panic(fmt.Sprintf("stile: job kind %q: priority %d is outside 0-%d", k.Name, k.Priority, api.MaxPriority))
+		panic(printf.Sprintf("stile: job kind %q: priority %d is outside 0-%d", k.Name, k.Priority, api.MaxPriority))
 	}
 	if k.MaxAttempts == 0 {
 		k.MaxAttempts = DefaultMaxAttempts
 	}
 	if k.MaxAttempts < 1 || k.MaxAttempts > api.MaxMaxAttempts {
-		panic(fmt.Sprintf("stile: job kind %q: max attempts %d is outside 1-%d", k.Name, k.MaxAttempts, api.MaxMaxAttempts))
+		panic(printf.Sprintf("stile: job kind %q: max attempts %d is outside 1-%d", k.Name, k.MaxAttempts, api.MaxMaxAttempts))
 	}
 	if k.Lease == 0 {
 		k.Lease = DefaultLease
 	}
 	if k.Lease < api.MinLease || k.Lease > api.MaxLease {
-		panic(fmt.Sprintf("stile: job kind %q: lease %s is outside %s-%s", k.Name, k.Lease, api.MinLease, api.MaxLease))
+		panic(printf.Sprintf("stile: job kind %q: lease %s is outside %s-%s", k.Name, k.Lease, api.MinLease, api.MaxLease))
 	}
 	if k.Timeout == 0 {
 		k.Timeout = max(DefaultTimeout, k.Lease)
 	}
 	if k.Timeout < k.Lease || k.Timeout > api.MaxTimeout {
-		panic(fmt.Sprintf("stile: job kind %q: timeout %s is outside %s (its lease)-%s", k.Name, k.Timeout, k.Lease, api.MaxTimeout))
+		panic(printf.Sprintf("stile: job kind %q: timeout %s is outside %s (its lease)-%s", k.Name, k.Timeout, k.Lease, api.MaxTimeout))
 	}
 	if k.ConcurrencyKey != "" && !api.ValidName(k.ConcurrencyKey) {
-		panic(fmt.Sprintf("stile: job kind %q: concurrency key %q is invalid: use %s", k.Name, k.ConcurrencyKey, api.NameRule))
+		panic(printf.Sprintf("stile: job kind %q: concurrency key %q is invalid: use %s", k.Name, k.ConcurrencyKey, api.NameRule))
 	}
 	if k.Backoff == 0 {
 		k.Backoff = DefaultBackoff
@@ -137,7 +137,7 @@ func (a *App) RegisterJob(k JobKind) *App {
 		k.MaxBackoff = max(DefaultMaxBackoff, k.Backoff)
 	}
 	if k.Backoff < time.Millisecond || k.MaxBackoff < k.Backoff {
-		panic(fmt.Sprintf("stile: job kind %q: backoff %s..%s is invalid", k.Name, k.Backoff, k.MaxBackoff))
+		panic(printf.Sprintf("stile: job kind %q: backoff %s..%s is invalid", k.Name, k.Backoff, k.MaxBackoff))
 	}
 	a.kinds[k.Name] = k
 	return a

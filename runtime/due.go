@@ -2,11 +2,11 @@ package runtime
 
 import (
 	"errors"
-	"fmt"
 	mrand "math/rand/v2"
 	"time"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/cron"
 	"github.com/stile-run/stile/runtime/internal/eventstore"
 	"github.com/stile-run/stile/runtime/internal/fencestore"
@@ -134,7 +134,7 @@ func (t *Tenant) tick(now int64, sc fencestore.Schedule) error {
 		return t.store.AdvanceSchedule(now, sc.Name, period, next, 0, ref.Message)
 	}
 	if err != nil {
-		return fmt.Errorf("schedule %q: %w", sc.Name, err)
+		return printf.Errorf("schedule %q: %w", sc.Name, err)
 	}
 	return t.store.AdvanceSchedule(now, sc.Name, period, next, js[0].ID, "")
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"hash/fnv"
 	"slices"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/fence"
 	"github.com/stile-run/stile/internal/ascii"
+	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/projection"
 	"github.com/stile-run/stile/runtime/internal/eventstore"
 	"github.com/stile-run/stile/runtime/internal/projectionstore"
@@ -86,30 +86,30 @@ type queryReg struct{ Query }
 // duplicate registration, or on tables it cannot own.
 func (a *App) RegisterProjection(p Projection) *App {
 	if !projection.ValidName(p.Name) {
-		panic(fmt.Sprintf("stile: projection name %q is invalid: use %s", p.Name, projection.NameRule))
+		panic(printf.Sprintf("stile: projection name %q is invalid: use %s", p.Name, projection.NameRule))
 	}
 	if _, dup := a.projectionBy[p.Name]; dup {
-		panic(fmt.Sprintf("stile: projection %q is registered twice", p.Name))
+		panic(printf.Sprintf("stile: projection %q is registered twice", p.Name))
 	}
 	for _, other := range a.projections {
 		if projection.MayCollide(p.Name, other.Name) {
-			panic(fmt.Sprintf("stile: projections %q and %q could name the same tables: rename one", p.Name, other.Name))
+			panic(printf.Sprintf("stile: projections %q and %q could name the same tables: rename one", p.Name, other.Name))
 		}
 	}
 	if p.Handle == nil || len(p.Events) == 0 || len(p.Tables) == 0 {
-		panic(fmt.Sprintf("stile: projection %q needs Events, Tables and Handle", p.Name))
+		panic(printf.Sprintf("stile: projection %q needs Events, Tables and Handle", p.Name))
 	}
 	for i, t := range p.Events {
 		if !api.ValidName(t) || slices.Contains(p.Events[:i], t) {
 			// Twice would read each event twice, and apply it twice.
-			panic(fmt.Sprintf("stile: projection %q: event type %q is invalid or listed twice", p.Name, t))
+			panic(printf.Sprintf("stile: projection %q: event type %q is invalid or listed twice", p.Name, t))
 		}
 	}
 	if p.Batch == 0 {
 		p.Batch = DefaultProjectionBatch
 	}
 	if p.Batch < 1 || p.Batch > MaxProjectionBatch {
-		panic(fmt.Sprintf("stile: projection %q: batch %d is outside 1-%d", p.Name, p.Batch, MaxProjectionBatch))
+		panic(printf.Sprintf("stile: projection %q: batch %d is outside 1-%d", p.Name, p.Batch, MaxProjectionBatch))
 	}
 	if p.Backoff == 0 {
 		p.Backoff = DefaultBackoff
@@ -118,20 +118,20 @@ func (a *App) RegisterProjection(p Projection) *App {
 		p.MaxBackoff = max(5*time.Minute, p.Backoff)
 	}
 	if p.Backoff < time.Millisecond || p.MaxBackoff < p.Backoff {
-		panic(fmt.Sprintf("stile: projection %q: backoff %s..%s is invalid", p.Name, p.Backoff, p.MaxBackoff))
+		panic(printf.Sprintf("stile: projection %q: backoff %s..%s is invalid", p.Name, p.Backoff, p.MaxBackoff))
 	}
 	r := &projectionReg{Projection: p, backoff: fence.Backoff{BaseMs: p.Backoff.Milliseconds(), MaxMs: p.MaxBackoff.Milliseconds()}}
 	for _, sql := range p.Tables {
 		name, err := definedName(sql)
 		if err != nil {
-			panic(fmt.Sprintf("stile: projection %q: %v", p.Name, err))
+			panic(printf.Sprintf("stile: projection %q: %v", p.Name, err))
 		}
 		r.logical = append(r.logical, name)
 	}
 	names := r.names(1)
 	for _, sql := range p.Tables {
 		if _, err := projection.Check(sql, projection.Schema, names); err != nil {
-			panic(fmt.Sprintf("stile: projection %q: %s: %v", p.Name, sql, err))
+			panic(printf.Sprintf("stile: projection %q: %s: %v", p.Name, sql, err))
 		}
 	}
 	h := fnv.New128a()
@@ -152,11 +152,11 @@ func definedName(sql string) (string, error) {
 	open := strings.IndexByte(sql, '{')
 	end := strings.IndexByte(sql, '}')
 	if open < 0 || end < open {
-		return "", fmt.Errorf("%q defines no {table} or {index}", sql)
+		return "", printf.Errorf("%q defines no {table} or {index}", sql)
 	}
 	name := sql[open+1 : end]
 	if !projection.ValidName(name) {
-		return "", fmt.Errorf("{%s} is not a valid name: use %s", name, projection.NameRule)
+		return "", printf.Errorf("{%s} is not a valid name: use %s", name, projection.NameRule)
 	}
 	return name, nil
 }
@@ -173,26 +173,26 @@ func (r *projectionReg) names(gen int64) map[string]string {
 // RegisterQuery adds a named query. It panics on an invalid one.
 func (a *App) RegisterQuery(q Query) *App {
 	if !api.ValidName(q.Name) {
-		panic(fmt.Sprintf("stile: query name %q is invalid: use %s", q.Name, api.NameRule))
+		panic(printf.Sprintf("stile: query name %q is invalid: use %s", q.Name, api.NameRule))
 	}
 	if _, dup := a.queries[q.Name]; dup {
-		panic(fmt.Sprintf("stile: query %q is registered twice", q.Name))
+		panic(printf.Sprintf("stile: query %q is registered twice", q.Name))
 	}
 	p, ok := a.projectionBy[q.Projection]
 	if !ok {
-		panic(fmt.Sprintf("stile: query %q: register projection %q first", q.Name, q.Projection))
+		panic(printf.Sprintf("stile: query %q: register projection %q first", q.Name, q.Projection))
 	}
 	if _, err := projection.Check(q.SQL, projection.Read, p.names(1)); err != nil {
-		panic(fmt.Sprintf("stile: query %q: %v", q.Name, err))
+		panic(printf.Sprintf("stile: query %q: %v", q.Name, err))
 	}
 	if strings.Count(q.SQL, "?") != len(q.Params) || len(q.Columns) == 0 {
-		panic(fmt.Sprintf("stile: query %q: give one ? per param (%d params) and name its columns", q.Name, len(q.Params)))
+		panic(printf.Sprintf("stile: query %q: give one ? per param (%d params) and name its columns", q.Name, len(q.Params)))
 	}
 	if q.MaxRows == 0 {
 		q.MaxRows = 100
 	}
 	if q.MaxRows < 1 || q.MaxRows > 1000 {
-		panic(fmt.Sprintf("stile: query %q: max rows %d is outside 1-1000", q.Name, q.MaxRows))
+		panic(printf.Sprintf("stile: query %q: max rows %d is outside 1-1000", q.Name, q.MaxRows))
 	}
 	a.queries[q.Name] = &queryReg{Query: q}
 	return a
@@ -249,7 +249,7 @@ func (tx *ProjectionTx) check(sql string) (string, error) {
 	}
 	s, err := projection.Check(sql, projection.Write, tx.names)
 	if err != nil {
-		return "", fmt.Errorf("projection %s: %w", tx.p.Name, err)
+		return "", printf.Errorf("projection %s: %w", tx.p.Name, err)
 	}
 	if len(tx.sql) < 1024 {
 		tx.sql[sql] = s
@@ -333,7 +333,7 @@ func (t *Tenant) createGeneration(now int64, p *projectionReg, role string) erro
 			return err
 		}
 		if err := t.db.Exec(s); err != nil {
-			return fmt.Errorf("projection %s: create generation %d: %s: %w", p.Name, gen, oneLine(sql), err)
+			return printf.Errorf("projection %s: create generation %d: %s: %w", p.Name, gen, oneLine(sql), err)
 		}
 	}
 	return t.projections.Create(now, p.Name, gen, role, p.fingerprint, p.tables())
@@ -362,7 +362,7 @@ func (t *Tenant) dropGeneration(p *projectionReg, gen int64) error {
 	}
 	for _, name := range tables {
 		if err := t.db.Exec(`DROP TABLE IF EXISTS ` + projection.Physical(p.Name, gen, name)); err != nil {
-			return fmt.Errorf("projection %s: drop generation %d: %w", p.Name, gen, err)
+			return printf.Errorf("projection %s: drop generation %d: %w", p.Name, gen, err)
 		}
 	}
 	delete(t.projTx, p.Name+"/"+strconv.FormatInt(gen, 10))
@@ -492,7 +492,7 @@ func (t *Tenant) applyBatch(now int64, p *projectionReg, g *projectionstore.Gene
 			failures = 1
 		}
 		retryAt := now + p.backoff.Delay(failures, mrandFloat())
-		msg := fmt.Sprintf("event %d (%s): %s", evs[failedAt].Seq, evs[failedAt].Type, oneLine(herr.Error()))
+		msg := printf.Sprintf("event %d (%s): %s", evs[failedAt].Seq, evs[failedAt].Type, oneLine(herr.Error()))
 		if err := t.projections.Stall(now, g.Name, g.Generation, cp, evs[failedAt].Seq, failures, retryAt, msg); err != nil {
 			return err
 		}
@@ -530,7 +530,7 @@ func (t *Tenant) applyEvents(tx *ProjectionTx, evs []eventstore.Event) (failedAt
 func callProjection(tx *ProjectionTx, e api.Event) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v", p)
+			err = printf.Errorf("panic: %v", p)
 		}
 	}()
 	return tx.p.Handle(tx, e)

@@ -1,12 +1,12 @@
 package runtime
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/inboxstore"
 )
 
@@ -65,7 +65,7 @@ func (a *App) RegisterPolicy(p Policy) *App {
 		p.Batch = DefaultReactionBatch
 	}
 	if p.Batch < 1 || p.Batch > api.MaxDeliveries {
-		panic(fmt.Sprintf("stile: policy %q: batch %d is outside 1-%d", p.Name, p.Batch, api.MaxDeliveries))
+		panic(printf.Sprintf("stile: policy %q: batch %d is outside 1-%d", p.Name, p.Batch, api.MaxDeliveries))
 	}
 	a.addReaction(api.ReactionKindPolicy, p.Name, p.Events, p.Timeout, p.Backoff, p.MaxBackoff, p.Batch, p.FromStart, nil)
 	return a
@@ -74,7 +74,7 @@ func (a *App) RegisterPolicy(p Policy) *App {
 // RegisterProcess adds a process. It panics on an invalid or duplicate one.
 func (a *App) RegisterProcess(p Process) *App {
 	if p.Correlate == nil {
-		panic(fmt.Sprintf("stile: process %q has no Correlate", p.Name))
+		panic(printf.Sprintf("stile: process %q has no Correlate", p.Name))
 	}
 	types := append(append([]string(nil), p.Events...), api.DeadlineEventPrefix+p.Name)
 	a.addReaction(api.ReactionKindProcess, p.Name, types, p.Timeout, p.Backoff, p.MaxBackoff, 1, p.FromStart, p.Correlate)
@@ -84,21 +84,21 @@ func (a *App) RegisterProcess(p Process) *App {
 func (a *App) addReaction(kind, name string, types []string, timeout, backoff, maxBackoff time.Duration,
 	batch int, fromStart bool, correlate func(api.Event) (string, error)) {
 	if !api.ValidName(name) {
-		panic(fmt.Sprintf("stile: %s name %q is invalid: use %s", kind, name, api.NameRule))
+		panic(printf.Sprintf("stile: %s name %q is invalid: use %s", kind, name, api.NameRule))
 	}
 	if _, dup := a.reactionBy[name]; dup {
-		panic(fmt.Sprintf("stile: reaction %q is registered twice", name))
+		panic(printf.Sprintf("stile: reaction %q is registered twice", name))
 	}
 	if len(types) == 0 {
-		panic(fmt.Sprintf("stile: %s %q handles no event types", kind, name))
+		panic(printf.Sprintf("stile: %s %q handles no event types", kind, name))
 	}
 	seen := map[string]bool{}
 	for _, t := range types {
 		if !api.ValidName(t) || seen[t] {
-			panic(fmt.Sprintf("stile: %s %q: event type %q is invalid or listed twice", kind, name, t))
+			panic(printf.Sprintf("stile: %s %q: event type %q is invalid or listed twice", kind, name, t))
 		}
 		if strings.HasPrefix(t, "stile.") && t != api.DeadlineEventPrefix+name {
-			panic(fmt.Sprintf("stile: %s %q: event type %q is reserved", kind, name, t))
+			panic(printf.Sprintf("stile: %s %q: event type %q is reserved", kind, name, t))
 		}
 		seen[t] = true
 	}
@@ -106,7 +106,7 @@ func (a *App) addReaction(kind, name string, types []string, timeout, backoff, m
 		timeout = DefaultReactionTimeout
 	}
 	if timeout < time.Millisecond || timeout > api.MaxReactionTimeout {
-		panic(fmt.Sprintf("stile: %s %q: timeout %s is outside 1ms-%s", kind, name, timeout, api.MaxReactionTimeout))
+		panic(printf.Sprintf("stile: %s %q: timeout %s is outside 1ms-%s", kind, name, timeout, api.MaxReactionTimeout))
 	}
 	if backoff == 0 {
 		backoff = DefaultBackoff
@@ -115,7 +115,7 @@ func (a *App) addReaction(kind, name string, types []string, timeout, backoff, m
 		maxBackoff = max(DefaultMaxBackoff, backoff)
 	}
 	if backoff < time.Millisecond || maxBackoff < backoff {
-		panic(fmt.Sprintf("stile: %s %q: backoff %s..%s is invalid", kind, name, backoff, maxBackoff))
+		panic(printf.Sprintf("stile: %s %q: backoff %s..%s is invalid", kind, name, backoff, maxBackoff))
 	}
 	r := &reaction{correlate: correlate, h: inboxstore.Handler{Name: name, Kind: kind, Types: types,
 		TimeoutMs: timeout.Milliseconds(), Backoff: fence.Backoff{BaseMs: backoff.Milliseconds(), MaxMs: maxBackoff.Milliseconds()},

@@ -1,13 +1,13 @@
 package runtime
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // input is what a route's handler is given: the values of its pattern's
@@ -276,7 +276,7 @@ func kindList(names []string) string {
 	}
 	const show = 10
 	if len(names) > show {
-		return strings.Join(names[:show], ", ") + fmt.Sprintf(" and %d more", len(names)-show)
+		return strings.Join(names[:show], ", ") + printf.Sprintf(" and %d more", len(names)-show)
 	}
 	return strings.Join(names, ", ")
 }

@@ -1,12 +1,12 @@
 package runtime
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/fencestore"
 )
 
@@ -22,7 +22,7 @@ func (t *Tenant) validateEnqueue(i int, r api.EnqueueRequest) (fencestore.NewJob
 func (t *Tenant) validateEnqueueSent(i int, r api.EnqueueRequest, f api.EnqueueRequestFields) (fencestore.NewJob, *api.Error) {
 	where := ""
 	if i >= 0 {
-		where = fmt.Sprintf("jobs[%d]: ", i)
+		where = printf.Sprintf("jobs[%d]: ", i)
 	}
 	if r.Kind == "" {
 		return fencestore.NewJob{}, api.Refuse(api.CodeInvalidRequest, "%smissing field \"kind\"", where)

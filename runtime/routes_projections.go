@@ -3,13 +3,13 @@ package runtime
 import (
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/projection"
 	"github.com/stile-run/stile/runtime/internal/projectionstore"
 )
@@ -134,7 +134,7 @@ func (t *Tenant) runQuery(name, raw string) (route, *api.Error) {
 			}
 		}
 		if gen == 0 {
-			return result{}, fmt.Errorf("projection %s has no live generation", p.Name)
+			return result{}, printf.Errorf("projection %s has no live generation", p.Name)
 		}
 		sql, err := projection.Check(q.SQL, projection.Read, p.names(gen))
 		if err != nil {
@@ -145,7 +145,7 @@ func (t *Tenant) runQuery(name, raw string) (route, *api.Error) {
 			return result{}, api.Refuse(api.CodeQueryFailed, "query %s failed: %s", name, oneLine(err.Error()))
 		}
 		if rows.Columns() != len(q.Columns) {
-			return result{}, fmt.Errorf("query %s returns %d columns but names %d", name, rows.Columns(), len(q.Columns))
+			return result{}, printf.Errorf("query %s returns %d columns but names %d", name, rows.Columns(), len(q.Columns))
 		}
 		var out api.QueryResult
 		out.Rows = []json.RawMessage{}

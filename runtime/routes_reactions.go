@@ -2,12 +2,12 @@ package runtime
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/inbox"
+	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/eventstore"
 	"github.com/stile-run/stile/runtime/internal/inboxstore"
 )
@@ -63,7 +63,7 @@ func (t *Tenant) claimReactions(body []byte) (route, *api.Error) {
 				if cerr != nil {
 					// Not run: failed now, retried after the backoff.
 					runAt, failures := inbox.AfterFailure(d.Entry, rc.h.Backoff, now, mrandFloat())
-					msg := fmt.Sprintf("correlate event %d: %s", d.Event.Seq, oneLine(cerr.Error()))
+					msg := printf.Sprintf("correlate event %d: %s", d.Event.Seq, oneLine(cerr.Error()))
 					if err := t.reactions.Retry(now, d.Entry, runAt, failures, msg); err != nil {
 						return result{}, err
 					}
@@ -96,12 +96,12 @@ func (t *Tenant) correlate(rc *reaction, e eventstore.Event) (corr string, err e
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("Correlate panicked: %v", p)
+			err = printf.Errorf("Correlate panicked: %v", p)
 		}
 	}()
 	corr, err = rc.correlate(eventView(e))
 	if err == nil && !api.ValidName(corr) {
-		err = fmt.Errorf("Correlate returned %q, which is not a valid correlation id (%s)", corr, api.NameRule)
+		err = printf.Errorf("Correlate returned %q, which is not a valid correlation id (%s)", corr, api.NameRule)
 	}
 	return corr, err
 }
@@ -109,7 +109,7 @@ func (t *Tenant) correlate(rc *reaction, e eventstore.Event) (corr string, err e
 // ---- settle ----
 
 func (t *Tenant) validateSettlement(i int, s api.Settlement) *api.Error {
-	where := fmt.Sprintf("settlements[%d]: ", i)
+	where := printf.Sprintf("settlements[%d]: ", i)
 	rc, ok := t.app.reactionBy[s.Handler]
 	if !ok {
 		return api.Refuse(api.CodeUnknownHandler, "%sunknown reaction %q: this module registers %s", where, s.Handler, t.app.reactionNames())
@@ -136,7 +136,7 @@ func (t *Tenant) validateSettlement(i int, s api.Settlement) *api.Error {
 		return api.Refuse(api.CodeTooLarge, "%sstate of %d bytes exceeds the limit of %d", where, len(s.State), api.MaxEventBytes)
 	}
 	for j, c := range s.Commands {
-		if e := t.validateCommand(fmt.Sprintf("%scommands[%d]: ", where, j), c); e != nil {
+		if e := t.validateCommand(printf.Sprintf("%scommands[%d]: ", where, j), c); e != nil {
 			return e
 		}
 	}
@@ -144,7 +144,7 @@ func (t *Tenant) validateSettlement(i int, s api.Settlement) *api.Error {
 		if ms := sc.At.UnixMilli(); sc.At.IsZero() || ms < 0 || ms > maxTimeMs {
 			return api.Refuse(api.CodeInvalidRequest, "%sscheduled[%d]: missing or out of range field \"at\": use a time from 1970 to 9999", where, j)
 		}
-		if e := t.validateCommand(fmt.Sprintf("%sscheduled[%d].command: ", where, j), sc.Command); e != nil {
+		if e := t.validateCommand(printf.Sprintf("%sscheduled[%d].command: ", where, j), sc.Command); e != nil {
 			return e
 		}
 	}
@@ -306,7 +306,7 @@ func (t *Tenant) commitSuccess(now int64, rc *reaction, e inbox.Entry, s api.Set
 	if rc.h.Kind == api.ReactionKindProcess {
 		evs, err := t.events.ReadSeqs([]int64{s.Seq})
 		if err != nil || len(evs) != 1 {
-			return 0, nil, errors.Join(err, fmt.Errorf("read event %d: %w", s.Seq, do.ErrGuard))
+			return 0, nil, errors.Join(err, printf.Errorf("read event %d: %w", s.Seq, do.ErrGuard))
 		}
 		corr, err := t.correlate(rc, evs[0])
 		if err != nil {

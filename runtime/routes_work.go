@@ -3,10 +3,10 @@ package runtime
 import (
 	"bytes"
 	"errors"
-	"fmt"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/fencestore"
 )
 
@@ -215,7 +215,7 @@ func (t *Tenant) reportBatch(body []byte) (route, *api.Error) {
 		}
 		rep, e := validateReport(&r.Reports[i].ReportRequest)
 		if e != nil {
-			return nil, e.At(fmt.Sprintf("reports[%d]", i))
+			return nil, e.At(printf.Sprintf("reports[%d]", i))
 		}
 		ids[i], reps[i] = id, rep
 	}

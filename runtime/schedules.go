@@ -2,10 +2,10 @@ package runtime
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/cron"
 	"github.com/stile-run/stile/runtime/internal/fencestore"
 )
@@ -34,7 +34,7 @@ func (t *Tenant) scheduledJob(name string, template []byte, period int64) (fence
 	if e != nil {
 		return n, e
 	}
-	n.UniqueKey = fmt.Sprintf("schedule:%s:%d", name, period)
+	n.UniqueKey = printf.Sprintf("schedule:%s:%d", name, period)
 	return n, nil
 }
 

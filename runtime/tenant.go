@@ -2,10 +2,10 @@ package runtime
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/eventstore"
 	"github.com/stile-run/stile/runtime/internal/fencestore"
 	"github.com/stile-run/stile/runtime/internal/inboxstore"
@@ -110,7 +110,7 @@ func (t *Tenant) serve(req do.Request) do.Response {
 			return resp
 		}
 	default:
-		return errorResponse(api.Refuse(api.CodeInvalidRequest, "unknown request kind %d", req.Kind))
+		return errorResponse(api.Refuse(api.CodeInvalidRequest, "unknown request kind %d", byte(req.Kind)))
 	}
 	// Only a request that passed validation migrates: a refused one (a
 	// mistyped tenant name, say) leaves the object's storage untouched.
@@ -186,20 +186,20 @@ func (t *Tenant) serve(req do.Request) do.Response {
 
 func (t *Tenant) migrate() error {
 	if _, err := schema.Apply(t.db, schema.Ledger, schema.Migrations()); err != nil {
-		return fmt.Errorf("migrate tenant schema: %w", err)
+		return printf.Errorf("migrate tenant schema: %w", err)
 	}
 	if len(t.app.migrations) > 0 {
 		if _, err := schema.Apply(t.db, AppLedger, t.app.migrations); err != nil {
-			return fmt.Errorf("migrate the module's own tables: %w", err)
+			return printf.Errorf("migrate the module's own tables: %w", err)
 		}
 	}
 	// Every registered reaction gets its checkpoint before any request
 	// can append an event it should see.
 	if err := t.db.Tx(func() error { return t.reactions.Sync(t.db.Now(), t.app.handlers()) }); err != nil {
-		return fmt.Errorf("register the module's reactions: %w", err)
+		return printf.Errorf("register the module's reactions: %w", err)
 	}
 	if err := t.db.Tx(func() error { return t.syncProjections(t.db.Now()) }); err != nil {
-		return fmt.Errorf("register the module's projections: %w", err)
+		return printf.Errorf("register the module's projections: %w", err)
 	}
 	t.schemaVersion = int64(len(schema.Migrations()))
 	t.migrated = true

@@ -3,13 +3,13 @@ package runtime
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/internal/ascii"
+	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/fencestore"
 	"github.com/stile-run/stile/schema"
 )
@@ -81,13 +81,13 @@ func (tx *Tx) Enqueue(r api.EnqueueRequest) (api.Job, error) {
 // RegisterTx adds a transaction. It panics on an invalid or duplicate name.
 func (a *App) RegisterTx(name string, fn TxFunc) *App {
 	if !api.ValidName(name) {
-		panic(fmt.Sprintf("stile: transaction name %q is invalid: use %s", name, api.NameRule))
+		panic(printf.Sprintf("stile: transaction name %q is invalid: use %s", name, api.NameRule))
 	}
 	if _, dup := a.txs[name]; dup {
-		panic(fmt.Sprintf("stile: transaction %q is registered twice", name))
+		panic(printf.Sprintf("stile: transaction %q is registered twice", name))
 	}
 	if fn == nil {
-		panic(fmt.Sprintf("stile: transaction %q has no function", name))
+		panic(printf.Sprintf("stile: transaction %q has no function", name))
 	}
 	// The output is encoded here, at registration, so that a module that
 	// registers no transaction does not carry encoding/json's encoder.
@@ -98,7 +98,7 @@ func (a *App) RegisterTx(name string, fn TxFunc) *App {
 		}
 		b, err := json.Marshal(out)
 		if err != nil {
-			return nil, fmt.Errorf("encode its output: %w", err)
+			return nil, printf.Errorf("encode its output: %w", err)
 		}
 		return b, nil
 	}
@@ -115,10 +115,10 @@ const AppLedger = "app_migrations"
 func (a *App) Migrations(ms ...schema.Migration) *App {
 	for i, m := range ms {
 		if m.Version != int64(i+1) {
-			panic(fmt.Sprintf("stile: migration %d is numbered %d; numbers must run 1, 2, 3 …", i+1, m.Version))
+			panic(printf.Sprintf("stile: migration %d is numbered %d; numbers must run 1, 2, 3 …", i+1, m.Version))
 		}
 		if strings.Contains(ascii.ToLower(m.SQL), "stile_") {
-			panic(fmt.Sprintf("stile: migration %d_%s names a stile_ table; those are Stile's", m.Version, m.Name))
+			panic(printf.Sprintf("stile: migration %d_%s names a stile_ table; those are Stile's", m.Version, m.Name))
 		}
 	}
 	a.migrations = ms

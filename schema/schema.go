@@ -1,9 +1,8 @@
 package schema
 
 import (
-	"fmt"
-
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // The migrations in migrations/*.sql are compiled in by go generate
@@ -30,16 +29,16 @@ const Ledger = "stile_migrations"
 func Apply(db *do.DB, ledger string, ms []Migration) (int, error) {
 	if err := db.Exec(`CREATE TABLE IF NOT EXISTS ` + ledger + ` (
 		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`); err != nil {
-		return 0, fmt.Errorf("create migration ledger %s: %w", ledger, err)
+		return 0, printf.Errorf("create migration ledger %s: %w", ledger, err)
 	}
 	rows, err := db.Query(`SELECT COALESCE(MAX(version), 0) FROM ` + ledger)
 	if err != nil {
-		return 0, fmt.Errorf("read migration ledger %s: %w", ledger, err)
+		return 0, printf.Errorf("read migration ledger %s: %w", ledger, err)
 	}
 	rows.Next()
 	current := rows.Int(0)
 	if current > int64(len(ms)) {
-		return 0, fmt.Errorf("database %s is at version %d, newer than this module's %d: deploy the newer module", ledger, current, len(ms))
+		return 0, printf.Errorf("database %s is at version %d, newer than this module's %d: deploy the newer module", ledger, current, len(ms))
 	}
 	applied := 0
 	for _, m := range ms[current:] {
@@ -50,7 +49,7 @@ func Apply(db *do.DB, ledger string, ms []Migration) (int, error) {
 			return db.Exec(`INSERT INTO `+ledger+` (version, name, applied_at) VALUES (?, ?, ?)`, m.Version, m.Name, db.Now())
 		})
 		if err != nil {
-			return applied, fmt.Errorf("apply migration %d_%s: %w", m.Version, m.Name, err)
+			return applied, printf.Errorf("apply migration %d_%s: %w", m.Version, m.Name, err)
 		}
 		applied++
 	}

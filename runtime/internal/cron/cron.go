@@ -2,12 +2,12 @@ package cron
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/stile-run/stile/internal/ascii"
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // Schedule is a parsed cron expression.
@@ -62,7 +62,7 @@ func Parse(expr string) (*Schedule, error) {
 	if rest, ok := strings.CutPrefix(e, "@every "); ok {
 		d, err := time.ParseDuration(ascii.TrimSpace(rest))
 		if err != nil || d < time.Second || d%time.Second != 0 {
-			return nil, fmt.Errorf("%w %q: @every takes a whole number of seconds, at least 1s", ErrSyntax, expr)
+			return nil, printf.Errorf("%w %q: @every takes a whole number of seconds, at least 1s", ErrSyntax, expr)
 		}
 		s.every = d
 		return s, nil
@@ -75,12 +75,12 @@ func Parse(expr string) (*Schedule, error) {
 		parts = append([]string{"0"}, parts...)
 	}
 	if len(parts) != 6 {
-		return nil, fmt.Errorf("%w %q: want six fields (second minute hour day-of-month month day-of-week) or five", ErrSyntax, expr)
+		return nil, printf.Errorf("%w %q: want six fields (second minute hour day-of-month month day-of-week) or five", ErrSyntax, expr)
 	}
 	for i, p := range parts {
 		bits, err := parseField(p, fields[i])
 		if err != nil {
-			return nil, fmt.Errorf("%w %q: %s field %q: %v", ErrSyntax, expr, fields[i].name, p, err)
+			return nil, printf.Errorf("%w %q: %s field %q: %v", ErrSyntax, expr, fields[i].name, p, err)
 		}
 		s.fields[i] = bits
 	}
@@ -100,7 +100,7 @@ func parseField(p string, f field) (uint64, error) {
 		if hasStep {
 			n, err := strconv.Atoi(stepText)
 			if err != nil || n < 1 {
-				return 0, fmt.Errorf("step %q is not a positive number", stepText)
+				return 0, printf.Errorf("step %q is not a positive number", stepText)
 			}
 			step = n
 		}
@@ -121,7 +121,7 @@ func parseField(p string, f field) (uint64, error) {
 				hi = f.max
 			}
 			if hi < lo {
-				return 0, fmt.Errorf("range %s runs backwards", rng)
+				return 0, printf.Errorf("range %s runs backwards", rng)
 			}
 		}
 		for v := lo; v <= hi; v += step {
@@ -137,10 +137,10 @@ func value(s string, f field) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a number", s)
+		return 0, printf.Errorf("%q is not a number", s)
 	}
 	if n < f.min || n > f.max {
-		return 0, fmt.Errorf("%d is outside %d-%d", n, f.min, f.max)
+		return 0, printf.Errorf("%d is outside %d-%d", n, f.min, f.max)
 	}
 	return n, nil
 }

@@ -2,8 +2,9 @@ package eventstore
 
 import (
 	"encoding/hex"
-	"fmt"
 	"hash/fnv"
+
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // CommandRecord is a command in the ledger.
@@ -29,7 +30,7 @@ func Digest(aggregate, aggregateID, typ string, data []byte) string {
 	}
 	h := fnv.New128a() // see inbox.derive: no adversary, no need for crypto
 	for _, p := range [][]byte{[]byte(aggregate), []byte(aggregateID), []byte(typ), data} {
-		h.Write([]byte(fmt.Sprintf("%d:", len(p))))
+		h.Write([]byte(printf.Sprintf("%d:", len(p))))
 		h.Write(p)
 	}
 	return hex.EncodeToString(h.Sum(nil))
@@ -40,7 +41,7 @@ func (s *Store) Command(id string) (CommandRecord, bool, error) {
 	rows, err := s.db.Query(`SELECT id, aggregate, aggregate_id, type, digest, COALESCE(first_seq, 0),
 		COALESCE(last_seq, 0), version, job_ids, source, at FROM stile_commands WHERE id = ?`, id)
 	if err != nil {
-		return CommandRecord{}, false, fmt.Errorf("read command %s: %w", id, err)
+		return CommandRecord{}, false, printf.Errorf("read command %s: %w", id, err)
 	}
 	if !rows.Next() {
 		return CommandRecord{}, false, rows.Err()
@@ -66,7 +67,7 @@ func (s *Store) RecordCommand(r CommandRecord) error {
 		version, job_ids, source, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Aggregate, r.AggregateID, r.Type, r.Digest, first, last, r.Version, string(jobs), r.Source, r.At)
 	if err != nil {
-		return fmt.Errorf("record command %s: %w", r.ID, err)
+		return printf.Errorf("record command %s: %w", r.ID, err)
 	}
 	return nil
 }

@@ -1,12 +1,12 @@
 package eventstore
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // Event is a stored event.
@@ -34,7 +34,7 @@ const Any = -1
 func versionConflict(stream string, expected, current int64) *api.Error {
 	e := api.Refuse(api.CodeVersionConflict, "stream %s is at version %d, not the expected %d: read it and decide again", stream, current, expected)
 	if expected == 0 {
-		e.Message = fmt.Sprintf("stream %s already exists (version %d): expected a new stream", stream, current)
+		e.Message = printf.Sprintf("stream %s already exists (version %d): expected a new stream", stream, current)
 	}
 	e.Stream, e.CurrentVersion = stream, &current
 	return e
@@ -73,10 +73,10 @@ func (s *Store) TenantID() (string, error) {
 	}
 	rows, err := s.db.Query(`SELECT id FROM stile_identity`)
 	if err != nil {
-		return "", fmt.Errorf("read the tenant identity: %w", err)
+		return "", printf.Errorf("read the tenant identity: %w", err)
 	}
 	if !rows.Next() {
-		return "", fmt.Errorf("read the tenant identity: %w", do.ErrNoRow)
+		return "", printf.Errorf("read the tenant identity: %w", do.ErrNoRow)
 	}
 	s.tenantID = rows.Text(0)
 	return s.tenantID, rows.Err()
@@ -86,7 +86,7 @@ func (s *Store) TenantID() (string, error) {
 func (s *Store) Version(stream string) (int64, error) {
 	rows, err := s.db.Query(`SELECT COALESCE(MAX(version), 0) FROM stile_events WHERE stream = ?`, stream)
 	if err != nil {
-		return 0, fmt.Errorf("read the version of stream %s: %w", stream, err)
+		return 0, printf.Errorf("read the version of stream %s: %w", stream, err)
 	}
 	rows.Next()
 	return rows.Int(0), rows.Err()
@@ -96,7 +96,7 @@ func (s *Store) Version(stream string) (int64, error) {
 func (s *Store) Head() (int64, error) {
 	rows, err := s.db.Query(`SELECT COALESCE(MAX(seq), 0) FROM stile_events`)
 	if err != nil {
-		return 0, fmt.Errorf("read the head of the log: %w", err)
+		return 0, printf.Errorf("read the head of the log: %w", err)
 	}
 	rows.Next()
 	return rows.Int(0), rows.Err()
@@ -142,7 +142,7 @@ func (s *Store) Append(now int64, stream string, expected int64, drafts []Draft,
 		sql.WriteString(` RETURNING seq`)
 		rows, err := s.db.Query(sql.String(), args...)
 		if err != nil {
-			return 0, 0, 0, fmt.Errorf("append to stream %s: %w", stream, err)
+			return 0, 0, 0, printf.Errorf("append to stream %s: %w", stream, err)
 		}
 		for rows.Next() {
 			if first == 0 {
@@ -167,7 +167,7 @@ func scan(rows *do.Rows) Event {
 
 func collect(rows *do.Rows, err error, what string) ([]Event, error) {
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", what, err)
+		return nil, printf.Errorf("read %s: %w", what, err)
 	}
 	out := make([]Event, 0, rows.Len())
 	for rows.Next() {
@@ -234,7 +234,7 @@ func (s *Store) CountAfter(after int64, types []string, max int64) (int64, error
 	for _, t := range types {
 		rows, err := s.db.Query(`SELECT count(*) FROM (SELECT 1 FROM stile_events WHERE type = ? AND seq > ? LIMIT ?)`, t, after, max)
 		if err != nil {
-			return 0, fmt.Errorf("count events of type %s: %w", t, err)
+			return 0, printf.Errorf("count events of type %s: %w", t, err)
 		}
 		rows.Next()
 		n += rows.Int(0)

@@ -1,9 +1,10 @@
 package fencestore
 
 import (
-	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // ClaimRequest selects the jobs a worker may take.
@@ -59,7 +60,7 @@ func (s *Store) Claim(now int64, req ClaimRequest) ([]Job, error) {
 		read := func(sql string, key string, lead []any, limit int) error {
 			rows, err := s.db.Query(sql, append(append(lead, kindArgs...), limit)...)
 			if err != nil {
-				return fmt.Errorf("claim for worker %s: %w", req.Worker, err)
+				return printf.Errorf("claim for worker %s: %w", req.Worker, err)
 			}
 			for rows.Next() {
 				cands = append(cands, cand{rows.Int(0), rows.Int(1), rows.Int(2), key})
@@ -111,7 +112,7 @@ func (s *Store) Claim(now int64, req ClaimRequest) ([]Job, error) {
 		WHERE state = 'available' AND id IN (`+ids+`)
 		RETURNING `+jobColumns, args...)
 	if err != nil {
-		return nil, fmt.Errorf("claim for worker %s: %w", req.Worker, err)
+		return nil, printf.Errorf("claim for worker %s: %w", req.Worker, err)
 	}
 	out := make([]Job, 0, rows.Len())
 	for rows.Next() {
@@ -120,7 +121,7 @@ func (s *Store) Claim(now int64, req ClaimRequest) ([]Job, error) {
 		out = append(out, j)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("claim for worker %s: %w", req.Worker, err)
+		return nil, printf.Errorf("claim for worker %s: %w", req.Worker, err)
 	}
 	for key, n := range taken {
 		if err := s.takeSlots(now, key, n); err != nil {

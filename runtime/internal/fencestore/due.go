@@ -1,10 +1,9 @@
 package fencestore
 
 import (
-	"fmt"
-
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // Due work is what time alone makes happen: leases that lapsed and jobs
@@ -33,7 +32,7 @@ func (s *Store) ApplyDue(now int64, noticedBy string, jitter func() float64) (Du
 	rows, err := s.db.Query(`SELECT `+fenceColumns+` FROM stile_jobs
 		WHERE state = 'running' AND lease_until <= ? ORDER BY lease_until LIMIT ?`, now, expireBatch)
 	if err != nil {
-		return res, fmt.Errorf("find lapsed leases: %w", err)
+		return res, printf.Errorf("find lapsed leases: %w", err)
 	}
 	var lapsed []Job
 	for rows.Next() {
@@ -42,18 +41,18 @@ func (s *Store) ApplyDue(now int64, noticedBy string, jitter func() float64) (Du
 		lapsed = append(lapsed, j)
 	}
 	if err := rows.Err(); err != nil {
-		return res, fmt.Errorf("find lapsed leases: %w", err)
+		return res, printf.Errorf("find lapsed leases: %w", err)
 	}
 	for _, j := range lapsed {
 		next := fence.AfterExpiry(j.Job, j.Backoff(), now, jitter())
 		var msg string
 		switch {
 		case j.CancelRequested:
-			msg = fmt.Sprintf("cancelled: the lease of attempt %d ran out after the cancel was requested", j.Attempt)
+			msg = printf.Sprintf("cancelled: the lease of attempt %d ran out after the cancel was requested", j.Attempt)
 		case fence.TimedOut(j.Job):
-			msg = fmt.Sprintf("timed out: attempt %d reached its time limit of %d ms", j.Attempt, j.TimeoutMs)
+			msg = printf.Sprintf("timed out: attempt %d reached its time limit of %d ms", j.Attempt, j.TimeoutMs)
 		default:
-			msg = fmt.Sprintf("lease of attempt %d expired (worker %s held it until %d)", j.Attempt, j.Worker, j.LeaseUntil)
+			msg = printf.Sprintf("lease of attempt %d expired (worker %s held it until %d)", j.Attempt, j.Worker, j.LeaseUntil)
 		}
 		if _, err := s.finish(now, j, next, ending{outcome: fence.OutcomeLeaseExpired, err: msg, noticedBy: noticedBy}); err != nil {
 			return res, err
@@ -65,7 +64,7 @@ func (s *Store) ApplyDue(now int64, noticedBy string, jitter func() float64) (Du
 		             ORDER BY run_at LIMIT ?)
 		RETURNING id`, now, promoteBatch)
 	if err != nil {
-		return res, fmt.Errorf("make due jobs available: %w", err)
+		return res, printf.Errorf("make due jobs available: %w", err)
 	}
 	res.Promoted = rows.Len()
 	if res.Promoted > 0 {
@@ -89,10 +88,10 @@ func (s *Store) NextDue() (int64, error) {
 		COALESCE((SELECT MIN(lease_until) FROM stile_jobs WHERE state = 'running'), ?1),
 		COALESCE((SELECT MIN(next_at) FROM stile_schedules WHERE paused = 0), ?1))`, noAlarm)
 	if err != nil {
-		return 0, fmt.Errorf("compute next due time: %w", err)
+		return 0, printf.Errorf("compute next due time: %w", err)
 	}
 	if !rows.Next() {
-		return 0, fmt.Errorf("compute next due time: %w", do.ErrNoRow)
+		return 0, printf.Errorf("compute next due time: %w", do.ErrNoRow)
 	}
 	at := rows.Int(0)
 	if at >= noAlarm {

@@ -2,12 +2,12 @@ package fencestore
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // NewJob is a validated job to insert.
@@ -63,9 +63,9 @@ func (s *Store) Enqueue(now int64, jobs []NewJob) ([]Enqueued, error) {
 		var refused *api.Error
 		switch {
 		case len(jobs) > 1 && errors.As(err, &refused):
-			return nil, refused.At(fmt.Sprintf("jobs[%d]", i))
+			return nil, refused.At(printf.Sprintf("jobs[%d]", i))
 		case err != nil:
-			return nil, fmt.Errorf("jobs[%d]: %w", i, err)
+			return nil, printf.Errorf("jobs[%d]: %w", i, err)
 		}
 		out = append(out, e)
 	}
@@ -110,7 +110,7 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 		case parent.State.Terminal():
 			edges = append(edges, edge{id, "failed"})
 			if !n.RunRegardless && cancelled == "" {
-				cancelled = fmt.Sprintf("parent job %d ended %s", id, parent.State)
+				cancelled = printf.Sprintf("parent job %d ended %s", id, string(parent.State))
 			}
 		default:
 			edges = append(edges, edge{id, ""})
@@ -146,10 +146,10 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 		n.LeaseMs, n.TimeoutMs, n.BackoffMs, n.BackoffMaxMs, n.RunAt, now, finished, lastErr,
 		string(tags), unique, key, pending, n.RunRegardless)
 	if err != nil {
-		return Enqueued{}, fmt.Errorf("enqueue job of kind %s: %w", n.Kind, err)
+		return Enqueued{}, printf.Errorf("enqueue job of kind %s: %w", n.Kind, err)
 	}
 	if !rows.Next() {
-		return Enqueued{}, fmt.Errorf("enqueue job of kind %s: %w", n.Kind, do.ErrGuard)
+		return Enqueued{}, printf.Errorf("enqueue job of kind %s: %w", n.Kind, do.ErrGuard)
 	}
 	id := rows.Int(0)
 	for _, e := range edges {
@@ -159,7 +159,7 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 		}
 		if err := s.db.Exec(`INSERT INTO stile_job_deps (child_id, parent_id, resolved, resolved_at) VALUES (?, ?, ?, ?)`,
 			id, e.parent, resolved, at); err != nil {
-			return Enqueued{}, fmt.Errorf("enqueue job %d: record its dependency on job %d: %w", id, e.parent, err)
+			return Enqueued{}, printf.Errorf("enqueue job %d: record its dependency on job %d: %w", id, e.parent, err)
 		}
 	}
 	switch state {
@@ -188,7 +188,7 @@ func (s *Store) findUnique(now int64, key string, windowMs int64) (Job, bool, er
 	rows, err := s.db.Query(`SELECT `+jobColumns+` FROM stile_jobs WHERE unique_key = ?
 		AND (state NOT IN ('completed', 'cancelled', 'dead') OR created_at >= ?) ORDER BY id DESC LIMIT 1`, key, since)
 	if err != nil {
-		return Job{}, false, fmt.Errorf("look up unique key %q: %w", key, err)
+		return Job{}, false, printf.Errorf("look up unique key %q: %w", key, err)
 	}
 	if !rows.Next() {
 		return Job{}, false, rows.Err()

@@ -1,17 +1,16 @@
 package fencestore
 
 import (
-	"fmt"
-
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/internal/printf"
 )
 
 func (s *Store) ended(id, attempt int64) (*fence.Ended, error) {
 	rows, err := s.db.Query(`SELECT worker, lease_token, outcome FROM stile_job_attempts
 		WHERE job_id = ? AND attempt = ?`, id, attempt)
 	if err != nil {
-		return nil, fmt.Errorf("read attempt %d of job %d: %w", attempt, id, err)
+		return nil, printf.Errorf("read attempt %d of job %d: %w", attempt, id, err)
 	}
 	if !rows.Next() {
 		return nil, rows.Err()
@@ -39,12 +38,12 @@ func (s *Store) audit(now, id int64, request string, c fence.Claim, outcome fenc
 	}
 	if err := s.db.Exec(`INSERT INTO stile_job_rejections (job_id, at, request, worker, attempt, outcome, code, message)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, now, request, worker, c.Attempt, out, string(rej.Code), msg); err != nil {
-		return fmt.Errorf("audit refused %s of job %d: %w", request, id, err)
+		return printf.Errorf("audit refused %s of job %d: %w", request, id, err)
 	}
 	if err := s.db.Exec(`DELETE FROM stile_job_rejections WHERE job_id = ?1 AND id <
 		(SELECT id FROM stile_job_rejections WHERE job_id = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)`,
 		id, RejectionsKept-1); err != nil {
-		return fmt.Errorf("trim rejections of job %d: %w", id, err)
+		return printf.Errorf("trim rejections of job %d: %w", id, err)
 	}
 	return nil
 }
@@ -69,7 +68,7 @@ func (s *Store) Attempts(id int64) ([]Attempt, error) {
 	rows, err := s.db.Query(`SELECT attempt, worker, claimed_at, lease_until, ended_at, outcome, error, noticed_by
 		FROM stile_job_attempts WHERE job_id = ? ORDER BY attempt`, id)
 	if err != nil {
-		return nil, fmt.Errorf("read attempts of job %d: %w", id, err)
+		return nil, printf.Errorf("read attempts of job %d: %w", id, err)
 	}
 	var out []Attempt
 	for rows.Next() {
@@ -96,7 +95,7 @@ func (s *Store) Rejections(id int64) ([]Rejection, error) {
 	rows, err := s.db.Query(`SELECT at, request, worker, attempt, outcome, code, message
 		FROM stile_job_rejections WHERE job_id = ? ORDER BY id`, id)
 	if err != nil {
-		return nil, fmt.Errorf("read rejections of job %d: %w", id, err)
+		return nil, printf.Errorf("read rejections of job %d: %w", id, err)
 	}
 	var out []Rejection
 	for rows.Next() {
@@ -118,7 +117,7 @@ func (s *Store) Deps(id int64) ([]Dep, error) {
 	rows, err := s.db.Query(`SELECT parent_id, resolved, resolved_at FROM stile_job_deps
 		WHERE child_id = ? ORDER BY parent_id`, id)
 	if err != nil {
-		return nil, fmt.Errorf("read the parents of job %d: %w", id, err)
+		return nil, printf.Errorf("read the parents of job %d: %w", id, err)
 	}
 	var out []Dep
 	for rows.Next() {

@@ -1,12 +1,12 @@
 package fencestore
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // ListFilter selects jobs to list.
@@ -41,7 +41,7 @@ func (s *Store) List(f ListFilter) ([]Job, error) {
 	rows, err := s.db.Query(`SELECT `+jobColumns+` FROM `+from+` WHERE `+strings.Join(where, " AND ")+` ORDER BY id LIMIT ?`,
 		append(args, f.Limit)...)
 	if err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
+		return nil, printf.Errorf("list jobs: %w", err)
 	}
 	var out []Job
 	for rows.Next() {
@@ -73,7 +73,7 @@ func (s *Store) Counts() ([]QueueCount, map[string]int64, error) {
 			WHERE state IN ('pending', 'scheduled', 'retryable') AND state <> 'running' GROUP BY queue, state
 		) GROUP BY queue, state ORDER BY queue, state`)
 	if err != nil {
-		return nil, nil, fmt.Errorf("count jobs: %w", err)
+		return nil, nil, printf.Errorf("count jobs: %w", err)
 	}
 	var live []QueueCount
 	for rows.Next() {
@@ -85,7 +85,7 @@ func (s *Store) Counts() ([]QueueCount, map[string]int64, error) {
 	rows, err = s.db.Query(`SELECT state, count(*) FROM stile_jobs
 		WHERE state IN ('completed', 'cancelled', 'dead') AND state <> 'running' GROUP BY state`)
 	if err != nil {
-		return nil, nil, fmt.Errorf("count finished jobs: %w", err)
+		return nil, nil, printf.Errorf("count finished jobs: %w", err)
 	}
 	done := map[string]int64{}
 	for rows.Next() {
@@ -107,10 +107,10 @@ func (s *Store) SetLimit(now int64, key string, slots int64) (Limit, error) {
 	rows, err := s.db.Query(`INSERT INTO stile_concurrency (key, slots, in_use, updated_at) VALUES (?1, ?2, 0, ?3)
 		ON CONFLICT (key) DO UPDATE SET slots = ?2, updated_at = ?3 RETURNING key, slots, in_use`, key, slots, now)
 	if err != nil {
-		return Limit{}, fmt.Errorf("set the limit of %q: %w", key, err)
+		return Limit{}, printf.Errorf("set the limit of %q: %w", key, err)
 	}
 	if !rows.Next() {
-		return Limit{}, fmt.Errorf("set the limit of %q: %w", key, do.ErrGuard)
+		return Limit{}, printf.Errorf("set the limit of %q: %w", key, do.ErrGuard)
 	}
 	s.woke = true // a raised limit may let waiting jobs run
 	return Limit{Key: rows.Text(0), Slots: rows.Int(1), InUse: rows.Int(2)}, nil
@@ -120,7 +120,7 @@ func (s *Store) SetLimit(now int64, key string, slots int64) (Limit, error) {
 func (s *Store) ListLimits() ([]Limit, error) {
 	rows, err := s.db.Query(`SELECT key, slots, in_use FROM stile_concurrency ORDER BY key`)
 	if err != nil {
-		return nil, fmt.Errorf("read concurrency limits: %w", err)
+		return nil, printf.Errorf("read concurrency limits: %w", err)
 	}
 	var out []Limit
 	for rows.Next() {
@@ -134,7 +134,7 @@ func (s *Store) ListLimits() ([]Limit, error) {
 func (s *Store) ensureLimit(now int64, key string) error {
 	rows, err := s.db.Query(`SELECT 1 FROM stile_concurrency WHERE key = ?`, key)
 	if err != nil {
-		return fmt.Errorf("read the limit of %q: %w", key, err)
+		return printf.Errorf("read the limit of %q: %w", key, err)
 	}
 	if rows.Next() {
 		return nil
@@ -157,7 +157,7 @@ func (s *Store) freeSlots() ([]freeSlot, error) {
 	rows, err := s.db.Query(`SELECT key, slots - in_use FROM stile_concurrency WHERE in_use < slots
 		ORDER BY updated_at LIMIT ?`, MaxKeysPerClaim)
 	if err != nil {
-		return nil, fmt.Errorf("read free concurrency slots: %w", err)
+		return nil, printf.Errorf("read free concurrency slots: %w", err)
 	}
 	var out []freeSlot
 	for rows.Next() {

@@ -1,11 +1,10 @@
 package fencestore
 
 import (
-	"fmt"
-
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // Heartbeat extends the lease of a live claim, as far as fence.ExtendLease
@@ -30,10 +29,10 @@ func (s *Store) Heartbeat(now, id int64, c fence.Claim) (leaseUntil int64, cance
 		WHERE id = ? AND state = 'running' AND attempt = ? AND worker = ? AND lease_token = ? AND lease_until > ?
 		RETURNING id`, until, id, j.Attempt, j.Worker, j.LeaseToken, now)
 	if err != nil {
-		return 0, false, fmt.Errorf("extend lease of job %d: %w", id, err)
+		return 0, false, printf.Errorf("extend lease of job %d: %w", id, err)
 	}
 	if !rows.Next() {
-		return 0, false, fmt.Errorf("extend lease of job %d: %w", id, do.ErrGuard)
+		return 0, false, printf.Errorf("extend lease of job %d: %w", id, do.ErrGuard)
 	}
 	s.due.Removed(j.LeaseUntil)
 	s.due.Added(until)
@@ -118,7 +117,7 @@ func (s *Store) finish(now int64, j Job, next fence.Next, e ending) (Job, error)
 	}
 	tags, err := mergeTags(j.Tags, e.tags)
 	if err != nil {
-		return j, fmt.Errorf("tags of job %d: %w", j.ID, err)
+		return j, printf.Errorf("tags of job %d: %w", j.ID, err)
 	}
 	lease := "lease_until > ?"
 	if e.outcome == fence.OutcomeLeaseExpired {
@@ -132,10 +131,10 @@ func (s *Store) finish(now int64, j Job, next fence.Next, e ending) (Job, error)
 		string(next.State), next.Failures, next.RunAt, out, lastErr, finished, string(tags),
 		j.ID, j.Attempt, j.Worker, j.LeaseToken, now)
 	if err != nil {
-		return j, fmt.Errorf("record %s of job %d attempt %d: %w", e.outcome, j.ID, j.Attempt, err)
+		return j, printf.Errorf("record %s of job %d attempt %d: %w", string(e.outcome), j.ID, j.Attempt, err)
 	}
 	if !rows.Next() {
-		return j, fmt.Errorf("record %s of job %d attempt %d: %w", e.outcome, j.ID, j.Attempt, do.ErrGuard)
+		return j, printf.Errorf("record %s of job %d attempt %d: %w", string(e.outcome), j.ID, j.Attempt, do.ErrGuard)
 	}
 	var attemptErr any
 	if e.err != "" {
@@ -144,7 +143,7 @@ func (s *Store) finish(now int64, j Job, next fence.Next, e ending) (Job, error)
 	if err := s.db.Exec(`INSERT INTO stile_job_attempts (job_id, attempt, worker, lease_token, claimed_at,
 		lease_until, ended_at, outcome, error, noticed_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		j.ID, j.Attempt, j.Worker, j.LeaseToken, j.ClaimedAt, j.LeaseUntil, now, string(e.outcome), attemptErr, e.noticedBy); err != nil {
-		return j, fmt.Errorf("record attempt %d of job %d: %w", j.Attempt, j.ID, err)
+		return j, printf.Errorf("record attempt %d of job %d: %w", j.Attempt, j.ID, err)
 	}
 	s.due.Removed(j.LeaseUntil)
 	switch next.State {
@@ -224,7 +223,7 @@ func (s *Store) settleChildren(now int64, parent int64, state fence.State) error
 		rows, err := s.db.Query(`UPDATE stile_job_deps SET resolved = ?, resolved_at = ?
 			WHERE parent_id = ? AND resolved IS NULL RETURNING child_id`, resolved, now, p.id)
 		if err != nil {
-			return fmt.Errorf("settle the dependents of job %d: %w", p.id, err)
+			return printf.Errorf("settle the dependents of job %d: %w", p.id, err)
 		}
 		var children []int64
 		for rows.Next() {
@@ -245,7 +244,7 @@ func (s *Store) settleChildren(now int64, parent int64, state fence.State) error
 			WHERE state = 'pending' AND id IN (SELECT value FROM json_each(?))`+regardless+`
 			RETURNING state, run_at`, now, ids)
 		if err != nil {
-			return fmt.Errorf("unlatch the dependents of job %d: %w", p.id, err)
+			return printf.Errorf("unlatch the dependents of job %d: %w", p.id, err)
 		}
 		for rows.Next() {
 			switch fence.State(rows.TextBytes(0)) {
@@ -260,9 +259,9 @@ func (s *Store) settleChildren(now int64, parent int64, state fence.State) error
 		}
 		rows, err = s.db.Query(`UPDATE stile_jobs SET state = 'cancelled', finished_at = ?, last_error = ?
 			WHERE state = 'pending' AND run_regardless = 0 AND id IN (SELECT value FROM json_each(?))
-			RETURNING id`, now, fmt.Sprintf("parent job %d ended %s", p.id, p.state), ids)
+			RETURNING id`, now, printf.Sprintf("parent job %d ended %s", p.id, string(p.state)), ids)
 		if err != nil {
-			return fmt.Errorf("cancel the dependents of job %d: %w", p.id, err)
+			return printf.Errorf("cancel the dependents of job %d: %w", p.id, err)
 		}
 		for rows.Next() {
 			work = append(work, end{rows.Int(0), fence.StateCancelled})
@@ -276,10 +275,10 @@ func (s *Store) takeSlots(now int64, key string, n int) error {
 	rows, err := s.db.Query(`UPDATE stile_concurrency SET in_use = in_use + ?1, updated_at = ?2
 		WHERE key = ?3 AND in_use + ?1 <= slots RETURNING in_use`, n, now, key)
 	if err != nil {
-		return fmt.Errorf("take %d slots of %q: %w", n, key, err)
+		return printf.Errorf("take %d slots of %q: %w", n, key, err)
 	}
 	if !rows.Next() {
-		return fmt.Errorf("take %d slots of %q: %w", n, key, do.ErrGuard)
+		return printf.Errorf("take %d slots of %q: %w", n, key, do.ErrGuard)
 	}
 	return nil
 }
@@ -289,10 +288,10 @@ func (s *Store) releaseSlot(now int64, key string) error {
 	rows, err := s.db.Query(`UPDATE stile_concurrency SET in_use = in_use - 1, updated_at = ?
 		WHERE key = ? AND in_use > 0 RETURNING in_use`, now, key)
 	if err != nil {
-		return fmt.Errorf("release a slot of %q: %w", key, err)
+		return printf.Errorf("release a slot of %q: %w", key, err)
 	}
 	if !rows.Next() {
-		return fmt.Errorf("release a slot of %q: %w", key, do.ErrGuard)
+		return printf.Errorf("release a slot of %q: %w", key, do.ErrGuard)
 	}
 	s.woke = true // a job waiting for this key may run now
 	return nil
@@ -316,10 +315,10 @@ func (s *Store) Cancel(now, id int64, reason string) (Job, error) {
 		rows, err := s.db.Query(`UPDATE stile_jobs SET cancel_requested = ?
 			WHERE id = ? AND state = 'running' AND cancel_requested IS NULL RETURNING id`, now, id)
 		if err != nil {
-			return j, fmt.Errorf("request cancel of job %d: %w", id, err)
+			return j, printf.Errorf("request cancel of job %d: %w", id, err)
 		}
 		if !rows.Next() {
-			return j, fmt.Errorf("request cancel of job %d: %w", id, do.ErrGuard)
+			return j, printf.Errorf("request cancel of job %d: %w", id, do.ErrGuard)
 		}
 	case fence.CancelNow:
 		msg := "cancelled"
@@ -329,10 +328,10 @@ func (s *Store) Cancel(now, id int64, reason string) (Job, error) {
 		rows, err := s.db.Query(`UPDATE stile_jobs SET state = 'cancelled', finished_at = ?, last_error = ?
 			WHERE id = ? AND state = ? RETURNING id`, now, msg, id, string(j.State))
 		if err != nil {
-			return j, fmt.Errorf("cancel job %d: %w", id, err)
+			return j, printf.Errorf("cancel job %d: %w", id, err)
 		}
 		if !rows.Next() {
-			return j, fmt.Errorf("cancel job %d: %w", id, do.ErrGuard)
+			return j, printf.Errorf("cancel job %d: %w", id, do.ErrGuard)
 		}
 		if j.State == fence.StateScheduled || j.State == fence.StateRetryable {
 			s.due.Removed(j.RunAt)
@@ -354,7 +353,7 @@ func (s *Store) Retry(now, id int64) (Job, error) {
 		return j, err
 	}
 	if j.State != fence.StateDead && j.State != fence.StateCancelled {
-		return j, api.Refuse(api.CodeNotRetryable, "job %d is %s: only dead or cancelled jobs can be retried", id, j.State)
+		return j, api.Refuse(api.CodeNotRetryable, "job %d is %s: only dead or cancelled jobs can be retried", id, string(j.State))
 	}
 	rows, err := s.db.Query(`UPDATE stile_jobs SET state = 'available', failures = 0, finished_at = NULL,
 		run_at = ?, pending_parents = 0 WHERE id = ? AND state = ? RETURNING id`, now, id, string(j.State))
@@ -362,10 +361,10 @@ func (s *Store) Retry(now, id int64) (Job, error) {
 		if do.IsConstraint(err) {
 			return j, api.Refuse(api.CodeUniqueConflict, "job %d cannot run again: another live job holds its unique key", id)
 		}
-		return j, fmt.Errorf("retry job %d: %w", id, err)
+		return j, printf.Errorf("retry job %d: %w", id, err)
 	}
 	if !rows.Next() {
-		return j, fmt.Errorf("retry job %d: %w", id, do.ErrGuard)
+		return j, printf.Errorf("retry job %d: %w", id, do.ErrGuard)
 	}
 	s.woke = true
 	return s.Get(id)
@@ -378,14 +377,14 @@ func (s *Store) Delete(id int64) error {
 		return err
 	}
 	if !j.State.Terminal() {
-		return api.Refuse(api.CodeNotFinished, "job %d is %s: cancel it first; only finished jobs can be deleted", id, j.State)
+		return api.Refuse(api.CodeNotFinished, "job %d is %s: cancel it first; only finished jobs can be deleted", id, string(j.State))
 	}
 	rows, err := s.db.Query(`DELETE FROM stile_jobs WHERE id = ? AND state IN ('completed', 'cancelled', 'dead') RETURNING id`, id)
 	if err != nil {
-		return fmt.Errorf("delete job %d: %w", id, err)
+		return printf.Errorf("delete job %d: %w", id, err)
 	}
 	if !rows.Next() {
-		return fmt.Errorf("delete job %d: %w", id, do.ErrGuard)
+		return printf.Errorf("delete job %d: %w", id, do.ErrGuard)
 	}
 	return nil
 }

@@ -1,9 +1,8 @@
 package fencestore
 
 import (
-	"fmt"
-
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // Schedule is a stored schedule.
@@ -43,10 +42,10 @@ func (s *Store) PutSchedule(now int64, sc Schedule) (Schedule, error) {
 		ON CONFLICT (name) DO UPDATE SET cron = ?2, job = ?3, paused = ?4, next_at = ?5, updated_at = ?6
 		RETURNING `+scheduleColumns, sc.Name, sc.Cron, string(sc.Job), sc.Paused, sc.NextAt, now)
 	if err != nil {
-		return sc, fmt.Errorf("put schedule %q: %w", sc.Name, err)
+		return sc, printf.Errorf("put schedule %q: %w", sc.Name, err)
 	}
 	if !rows.Next() {
-		return sc, fmt.Errorf("put schedule %q: %w", sc.Name, do.ErrGuard)
+		return sc, printf.Errorf("put schedule %q: %w", sc.Name, do.ErrGuard)
 	}
 	stored := scanSchedule(rows)
 	if found && !old.Paused {
@@ -62,7 +61,7 @@ func (s *Store) PutSchedule(now int64, sc Schedule) (Schedule, error) {
 func (s *Store) GetSchedule(name string) (Schedule, bool, error) {
 	rows, err := s.db.Query(`SELECT `+scheduleColumns+` FROM stile_schedules WHERE name = ?`, name)
 	if err != nil {
-		return Schedule{}, false, fmt.Errorf("read schedule %q: %w", name, err)
+		return Schedule{}, false, printf.Errorf("read schedule %q: %w", name, err)
 	}
 	if !rows.Next() {
 		return Schedule{}, false, rows.Err()
@@ -74,7 +73,7 @@ func (s *Store) GetSchedule(name string) (Schedule, bool, error) {
 func (s *Store) ListSchedules() ([]Schedule, error) {
 	rows, err := s.db.Query(`SELECT ` + scheduleColumns + ` FROM stile_schedules ORDER BY name`)
 	if err != nil {
-		return nil, fmt.Errorf("read schedules: %w", err)
+		return nil, printf.Errorf("read schedules: %w", err)
 	}
 	var out []Schedule
 	for rows.Next() {
@@ -90,7 +89,7 @@ func (s *Store) DeleteSchedule(name string) (bool, error) {
 		return false, err
 	}
 	if err := s.db.Exec(`DELETE FROM stile_schedules WHERE name = ?`, name); err != nil {
-		return false, fmt.Errorf("delete schedule %q: %w", name, err)
+		return false, printf.Errorf("delete schedule %q: %w", name, err)
 	}
 	if !sc.Paused {
 		s.due.Removed(sc.NextAt)
@@ -103,7 +102,7 @@ func (s *Store) DueSchedules(now int64, limit int) ([]Schedule, error) {
 	rows, err := s.db.Query(`SELECT `+scheduleColumns+` FROM stile_schedules
 		WHERE paused = 0 AND next_at <= ? ORDER BY next_at LIMIT ?`, now, limit)
 	if err != nil {
-		return nil, fmt.Errorf("read due schedules: %w", err)
+		return nil, printf.Errorf("read due schedules: %w", err)
 	}
 	var out []Schedule
 	for rows.Next() {
@@ -127,10 +126,10 @@ func (s *Store) AdvanceSchedule(now int64, name string, period, next, job int64,
 		last_error = ?, updated_at = ? WHERE name = ? AND next_at = ? AND paused = 0 RETURNING name`,
 		next, period, jobID, errText, now, name, period)
 	if err != nil {
-		return fmt.Errorf("advance schedule %q: %w", name, err)
+		return printf.Errorf("advance schedule %q: %w", name, err)
 	}
 	if !rows.Next() {
-		return fmt.Errorf("advance schedule %q: %w", name, do.ErrGuard)
+		return printf.Errorf("advance schedule %q: %w", name, do.ErrGuard)
 	}
 	s.due.Removed(period)
 	s.due.Added(next)

@@ -2,12 +2,12 @@ package fencestore
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // Store reads and writes jobs in a tenant's SQLite database. Its methods
@@ -190,11 +190,11 @@ func (s *Store) getFence(id int64) (Job, error) {
 func (s *Store) readJob(id int64, columns string, scan func(*do.Rows)) error {
 	rows, err := s.db.Query(`SELECT `+columns+` FROM stile_jobs WHERE id = ?`, id)
 	if err != nil {
-		return fmt.Errorf("read job %d: %w", id, err)
+		return printf.Errorf("read job %d: %w", id, err)
 	}
 	if !rows.Next() {
 		if rows.Err() != nil {
-			return fmt.Errorf("read job %d: %w", id, rows.Err())
+			return printf.Errorf("read job %d: %w", id, rows.Err())
 		}
 		return notFound(id)
 	}

@@ -2,16 +2,16 @@ package inboxstore
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // ProcessState reads a process's state for a correlation id (nil: none).
 func (s *Store) ProcessState(process, correlation string) ([]byte, error) {
 	rows, err := s.db.Query(`SELECT state FROM stile_process_state WHERE process = ? AND correlation = ?`, process, correlation)
 	if err != nil {
-		return nil, fmt.Errorf("read the state of process %s/%s: %w", process, correlation, err)
+		return nil, printf.Errorf("read the state of process %s/%s: %w", process, correlation, err)
 	}
 	if !rows.Next() {
 		return nil, rows.Err()
@@ -23,7 +23,7 @@ func (s *Store) ProcessState(process, correlation string) ([]byte, error) {
 func (s *Store) SetProcessState(now int64, process, correlation string, state []byte) error {
 	if err := s.db.Exec(`INSERT INTO stile_process_state (process, correlation, state, updated_at) VALUES (?1, ?2, ?3, ?4)
 		ON CONFLICT (process, correlation) DO UPDATE SET state = ?3, updated_at = ?4`, process, correlation, string(state), now); err != nil {
-		return fmt.Errorf("store the state of process %s/%s: %w", process, correlation, err)
+		return printf.Errorf("store the state of process %s/%s: %w", process, correlation, err)
 	}
 	return nil
 }
@@ -31,10 +31,10 @@ func (s *Store) SetProcessState(now int64, process, correlation string, state []
 // EndProcess deletes a process instance's state and its deadlines.
 func (s *Store) EndProcess(process, correlation string) error {
 	if err := s.db.Exec(`DELETE FROM stile_process_state WHERE process = ? AND correlation = ?`, process, correlation); err != nil {
-		return fmt.Errorf("end process %s/%s: %w", process, correlation, err)
+		return printf.Errorf("end process %s/%s: %w", process, correlation, err)
 	}
 	if err := s.db.Exec(`DELETE FROM stile_deadlines WHERE process = ? AND correlation = ?`, process, correlation); err != nil {
-		return fmt.Errorf("end process %s/%s: %w", process, correlation, err)
+		return printf.Errorf("end process %s/%s: %w", process, correlation, err)
 	}
 	s.due.Unknown()
 	return nil
@@ -44,7 +44,7 @@ func (s *Store) EndProcess(process, correlation string) error {
 func (s *Store) SetDeadline(process, correlation, name string, at int64) error {
 	if err := s.db.Exec(`INSERT INTO stile_deadlines (process, correlation, name, at) VALUES (?1, ?2, ?3, ?4)
 		ON CONFLICT (process, correlation, name) DO UPDATE SET at = ?4`, process, correlation, name, at); err != nil {
-		return fmt.Errorf("set deadline %s of process %s/%s: %w", name, process, correlation, err)
+		return printf.Errorf("set deadline %s of process %s/%s: %w", name, process, correlation, err)
 	}
 	s.due.Unknown() // a moved deadline may have been the earliest
 	return nil
@@ -54,7 +54,7 @@ func (s *Store) SetDeadline(process, correlation, name string, at int64) error {
 func (s *Store) CancelDeadline(process, correlation, name string) error {
 	if err := s.db.Exec(`DELETE FROM stile_deadlines WHERE process = ? AND correlation = ? AND name = ?`,
 		process, correlation, name); err != nil {
-		return fmt.Errorf("cancel deadline %s of process %s/%s: %w", name, process, correlation, err)
+		return printf.Errorf("cancel deadline %s of process %s/%s: %w", name, process, correlation, err)
 	}
 	s.due.Unknown()
 	return nil
@@ -74,7 +74,7 @@ func (s *Store) TakeDueDeadlines(now int64, limit int) ([]DueDeadline, error) {
 		SELECT process, correlation, name FROM stile_deadlines WHERE at <= ? ORDER BY at LIMIT ?)
 		RETURNING process, correlation, name, at`, now, limit)
 	if err != nil {
-		return nil, fmt.Errorf("take due deadlines: %w", err)
+		return nil, printf.Errorf("take due deadlines: %w", err)
 	}
 	var out []DueDeadline
 	for rows.Next() {
@@ -97,7 +97,7 @@ func (s *Store) Schedule(now int64, id string, at int64, command []byte, source 
 	rows, err := s.db.Query(`INSERT INTO stile_scheduled_commands (id, at, command, source, created_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO NOTHING RETURNING 1`, id, at, string(command), source, now)
 	if err != nil {
-		return fmt.Errorf("schedule command %s: %w", id, err)
+		return printf.Errorf("schedule command %s: %w", id, err)
 	}
 	if rows.Len() == 1 { // only a stored command is due
 		s.due.Added(at)
@@ -105,10 +105,10 @@ func (s *Store) Schedule(now int64, id string, at int64, command []byte, source 
 	}
 	rows, err = s.db.Query(`SELECT 1 FROM stile_scheduled_commands WHERE id = ? AND command = ?`, id, string(command))
 	if err != nil {
-		return fmt.Errorf("schedule command %s: %w", id, err)
+		return printf.Errorf("schedule command %s: %w", id, err)
 	}
 	if rows.Len() == 0 {
-		return fmt.Errorf("schedule command %s: %w", id, ErrScheduledIDReused)
+		return printf.Errorf("schedule command %s: %w", id, ErrScheduledIDReused)
 	}
 	return nil
 }
@@ -126,7 +126,7 @@ func (s *Store) DueCommands(now int64, limit int) ([]ScheduledCommand, error) {
 	rows, err := s.db.Query(`SELECT id, at, command, source FROM stile_scheduled_commands
 		WHERE state = 'scheduled' AND at <= ? ORDER BY at LIMIT ?`, now, limit)
 	if err != nil {
-		return nil, fmt.Errorf("read due commands: %w", err)
+		return nil, printf.Errorf("read due commands: %w", err)
 	}
 	var out []ScheduledCommand
 	for rows.Next() {
@@ -144,10 +144,10 @@ func (s *Store) FinishScheduled(now int64, id string, msg string) error {
 	rows, err := s.db.Query(`UPDATE stile_scheduled_commands SET state = ?, error = ?, done_at = ?
 		WHERE id = ? AND state = 'scheduled' RETURNING at`, state, m, now, id)
 	if err != nil {
-		return fmt.Errorf("finish scheduled command %s: %w", id, err)
+		return printf.Errorf("finish scheduled command %s: %w", id, err)
 	}
 	if !rows.Next() {
-		return fmt.Errorf("finish scheduled command %s: %w", id, do.ErrGuard)
+		return printf.Errorf("finish scheduled command %s: %w", id, do.ErrGuard)
 	}
 	s.due.Removed(rows.Int(0))
 	return rows.Err()

@@ -1,12 +1,12 @@
 package inboxstore
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/fence"
 	"github.com/stile-run/stile/inbox"
+	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/eventstore"
 	"github.com/stile-run/stile/runtime/internal/fencestore"
 )
@@ -91,7 +91,7 @@ func (s *Store) Sync(now int64, hs []Handler) error {
 		}
 		if err := s.db.Exec(`INSERT INTO stile_reactions (name, checkpoint, created_at, updated_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (name) DO NOTHING`, h.Name, cp, now, now); err != nil {
-			return fmt.Errorf("register reaction %s: %w", h.Name, err)
+			return printf.Errorf("register reaction %s: %w", h.Name, err)
 		}
 	}
 	return nil
@@ -101,10 +101,10 @@ func (s *Store) Sync(now int64, hs []Handler) error {
 func (s *Store) Checkpoint(name string) (int64, error) {
 	rows, err := s.db.Query(`SELECT checkpoint FROM stile_reactions WHERE name = ?`, name)
 	if err != nil {
-		return 0, fmt.Errorf("read the checkpoint of %s: %w", name, err)
+		return 0, printf.Errorf("read the checkpoint of %s: %w", name, err)
 	}
 	if !rows.Next() {
-		return 0, fmt.Errorf("read the checkpoint of %s: %w", name, do.ErrNoRow)
+		return 0, printf.Errorf("read the checkpoint of %s: %w", name, do.ErrNoRow)
 	}
 	return rows.Int(0), rows.Err()
 }
@@ -125,7 +125,7 @@ func (s *Store) open(handler string, n int) ([]inbox.Entry, error) {
 	rows, err := s.db.Query(`SELECT `+entryColumns+` FROM stile_inbox INDEXED BY stile_inbox_open
 		WHERE handler = ? AND state IN ('pending', 'retry', 'ready') ORDER BY seq LIMIT ?`, handler, n)
 	if err != nil {
-		return nil, fmt.Errorf("read the open deliveries of %s: %w", handler, err)
+		return nil, printf.Errorf("read the open deliveries of %s: %w", handler, err)
 	}
 	var out []inbox.Entry
 	for rows.Next() {
@@ -138,7 +138,7 @@ func (s *Store) open(handler string, n int) ([]inbox.Entry, error) {
 func (s *Store) Entry(handler string, seq int64) (*inbox.Entry, error) {
 	rows, err := s.db.Query(`SELECT `+entryColumns+` FROM stile_inbox WHERE handler = ? AND seq = ?`, handler, seq)
 	if err != nil {
-		return nil, fmt.Errorf("read delivery %d of %s: %w", seq, handler, err)
+		return nil, printf.Errorf("read delivery %d of %s: %w", seq, handler, err)
 	}
 	if !rows.Next() {
 		return nil, rows.Err()
@@ -152,7 +152,7 @@ func (s *Store) EarlierOpen(handler string, seq int64) (bool, error) {
 	rows, err := s.db.Query(`SELECT 1 FROM stile_inbox INDEXED BY stile_inbox_open WHERE handler = ? AND seq < ?
 		AND state IN ('pending', 'retry', 'ready') LIMIT 1`, handler, seq)
 	if err != nil {
-		return false, fmt.Errorf("read earlier deliveries of %s: %w", handler, err)
+		return false, printf.Errorf("read earlier deliveries of %s: %w", handler, err)
 	}
 	return rows.Len() > 0, nil
 }
@@ -233,10 +233,10 @@ func (s *Store) reclaim(now int64, worker string, h Handler, open []inbox.Entry)
 			WHERE handler = ? AND seq = ? AND claim_id = ? AND state IN ('pending', 'retry', 'ready')
 			RETURNING claim_id, attempt`, worker, now, lease, h.Name, e.Seq, e.ClaimID)
 		if err != nil {
-			return nil, fmt.Errorf("claim event %d for %s again: %w", e.Seq, h.Name, err)
+			return nil, printf.Errorf("claim event %d for %s again: %w", e.Seq, h.Name, err)
 		}
 		if !rows.Next() {
-			return nil, fmt.Errorf("claim event %d for %s again: %w", e.Seq, h.Name, do.ErrGuard)
+			return nil, printf.Errorf("claim event %d for %s again: %w", e.Seq, h.Name, do.ErrGuard)
 		}
 		if e.State == inbox.Pending {
 			s.due.Removed(e.LeaseUntil)
@@ -283,12 +283,12 @@ func (s *Store) deliverNew(now int64, worker string, h Handler, heldUntil int64,
 		sql.WriteString(` RETURNING seq, claim_id, lease_until`)
 		rows, err := s.db.Query(sql.String(), args...)
 		if err != nil {
-			return nil, fmt.Errorf("deliver events to %s: %w", h.Name, err)
+			return nil, printf.Errorf("deliver events to %s: %w", h.Name, err)
 		}
 		for i := 0; rows.Next(); i++ {
 			ev := chunk[i]
 			if rows.Int(0) != ev.Seq {
-				return nil, fmt.Errorf("deliver events to %s: %w", h.Name, do.ErrGuard)
+				return nil, printf.Errorf("deliver events to %s: %w", h.Name, do.ErrGuard)
 			}
 			e := inbox.Entry{Handler: h.Name, Seq: ev.Seq, State: inbox.Pending, ClaimID: rows.Text(1), Worker: worker,
 				Attempt: 1, ClaimedAt: now, LeaseUntil: rows.Int(2)}
@@ -303,10 +303,10 @@ func (s *Store) deliverNew(now int64, worker string, h Handler, heldUntil int64,
 	rows, err := s.db.Query(`UPDATE stile_reactions SET checkpoint = ?, updated_at = ? WHERE name = ? AND checkpoint = ?
 		RETURNING 1`, last, now, h.Name, cp)
 	if err != nil {
-		return nil, fmt.Errorf("move the checkpoint of %s: %w", h.Name, err)
+		return nil, printf.Errorf("move the checkpoint of %s: %w", h.Name, err)
 	}
 	if rows.Len() != 1 {
-		return nil, fmt.Errorf("move the checkpoint of %s from %d: %w", h.Name, cp, do.ErrGuard)
+		return nil, printf.Errorf("move the checkpoint of %s from %d: %w", h.Name, cp, do.ErrGuard)
 	}
 	return out, nil
 }
@@ -317,7 +317,7 @@ func (s *Store) withEvents(es []inbox.Entry, seqs []int64) ([]Delivery, error) {
 		return nil, err
 	}
 	if len(evs) != len(es) {
-		return nil, fmt.Errorf("read %d delivered events, found %d: %w", len(es), len(evs), do.ErrGuard)
+		return nil, printf.Errorf("read %d delivered events, found %d: %w", len(es), len(evs), do.ErrGuard)
 	}
 	out := make([]Delivery, len(es))
 	for i := range es {
@@ -363,7 +363,7 @@ func (s *Store) release(e inbox.Entry) error {
 	rows, err := s.db.Query(`UPDATE stile_inbox SET state = 'ready' WHERE handler = ? AND seq > ? AND state = 'pending'
 		AND worker = ? AND claimed_at = ? RETURNING lease_until`, e.Handler, e.Seq, e.Worker, e.ClaimedAt)
 	if err != nil {
-		return fmt.Errorf("put back the deliveries after event %d of %s: %w", e.Seq, e.Handler, err)
+		return printf.Errorf("put back the deliveries after event %d of %s: %w", e.Seq, e.Handler, err)
 	}
 	for rows.Next() {
 		s.due.Removed(rows.Int(0))
@@ -381,10 +381,10 @@ func (s *Store) left(e inbox.Entry) {
 func (s *Store) guarded(sql, what string, e inbox.Entry, args ...any) error {
 	rows, err := s.db.Query(sql, args...)
 	if err != nil {
-		return fmt.Errorf("%s event %d of %s: %w", what, e.Seq, e.Handler, err)
+		return printf.Errorf("%s event %d of %s: %w", what, e.Seq, e.Handler, err)
 	}
 	if rows.Len() != 1 {
-		return fmt.Errorf("%s event %d of %s: %w", what, e.Seq, e.Handler, do.ErrGuard)
+		return printf.Errorf("%s event %d of %s: %w", what, e.Seq, e.Handler, do.ErrGuard)
 	}
 	return nil
 }
@@ -415,12 +415,12 @@ func (s *Store) ApplyDue(now int64) error {
 	rows, err := s.db.Query(`UPDATE stile_inbox SET state = 'ready', error = 'the lease of attempt ' || attempt || ' ran out'
 		WHERE state = 'pending' AND lease_until <= ? RETURNING 1`, now)
 	if err != nil {
-		return fmt.Errorf("expire reaction leases: %w", err)
+		return printf.Errorf("expire reaction leases: %w", err)
 	}
 	n := rows.Len()
 	rows, err = s.db.Query(`UPDATE stile_inbox SET state = 'ready', run_at = NULL WHERE state = 'retry' AND run_at <= ? RETURNING 1`, now)
 	if err != nil {
-		return fmt.Errorf("make due reaction retries ready: %w", err)
+		return printf.Errorf("make due reaction retries ready: %w", err)
 	}
 	if n+rows.Len() > 0 {
 		s.woke = true
@@ -439,7 +439,7 @@ func (s *Store) NextDue() (int64, error) {
 		COALESCE((SELECT MIN(at) FROM stile_scheduled_commands WHERE state = 'scheduled'), ?1),
 		COALESCE((SELECT MIN(at) FROM stile_deadlines), ?1))`, never)
 	if err != nil {
-		return 0, fmt.Errorf("compute the reactions' next due time: %w", err)
+		return 0, printf.Errorf("compute the reactions' next due time: %w", err)
 	}
 	rows.Next()
 	at := rows.Int(0)

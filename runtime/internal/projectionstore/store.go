@@ -1,10 +1,10 @@
 package projectionstore
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // Roles of a generation.
@@ -55,7 +55,7 @@ func scan(r *do.Rows) Generation {
 func (s *Store) All() ([]Generation, error) {
 	rows, err := s.db.Query(`SELECT ` + columns + ` FROM stile_projection_generations ORDER BY name, role DESC`)
 	if err != nil {
-		return nil, fmt.Errorf("read projections: %w", err)
+		return nil, printf.Errorf("read projections: %w", err)
 	}
 	var out []Generation
 	for rows.Next() {
@@ -68,7 +68,7 @@ func (s *Store) All() ([]Generation, error) {
 func (s *Store) Get(name string, gen int64) (Generation, bool, error) {
 	rows, err := s.db.Query(`SELECT `+columns+` FROM stile_projection_generations WHERE name = ? AND generation = ?`, name, gen)
 	if err != nil {
-		return Generation{}, false, fmt.Errorf("read projection %s generation %d: %w", name, gen, err)
+		return Generation{}, false, printf.Errorf("read projection %s generation %d: %w", name, gen, err)
 	}
 	if !rows.Next() {
 		return Generation{}, false, rows.Err()
@@ -80,7 +80,7 @@ func (s *Store) Get(name string, gen int64) (Generation, bool, error) {
 func (s *Store) Next(name string) (int64, error) {
 	rows, err := s.db.Query(`SELECT COALESCE(MAX(generation), 0) + 1 FROM stile_projection_generations WHERE name = ?`, name)
 	if err != nil {
-		return 0, fmt.Errorf("number a generation of %s: %w", name, err)
+		return 0, printf.Errorf("number a generation of %s: %w", name, err)
 	}
 	rows.Next()
 	return rows.Int(0), rows.Err()
@@ -90,7 +90,7 @@ func (s *Store) Next(name string) (int64, error) {
 func (s *Store) Create(now int64, name string, gen int64, role, fingerprint string, tables []string) error {
 	if err := s.db.Exec(`INSERT INTO stile_projection_generations (name, generation, role, fingerprint, tables, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, name, gen, role, fingerprint, strings.Join(tables, ","), now, now); err != nil {
-		return fmt.Errorf("create generation %d of %s: %w", gen, name, err)
+		return printf.Errorf("create generation %d of %s: %w", gen, name, err)
 	}
 	return nil
 }
@@ -101,7 +101,7 @@ func (s *Store) Create(now int64, name string, gen int64, role, fingerprint stri
 func (s *Store) Tables(name string, gen int64) (tables []string, known bool, err error) {
 	rows, err := s.db.Query(`SELECT tables FROM stile_projection_generations WHERE name = ? AND generation = ?`, name, gen)
 	if err != nil {
-		return nil, false, fmt.Errorf("read the tables of projection %s generation %d: %w", name, gen, err)
+		return nil, false, printf.Errorf("read the tables of projection %s generation %d: %w", name, gen, err)
 	}
 	if !rows.Next() || rows.Null(0) {
 		return nil, false, rows.Err()
@@ -115,7 +115,7 @@ func (s *Store) Tables(name string, gen int64) (tables []string, known bool, err
 // Delete removes a generation's row (its tables are the caller's to drop).
 func (s *Store) Delete(name string, gen int64) error {
 	if err := s.db.Exec(`DELETE FROM stile_projection_generations WHERE name = ? AND generation = ?`, name, gen); err != nil {
-		return fmt.Errorf("delete generation %d of %s: %w", gen, name, err)
+		return printf.Errorf("delete generation %d of %s: %w", gen, name, err)
 	}
 	return nil
 }
@@ -144,7 +144,7 @@ func (s *Store) Stall(now int64, name string, gen, cp, seq, failures, retryAt in
 func (s *Store) guarded(sql string, args ...any) error {
 	rows, err := s.db.Query(sql, args...)
 	if err != nil {
-		return fmt.Errorf("update a projection generation: %w", err)
+		return printf.Errorf("update a projection generation: %w", err)
 	}
 	if rows.Len() != 1 {
 		return do.ErrGuard
