@@ -341,3 +341,74 @@ func verbsOf(f string) ([]rune, error) {
 	}
 	return vs, nil
 }
+
+// TestModuleLinksNoFmt builds the default tenant module with its name
+// section and requires that no function of fmt or internal/fmtsort
+// survived linking: importing fmt costs nothing as long as no linked
+// function calls it, and one call (here or in a dependency) brings back
+// about 85 KB gzipped.
+func TestModuleLinksNoFmt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the tenant module")
+	}
+	out := filepath.Join(t.TempDir(), "m.wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-o", out, "./cmd/stile/defaultapp")
+	cmd.Dir = "../.."
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	b, err = os.ReadFile(out)
+	require.NoError(t, err)
+	names := wasmFuncNames(t, b)
+	require.Greater(t, len(names), 1000, "the module has a name section")
+	for _, n := range names {
+		require.False(t, strings.HasPrefix(n, "fmt.") || strings.HasPrefix(n, "internal_fmtsort."), "the module links %s", n)
+	}
+}
+
+// wasmFuncNames returns the function names of a Wasm module's name section.
+func wasmFuncNames(t *testing.T, b []byte) []string {
+	t.Helper()
+	uleb := func(i int) (uint64, int) {
+		var r uint64
+		for s := 0; ; s += 7 {
+			require.Less(t, i, len(b), "truncated module")
+			c := b[i]
+			i++
+			r |= uint64(c&0x7f) << s
+			if c < 0x80 {
+				return r, i
+			}
+		}
+	}
+	require.True(t, len(b) > 8 && string(b[:4]) == "\x00asm", "not a Wasm module")
+	var names []string
+	for i := 8; i < len(b); {
+		id := b[i]
+		n, j := uleb(i + 1)
+		end := j + int(n)
+		if id == 0 {
+			l, k := uleb(j)
+			if string(b[k:k+int(l)]) == "name" {
+				for k += int(l); k < end; {
+					sub := b[k]
+					sl, m := uleb(k + 1)
+					next := m + int(sl)
+					if sub == 1 { // function names
+						cnt, m := uleb(m)
+						for ; cnt > 0; cnt-- {
+							_, m = uleb(m)
+							var nl uint64
+							nl, m = uleb(m)
+							names = append(names, string(b[m:m+int(nl)]))
+							m += int(nl)
+						}
+					}
+					k = next
+				}
+			}
+		}
+		i = end
+	}
+	return names
+}
