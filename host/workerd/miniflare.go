@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -33,8 +35,9 @@ type Options struct {
 	Entry  string // another entry module in Bundle (default worker.mjs)
 }
 
-// installing serialises EnsureInstalled: two `npm ci` at once in one
-// directory (parallel tests on a fresh clone) break each other.
+// installing serialises EnsureInstalled within a process, and a lock file
+// across processes: two `npm ci` at once in one directory (parallel tests
+// on a fresh clone) break each other.
 var installing sync.Mutex
 
 // EnsureInstalled runs `npm ci` in root when Miniflare is missing, so a
@@ -45,8 +48,19 @@ func EnsureInstalled(root string) error {
 	}
 	installing.Lock()
 	defer installing.Unlock()
-	if _, err := os.Stat(filepath.Join(root, "node_modules", "miniflare", "package.json")); err == nil {
+	installed := filepath.Join(root, "node_modules", "miniflare", "package.json")
+	if _, err := os.Stat(installed); err == nil {
 		return nil
+	}
+	// go test runs packages in processes of their own: two of them on a
+	// fresh clone must not run npm ci in one directory at once.
+	unlock, err := lockFile(filepath.Join(os.TempDir(), "stile-npm-ci-"+hashPath(root)+".lock"))
+	if err != nil {
+		return fmt.Errorf("npm ci (installs Miniflare for the workerd layer): %w", err)
+	}
+	defer unlock()
+	if _, err := os.Stat(installed); err == nil {
+		return nil // another process installed it while we waited
 	}
 	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
 	cmd.Dir = root
@@ -55,6 +69,13 @@ func EnsureInstalled(root string) error {
 		return fmt.Errorf("npm ci (installs Miniflare for the workerd layer): %w\n%s", err, out)
 	}
 	return nil
+}
+
+// hashPath names a directory in a lock file's name.
+func hashPath(p string) string {
+	h := fnv.New64a()
+	h.Write([]byte(p))
+	return strconv.FormatUint(h.Sum64(), 16)
 }
 
 // Start installs Miniflare if needed and starts it; Close stops it.
