@@ -41,6 +41,11 @@ var (
 	// BodyTooLarge is the 413 for a request body over MaxBodyBytes.
 	BodyTooLarge = Error{Status: 413, Code: CodeBodyTooLarge,
 		Message: printf.Sprintf("request body exceeds %d bytes", MaxBodyBytes)}
+	// WrongObject is the 400 of a tenant's object asked for another
+	// tenant's path (a caller that binds the Tenant class directly and
+	// routes by itself); it writes nothing.
+	WrongObject = Error{Status: 400, Code: CodeInvalidTenant,
+		Message: "this object serves another tenant: send each tenant's requests to the object idFromName(tenant) names"}
 	// Unauthorized is every 401.
 	Unauthorized = Error{Status: 401, Code: CodeUnauthorized,
 		Message: "missing or wrong bearer token: send the header \"Authorization: Bearer\" followed by the deployment's token"}

@@ -3,12 +3,14 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/client"
 	"github.com/stile-run/stile/stiletest"
 )
@@ -57,4 +59,41 @@ func TestMain(m *testing.M) {
 func TestWorkerd(t *testing.T) {
 	t.Parallel()
 	runSuite(t, startWorkerd(t))
+}
+
+// TestWorkerdObjectChecksForItself: a caller that reaches a tenant's object
+// past the Worker entry (a service binding of the Tenant class) is held to
+// the same token, and an object asked for another tenant's path refuses;
+// neither writes anything.
+func TestWorkerdObjectChecksForItself(t *testing.T) {
+	t.Parallel()
+	w := startWorkerd(t)
+	ctx := context.Background()
+	direct := func(object, path string, auth bool, body string) (int, []byte) {
+		t.Helper()
+		h := http.Header{}
+		if auth {
+			h.Set("X-Direct-Auth", "1")
+		}
+		status, b, err := w.cl.Raw(ctx, "POST", "/__direct/"+object+path, []byte(body), h)
+		require.NoError(t, err)
+		return status, b
+	}
+	enqueue := `{"kind":"test.echo"}`
+	status, b := direct("direct-a", "/v1/t/direct-a/jobs", false, enqueue)
+	require.Equal(t, http.StatusUnauthorized, status, string(b))
+	require.Equal(t, string(api.Unauthorized.AppendJSON(nil)), string(b))
+
+	status, b = direct("direct-a", "/v1/t/direct-b/jobs", true, enqueue)
+	require.Equal(t, http.StatusBadRequest, status, string(b))
+	require.Equal(t, string(api.WrongObject.AppendJSON(nil)), string(b))
+
+	for _, tenant := range []string{"direct-a", "direct-b"} {
+		page, err := w.cl.Tenant(tenant).List(ctx, "", "", "", "", 0)
+		require.NoError(t, err)
+		require.Empty(t, page.Jobs, "%s: the refused requests wrote nothing", tenant)
+	}
+	// With the token and its own path, the object serves the caller.
+	status, b = direct("direct-a", "/v1/t/direct-a/jobs", true, enqueue)
+	require.Equal(t, http.StatusCreated, status, string(b))
 }

@@ -81,6 +81,7 @@ func Config() string {
 	constant("UNAUTHORIZED", body(api.Unauthorized))
 	constant("INVALID_TENANT", body(api.InvalidTenant))
 	constant("BODY_TOO_LARGE", body(api.BodyTooLarge))
+	constant("WRONG_OBJECT", body(api.WrongObject))
 	constant("NO_ROUTE_HINT", api.NoRouteHint)
 	constant("INTERNAL_PREFIX", api.InternalPrefix)
 	constant("PRINCIPAL_ADMIN", do.PrincipalAdmin)

@@ -11,7 +11,7 @@ import {
 } from "./abi.mjs";
 import {
   API_PREFIX, BODY_TOO_LARGE, INTERNAL_PREFIX, INVALID_TENANT, MAX_BODY_BYTES, NO_ROUTE_HINT, PRINCIPAL_ADMIN, TENANT_PATTERN,
-  UNAUTHORIZED,
+  UNAUTHORIZED, WRONG_OBJECT,
 } from "./config.mjs";
 
 const tenantRe = new RegExp(TENANT_PATTERN);
@@ -60,25 +60,29 @@ export default {
     const slash = rest.indexOf("/");
     const tenant = slash < 0 ? rest : rest.slice(0, slash);
     if (!tenantRe.test(tenant)) return json(400, INVALID_TENANT);
-    const stub = env.TENANT.get(env.TENANT.idFromName(tenant));
-    // The object trusts only what this entry says of the caller: the
-    // client's own stile- headers are dropped, the principal set.
-    const headers = new Headers();
-    for (const [name, value] of request.headers) if (!name.startsWith(RESERVED_PREFIX)) headers.append(name, value);
-    headers.set(HEADER_PRINCIPAL, PRINCIPAL_ADMIN);
-    return stub.fetch(new Request(request, { headers }));
+    // The object checks the token and its own identity again: whoever
+    // binds the Tenant class directly gets no further than this entry.
+    return env.TENANT.get(env.TENANT.idFromName(tenant)).fetch(request);
   },
 };
 
+// tenantOf is the tenant a decoded path names ("" when it names none).
+function tenantOf(path) {
+  if (!path.startsWith(API_PREFIX)) return "";
+  const rest = path.slice(API_PREFIX.length);
+  const slash = rest.indexOf("/");
+  return slash < 0 ? rest : rest.slice(0, slash);
+}
+
 // frameHeaders are the headers a request frame carries (do/header.go): the
-// caller's traceparent when well-formed, and the principal the Worker entry
-// authenticated. Nothing else of the client's crosses.
-function frameHeaders(request) {
+// caller's traceparent when well-formed, and the principal the object
+// itself authenticated. Nothing else of the client's crosses: a stile-
+// header a caller sends is never read.
+function frameHeaders(request, principal) {
   const out = [];
   const tp = request.headers.get(HEADER_TRACEPARENT);
   if (validTraceparent(tp)) out.push([HEADER_TRACEPARENT, tp]);
-  const principal = request.headers.get(HEADER_PRINCIPAL);
-  if (principal) out.push([HEADER_PRINCIPAL, principal]);
+  out.push([HEADER_PRINCIPAL, principal]);
   return out;
 }
 
@@ -134,10 +138,22 @@ export class Tenant {
   }
 
   async fetch(request) {
+    // The object trusts no caller: it checks the token itself (a service
+    // that binds the Tenant class directly is refused like any other
+    // caller), and that the path names the tenant it is, by its id.
+    if (!this.env.STILE_TOKEN) {
+      return internal("the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`");
+    }
+    if (!tokenMatches(request.headers.get("authorization") ?? "", this.env.STILE_TOKEN)) return json(401, UNAUTHORIZED);
     const url = new URL(request.url);
+    const path = decodedPath(url);
+    const tenant = tenantOf(path);
+    if (tenant && (!tenantRe.test(tenant) || !this.env.TENANT.idFromName(tenant).equals(this.ctx.id))) {
+      return json(400, WRONG_OBJECT);
+    }
     const body = new Uint8Array(await request.arrayBuffer());
     if (body.length > MAX_BODY_BYTES) return json(413, BODY_TOO_LARGE);
-    const frame = encodeRequest(KIND_API, request.method, decodedPath(url), url.search.slice(1), body, frameHeaders(request));
+    const frame = encodeRequest(KIND_API, request.method, path, url.search.slice(1), body, frameHeaders(request, PRINCIPAL_ADMIN));
     let deadline = 0;
     for (;;) {
       const woken = this.wakeUp; // before the call, so no wake-up is missed
