@@ -281,9 +281,7 @@ func kindList(names []string) string {
 	return strings.Join(names, ", ")
 }
 
-// refusal answers e, committing what the route wrote: a fence's refusal
-// keeps its audit row. (A route that returns e as its error instead rolls
-// back everything it wrote.)
+// refusal is the answer of a refusal.
 func refusal(e *api.Error) result {
 	return result{status: e.Status, body: e.AppendJSON}
 }

@@ -105,12 +105,8 @@ func (t *Tenant) heartbeat(idText string, body []byte) (route, *api.Error) {
 	}
 	return func(now int64) (result, error) {
 		until, cancel, err := t.store.Heartbeat(now, id, fenceClaim(r.Claim))
-		var refused *api.Error
-		switch {
-		case errors.As(err, &refused):
-			return refusal(refused), nil // a fence's refusal keeps its audit row
-		case err != nil:
-			return result{}, err
+		if err != nil {
+			return result{}, err // a fence's refusal commits its audit row (serve)
 		}
 		return result{status: statusOK, body: api.HeartbeatResponse{Now: ts(now), LeaseUntil: ts(until), CancelRequested: cancel}.AppendJSON}, nil
 	}, nil
@@ -185,12 +181,8 @@ func (t *Tenant) reportOne(idText string, body []byte) (route, *api.Error) {
 	}
 	return func(now int64) (result, error) {
 		res, err := t.store.Report(now, id, rep, mrandFloat())
-		var refused *api.Error
-		switch {
-		case errors.As(err, &refused):
-			return refusal(refused), nil // a fence's refusal keeps its audit row
-		case err != nil:
-			return result{}, err
+		if err != nil {
+			return result{}, err // a fence's refusal commits its audit row (serve)
 		}
 		j := res.Job
 		return result{status: statusOK, body: api.ReportResponse{JobID: idText, State: string(j.State), Attempt: j.Attempt,

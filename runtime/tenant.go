@@ -128,11 +128,17 @@ func (t *Tenant) serve(req do.Request) do.Response {
 		}
 		var err error
 		res, err = run(now)
+		// A fence's refusal (a stale code) commits: the store wrote its
+		// bounded audit row and nothing else.
+		if refused := (*api.Error)(nil); errors.As(err, &refused) && refused.Code.Stale() {
+			res, err = refusal(refused), nil
+		}
 		return err
 	})
 	// The one mapping from a route's error to its answer: a refusal (an
-	// *api.Error, from the route or a store) answers its status and rolls
-	// back everything the route wrote; any other error is a 500.
+	// *api.Error, from the route or a store) answers its status and, but
+	// for a fence's (above), rolls back everything the route wrote; any
+	// other error is a 500.
 	var refused *api.Error
 	rolledBack := errors.As(err, &refused)
 	if rolledBack {
