@@ -904,6 +904,91 @@ func (v QueryResult) AppendJSON(b []byte) []byte {
 // MarshalJSON implements json.Marshaler.
 func (v QueryResult) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
+// AppendJSON appends v as JSON.
+func (v Push) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.str("tenant", v.Tenant)
+	o.strings("ids", v.IDs)
+	o.int("jobs", v.Jobs)
+	if len(v.Kinds) > 0 {
+		o.strings("kinds", v.Kinds)
+	}
+	if len(v.Reactions) > 0 {
+		o.strings("reactions", v.Reactions)
+	}
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v Push) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v PushRequest) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.str("tenant", v.Tenant)
+	o.str("id", v.ID)
+	o.int("jobs", v.Jobs)
+	if len(v.Kinds) > 0 {
+		o.strings("kinds", v.Kinds)
+	}
+	if len(v.Reactions) > 0 {
+		o.strings("reactions", v.Reactions)
+	}
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v PushRequest) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v PushDone) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.str("end", v.End)
+	o.strOmit("error", v.Error)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v PushDone) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v PushDoneResponse) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.bool("ended", v.Ended)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v PushDoneResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v PushStatus) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.key("in_flight")
+	o.b = appendArray(o.b, v.InFlight)
+	if v.Pending {
+		o.bool("pending", true)
+	}
+	o.timeOmit("retry_at", v.RetryAt)
+	o.intOmit("failures", v.Failures)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v PushStatus) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v PushFlight) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.str("id", v.ID)
+	o.time("started_at", v.StartedAt)
+	o.time("expires_at", v.ExpiresAt)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v PushFlight) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
 // EnqueueRequestFields is the set of fields a decoded EnqueueRequest was sent
 // with (a null counts as absent), so that 0 and absent differ.
 type EnqueueRequestFields uint64
@@ -1745,6 +1830,70 @@ func (v *DeadlineFired) decode(r *reader) error {
 // DecodeDeadlineFired decodes a DeadlineFired strictly.
 func DecodeDeadlineFired(b []byte) (DeadlineFired, error) {
 	var v DeadlineFired
+	r := reader{b: b}
+	err := r.open()
+	if err == nil {
+		err = r.closeBody(v.decode(&r))
+	}
+	return v, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *PushRequest) decode(r *reader) error {
+	return decodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "tenant":
+			v.Tenant, err = r.stringField(key)
+		case "id":
+			v.ID, err = r.stringField(key)
+		case "jobs":
+			v.Jobs, err = r.integer(key)
+		case "kinds":
+			v.Kinds, err = stringArray(r, key)
+		case "reactions":
+			v.Reactions, err = stringArray(r, key)
+		default:
+			return unknownField(key)
+		}
+		return err
+	})
+}
+
+// DecodePushRequest decodes a PushRequest strictly.
+func DecodePushRequest(b []byte) (PushRequest, error) {
+	var v PushRequest
+	r := reader{b: b}
+	err := r.open()
+	if err == nil {
+		err = r.closeBody(v.decode(&r))
+	}
+	return v, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *PushDone) decode(r *reader) error {
+	return decodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "end":
+			v.End, err = r.stringField(key)
+		case "error":
+			v.Error, err = r.stringField(key)
+		default:
+			return unknownField(key)
+		}
+		return err
+	})
+}
+
+// DecodePushDone decodes a PushDone strictly.
+func DecodePushDone(b []byte) (PushDone, error) {
+	var v PushDone
 	r := reader{b: b}
 	err := r.open()
 	if err == nil {

@@ -47,6 +47,8 @@ var (
 	RouteProjections = Route{"GET", "projections"}
 	RouteRebuild     = Route{"POST", "projections/{name}/rebuild"}
 	RouteQuery       = Route{"GET", "queries/{name}"}
+	RoutePushes      = Route{"GET", "pushes"}
+	RoutePushDone    = Route{"POST", "pushes/{id}/done"}
 )
 
 // String is the route as docs/API.md writes it: GET /v1/t/{tenant}/jobs/{id}.

@@ -303,3 +303,19 @@ func (t *Tenant) Tx(ctx context.Context, name string, input, out any) error {
 	}
 	return json.Unmarshal(r.Result, out)
 }
+
+// Pushes lists the tenant's pushes to executors in flight.
+func (t *Tenant) Pushes(ctx context.Context) (api.PushStatus, error) {
+	var out api.PushStatus
+	err := t.do(ctx, api.RoutePushes, nil, nil, &out)
+	return out, err
+}
+
+// EndPush ends a push: an executor says it stopped claiming (how:
+// api.PushDrained or api.PushBudgetSpent), a transport that it could not
+// deliver it (api.PushFailed, with why).
+func (t *Tenant) EndPush(ctx context.Context, id, how, why string) (api.PushDoneResponse, error) {
+	var out api.PushDoneResponse
+	err := t.do(ctx, api.RoutePushDone, nil, api.PushDone{End: how, Error: why}, &out, id)
+	return out, err
+}

@@ -47,10 +47,19 @@ func (hs *Headers) Set(name, value string) {
 //	                           (ValidTraceparent); dropped otherwise
 //	stile-principal  request   the transport, after it authenticated the
 //	                           caller (today one token: PrincipalAdmin)
+//	stile-tenant     request   the transport: the tenant the object is, by
+//	                           its own identity; the module refuses a path
+//	                           naming another
+//	stile-executor   request   the transport, when it can deliver pushes to
+//	                           executors (a value naming how: "binding",
+//	                           "process")
 //	allow            response  the module, on a 405; transports copy it onto
 //	                           the HTTP response
 //	stile-route      response  the module: the matched route pattern, for
 //	                           the host's metrics; never sent over HTTP
+//	stile-push       response  the module: pushes to deliver to executors,
+//	                           an api.Push as JSON (only when the request
+//	                           carried stile-executor)
 //
 // Names starting with ReservedPrefix belong to Stile: a client-sent header
 // of such a name is never passed into a module, and transports never copy a
@@ -61,6 +70,9 @@ const (
 	HeaderAllow       = "allow"
 	HeaderPrincipal   = "stile-principal"
 	HeaderRoute       = "stile-route"
+	HeaderTenant      = "stile-tenant"
+	HeaderExecutor    = "stile-executor"
+	HeaderPush        = "stile-push"
 
 	ReservedPrefix = "stile-"
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,7 +37,25 @@ type Config struct {
 	ScheduleAlarms bool
 	// Logger receives the manager's log lines. Default: slog.Default().
 	Logger *slog.Logger
+	// Pusher, if set, delivers the pushes tenants ask for (when a commit
+	// made work ready) to an executor. Without one, tenants push nothing
+	// and workers claim by polling.
+	Pusher Pusher
 }
+
+// Pusher delivers a push to an executor. Push returns once an executor
+// accepted it (or could not), never after the work: the tenant is not
+// held while handlers run. The executor ends the push itself when it
+// stops claiming.
+type Pusher interface {
+	Push(ctx context.Context, p api.PushRequest) error
+}
+
+// PushFunc is a Pusher that is a function.
+type PushFunc func(ctx context.Context, p api.PushRequest) error
+
+// Push implements Pusher.
+func (f PushFunc) Push(ctx context.Context, p api.PushRequest) error { return f(ctx, p) }
 
 // Manager runs tenants: one engine each, calls serialized per tenant,
 // alarms scheduled from committed state, claims held open by the host.
@@ -50,6 +69,7 @@ type Manager struct {
 	kick    chan struct{}
 	stop    chan struct{}
 	done    sync.WaitGroup
+	pushes  sync.WaitGroup // deliveries in progress
 	closed  atomic.Bool
 }
 
@@ -125,6 +145,12 @@ func (m *Manager) Do(ctx context.Context, name string, req do.Request) (do.Respo
 		return do.Response{}, &e
 	}
 	t := m.tenant(name)
+	// The module hears which tenant it is from its host, and whether its
+	// host delivers pushes.
+	req.Headers = append(slices.Clone(req.Headers), do.Header{Name: do.HeaderTenant, Value: name})
+	if m.cfg.Pusher != nil {
+		req.Headers = append(req.Headers, do.Header{Name: do.HeaderExecutor, Value: "process"})
+	}
 	frame := do.AppendRequest(nil, req)
 	var deadline int64
 	for {
@@ -195,7 +221,38 @@ func (m *Manager) call(ctx context.Context, t *tenant, frame []byte) (do.Respons
 	if resp.Flags&do.FlagWake != 0 {
 		t.broadcast()
 	}
+	if p := resp.Headers.Get(do.HeaderPush); p != "" && m.cfg.Pusher != nil {
+		m.pushes.Add(1)
+		go m.deliver(t.name, p)
+	}
 	return resp, nil
+}
+
+// deliver sends each push of a response to the Pusher, outside the
+// tenant's call; one it could not deliver is ended as failed, so the
+// tenant retries it after a backoff.
+func (m *Manager) deliver(tenant, header string) {
+	defer m.pushes.Done()
+	var p api.Push
+	if err := json.Unmarshal([]byte(header), &p); err != nil {
+		m.log.Error("tenant sent an unreadable push", "tenant", tenant, "err", err)
+		return
+	}
+	for _, id := range p.IDs {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := m.cfg.Pusher.Push(ctx, api.PushRequest{Tenant: tenant, ID: id, Jobs: p.Jobs, Kinds: p.Kinds, Reactions: p.Reactions})
+		cancel()
+		if err == nil {
+			continue
+		}
+		m.log.Warn("push not delivered; the tenant retries it", "tenant", tenant, "push", id, "err", err)
+		body, _ := json.Marshal(api.PushDone{End: api.PushFailed, Error: err.Error()})
+		path := "/" + api.Version + "/t/" + tenant + "/pushes/" + id + "/done"
+		if _, err := m.Do(context.Background(), tenant, do.Request{Kind: do.KindAPI, Method: "POST", Path: path, Body: body,
+			Headers: do.Headers{{Name: do.HeaderPrincipal, Value: do.PrincipalAdmin}}}); err != nil {
+			m.log.Warn("could not end the failed push; it expires", "tenant", tenant, "push", id, "err", err)
+		}
+	}
 }
 
 func (m *Manager) open(ctx context.Context, t *tenant) error {
@@ -375,6 +432,7 @@ func (m *Manager) Close() error {
 		}
 		t.mu.Unlock()
 	}
+	m.pushes.Wait() // no call is in progress: none can start another
 	errs = append(errs, m.alarms.save(m.alarmSnapshot()), m.cfg.Factory.Close())
 	return errors.Join(errs...)
 }

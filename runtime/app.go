@@ -7,6 +7,7 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/internal/printf"
+	"github.com/stile-run/stile/runtime/internal/push"
 	"github.com/stile-run/stile/schema"
 )
 
@@ -64,6 +65,7 @@ type App struct {
 	projections  []*projectionReg
 	projectionBy map[string]*projectionReg
 	queries      map[string]*queryReg
+	pushPolicy   *push.Policy
 }
 
 // NewApp returns an empty registry.

@@ -52,6 +52,11 @@ func (t *Tenant) alarmAt() int64 {
 	if t.projDue != 0 && (at == 0 || t.projDue < at) {
 		at = t.projDue
 	}
+	if t.pushTracker != nil {
+		if p := t.pushTracker.NextAt(); p != 0 && (at == 0 || p < at) {
+			at = p
+		}
+	}
 	return at
 }
 

@@ -61,6 +61,8 @@ var routes = []routeEntry{
 	{Route: api.RouteProjections, handle: func(t *Tenant, in input) (route, *api.Error) { return t.projectionsStatus(), nil }},
 	{Route: api.RouteRebuild, handle: func(t *Tenant, in input) (route, *api.Error) { return t.rebuildProjection(in.params[0]) }},
 	{Route: api.RouteQuery, handle: func(t *Tenant, in input) (route, *api.Error) { return t.runQuery(in.params[0], in.query) }},
+	{Route: api.RoutePushes, handle: func(t *Tenant, in input) (route, *api.Error) { return t.listPushes(), nil }},
+	{Route: api.RoutePushDone, handle: func(t *Tenant, in input) (route, *api.Error) { return t.pushDone(in.params[0], in.body) }},
 }
 
 // routeEntry is a route of the table; segs is its pattern, split once

@@ -10,6 +10,7 @@ import (
 	"github.com/stile-run/stile/runtime/internal/fencestore"
 	"github.com/stile-run/stile/runtime/internal/inboxstore"
 	"github.com/stile-run/stile/runtime/internal/projectionstore"
+	"github.com/stile-run/stile/runtime/internal/push"
 	"github.com/stile-run/stile/schema"
 )
 
@@ -36,6 +37,11 @@ type Tenant struct {
 	// reason a request may skip due work. The store tells it how writes
 	// move due times; it is re-read only when the earliest may have gone.
 	due dueCache
+
+	// pushTracker holds the pushes to executors in flight (pushes.go);
+	// pushAgain says an ended push asked to look for ready work again.
+	pushTracker *push.Tracker
+	pushAgain   bool
 
 	out  []byte // the response frame, reused
 	body []byte // the response body, reused
@@ -93,6 +99,14 @@ func (t *Tenant) serve(req do.Request) do.Response {
 	if t.app == nil {
 		return errorResponse(api.Internal(errNoServe.Error()))
 	}
+	if name := req.Headers.Get(do.HeaderTenant); name != "" && name != t.name {
+		// The transport names the tenant the object is: the module takes
+		// it as its own before any path can.
+		if t.name != "" || !api.ValidTenant(name) {
+			return errorResponse(api.Refuse(api.CodeInvalidTenant, "this object serves tenant %q, and its host says %q", t.name, name))
+		}
+		t.name = name
+	}
 	var run route
 	noticedBy := "request"
 	switch req.Kind {
@@ -144,6 +158,8 @@ func (t *Tenant) serve(req do.Request) do.Response {
 	if rolledBack {
 		res, err = refusal(refused), nil
 	}
+	again := t.pushAgain
+	t.pushAgain = false
 	var resp do.Response
 	appended := t.events.Appended()
 	if err != nil || rolledBack {
@@ -168,8 +184,18 @@ func (t *Tenant) serve(req do.Request) do.Response {
 		resp = errorResponse(api.Internal(err.Error()))
 	} else {
 		resp = do.Response{Status: res.status, HoldMs: res.holdMs}
-		if jobsWoke, reactionsWoke := t.store.Woke(), t.reactions.Woke(); jobsWoke || reactionsWoke {
+		jobsWoke, reactionsWoke := t.store.Woke(), t.reactions.Woke()
+		if jobsWoke || reactionsWoke {
 			resp.Flags |= do.FlagWake
+		}
+		if req.Headers.Get(do.HeaderExecutor) != "" && t.name != "" {
+			h, ok, perr := t.planPushes(now, jobsWoke || reactionsWoke, again)
+			if perr != nil {
+				return errorResponse(api.Internal("plan pushes: " + perr.Error()))
+			}
+			if ok {
+				resp.Headers = append(resp.Headers, h)
+			}
 		}
 		if res.body != nil {
 			t.body = res.body(t.body[:0])

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"crypto/subtle"
 	"errors"
 	"io"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/host"
+	"github.com/stile-run/stile/internal/bearer"
 )
 
 // Server is an http.Handler serving the Stile API.
@@ -86,8 +86,7 @@ func requestHeaders(r *http.Request) do.Headers {
 }
 
 func (s *Server) authorized(r *http.Request) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(got), s.token) == 1
+	return bearer.Matches(r, s.token)
 }
 
 func writeError(w http.ResponseWriter, e *api.Error) {

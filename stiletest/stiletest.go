@@ -62,6 +62,10 @@ type Config struct {
 	// and 30 s).
 	MaxOpen     int
 	CallTimeout time.Duration
+	// Pusher, if set, is told when a tenant has ready work for executors
+	// (host.Config.Pusher): an executor.Local runs a worker's handlers on
+	// each push, in-process, as the edge executor does on Cloudflare.
+	Pusher host.Pusher
 }
 
 // DefaultToken is the API token when Config.Token is empty.
@@ -165,7 +169,8 @@ func start(cfg Config) (*Harness, error) {
 		clock = manual
 	}
 	m, err := host.NewManager(host.Config{Factory: factory, Clock: clock, DataDir: cfg.DataDir,
-		MaxOpen: cfg.MaxOpen, CallTimeout: cfg.CallTimeout, ScheduleAlarms: cfg.RealClock, Logger: cfg.Logger})
+		MaxOpen: cfg.MaxOpen, CallTimeout: cfg.CallTimeout, ScheduleAlarms: cfg.RealClock, Logger: cfg.Logger,
+		Pusher: cfg.Pusher})
 	if err != nil {
 		factory.Close()
 		return nil, fmt.Errorf("stiletest: %w", err)

@@ -168,44 +168,53 @@ func (w *Worker) reactionLoop(ctx, hctx context.Context, tenant string, names []
 			continue
 		}
 		backoff = 0
-		byHandler := map[string][]api.Delivery{}
-		var order []string
-		for _, d := range resp.Deliveries {
-			if _, seen := byHandler[d.Handler]; !seen {
-				order = append(order, d.Handler)
-			}
-			byHandler[d.Handler] = append(byHandler[d.Handler], d)
-		}
-		for _, name := range order {
-			ds := byHandler[name]
-			select {
-			case w.slots <- struct{}{}:
-			case <-ctx.Done():
-				// Not started: their leases run out and another claim takes them.
-				return
-			}
-			runs.Add(1)
-			go func() {
-				defer runs.Done()
-				defer func() { <-w.slots }()
-				for _, d := range ds {
-					local := received.Add(d.LeaseUntil.Sub(resp.Now))
-					if ctx.Err() != nil || time.Until(local) < time.Duration(d.TimeoutMs)*time.Millisecond {
-						// Not started: the worker is stopping, or the run waited
-						// for a slot until this delivery could no longer finish
-						// inside its lease (running it could overlap a takeover).
-						// Released, with the rest of its run, for the next claim.
-						w.settle(ten, api.Settlement{Handler: d.Handler, Seq: d.Event.Seq, ClaimID: d.ClaimID,
-							Outcome: api.OutcomeDelayed}, local, w.log.With("tenant", ten.Name(), "reaction", d.Handler, "seq", d.Event.Seq))
-						return
-					}
-					if !w.runReaction(hctx, ten, d, local) {
-						return // failed or taken over: the rest of the run waits behind it
-					}
-				}
-			}()
+		if !w.startRuns(ctx, hctx, ten, resp, received, runs) {
+			return
 		}
 	}
+}
+
+// startRuns runs the deliveries of a claim, each handler's run in order on
+// a slot of its own (waited for); false if ctx ended before every run had
+// a slot (those not started run out their leases for another claim).
+func (w *Worker) startRuns(ctx, hctx context.Context, ten *client.Tenant, resp api.ReactionClaimResponse, received time.Time, runs *sync.WaitGroup) bool {
+	byHandler := map[string][]api.Delivery{}
+	var order []string
+	for _, d := range resp.Deliveries {
+		if _, seen := byHandler[d.Handler]; !seen {
+			order = append(order, d.Handler)
+		}
+		byHandler[d.Handler] = append(byHandler[d.Handler], d)
+	}
+	for _, name := range order {
+		ds := byHandler[name]
+		select {
+		case w.slots <- struct{}{}:
+		case <-ctx.Done():
+			return false
+		}
+		runs.Add(1)
+		go func() {
+			defer runs.Done()
+			defer w.freeSlot()
+			for _, d := range ds {
+				local := received.Add(d.LeaseUntil.Sub(resp.Now))
+				if ctx.Err() != nil || time.Until(local) < time.Duration(d.TimeoutMs)*time.Millisecond {
+					// Not started: the worker is stopping, or the run waited
+					// for a slot until this delivery could no longer finish
+					// inside its lease (running it could overlap a takeover).
+					// Released, with the rest of its run, for the next claim.
+					w.settle(ten, api.Settlement{Handler: d.Handler, Seq: d.Event.Seq, ClaimID: d.ClaimID,
+						Outcome: api.OutcomeDelayed}, local, w.log.With("tenant", ten.Name(), "reaction", d.Handler, "seq", d.Event.Seq))
+					return
+				}
+				if !w.runReaction(hctx, ten, d, local) {
+					return // failed or taken over: the rest of the run waits behind it
+				}
+			}
+		}()
+	}
+	return true
 }
 
 // runReaction runs one delivery and settles it; false stops the run.

@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stile-run/stile/api"
@@ -119,7 +120,8 @@ type Config struct {
 	URL string
 	// Token is the deployment's bearer token.
 	Token string
-	// Tenants to work for.
+	// Tenants Run works for. An executor that is pushed work (Drain) needs
+	// none.
 	Tenants []string
 	// ID names this worker in claims and in the attempt history. Default:
 	// hostname-pid-random.
@@ -151,15 +153,14 @@ type Worker struct {
 	handlers  map[string]Handler
 	reactions map[string]ReactionHandler
 	slots     chan struct{}
+	freed     chan struct{} // a slot was given back (capacity 1)
+	requests  atomic.Int64  // HTTP requests the worker sent
 }
 
 // New returns a worker. It does nothing until Run.
 func New(cfg Config) (*Worker, error) {
 	if cfg.URL == "" {
 		return nil, errors.New("worker: Config.URL is required")
-	}
-	if len(cfg.Tenants) == 0 {
-		return nil, errors.New("worker: Config.Tenants is empty")
 	}
 	for _, t := range cfg.Tenants {
 		if !api.ValidTenant(t) {
@@ -194,9 +195,12 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Worker{cfg: cfg, cl: client.New(cfg.URL, cfg.Token, cfg.HTTPClient),
-		log: cfg.Logger.With("worker", cfg.ID), handlers: map[string]Handler{}, reactions: map[string]ReactionHandler{},
-		slots: make(chan struct{}, cfg.Concurrency)}, nil
+	w := &Worker{cfg: cfg, log: cfg.Logger.With("worker", cfg.ID), handlers: map[string]Handler{}, reactions: map[string]ReactionHandler{},
+		slots: make(chan struct{}, cfg.Concurrency), freed: make(chan struct{}, 1)}
+	hc := *cfg.HTTPClient
+	hc.Transport = &counting{next: hc.Transport, n: &w.requests}
+	w.cl = client.New(cfg.URL, cfg.Token, &hc)
+	return w, nil
 }
 
 // ID is the worker's id.
@@ -224,6 +228,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	kinds, names := w.kinds(), w.reactionNames()
 	if len(kinds) == 0 && len(names) == 0 {
 		return errors.New("worker: no handlers registered")
+	}
+	if len(w.cfg.Tenants) == 0 {
+		return errors.New("worker: Config.Tenants is empty: Run works for the tenants it is given (an executor that is pushed work calls Drain)")
 	}
 	// Handlers get a context that outlives ctx by the grace period.
 	hctx, cancelHandlers := context.WithCancelCause(context.Background())
@@ -263,28 +270,14 @@ func (w *Worker) claimLoop(ctx, hctx context.Context, tenant string, kinds []str
 	ten := w.cl.Tenant(tenant)
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
-		// Take one slot (blocking), then as many more as are free.
-		select {
-		case w.slots <- struct{}{}:
-		case <-ctx.Done():
+		n := w.takeSlots(ctx)
+		if n == 0 {
 			return
-		}
-		n := 1
-	more:
-		for n < api.MaxClaim {
-			select {
-			case w.slots <- struct{}{}:
-				n++
-			default:
-				break more
-			}
 		}
 		resp, err := ten.Claim(ctx, api.ClaimRequest{Worker: w.cfg.ID, Queues: w.cfg.Queues, Kinds: kinds,
 			Limit: n, WaitMs: w.cfg.PollWait.Milliseconds()})
 		received := time.Now()
-		for i := len(resp.Jobs); i < n; i++ {
-			<-w.slots
-		}
+		w.releaseSlots(n - len(resp.Jobs))
 		if err != nil {
 			if !w.waitAfter(ctx, &backoff, "claim failed; retrying", tenant, err) {
 				return
@@ -292,14 +285,54 @@ func (w *Worker) claimLoop(ctx, hctx context.Context, tenant string, kinds []str
 			continue
 		}
 		backoff = 0
-		for _, c := range resp.Jobs {
-			jobs.Add(1)
-			go func() {
-				defer jobs.Done()
-				defer func() { <-w.slots }()
-				w.run(hctx, ten, c, received.Add(c.LeaseUntil.Sub(resp.Now)))
-			}()
+		w.startJobs(hctx, ten, resp, received, jobs)
+	}
+}
+
+// takeSlots takes one handler slot (blocking), then as many more as are
+// free, up to api.MaxClaim; 0 if ctx ended first.
+func (w *Worker) takeSlots(ctx context.Context) int {
+	select {
+	case w.slots <- struct{}{}:
+	case <-ctx.Done():
+		return 0
+	}
+	n := 1
+	for n < api.MaxClaim {
+		select {
+		case w.slots <- struct{}{}:
+			n++
+		default:
+			return n
 		}
+	}
+	return n
+}
+
+func (w *Worker) releaseSlots(n int) {
+	for range n {
+		w.freeSlot()
+	}
+}
+
+// freeSlot gives a slot back and tells a Drain waiting for one.
+func (w *Worker) freeSlot() {
+	<-w.slots
+	select {
+	case w.freed <- struct{}{}:
+	default:
+	}
+}
+
+// startJobs runs each claimed job on one of the slots taken for the claim.
+func (w *Worker) startJobs(hctx context.Context, ten *client.Tenant, resp api.ClaimResponse, received time.Time, jobs *sync.WaitGroup) {
+	for _, c := range resp.Jobs {
+		jobs.Add(1)
+		go func() {
+			defer jobs.Done()
+			defer w.freeSlot()
+			w.run(hctx, ten, c, received.Add(c.LeaseUntil.Sub(resp.Now)))
+		}()
 	}
 }
 
@@ -478,4 +511,19 @@ func (w *Worker) report(ten *client.Tenant, id string, r api.ReportRequest, leas
 		time.Sleep(delay)
 		delay = min(delay*2, 5*time.Second)
 	}
+}
+
+// counting counts the requests sent through it.
+type counting struct {
+	next http.RoundTripper
+	n    *atomic.Int64
+}
+
+func (c *counting) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	next := c.next
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return next.RoundTrip(r)
 }

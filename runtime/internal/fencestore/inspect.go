@@ -165,3 +165,18 @@ func (s *Store) freeSlots() ([]freeSlot, error) {
 	}
 	return out, rows.Err()
 }
+
+// ReadyKinds counts the jobs a claim could take now, by kind, up to limit
+// jobs in all: what a push tells an executor (api.Push).
+func (s *Store) ReadyKinds(limit int) (total int64, kinds []string, err error) {
+	rows, err := s.db.Query(`SELECT kind, count(*) FROM
+		(SELECT kind FROM stile_jobs WHERE state = 'available' LIMIT ?1) GROUP BY kind ORDER BY kind`, limit)
+	if err != nil {
+		return 0, nil, printf.Errorf("count ready jobs: %w", err)
+	}
+	for rows.Next() {
+		kinds = append(kinds, rows.Text(0))
+		total += rows.Int(1)
+	}
+	return total, kinds, rows.Err()
+}

@@ -1,0 +1,79 @@
+package push
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/api"
+)
+
+var policy = Policy{MaxParallel: 3, PerExecutor: 10, TTL: 1000, RetryMin: 100, RetryMax: 350}
+
+func TestStartSizesToTheBacklogUpToTheBound(t *testing.T) {
+	tr := New(policy, "p")
+	require.Empty(t, tr.Start(0, Ready{}), "nothing ready: no push")
+	require.Equal(t, []string{"p1"}, tr.Start(0, Ready{Reactions: 1}), "reactions alone: one executor")
+	require.Equal(t, []string{"p2"}, tr.Start(0, Ready{Jobs: 20}), "20 jobs at 10 each: two in flight")
+	require.Equal(t, []string{"p3"}, tr.Start(0, Ready{Jobs: 500}), "a deep backlog: up to MaxParallel")
+	require.False(t, tr.Room(0))
+	require.Empty(t, tr.Start(0, Ready{Jobs: 500}))
+	require.True(t, tr.Pending(), "work the bound left waiting is looked at when a push ends")
+}
+
+func TestEndLooksAgainWhenWorkWasLeftOrDeferred(t *testing.T) {
+	tr := New(policy, "p")
+	ids := tr.Start(0, Ready{Jobs: 1})
+	ended, again := tr.End(5, ids[0], api.PushDrained)
+	require.True(t, ended)
+	require.False(t, again, "drained with nothing deferred: done")
+	ended, _ = tr.End(6, ids[0], api.PushDrained)
+	require.False(t, ended, "a push ends once")
+
+	ids = tr.Start(10, Ready{Jobs: 1})
+	require.Empty(t, tr.Start(11, Ready{Jobs: 1}), "one in flight suffices for one job")
+	_, again = tr.End(12, ids[0], api.PushDrained)
+	require.True(t, again, "work woke while it ran: its last claim may have missed it")
+
+	ids = tr.Start(20, Ready{Jobs: 1})
+	_, again = tr.End(21, ids[0], api.PushBudgetSpent)
+	require.True(t, again, "the executor left work")
+}
+
+func TestFailedPushBacksOffAndExpiryReplacesALostOne(t *testing.T) {
+	tr := New(policy, "p")
+	ids := tr.Start(0, Ready{Jobs: 1})
+	_, again := tr.End(0, ids[0], api.PushFailed)
+	require.False(t, again)
+	require.Equal(t, int64(100), tr.NextAt(), "the alarm retries the failed push")
+	require.False(t, tr.Room(50))
+	require.Empty(t, tr.Start(50, Ready{Jobs: 1}), "no push before the retry is due")
+	require.True(t, tr.Due(100))
+	ids = tr.Start(100, Ready{Jobs: 1})
+	require.Len(t, ids, 1)
+	tr.End(100, ids[0], api.PushFailed)
+	require.Equal(t, int64(300), tr.NextAt(), "the backoff doubles")
+	last := int64(0)
+	for range 3 {
+		last = tr.NextAt()
+		ids = tr.Start(last, Ready{Jobs: 1})
+		tr.End(last, ids[0], api.PushFailed)
+	}
+	at, failures := tr.Retry()
+	require.Equal(t, int64(5), failures)
+	require.Equal(t, int64(350), at-last, "the backoff stops at RetryMax")
+	ids = tr.Start(at, Ready{Jobs: 1})
+	_, _ = tr.End(at+1, ids[0], api.PushDrained)
+	at, failures = tr.Retry()
+	require.Zero(t, at)
+	require.Zero(t, failures, "a push that reached an executor resets the backoff")
+
+	ok := New(policy, "q")
+	ids = ok.Start(0, Ready{Jobs: 1})
+	require.Equal(t, int64(1000), ok.NextAt(), "a push in flight expires at its TTL")
+	require.False(t, ok.Due(999))
+	require.True(t, ok.Due(1000), "an executor that never ended its push is replaced")
+	require.Equal(t, []string{"q2"}, ok.Start(1000, Ready{Jobs: 1}))
+	ended, _ := ok.End(1001, ids[0], api.PushDrained)
+	require.False(t, ended, "the expired push's late end changes nothing")
+}

@@ -1,0 +1,153 @@
+package runtime
+
+import (
+	"strconv"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/runtime/internal/push"
+)
+
+// Pushes: when a commit makes work ready, the module asks its transport to
+// wake an executor (the stile-push response header), if the transport said
+// it can (the stile-executor request header). The module decides how many
+// and when (package push); the transport only delivers, outside the
+// storage transaction, and ends a push it could not deliver with
+// api.PushFailed. An executor ends its push when it stops claiming.
+// docs/DESIGN.md, "Why push", says why and what it costs.
+
+// PushPolicy bounds a tenant's pushes to executors; the zero value of a
+// field keeps its default (see App.Pushes).
+type PushPolicy struct {
+	// MaxParallel is the most executors working for one tenant at once
+	// (default 4).
+	MaxParallel int
+	// PerExecutor is how many ready jobs warrant one more executor
+	// (default 100).
+	PerExecutor int64
+	// TTL is how long a push may stay in flight without its executor
+	// ending it; then the tenant pushes again (default 35 s).
+	TTL int64
+	// RetryMin and RetryMax bound the backoff after a push the transport
+	// could not deliver (default 1 s to 60 s).
+	RetryMin, RetryMax int64
+}
+
+// Pushes sets the module's push policy (times in milliseconds).
+func (a *App) Pushes(p PushPolicy) *App {
+	d := push.DefaultPolicy
+	pick := func(v, def int64) int64 {
+		if v > 0 {
+			return v
+		}
+		return def
+	}
+	if p.MaxParallel > 0 {
+		d.MaxParallel = p.MaxParallel
+	}
+	d.PerExecutor, d.TTL = pick(p.PerExecutor, d.PerExecutor), pick(p.TTL, d.TTL)
+	d.RetryMin, d.RetryMax = pick(p.RetryMin, d.RetryMin), pick(p.RetryMax, d.RetryMax)
+	d.RetryMax = max(d.RetryMax, d.RetryMin)
+	a.pushPolicy = &d
+	return a
+}
+
+func (a *App) pushes() push.Policy {
+	if a.pushPolicy != nil {
+		return *a.pushPolicy
+	}
+	return push.DefaultPolicy
+}
+
+// tracker is the tenant's push tracker, made on first use; its ids start
+// with the instance's start time, so an id of a lost instance is never
+// reused.
+func (t *Tenant) tracker(now int64) *push.Tracker {
+	if t.pushTracker == nil {
+		t.pushTracker = push.New(t.app.pushes(), "p"+strconv.FormatInt(now, 36)+"-")
+	}
+	return t.pushTracker
+}
+
+// maxPushNames bounds the bytes of kind and reaction names in a push, so
+// it fits a frame header (do.MaxHeaderValue).
+const maxPushNames = 640
+
+// planPushes decides, after a committed request, the pushes its response
+// asks the transport to deliver; nil for none. woke says the commit made
+// work ready; again that an ended push asked to look again.
+func (t *Tenant) planPushes(now int64, woke, again bool) (do.Header, bool, error) {
+	tr := t.tracker(now)
+	if !woke && !again && !tr.Due(now) {
+		return do.Header{}, false, nil
+	}
+	if !tr.Room(now) {
+		if woke {
+			tr.Defer()
+		}
+		return do.Header{}, false, nil
+	}
+	jobs, kinds, err := t.store.ReadyKinds(api.MaxPushCount)
+	if err != nil {
+		return do.Header{}, false, err
+	}
+	var reactions []string
+	for _, h := range t.app.handlers() {
+		st, err := t.reactions.Status(h, 1, 0)
+		if err != nil {
+			return do.Header{}, false, err
+		}
+		if st.Lag > 0 {
+			reactions = append(reactions, h.Name)
+		}
+	}
+	ids := tr.Start(now, push.Ready{Jobs: jobs, Reactions: len(reactions)})
+	if len(ids) == 0 {
+		return do.Header{}, false, nil
+	}
+	p := api.Push{Tenant: t.name, IDs: ids, Jobs: jobs, Kinds: fitNames(kinds), Reactions: fitNames(reactions)}
+	return do.Header{Name: do.HeaderPush, Value: string(p.AppendJSON(nil))}, true, nil
+}
+
+// fitNames keeps the names that fit maxPushNames bytes between them.
+func fitNames(names []string) []string {
+	n := 0
+	for i, s := range names {
+		if n += len(s) + 3; n > maxPushNames/2 {
+			return names[:i]
+		}
+	}
+	return names
+}
+
+// ---- routes ----
+
+func (t *Tenant) listPushes() route {
+	return func(now int64) (result, error) {
+		tr := t.tracker(now)
+		st := api.PushStatus{InFlight: []api.PushFlight{}, Pending: tr.Pending()}
+		for _, f := range tr.Flights() {
+			st.InFlight = append(st.InFlight, api.PushFlight{ID: f.ID, StartedAt: ts(f.Started), ExpiresAt: ts(f.Expires)})
+		}
+		at, failures := tr.Retry()
+		st.RetryAt, st.Failures = tsPtr(at), failures
+		return result{status: statusOK, body: st.AppendJSON}, nil
+	}
+}
+
+func (t *Tenant) pushDone(id string, body []byte) (route, *api.Error) {
+	r, err := api.DecodePushDone(body)
+	if err != nil {
+		return nil, decodeErr(err)
+	}
+	switch r.End {
+	case api.PushDrained, api.PushBudgetSpent, api.PushFailed:
+	default:
+		return nil, api.Refuse(api.CodeInvalidRequest, "end %q is not one of %q, %q, %q", r.End, api.PushDrained, api.PushBudgetSpent, api.PushFailed)
+	}
+	return func(now int64) (result, error) {
+		ended, again := t.tracker(now).End(now, id, r.End)
+		t.pushAgain = again
+		return result{status: statusOK, body: api.PushDoneResponse{Ended: ended}.AppendJSON}, nil
+	}, nil
+}
