@@ -87,7 +87,10 @@ func TestAnEnqueuedJobRunsOnAPushAndThePushEnds(t *testing.T) {
 	t.Parallel()
 	var runs atomic.Int64
 	p := setup(t, testapp.App(), nil, func(w *worker.Worker) {
-		w.Handle("test.echo", func(ctx context.Context, j *worker.Job) (any, error) { runs.Add(1); return map[string]int{"ok": 1}, nil })
+		w.Handle("test.echo", func(ctx context.Context, j *worker.Job) (any, error) {
+			runs.Add(1)
+			return map[string]int{"ok": 1}, nil
+		})
 	}, worker.Config{ID: "edge-1"})
 	j := enqueue(t, p.ten, "test.echo")
 	done := waitState(t, p.ten, j.ID, "completed")
