@@ -53,6 +53,7 @@ func startWorkerd(t *testing.T) *workerdHost {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	theWorkerd.Close()
+	theEdge.Close()
 	os.Exit(code)
 }
 

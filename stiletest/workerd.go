@@ -1,6 +1,7 @@
 package stiletest
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stile-run/stile/client"
 	"github.com/stile-run/stile/host/workerd"
+	"github.com/stile-run/stile/internal/wasmbuild"
 )
 
 // Workerd is a tenant module in real workerd, the runtime of Cloudflare's
@@ -26,6 +28,17 @@ type Workerd struct {
 	// TestEntry runs the bundle with the test entry (workerd.TestEntryFile)
 	// instead of the shipped one, so a test can make the module trap.
 	TestEntry bool
+	// Handlers is a handler package (an import path, or a ./relative
+	// directory from the test's package) run as the edge executor, as
+	// `stile build --handlers` builds it: pushes run its handlers inside
+	// workerd, under syumai/workers.
+	Handlers string
+	// Vars are added to the Worker's vars (e.g. STILE_EXECUTOR_SUBREQUESTS).
+	Vars map[string]string
+	// Files are written into the bundle's directory; a caller.mjs runs as a
+	// second Worker with a STILE service binding to this one, reached with
+	// the Host header caller.test.
+	Files map[string][]byte
 
 	once   sync.Once
 	server *workerd.Server
@@ -66,7 +79,24 @@ func (w *Workerd) start(tb testing.TB) (*workerd.Server, string, error) {
 	if err := workerd.WriteWorker(dir, wasm); err != nil {
 		return nil, "", err
 	}
-	o := workerd.Options{Root: repoRoot(), Bundle: dir, Token: w.token()}
+	if w.Handlers != "" {
+		ctx := context.Background()
+		if err := wasmbuild.BuildExecutor(ctx, ".", w.Handlers, wasmbuild.Edge, filepath.Join(dir, workerd.ExecutorFile)); err != nil {
+			return nil, "", err
+		}
+		if err := wasmbuild.WriteEdgeAssets(ctx, ".", w.Handlers, dir); err != nil {
+			return nil, "", err
+		}
+		if err := workerd.WriteEdge(dir); err != nil {
+			return nil, "", err
+		}
+	}
+	for name, b := range w.Files {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return nil, "", err
+		}
+	}
+	o := workerd.Options{Root: repoRoot(), Bundle: dir, Token: w.token(), Vars: w.Vars}
 	if w.TestEntry {
 		if err := workerd.WriteTestEntry(dir); err != nil {
 			return nil, "", err

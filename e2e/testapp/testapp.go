@@ -17,6 +17,10 @@ var spins int
 func App() *runtime.App {
 	return registerProjections(registerPayments(runtime.NewApp())).
 		ConcurrencyLimit("limited", 1).
+		// A dead executor's push is replaced after 3 s (35 s by default),
+		// and a refused one retried from 200 ms, so the executor tests wait
+		// little.
+		Pushes(runtime.PushPolicy{TTL: 3000, RetryMin: 200, RetryMax: 2000}).
 		Migrations(schema.Migration{Version: 1, Name: "accounts",
 			SQL: `CREATE TABLE accounts (email TEXT PRIMARY KEY, name TEXT NOT NULL) STRICT`}).
 		// Transactional enqueue: the welcome job is enqueued first; if the

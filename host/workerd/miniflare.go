@@ -32,7 +32,10 @@ type Options struct {
 	Root   string // the repository root (package.json, host/workerd/js/serve.mjs)
 	Bundle string // the directory stile build wrote
 	Token  string // the STILE_TOKEN binding
-	Entry  string // another entry module in Bundle (default worker.mjs)
+	Entry  string // another entry module in Bundle (default worker.mjs, or edge.mjs)
+	// Vars are added to the Stile Worker's bindings (e.g. the edge
+	// executor's STILE_EXECUTOR_SUBREQUESTS).
+	Vars map[string]string
 }
 
 // installing serialises EnsureInstalled within a process, and a lock file
@@ -89,6 +92,10 @@ func Start(o Options) (*Server, error) {
 	s.cmd.Env = append(os.Environ(), "STILE_TOKEN="+o.Token)
 	if o.Entry != "" {
 		s.cmd.Env = append(s.cmd.Env, "STILE_ENTRY="+o.Entry)
+	}
+	if len(o.Vars) > 0 {
+		vars, _ := json.Marshal(o.Vars)
+		s.cmd.Env = append(s.cmd.Env, "STILE_VARS="+string(vars))
 	}
 	s.cmd.Stderr = s.log
 	s.stdin, _ = s.cmd.StdinPipe()

@@ -1,16 +1,67 @@
-// A test-only entry: the shipped worker.mjs with a Tenant subclass that can
-// trap the module at the n-th SQL statement starting with a prefix, so the
-// conformance suite shows a trap mid-transaction leaves nothing behind in
-// workerd too; and a route that reaches a tenant's object the way a
-// service binding of the Tenant class would, past the Worker entry:
-// /__direct/{object's tenant}/{path the object gets}, with the caller's
-// headers but the Authorization one unless x-direct-auth is set. The
-// harness copies it next to worker.mjs; it never ships.
+// A test-only entry: the shipped entry (worker.mjs, or edge.mjs for a
+// bundle with edge executors: the harness rewrites the import) with
+//
+//   - a Tenant subclass that can trap the module at the n-th SQL statement
+//     starting with a prefix, so the conformance suite shows a trap
+//     mid-transaction leaves nothing behind in workerd too;
+//   - a route that reaches a tenant's object the way a service binding of
+//     the Tenant class would, past the Worker entry: /__direct/{object's
+//     tenant}/{path the object gets}, with the caller's headers but the
+//     Authorization one unless x-direct-auth is set;
+//   - faults of the edge executor's invocations, set by POST
+//     /__executor_faults {refuse: n, kill: n}: the next n pushes are
+//     refused with a 503, or reach an executor whose calls to the tenant
+//     all fail once a claim handed it work (an invocation killed
+//     mid-handler, as the tenant sees it). GET /__executor_faults counts
+//     invocations and the most calls to the tenant one made.
+//
+// The harness copies it next to the entry; it never ships.
 import worker, { Tenant as Shipped } from "./worker.mjs";
+import { EXECUTOR_PATH } from "./config.mjs";
+
+const executorFaults = { refuse: 0, kill: 0, invocations: 0, maxCalls: 0 };
+
+// dyingNamespace wraps the TENANT namespace of one invocation: it counts
+// the invocation's calls to objects and, when kill is set, fails every
+// call after a claim that returned work.
+function dyingNamespace(ns, kill) {
+  let calls = 0, dead = false;
+  const stub = (s) => ({
+    async fetch(...args) {
+      if (dead) throw new Error("injected fault: the invocation was killed");
+      calls++;
+      executorFaults.maxCalls = Math.max(executorFaults.maxCalls, calls);
+      const res = await s.fetch(...args);
+      if (kill && new URL(args[0].url ?? args[0]).pathname.endsWith("/claims")) {
+        const body = await res.clone().json().catch(() => ({}));
+        if (body.jobs?.length > 0) dead = true;
+      }
+      return res;
+    },
+  });
+  return {
+    idFromName: (name) => ns.idFromName(name),
+    get: (id) => stub(ns.get(id)),
+  };
+}
 
 export default {
   async fetch(request, env, ctx) {
     const url = new URL(request.url);
+    if (url.pathname === "/__executor_faults") {
+      if (request.method === "POST") Object.assign(executorFaults, await request.json());
+      return Response.json(executorFaults);
+    }
+    if (url.pathname === EXECUTOR_PATH) {
+      executorFaults.invocations++;
+      if (executorFaults.refuse > 0) {
+        executorFaults.refuse--;
+        return new Response("injected fault: the executor refused the push", { status: 503 });
+      }
+      const kill = executorFaults.kill > 0;
+      if (kill) executorFaults.kill--;
+      return worker.fetch(request, { ...env, TENANT: dyingNamespace(env.TENANT, kill) }, ctx);
+    }
     const m = url.pathname.match(/^\/__direct\/([^/]+)(\/.*)$/);
     if (!m) return worker.fetch(request, env, ctx);
     const headers = new Headers(request.headers);

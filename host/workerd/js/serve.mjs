@@ -3,28 +3,49 @@
 // of it when stdin closes. The Go conformance suite drives it.
 //
 //   STILE_TOKEN=… node host/workerd/js/serve.mjs <bundle dir>
+//
+// A bundle with edge.mjs (`stile build --handlers`) runs with its executor
+// and the EXECUTOR service binding to itself; a caller.mjs in the
+// directory runs as a second Worker, "caller", with a STILE service
+// binding, reached by requests whose Host is caller.test. STILE_VARS (a
+// JSON object) adds vars to the Stile Worker.
 import { Miniflare } from "miniflare";
+import { existsSync } from "node:fs";
 import { resolve, join } from "node:path";
 
 const dir = resolve(process.argv[2] ?? "build");
+const edge = existsSync(join(dir, "edge.mjs"));
 // STILE_ENTRY names another entry module in dir (the tests' faults.mjs).
-const entry = process.env.STILE_ENTRY ?? "worker.mjs";
-const mf = new Miniflare({
+const entry = process.env.STILE_ENTRY ?? (edge ? "edge.mjs" : "worker.mjs");
+const esm = (name) => ({ type: "ESModule", path: join(dir, name) });
+const modules = [entry, "worker.mjs", "abi.mjs", "config.mjs"];
+if (edge) modules.push("edge.mjs", "shim.mjs", "wasm_exec.js");
+const stile = {
+  name: "stile",
   modulesRoot: dir,
   modules: [
-    { type: "ESModule", path: join(dir, entry) },
-    ...(entry === "worker.mjs" ? [] : [{ type: "ESModule", path: join(dir, "worker.mjs") }]),
-    { type: "ESModule", path: join(dir, "abi.mjs") },
-    { type: "ESModule", path: join(dir, "config.mjs") },
+    ...[...new Set(modules)].map(esm),
     { type: "CompiledWasm", path: join(dir, "tenant.wasm") },
+    ...(edge ? [{ type: "CompiledWasm", path: join(dir, "executor.wasm") }] : []),
   ],
   compatibilityDate: "2026-08-01",
   durableObjects: { TENANT: { className: "Tenant", useSQLite: true } },
-  bindings: { STILE_TOKEN: process.env.STILE_TOKEN ?? "" },
-  host: "127.0.0.1",
-  port: 0,
-  cf: false,
-});
+  bindings: { STILE_TOKEN: process.env.STILE_TOKEN ?? "", ...JSON.parse(process.env.STILE_VARS ?? "{}") },
+  ...(edge ? { serviceBindings: { EXECUTOR: "stile" } } : {}),
+};
+const workers = [stile];
+if (existsSync(join(dir, "caller.mjs"))) {
+  workers.push({
+    name: "caller",
+    modulesRoot: dir,
+    modules: [esm("caller.mjs"), esm("client.mjs")],
+    compatibilityDate: "2026-08-01",
+    bindings: { STILE_TOKEN: process.env.STILE_TOKEN ?? "" },
+    serviceBindings: { STILE: "stile" },
+    routes: ["caller.test/*"],
+  });
+}
+const mf = new Miniflare({ workers, host: "127.0.0.1", port: 0, cf: false });
 
 const url = await mf.ready;
 process.stdout.write(JSON.stringify({ url: url.toString() }) + "\n");

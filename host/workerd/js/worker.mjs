@@ -10,8 +10,8 @@ import {
   FLAG_WAKE, HEADER_PRINCIPAL, HEADER_TRACEPARENT, KIND_ALARM, KIND_API, RESERVED_PREFIX,
 } from "./abi.mjs";
 import {
-  API_PREFIX, BODY_TOO_LARGE, INTERNAL_PREFIX, INVALID_TENANT, MAX_BODY_BYTES, NO_ROUTE_HINT, PRINCIPAL_ADMIN, TENANT_PATTERN,
-  UNAUTHORIZED, WRONG_OBJECT,
+  API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_EXECUTOR, HEADER_PUSH, HEADER_TENANT, INTERNAL_PREFIX, INVALID_TENANT,
+  MAX_BODY_BYTES, NO_ROUTE_HINT, PRINCIPAL_ADMIN, PUSH_FAILED, TENANT_PATTERN, UNAUTHORIZED, WRONG_OBJECT,
 } from "./config.mjs";
 
 const tenantRe = new RegExp(TENANT_PATTERN);
@@ -74,25 +74,31 @@ function tenantOf(path) {
   return slash < 0 ? rest : rest.slice(0, slash);
 }
 
-// frameHeaders are the headers a request frame carries (do/header.go): the
-// caller's traceparent when well-formed, and the principal the object
-// itself authenticated. Nothing else of the client's crosses: a stile-
-// header a caller sends is never read.
-function frameHeaders(request, principal) {
+// requestHeaders are the headers of a request frame from a client
+// (do/header.go): the caller's traceparent when well-formed, the principal
+// the object itself authenticated, and the object's own headers. Nothing
+// else of the client's crosses: a stile- header a caller sends is never
+// read.
+function requestHeaders(request, principal, own) {
   const out = [];
   const tp = request.headers.get(HEADER_TRACEPARENT);
   if (validTraceparent(tp)) out.push([HEADER_TRACEPARENT, tp]);
   out.push([HEADER_PRINCIPAL, principal]);
-  return out;
+  return out.concat(own);
 }
 
 // Tenant is the Durable Object of one tenant: it runs the module over its
-// SQLite storage, keeps the alarm where the module says, and holds empty
-// long-poll claims until work arrives (the module never waits).
+// SQLite storage, keeps the alarm where the module says, holds empty
+// long-poll claims until work arrives (the module never waits), and
+// delivers the pushes the module asks for to the executor behind the
+// EXECUTOR service binding, if the Worker has one.
 export class Tenant {
   constructor(ctx, env) {
     this.ctx = ctx;
     this.env = env;
+    // The object's tenant: its id's name (an id made by idFromName has
+    // one), else the one its first request's path named.
+    this.tenant = ctx.id.name ?? "";
     this.module = null;
     this.alarmAt = undefined; // what was last set; undefined: unknown
     this.wakeUp = null;
@@ -124,6 +130,15 @@ export class Tenant {
     return {};
   }
 
+  // ownHeaders are what the object tells the module about itself: which
+  // tenant it is, and whether it can deliver pushes.
+  ownHeaders() {
+    const out = [];
+    if (this.tenant) out.push([HEADER_TENANT, this.tenant]);
+    if (this.env.EXECUTOR) out.push([HEADER_EXECUTOR, "binding"]);
+    return out;
+  }
+
   after(resp) {
     // A negative alarmAt (do.AlarmUnchanged) keeps the alarm as it is.
     if (resp.alarmAt >= 0 && resp.alarmAt !== this.alarmAt) {
@@ -134,6 +149,37 @@ export class Tenant {
     if (resp.flags & FLAG_WAKE) {
       this.wakeAll();
       this.newWake();
+    }
+    const push = this.env.EXECUTOR && resp.headers.find(([name]) => name === HEADER_PUSH);
+    if (push) {
+      // Outside the module's transaction, and never awaited by the
+      // request: the executor answers at once and works on its own.
+      const plan = JSON.parse(push[1]);
+      for (const id of plan.ids) this.ctx.waitUntil(this.deliver(plan, id));
+    }
+  }
+
+  // deliver asks the executor to run a push; one it could not deliver is
+  // ended as failed, and the module retries it from the alarm.
+  async deliver(plan, id) {
+    let why;
+    try {
+      const res = await this.env.EXECUTOR.fetch(new Request("https://executor" + EXECUTOR_PATH, {
+        method: "POST",
+        headers: { authorization: `Bearer ${this.env.STILE_TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify({ tenant: plan.tenant, id, jobs: plan.jobs, kinds: plan.kinds, reactions: plan.reactions }),
+      }));
+      if (res.status === 202) return;
+      why = `the executor answered ${res.status}: ${(await res.text()).slice(0, 200)}`;
+    } catch (e) {
+      why = `the executor could not be reached: ${String(e?.message ?? e).split("\n")[0]}`;
+    }
+    const body = new TextEncoder().encode(JSON.stringify({ end: PUSH_FAILED, error: why }));
+    const path = `${API_PREFIX}${plan.tenant}/pushes/${id}/done`;
+    try {
+      this.call(encodeRequest(KIND_API, "POST", path, "", body, [[HEADER_PRINCIPAL, PRINCIPAL_ADMIN], ...this.ownHeaders()]));
+    } catch (e) {
+      console.warn(`could not end the failed push ${id}; it expires: ${e?.message ?? e}`);
     }
   }
 
@@ -151,9 +197,10 @@ export class Tenant {
     if (tenant && (!tenantRe.test(tenant) || !this.env.TENANT.idFromName(tenant).equals(this.ctx.id))) {
       return json(400, WRONG_OBJECT);
     }
+    if (tenant && !this.tenant) this.tenant = tenant;
     const body = new Uint8Array(await request.arrayBuffer());
     if (body.length > MAX_BODY_BYTES) return json(413, BODY_TOO_LARGE);
-    const frame = encodeRequest(KIND_API, request.method, path, url.search.slice(1), body, frameHeaders(request, PRINCIPAL_ADMIN));
+    const frame = encodeRequest(KIND_API, request.method, path, url.search.slice(1), body, requestHeaders(request, PRINCIPAL_ADMIN, this.ownHeaders()));
     let deadline = 0;
     for (;;) {
       const woken = this.wakeUp; // before the call, so no wake-up is missed
@@ -185,6 +232,6 @@ export class Tenant {
   async alarm() {
     // The alarm that fired is gone; the module says when the next is due.
     this.alarmAt = 0;
-    this.call(encodeRequest(KIND_ALARM, "", "", "", new Uint8Array(0)));
+    this.call(encodeRequest(KIND_ALARM, "", "", "", new Uint8Array(0), this.ownHeaders()));
   }
 }

@@ -1,0 +1,272 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/client"
+	"github.com/stile-run/stile/stiletest"
+)
+
+//go:embed testdata/caller.mjs
+var callerWorker []byte
+
+// edgeSubrequests is the edge executor's subrequest budget in these tests:
+// low, so a backlog of 40 jobs takes several invocations.
+const edgeSubrequests = 24
+
+// theEdge is the test module's bundle with its handlers (./testhandlers)
+// as the edge executor, under syumai/workers in workerd, and a second
+// Worker calling it through a service binding. Its own Miniflare: the
+// conformance suite's workerd must have no executor claiming its jobs.
+var theEdge = &stiletest.Workerd{Wasm: func(tb testing.TB) []byte { return stiletest.BuildWasm(tb, testTenant) },
+	Token: token, TestEntry: true, Handlers: "./testhandlers",
+	Vars:  map[string]string{"STILE_EXECUTOR_SUBREQUESTS": strconv.Itoa(edgeSubrequests)},
+	Files: map[string][]byte{"caller.mjs": callerWorker}}
+
+type edge struct {
+	url string
+	cl  *client.Client
+}
+
+func startEdge(t *testing.T) *edge {
+	t.Helper()
+	url := theEdge.Start(t)
+	return &edge{url: url, cl: theEdge.Client()}
+}
+
+// viaBinding asks the caller Worker to call Stile through its service
+// binding; it returns the status and body Stile answered.
+func (e *edge) viaBinding(t *testing.T, tenant, op string, arg any, token string) (int, []byte) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"tenant": tenant, "op": op, "arg": arg, "token": token})
+	req, err := http.NewRequest("POST", e.url+"/", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Host = "caller.test"
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+type executorFaults struct {
+	Refuse      int `json:"refuse"`
+	Kill        int `json:"kill"`
+	Invocations int `json:"invocations"`
+	MaxCalls    int `json:"maxCalls"`
+}
+
+func (e *edge) faults(t *testing.T, set map[string]int) executorFaults {
+	t.Helper()
+	method, body := "GET", []byte(nil)
+	if set != nil {
+		method, body = "POST", must(json.Marshal(set))
+	}
+	req, err := http.NewRequest(method, e.url+"/__executor_faults", bytes.NewReader(body))
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var f executorFaults
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&f))
+	return f
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// edgeProvider is a local HTTP server standing for a payment provider: it
+// counts the calls per idempotency key.
+type edgeProvider struct {
+	URL  string
+	mu   sync.Mutex
+	keys map[string]int
+}
+
+func startProvider(t *testing.T) *edgeProvider {
+	p := &edgeProvider{keys: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Idempotency-Key")
+		p.mu.Lock()
+		p.keys[key]++
+		p.mu.Unlock()
+		io.WriteString(w, "receipt-"+key)
+	}))
+	t.Cleanup(srv.Close)
+	p.URL = srv.URL
+	return p
+}
+
+func (p *edgeProvider) calls(key string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.keys[key]
+}
+
+func waitFinal(t *testing.T, ten *client.Tenant, id string) api.Job {
+	t.Helper()
+	var j api.Job
+	require.Eventually(t, func() bool {
+		var err error
+		j, err = ten.Job(context.Background(), id)
+		return err == nil && (j.State == "completed" || j.State == "dead" || j.State == "cancelled")
+	}, 30*time.Second, 20*time.Millisecond, "job %s never finished (last: %+v)", id, j)
+	return j
+}
+
+func noPushes(t *testing.T, ten *client.Tenant) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		st, err := ten.Pushes(context.Background())
+		return err == nil && len(st.InFlight) == 0 && !st.Pending
+	}, 10*time.Second, 20*time.Millisecond, "every push ends")
+}
+
+// The edge tests share the executor faults of one Miniflare: they run one
+// after another, in this one test.
+func TestEdge(t *testing.T) {
+	e := startEdge(t)
+	t.Run("JobViaBindingCallsTheProviderOnce", func(t *testing.T) { edgeJob(t, e) })
+	t.Run("ReactionSettlesAndItsCommandIsStoredOnce", func(t *testing.T) { edgeReaction(t, e) })
+	t.Run("KilledInvocationIsFencedAndRunsAgain", func(t *testing.T) { edgeKilled(t, e) })
+	t.Run("RefusedPushIsRetried", func(t *testing.T) { edgeRefused(t, e) })
+	t.Run("BacklogBeyondOneBudgetDrains", func(t *testing.T) { edgeBacklog(t, e) })
+	t.Run("ManyTenantsOneDeployment", func(t *testing.T) { edgeTenants(t, e) })
+	t.Run("BindingCarriesTheToken", func(t *testing.T) { edgeBindingToken(t, e) })
+}
+
+func edgeJob(t *testing.T, e *edge) {
+	p := startProvider(t)
+	status, b := e.viaBinding(t, "edge-job", "enqueue", map[string]any{"kind": "test.echo", "args": map[string]any{"provider": p.URL}}, "")
+	require.Equal(t, 200, status, string(b))
+	var j api.Job
+	require.NoError(t, json.Unmarshal(b, &j))
+	ten := e.cl.Tenant("edge-job")
+	done := waitFinal(t, ten, j.ID)
+	require.Equal(t, "completed", done.State, done.LastError)
+	require.Equal(t, int64(1), done.Attempt)
+	require.JSONEq(t, `{"attempt":1,"provider":"receipt-`+j.ID+`"}`, string(done.Output))
+	require.Regexp(t, `^edge-[0-9a-f]{8}$`, done.Attempts[0].Worker, "run by the edge executor")
+	require.Equal(t, 1, p.calls(j.ID), "the provider was called once, with the job's key")
+	noPushes(t, ten)
+}
+
+func edgeReaction(t *testing.T, e *edge) {
+	ctx := context.Background()
+	ten := e.cl.Tenant("edge-refund")
+	status, b := e.viaBinding(t, "edge-refund", "command", api.Command{ID: "c1", Aggregate: "payment", AggregateID: "p1", Type: "Create",
+		Data: json.RawMessage(`{"amount":5}`)}, "")
+	require.Equal(t, 200, status, string(b))
+	_, err := ten.Command(ctx, api.Command{ID: "r1", Aggregate: "payment", AggregateID: "p1", Type: "RequestRefund"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		es, err := ten.Stream(ctx, "payment:p1", 0, 100)
+		return err == nil && len(es.Events) >= 3
+	}, 30*time.Second, 20*time.Millisecond, "the refund policy runs at the edge and its command is applied")
+	noPushes(t, ten)
+	es, err := ten.Stream(ctx, "payment:p1", 0, 100)
+	require.NoError(t, err)
+	require.Len(t, es.Events, 3, "created, refund requested, refund recorded: once")
+	require.Equal(t, "RefundRecorded", es.Events[2].Type)
+}
+
+func edgeKilled(t *testing.T, e *edge) {
+	p := startProvider(t)
+	before := e.faults(t, map[string]int{"kill": 1})
+	ten := e.cl.Tenant("edge-killed")
+	j, err := ten.Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.fast", Args: must(json.Marshal(map[string]any{"provider": p.URL}))})
+	require.NoError(t, err)
+	done := waitFinal(t, ten, j.ID)
+	require.Equal(t, "completed", done.State, done.LastError)
+	require.Equal(t, int64(2), done.Attempt)
+	require.Len(t, done.Attempts, 2)
+	require.Equal(t, "lease_expired", done.Attempts[0].Outcome, "the killed invocation's attempt ran out its lease")
+	require.Equal(t, "completed", done.Attempts[1].Outcome)
+	require.NotEqual(t, done.Attempts[0].Worker, done.Attempts[1].Worker, "a second invocation, pushed by the object")
+	require.Equal(t, 2, p.calls(j.ID), "the provider saw the one idempotency key twice")
+	require.Greater(t, e.faults(t, nil).Invocations, before.Invocations+1)
+	noPushes(t, ten)
+}
+
+func edgeRefused(t *testing.T, e *edge) {
+	before := e.faults(t, map[string]int{"refuse": 1})
+	ten := e.cl.Tenant("edge-refused")
+	j, err := ten.Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	done := waitFinal(t, ten, j.ID)
+	require.Equal(t, "completed", done.State)
+	require.Equal(t, int64(1), done.Attempt)
+	after := e.faults(t, nil)
+	require.Zero(t, after.Refuse, "the first push was refused")
+	require.GreaterOrEqual(t, after.Invocations, before.Invocations+2, "and retried from the alarm")
+	noPushes(t, ten)
+}
+
+func edgeBacklog(t *testing.T, e *edge) {
+	before := e.faults(t, map[string]int{"maxCalls": 0})
+	ten := e.cl.Tenant("edge-backlog")
+	var reqs []api.EnqueueRequest
+	for range 40 {
+		reqs = append(reqs, api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{}`)})
+	}
+	js, err := ten.EnqueueBatch(context.Background(), reqs)
+	require.NoError(t, err)
+	for _, j := range js {
+		done := waitFinal(t, ten, j.ID)
+		require.Equal(t, "completed", done.State)
+		require.Equal(t, int64(1), done.Attempt, "each job ran once")
+	}
+	after := e.faults(t, nil)
+	require.LessOrEqual(t, after.MaxCalls, edgeSubrequests, "no invocation made more calls than its subrequest budget")
+	require.GreaterOrEqual(t, after.Invocations-before.Invocations, 40*2/edgeSubrequests, "the backlog took several invocations")
+	noPushes(t, ten)
+}
+
+func edgeTenants(t *testing.T, e *edge) {
+	ids := map[string]string{}
+	for i := range 20 {
+		name := "edge-many-" + strconv.Itoa(i)
+		j, err := e.cl.Tenant(name).Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{}`)})
+		require.NoError(t, err)
+		ids[name] = j.ID
+	}
+	var worst time.Duration
+	for name, id := range ids {
+		done := waitFinal(t, e.cl.Tenant(name), id)
+		require.Equal(t, "completed", done.State)
+		worst = max(worst, done.Attempts[0].ClaimedAt.Sub(done.CreatedAt))
+	}
+	t.Logf("20 tenants, one deployment: the slowest job was claimed %s after its enqueue", worst)
+}
+
+func edgeBindingToken(t *testing.T, e *edge) {
+	status, b := e.viaBinding(t, "edge-token", "enqueue", map[string]any{"kind": "test.echo"}, "not-the-token")
+	require.Equal(t, 502, status, string(b))
+	var refusal struct {
+		Status int    `json:"status"`
+		Code   string `json:"code"`
+	}
+	require.NoError(t, json.Unmarshal(b, &refusal))
+	require.Equal(t, 401, refusal.Status, "a binding carries the token like any caller")
+	require.Equal(t, string(api.CodeUnauthorized), refusal.Code)
+	l, err := e.cl.Tenant("edge-token").List(context.Background(), "", "", "", "", 10)
+	require.NoError(t, err)
+	require.Empty(t, l.Jobs, "the refused call wrote nothing")
+}

@@ -1,0 +1,21 @@
+// Package edge is the edge executor: the worker library running a
+// module's handlers inside a Cloudflare Worker (GOOS=js GOARCH=wasm, under
+// github.com/syumai/workers), woken by the tenant's pushes. `stile build
+// --handlers ./handlers ./tenant` generates its main from the handler
+// package's Register function and writes the bundle; docs/DEPLOY.md says
+// how to deploy it.
+//
+// Each push is one invocation: the Worker answers the push at once and
+// drains the tenant's ready work in waitUntil, calling the tenant's
+// Durable Object through its namespace binding (TENANT) with the
+// deployment's token, until nothing is left or its budget is near its end.
+// Handlers call providers with outbound fetch (net/http's default
+// client); those requests count against the budget too.
+//
+// Environment (Worker vars and secrets): STILE_TOKEN (required), and
+// optionally STILE_EXECUTOR_CONCURRENCY (handlers at once, default 6: a
+// Worker keeps at most 6 connections open), STILE_EXECUTOR_BUDGET_MS
+// (default 25000: Cloudflare ends waitUntil work 30 s after the response)
+// and STILE_EXECUTOR_SUBREQUESTS (default 1000, the paid plan's limit per
+// invocation; 50 on the free plan).
+package edge
