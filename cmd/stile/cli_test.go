@@ -116,3 +116,63 @@ func TestBuildWritesTheWorkerBundle(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, string(b), "no/such/pkg", "a bad package is named in the error")
 }
+
+// TestDevWithHandlers: `stile dev --handlers` runs the built-in module's
+// handler package natively in a child process that the tenants push work
+// to: a job and a reaction run with no `stile work` and no polling.
+func TestDevWithHandlers(t *testing.T) {
+	bin := stile(t)
+	data := t.TempDir()
+	root, _ := filepath.Abs("../..")
+	dev := exec.Command(bin, "dev", "--addr", "127.0.0.1:0", "--data", data, "--token", "dev-token",
+		"--handlers", "./cmd/stile/defaultapp/handlers")
+	dev.Dir = root
+	stderr, err := dev.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, dev.Start())
+	defer dev.Process.Kill()
+	apiLine := regexp.MustCompile(`API\s+(http://\S+)/v1/t/`)
+	pushedLine := regexp.MustCompile(`handlers of \S+ run at http://`)
+	var url string
+	pushed := false
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() && (url == "" || !pushed) {
+		if m := apiLine.FindStringSubmatch(sc.Text()); m != nil {
+			url = m[1]
+		}
+		pushed = pushed || pushedLine.MatchString(sc.Text())
+	}
+	require.NotEmpty(t, url, "stile dev printed its address")
+	require.True(t, pushed, "stile dev started the executor")
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+
+	ctx := context.Background()
+	acme := client.New(url, "dev-token", nil).Tenant("acme")
+	j, err := acme.Enqueue(ctx, api.EnqueueRequest{Kind: "echo", Args: []byte(`{"pushed":true}`)})
+	require.NoError(t, err)
+	var got api.Job
+	require.Eventually(t, func() bool {
+		got, err = acme.Job(ctx, j.ID)
+		return err == nil && got.State == "completed"
+	}, 30*time.Second, 20*time.Millisecond)
+	require.JSONEq(t, `{"pushed":true}`, string(got.Output))
+	_, err = acme.Command(ctx, api.Command{ID: "inc-1", Aggregate: "counter", AggregateID: "visits", Type: "Increment"})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		rs, err := acme.Reactions(ctx)
+		return err == nil && len(rs.Reactions) == 1 && rs.Reactions[0].Lag == 0 && rs.Reactions[0].Checkpoint > 0
+	}, 30*time.Second, 20*time.Millisecond, "the log policy ran on a push")
+
+	require.NoError(t, dev.Process.Signal(syscall.SIGINT))
+	done := make(chan error, 1)
+	go func() { done <- dev.Wait() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "stile dev stops cleanly, with its executor")
+	case <-time.After(30 * time.Second):
+		t.Fatal("stile dev did not stop on SIGINT")
+	}
+}

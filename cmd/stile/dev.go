@@ -14,26 +14,30 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/stile-run/stile/internal/wasmbuild"
-
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/executor"
+	"github.com/stile-run/stile/executor/process"
 	"github.com/stile-run/stile/host"
 	"github.com/stile-run/stile/host/wazerohost"
+	"github.com/stile-run/stile/internal/wasmbuild"
 	"github.com/stile-run/stile/server"
 )
 
 func runDev(args []string) error {
 	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: stile dev [flags] [pkg]\n\nServes the tenant module of pkg (default: the built-in module) on a local HTTP API,\none wazero instance and one SQLite file per tenant.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: stile dev [flags] [pkg]\n\nServes the tenant module of pkg (default: the built-in module) on a local HTTP API,\none wazero instance and one SQLite file per tenant. With --handlers, tenants push their\nready work to that handler package, run natively in a child process.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	addr := fs.String("addr", "127.0.0.1:8787", "address to listen on")
 	data := fs.String("data", ".stile", "directory for tenant databases, the alarm schedule and build output")
 	tokenFlag := fs.String("token", "", "bearer token clients must send (default: $STILE_TOKEN, else generated once and kept in <data>/token)")
 	quiet := fs.Bool("quiet", false, "log warnings and errors only")
+	handlers := fs.String("handlers", "", "a handler package (exports Register(*worker.Worker)) run natively in a child process, pushed work as the edge executor is")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -68,7 +72,20 @@ func runDev(args []string) error {
 	if err != nil {
 		return err
 	}
-	m, err := host.NewManager(host.Config{Factory: factory, DataDir: *data, ScheduleAlarms: true, Logger: log})
+	// Pushes go to the executor once it runs; one before is refused, and
+	// the tenant retries it.
+	var remote atomic.Pointer[executor.Remote]
+	var pusher host.Pusher
+	if *handlers != "" {
+		pusher = host.PushFunc(func(ctx context.Context, p api.PushRequest) error {
+			r := remote.Load()
+			if r == nil {
+				return errors.New("the executor is starting")
+			}
+			return r.Push(ctx, p)
+		})
+	}
+	m, err := host.NewManager(host.Config{Factory: factory, DataDir: *data, ScheduleAlarms: true, Logger: log, Pusher: pusher})
 	if err != nil {
 		factory.Close()
 		return err
@@ -90,6 +107,10 @@ func runDev(args []string) error {
 		name = "the built-in module (" + wasmbuild.DefaultPackage + ")"
 	}
 	base := "http://" + ln.Addr().String()
+	runIt := "go run ./cmd/stile work --tenant acme      # runs it and reports back"
+	if *handlers != "" {
+		runIt = "# the handlers run it at once: the tenant pushes its ready work to them"
+	}
 	fmt.Fprintf(os.Stderr, `stile dev: serving %s
   module built and compiled in %s (%d KiB)
   API    %s/v1/t/{tenant}/…
@@ -99,13 +120,26 @@ func runDev(args []string) error {
 try it:
   export STILE_TOKEN=%s
   curl -s -H "Authorization: Bearer $STILE_TOKEN" -d '{"kind":"echo","args":{"hello":"world"}}' %s/v1/t/acme/jobs
-  go run ./cmd/stile work --tenant acme      # runs it and reports back
+  %s
   curl -s -H "Authorization: Bearer $STILE_TOKEN" %s/v1/t/acme/jobs/1
 
-`, name, time.Since(started).Round(time.Millisecond), len(wasm)>>10, base, token, *data, token, base, base)
+`, name, time.Since(started).Round(time.Millisecond), len(wasm)>>10, base, token, *data, token, base, runIt, base)
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	if *handlers != "" {
+		bin := filepath.Join(*data, "build", "executor")
+		if err := wasmbuild.BuildExecutor(ctx, ".", *handlers, wasmbuild.Process, bin); err != nil {
+			return err
+		}
+		child, err := process.Start(ctx, bin, base, token, os.Stderr)
+		if err != nil {
+			return err
+		}
+		defer child.Stop(10 * time.Second)
+		remote.Store(&executor.Remote{URL: child.URL, Token: token})
+		fmt.Fprintf(os.Stderr, "  handlers of %s run at %s, pushed by the tenants\n\n", *handlers, child.URL)
+	}
 	select {
 	case err := <-errc:
 		return err

@@ -126,7 +126,9 @@ func getenv(name string) string {
 // stubs sends the worker's requests to the tenant's Durable Object
 // through its stub, as the Worker's entry would: the object checks the
 // token and its identity itself.
-type stubs struct{ ns *cloudflare.DurableObjectNamespace }
+type stubs struct {
+	ns *cloudflare.DurableObjectNamespace
+}
 
 func (s *stubs) RoundTrip(r *http.Request) (*http.Response, error) {
 	tenant, _, ok := api.SplitTenantPath(r.URL.Path)
