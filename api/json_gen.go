@@ -989,6 +989,48 @@ func (v PushFlight) AppendJSON(b []byte) []byte {
 // MarshalJSON implements json.Marshaler.
 func (v PushFlight) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
+// AppendJSON appends v as JSON.
+func (v TenantInfo) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.str("name", v.Name)
+	o.time("first_seen", v.FirstSeen)
+	o.time("last_seen", v.LastSeen)
+	o.int("version", v.Version)
+	o.bool("ready", v.Ready)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v TenantInfo) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v TenantsResponse) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.key("tenants")
+	o.b = appendArray(o.b, v.Tenants)
+	o.strOmit("next", v.Next)
+	o.int("seq", v.Seq)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v TenantsResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v DirectoryNote) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.str("tenant", v.Tenant)
+	if v.First {
+		o.bool("first", true)
+	}
+	o.bool("ready", v.Ready)
+	o.int("version", v.Version)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v DirectoryNote) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
 // EnqueueRequestFields is the set of fields a decoded EnqueueRequest was sent
 // with (a null counts as absent), so that 0 and absent differ.
 type EnqueueRequestFields uint64
@@ -1894,6 +1936,39 @@ func (v *PushDone) decode(r *reader) error {
 // DecodePushDone decodes a PushDone strictly.
 func DecodePushDone(b []byte) (PushDone, error) {
 	var v PushDone
+	r := reader{b: b}
+	err := r.open()
+	if err == nil {
+		err = r.closeBody(v.decode(&r))
+	}
+	return v, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *DirectoryNote) decode(r *reader) error {
+	return decodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "tenant":
+			v.Tenant, err = r.stringField(key)
+		case "first":
+			v.First, err = r.boolField(key)
+		case "ready":
+			v.Ready, err = r.boolField(key)
+		case "version":
+			v.Version, err = r.integer(key)
+		default:
+			return unknownField(key)
+		}
+		return err
+	})
+}
+
+// DecodeDirectoryNote decodes a DirectoryNote strictly.
+func DecodeDirectoryNote(b []byte) (DirectoryNote, error) {
+	var v DirectoryNote
 	r := reader{b: b}
 	err := r.open()
 	if err == nil {

@@ -1,6 +1,9 @@
 package api
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // Push is what a tenant asks of its executors when a commit made work
 // ready: the module decides (package runtime), and its transport (the
@@ -81,3 +84,112 @@ const ExecutorPath = "/__stile/execute"
 
 // MaxPushCount bounds the ready jobs a push counts.
 const MaxPushCount = 1000
+
+// TenantsPath lists the deployment's tenants from its directory (GET,
+// paged by name; ?ready=true&after_seq=N&wait_ms=M long-polls for tenants
+// that became ready after N). It is outside any tenant's API.
+const TenantsPath = "/" + Version + "/tenants"
+
+// MaxTenantsPage bounds a page of the directory.
+const MaxTenantsPage = 1000
+
+// TenantInfo is one tenant in the directory. A tenant writes to the
+// directory on its first use and when it goes from idle to having ready
+// work (or back), never on every request: LastSeen is the last of those.
+type TenantInfo struct {
+	Name      string    `json:"name"`
+	FirstSeen time.Time `json:"first_seen"`
+	LastSeen  time.Time `json:"last_seen"`
+	// Version is the highest migration of the tenant module's own tables
+	// it applied (0: none).
+	Version int64 `json:"version"`
+	// Ready says the tenant has work a claim may find.
+	Ready bool `json:"ready"`
+}
+
+// TenantsResponse is a page of the directory. Next is the name to pass as
+// ?after= for the next page ("" on the last); Seq is the directory's
+// change counter, to pass as ?after_seq= to wait for tenants that become
+// ready later.
+type TenantsResponse struct {
+	Tenants []TenantInfo `json:"tenants"`
+	Next    string       `json:"next,omitempty"`
+	Seq     int64        `json:"seq"`
+}
+
+// DirectoryNote is what a tenant's transport tells the directory (the
+// stile-directory response header of the module).
+//
+//stile:json DecodeDirectoryNote
+type DirectoryNote struct {
+	Tenant  string `json:"tenant"`
+	First   bool   `json:"first,omitempty"`
+	Ready   bool   `json:"ready"`
+	Version int64  `json:"version"`
+}
+
+// TenantsQuery is a query of the directory (GET TenantsPath): ?after=
+// (names after it), ?limit= (1-1000, default 100), ?ready=true (tenants
+// with ready work; with ?after_seq=N, those that became ready after the
+// directory's change N) and ?wait_ms= (a ready query that finds nothing
+// waits for a tenant to become ready, up to MaxWait).
+//
+//stile:json -
+type TenantsQuery struct {
+	After    string
+	Limit    int
+	Ready    bool
+	AfterSeq int64
+	WaitMs   int64
+}
+
+// ParseTenantsQuery reads a directory query, refusing what is out of range.
+func ParseTenantsQuery(q map[string][]string) (TenantsQuery, *Error) {
+	get := func(k string) string {
+		if v := q[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	for k := range q {
+		switch k {
+		case "after", "limit", "ready", "after_seq", "wait_ms":
+		default:
+			return TenantsQuery{}, Refuse(CodeInvalidRequest, "unknown parameter %q: use after, limit, ready, after_seq, wait_ms", k)
+		}
+	}
+	out := TenantsQuery{After: get("after"), Limit: 100}
+	num := func(k string, lo, hi int64) (int64, *Error) {
+		s := get(k)
+		if s == "" {
+			return 0, nil
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < lo || n > hi {
+			return 0, Refuse(CodeInvalidRequest, "%s %q is outside %d-%d", k, s, lo, hi)
+		}
+		return n, nil
+	}
+	if s := get("limit"); s != "" {
+		n, e := num("limit", 1, MaxTenantsPage)
+		if e != nil {
+			return TenantsQuery{}, e
+		}
+		out.Limit = int(n)
+	}
+	switch get("ready") {
+	case "", "false":
+	case "true":
+		out.Ready = true
+	default:
+		return TenantsQuery{}, Refuse(CodeInvalidRequest, "ready %q is not true or false", get("ready"))
+	}
+	var e *Error
+	if out.AfterSeq, e = num("after_seq", 0, 1<<62); e != nil {
+		return TenantsQuery{}, e
+	}
+	if out.WaitMs, e = num("wait_ms", 0, MaxWait.Milliseconds()); e != nil {
+		return TenantsQuery{}, e
+	}
+	return out, nil
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/stile-run/stile/api"
@@ -135,10 +136,15 @@ func (t *Tenant) do(ctx context.Context, r api.Route, q url.Values, in, out any,
 			return err
 		}
 	}
-	p := t.path(r, q, params...)
-	status, b, err := t.c.Raw(ctx, r.Method, p, body, nil)
+	return t.c.call(ctx, r.Method, t.path(r, q, params...), body, out)
+}
+
+// call sends method and path with body (nil: none) and decodes the
+// answer into out (nil: ignored); a non-2xx answer is an *api.Error.
+func (c *Client) call(ctx context.Context, method, p string, body []byte, out any) error {
+	status, b, err := c.Raw(ctx, method, p, body, nil)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", r.Method, p, err)
+		return fmt.Errorf("%s %s: %w", method, p, err)
 	}
 	if status < 200 || status > 299 {
 		var e api.Error
@@ -152,7 +158,7 @@ func (t *Tenant) do(ctx context.Context, r api.Route, q url.Values, in, out any,
 		return nil
 	}
 	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("%s %s: decode response: %w", r.Method, p, err)
+		return fmt.Errorf("%s %s: decode response: %w", method, p, err)
 	}
 	return nil
 }
@@ -317,5 +323,30 @@ func (t *Tenant) Pushes(ctx context.Context) (api.PushStatus, error) {
 func (t *Tenant) EndPush(ctx context.Context, id, how, why string) (api.PushDoneResponse, error) {
 	var out api.PushDoneResponse
 	err := t.do(ctx, api.RoutePushDone, nil, api.PushDone{End: how, Error: why}, &out, id)
+	return out, err
+}
+
+// Tenants reads a page of the deployment's tenant directory; a ready
+// query with WaitMs long-polls for tenants that became ready after
+// AfterSeq.
+func (c *Client) Tenants(ctx context.Context, q api.TenantsQuery) (api.TenantsResponse, error) {
+	v := url.Values{}
+	if q.After != "" {
+		v.Set("after", q.After)
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.Ready {
+		v.Set("ready", "true")
+	}
+	if q.AfterSeq > 0 {
+		v.Set("after_seq", strconv.FormatInt(q.AfterSeq, 10))
+	}
+	if q.WaitMs > 0 {
+		v.Set("wait_ms", strconv.FormatInt(q.WaitMs, 10))
+	}
+	var out api.TenantsResponse
+	err := c.call(ctx, "GET", api.TenantsPath+"?"+v.Encode(), nil, &out)
 	return out, err
 }

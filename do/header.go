@@ -57,6 +57,9 @@ func (hs *Headers) Set(name, value string) {
 //	                           the HTTP response
 //	stile-route      response  the module: the matched route pattern, for
 //	                           the host's metrics; never sent over HTTP
+//	stile-directory  response  the module, on its first use and when it goes
+//	                           from idle to having ready work or back: an
+//	                           api.DirectoryNote as JSON for the directory
 //	stile-push       response  the module: pushes to deliver to executors,
 //	                           an api.Push as JSON (only when the request
 //	                           carried stile-executor)
@@ -73,6 +76,7 @@ const (
 	HeaderTenant      = "stile-tenant"
 	HeaderExecutor    = "stile-executor"
 	HeaderPush        = "stile-push"
+	HeaderDirectory   = "stile-directory"
 
 	ReservedPrefix = "stile-"
 

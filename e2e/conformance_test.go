@@ -142,6 +142,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "ProjectionWriteOutside", run: scenarioProjectionWriteOutside},
 		{name: "ProjectionRebuild", run: scenarioProjectionRebuild},
 		{name: "ProjectionFaults", run: scenarioProjectionFaults},
+		{name: "Directory", run: scenarioDirectory},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
@@ -773,5 +774,76 @@ func scenarioTrap(s *scenario) {
 	for _, r := range results {
 		require.Nil(t, r.Error)
 		require.Equal(t, "completed", r.State)
+	}
+}
+
+// scenarioDirectory: a tenant is in the directory from its first use,
+// ready once work is, found by a long-poll for tenants that became ready
+// after a change, and idle again once a claim finds nothing; a bad query
+// is refused alike in every host.
+func scenarioDirectory(s *scenario) {
+	t := s.t
+	cl := s.tg.client()
+	find := func(q api.TenantsQuery) (api.TenantInfo, api.TenantsResponse, bool) {
+		t.Helper()
+		q.After, q.Limit = s.ten.Name()[:len(s.ten.Name())-1], 1000
+		resp, err := cl.Tenants(s.ctx, q)
+		require.NoError(t, err)
+		for _, ti := range resp.Tenants {
+			if ti.Name == s.ten.Name() {
+				return ti, resp, true
+			}
+		}
+		return api.TenantInfo{}, resp, false
+	}
+	_, before, found := find(api.TenantsQuery{})
+	require.False(t, found, "an unused tenant is in no directory")
+	_, err := s.ten.Status(s.ctx)
+	require.NoError(t, err)
+	var ti api.TenantInfo
+	require.Eventually(t, func() bool { ti, _, found = find(api.TenantsQuery{}); return found }, 10*time.Second, 10*time.Millisecond,
+		"its first use notes it")
+	require.False(t, ti.Ready)
+	require.False(t, ti.FirstSeen.IsZero())
+
+	// A long-poll for tenants that become ready after now.
+	_, now, _ := find(api.TenantsQuery{})
+	require.GreaterOrEqual(t, now.Seq, before.Seq)
+	polled := make(chan api.TenantsResponse, 1)
+	go func() {
+		resp, _ := cl.Tenants(s.ctx, api.TenantsQuery{Ready: true, AfterSeq: now.Seq, WaitMs: 10_000, Limit: 1000})
+		polled <- resp
+	}()
+	s.enqueue(api.EnqueueRequest{Kind: "test.echo"})
+	var woke api.TenantsResponse
+	select {
+	case woke = <-polled:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the long-poll never answered")
+	}
+	names := []string{}
+	for _, r := range woke.Tenants {
+		names = append(names, r.Name)
+	}
+	require.Contains(t, names, s.ten.Name(), "the ready tenant wakes the poll")
+	ti, _, _ = find(api.TenantsQuery{})
+	require.True(t, ti.Ready)
+
+	s.claim("w1", 10, 1)
+	s.claim("w1", 10, 0) // finds nothing: idle
+	require.Eventually(t, func() bool { ti, _, _ = find(api.TenantsQuery{}); return !ti.Ready }, 10*time.Second, 10*time.Millisecond)
+	_, _, found = find(api.TenantsQuery{Ready: true})
+	require.False(t, found, "an idle tenant is not listed as ready")
+
+	for q, msg := range map[string]string{
+		"limit=0":     `limit "0" is outside 1-1000`,
+		"ready=maybe": `ready "maybe" is not true or false`,
+		"wait_ms=-1":  `wait_ms "-1" is outside 0-60000`,
+		"bogus=1":     `unknown parameter "bogus": use after, limit, ready, after_seq, wait_ms`,
+	} {
+		status, b, err := cl.Raw(s.ctx, "GET", api.TenantsPath+"?"+q, nil, nil)
+		require.NoError(t, err)
+		require.Equal(t, 400, status, q)
+		require.JSONEq(t, `{"code":"invalid_request","message":`+strconv.Quote(msg)+`}`, string(b), q)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/host/directory"
 )
 
 // Config configures a Manager.
@@ -41,6 +42,10 @@ type Config struct {
 	// made work ready) to an executor. Without one, tenants push nothing
 	// and workers claim by polling.
 	Pusher Pusher
+	// Directory is told what tenants say of themselves (their first use,
+	// idle or ready): the deployment's tenant directory, which executors
+	// without a tenant list long-poll. Default: directory.json in DataDir.
+	Directory *directory.Dir
 }
 
 // Pusher delivers a push to an executor. Push returns once an executor
@@ -109,6 +114,13 @@ func NewManager(cfg Config) (*Manager, error) {
 	}
 	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "tenants"), 0o755); err != nil {
 		return nil, fmt.Errorf("host: create data directory: %w", err)
+	}
+	if cfg.Directory == nil {
+		d, err := directory.Open(filepath.Join(cfg.DataDir, "directory.json"))
+		if err != nil {
+			return nil, fmt.Errorf("host: %w", err)
+		}
+		cfg.Directory = d
 	}
 	alarms, err := loadAlarms(filepath.Join(cfg.DataDir, "alarms.json"))
 	if err != nil {
@@ -221,12 +233,33 @@ func (m *Manager) call(ctx context.Context, t *tenant, frame []byte) (do.Respons
 	if resp.Flags&do.FlagWake != 0 {
 		t.broadcast()
 	}
+	if n := resp.Headers.Get(do.HeaderDirectory); n != "" && m.cfg.Directory != nil {
+		m.note(t.name, n)
+	}
 	if p := resp.Headers.Get(do.HeaderPush); p != "" && m.cfg.Pusher != nil {
 		m.pushes.Add(1)
 		go m.deliver(t.name, p)
 	}
 	return resp, nil
 }
+
+// note tells the directory what the tenant said; a failure is logged and
+// never fails the tenant's request.
+func (m *Manager) note(tenant, header string) {
+	n, err := api.DecodeDirectoryNote([]byte(header))
+	if err == nil && n.Tenant != tenant {
+		err = fmt.Errorf("the note names tenant %q", n.Tenant)
+	}
+	if err == nil {
+		err = m.cfg.Directory.Note(m.cfg.Clock.Now(), n)
+	}
+	if err != nil {
+		m.log.Warn("could not note the tenant in the directory", "tenant", tenant, "err", err)
+	}
+}
+
+// Directory is the deployment's tenant directory.
+func (m *Manager) Directory() *directory.Dir { return m.cfg.Directory }
 
 // deliver sends each push of a response to the Pusher, outside the
 // tenant's call; one it could not deliver is ended as failed, so the

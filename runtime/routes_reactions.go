@@ -78,7 +78,7 @@ func (t *Tenant) claimReactions(body []byte) (route, *api.Error) {
 		}
 		res := result{status: statusOK, body: resp.AppendJSON}
 		if len(resp.Deliveries) == 0 {
-			res.holdMs = r.WaitMs
+			res.holdMs, res.idle = r.WaitMs, true
 		}
 		return res, nil
 	}, nil

@@ -65,7 +65,7 @@ func (t *Tenant) claim(body []byte) (route, *api.Error) {
 		}
 		res := result{status: statusOK, body: resp.AppendJSON}
 		if len(claimed) == 0 {
-			res.holdMs = r.WaitMs
+			res.holdMs, res.idle = r.WaitMs, true
 		}
 		return res, nil
 	}, nil

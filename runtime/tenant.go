@@ -43,6 +43,11 @@ type Tenant struct {
 	pushTracker *push.Tracker
 	pushAgain   bool
 
+	// dirFirst says this request created the tenant's storage; dirState
+	// is what the directory was last told (directory.go).
+	dirFirst bool
+	dirState dirState
+
 	out  []byte // the response frame, reused
 	body []byte // the response body, reused
 }
@@ -86,6 +91,7 @@ type result struct {
 	status int
 	body   jsonBody // nil for no body
 	holdMs int64
+	idle   bool // a claim that found nothing: the tenant may be idle
 }
 
 // route runs inside the request's transaction.
@@ -197,6 +203,9 @@ func (t *Tenant) serve(req do.Request) do.Response {
 				resp.Headers = append(resp.Headers, h)
 			}
 		}
+		if h, ok := t.directoryNote(jobsWoke || reactionsWoke, res.idle); ok {
+			resp.Headers = append(resp.Headers, h)
+		}
 		if res.body != nil {
 			t.body = res.body(t.body[:0])
 			resp.Body = t.body
@@ -217,9 +226,11 @@ func (t *Tenant) serve(req do.Request) do.Response {
 }
 
 func (t *Tenant) migrate() error {
-	if _, err := schema.Apply(t.db, schema.Ledger, schema.Migrations()); err != nil {
+	applied, err := schema.Apply(t.db, schema.Ledger, schema.Migrations())
+	if err != nil {
 		return printf.Errorf("migrate tenant schema: %w", err)
 	}
+	t.dirFirst = applied == len(schema.Migrations())
 	if len(t.app.migrations) > 0 {
 		if _, err := schema.Apply(t.db, AppLedger, t.app.migrations); err != nil {
 			return printf.Errorf("migrate the module's own tables: %w", err)

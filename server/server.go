@@ -39,6 +39,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &api.Unauthorized)
 		return
 	}
+	if path == api.TenantsPath {
+		s.tenants(w, r)
+		return
+	}
 	tenant, _, ok := api.SplitTenantPath(path)
 	if !ok {
 		writeError(w, api.NoRoute(r.Method, path))
@@ -132,4 +136,30 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// tenants answers GET /v1/tenants from the manager's directory.
+func (s *Server) tenants(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET")
+		writeError(w, api.Refuse(api.CodeMethodNotAllowed, "%s %s: use GET", r.Method, api.TenantsPath))
+		return
+	}
+	dir := s.manager.Directory()
+	if dir == nil {
+		writeError(w, api.Refuse(api.CodeNotFound, "this deployment keeps no tenant directory"))
+		return
+	}
+	q, e := api.ParseTenantsQuery(r.URL.Query())
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	resp, err := dir.List(r.Context(), q)
+	if err != nil {
+		writeError(w, api.Internal(firstLine(err.Error())))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(resp.AppendJSON(nil))
 }

@@ -42,7 +42,8 @@ type DrainResult struct {
 // ErrUnreachable is returned by Drain when it could not reach the tenant.
 var ErrUnreachable = errors.New("the tenant could not be reached")
 
-// Drain runs a tenant's ready work for one push (api.PushRequest): it
+// Drain runs a tenant's ready work for one push (api.PushRequest; with no
+// ID, work the worker found in the directory, and no push to end): it
 // claims without waiting, runs what it claims on the worker's slots, and
 // claims again as slots free up, until nothing is left to claim or the
 // budget is near its end; it waits for the handlers it started, then ends
@@ -58,16 +59,23 @@ func (w *Worker) Drain(ctx context.Context, p api.PushRequest, b Budget) (DrainR
 	if len(kinds) == 0 && len(names) == 0 {
 		return DrainResult{}, errors.New("worker: no handlers registered")
 	}
-	if b.Used == nil {
+	if b.Used == nil && b.Subrequests > 0 {
 		start := w.requests.Load()
 		b.Used = func() int64 { return w.requests.Load() - start }
 	}
 	if !b.Until.IsZero() && b.Reserve <= 0 {
 		b.Reserve = min(time.Until(b.Until)/5, 5*time.Second)
 	}
-	ten := w.cl.Tenant(p.Tenant)
 	hctx, cancelHandlers := context.WithCancelCause(context.Background())
 	defer cancelHandlers(nil)
+	return w.drain(ctx, hctx, cancelHandlers, p, b)
+}
+
+// drain is Drain with the handlers' context given: Run's feed gives its
+// own, which its shutdown grace cancels.
+func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelCauseFunc, p api.PushRequest, b Budget) (DrainResult, error) {
+	kinds, names := w.kinds(), w.reactionNames()
+	ten := w.cl.Tenant(p.Tenant)
 	if !b.Until.IsZero() {
 		stop := time.AfterFunc(time.Until(b.Until), func() { cancelHandlers(ErrShutdown) })
 		defer stop.Stop()
@@ -146,6 +154,9 @@ func (w *Worker) Drain(ctx context.Context, p api.PushRequest, b Budget) (DrainR
 		}
 	}
 	running.Wait()
+	if p.ID == "" {
+		return res, nil // work found in the directory, not pushed
+	}
 	ectx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := ten.EndPush(ectx, p.ID, res.End, ""); err != nil {
@@ -176,5 +187,63 @@ func (w *Worker) waitFreed(ctx context.Context) {
 	select {
 	case <-w.freed:
 	case <-ctx.Done():
+	}
+}
+
+// feed is Run without a tenant list: it long-polls the directory for
+// tenants that became ready and drains each, one drain per tenant at a
+// time (a tenant that becomes ready again while drained is drained once
+// more), until ctx ends.
+func (w *Worker) feed(ctx, hctx context.Context, cancelHandlers context.CancelCauseFunc, running *sync.WaitGroup) {
+	var mu sync.Mutex
+	draining := map[string]bool{} // tenant -> ready again while drained
+	start := func(tenant string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if again, busy := draining[tenant]; busy {
+			if !again {
+				draining[tenant] = true
+			}
+			return
+		}
+		draining[tenant] = false
+		running.Add(1)
+		go func() {
+			defer running.Done()
+			for {
+				if _, err := w.drain(ctx, hctx, cancelHandlers, api.PushRequest{Tenant: tenant}, Budget{}); err != nil {
+					w.log.Warn("drain failed", "tenant", tenant, "err", err)
+				}
+				mu.Lock()
+				if !draining[tenant] || ctx.Err() != nil {
+					delete(draining, tenant)
+					mu.Unlock()
+					return
+				}
+				draining[tenant] = false
+				mu.Unlock()
+			}
+		}()
+	}
+	backoff := time.Duration(0)
+	seq, after := int64(0), ""
+	for ctx.Err() == nil {
+		// The first query takes every tenant ready now; later ones wait for
+		// tenants that become ready after the last change seen.
+		resp, err := w.cl.Tenants(ctx, api.TenantsQuery{Ready: true, After: after, Limit: api.MaxTenantsPage,
+			AfterSeq: seq, WaitMs: w.cfg.PollWait.Milliseconds()})
+		if err != nil {
+			if !w.waitAfter(ctx, &backoff, "directory poll failed; retrying", "", err) {
+				return
+			}
+			continue
+		}
+		backoff = 0
+		for _, t := range resp.Tenants {
+			start(t.Name)
+		}
+		if after = resp.Next; after == "" {
+			seq = max(seq, resp.Seq)
+		}
 	}
 }

@@ -120,8 +120,11 @@ type Config struct {
 	URL string
 	// Token is the deployment's bearer token.
 	Token string
-	// Tenants Run works for. An executor that is pushed work (Drain) needs
-	// none.
+	// Tenants Run works for, each with its own long-polled claims. With
+	// none, Run works for every tenant of the deployment: it long-polls
+	// the tenant directory (one request, whatever the number of tenants)
+	// for tenants that became ready, and drains each (Drain) until its
+	// claims find nothing. An executor that is pushed work calls Drain.
 	Tenants []string
 	// ID names this worker in claims and in the attempt history. Default:
 	// hostname-pid-random.
@@ -229,14 +232,19 @@ func (w *Worker) Run(ctx context.Context) error {
 	if len(kinds) == 0 && len(names) == 0 {
 		return errors.New("worker: no handlers registered")
 	}
-	if len(w.cfg.Tenants) == 0 {
-		return errors.New("worker: Config.Tenants is empty: Run works for the tenants it is given (an executor that is pushed work calls Drain)")
-	}
+
 	// Handlers get a context that outlives ctx by the grace period.
 	hctx, cancelHandlers := context.WithCancelCause(context.Background())
 	defer cancelHandlers(nil)
 	var jobs sync.WaitGroup
 	var loops sync.WaitGroup
+	if len(w.cfg.Tenants) == 0 {
+		loops.Add(1)
+		go func() {
+			defer loops.Done()
+			w.feed(ctx, hctx, cancelHandlers, &jobs)
+		}()
+	}
 	for _, tenant := range w.cfg.Tenants {
 		if len(kinds) > 0 {
 			loops.Add(1)

@@ -20,7 +20,7 @@ import (
 func runWork(args []string) error {
 	fs := flag.NewFlagSet("work", flag.ContinueOnError)
 	url := fs.String("url", "http://127.0.0.1:8787", "Stile API")
-	tenants := fs.String("tenant", "acme", "comma-separated tenants to work for")
+	tenants := fs.String("tenant", "", "comma-separated tenants to work for (default: every tenant, followed through the tenant directory)")
 	tokenFlag := fs.String("token", "", "bearer token (default: $STILE_TOKEN, else <data>/token of `stile dev`)")
 	data := fs.String("data", ".stile", "the data directory of `stile dev`, to find its token")
 	concurrency := fs.Int("concurrency", 10, "handlers running at once")
@@ -32,7 +32,11 @@ func runWork(args []string) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	w, err := worker.New(worker.Config{URL: *url, Token: token, Tenants: strings.Split(*tenants, ","),
+	var list []string
+	if *tenants != "" {
+		list = strings.Split(*tenants, ",")
+	}
+	w, err := worker.New(worker.Config{URL: *url, Token: token, Tenants: list,
 		Concurrency: *concurrency, Logger: log})
 	if err != nil {
 		return err
@@ -40,6 +44,10 @@ func runWork(args []string) error {
 	handlers.Register(w)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	fmt.Fprintf(os.Stderr, "stile work: worker %s claiming echo, sleep and webhook jobs and the log policy's events of %s from %s (Ctrl-C to stop)\n", w.ID(), *tenants, *url)
+	of := *tenants
+	if of == "" {
+		of = "every tenant that has work (from the tenant directory)"
+	}
+	fmt.Fprintf(os.Stderr, "stile work: worker %s claiming echo, sleep and webhook jobs and the log policy's events of %s from %s (Ctrl-C to stop)\n", w.ID(), of, *url)
 	return w.Run(ctx)
 }

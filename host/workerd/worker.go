@@ -90,6 +90,10 @@ fallthrough = false
 name = "TENANT"
 class_name = "Tenant"
 
+[[durable_objects.bindings]]
+name = "DIRECTORY"
+class_name = "Directory"
+
 [[services]]
 binding = "EXECUTOR"
 service = "` + name + `"
@@ -97,6 +101,10 @@ service = "` + name + `"
 [[migrations]]
 tag = "v1"
 new_sqlite_classes = ["Tenant"]
+
+[[migrations]]
+tag = "v2"
+new_sqlite_classes = ["Directory"]
 
 # Optional: STILE_EXECUTOR_CONCURRENCY (6), STILE_EXECUTOR_BUDGET_MS (25000),
 # STILE_EXECUTOR_SUBREQUESTS (1000; 50 on the free plan).
@@ -158,5 +166,9 @@ func Config() string {
 	constant("HEADER_PUSH", do.HeaderPush)
 	constant("EXECUTOR_PATH", api.ExecutorPath)
 	constant("PUSH_FAILED", api.PushFailed)
+	constant("HEADER_DIRECTORY", do.HeaderDirectory)
+	constant("TENANTS_PATH", api.TenantsPath)
+	constant("MAX_TENANTS_PAGE", api.MaxTenantsPage)
+	constant("MAX_WAIT_MS", api.MaxWait.Milliseconds())
 	return b.String()
 }

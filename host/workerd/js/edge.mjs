@@ -5,14 +5,14 @@
 // next to this file). The Tenant class pushes to the executor through the
 // Worker's own service binding (EXECUTOR), so each push is an invocation
 // of its own, with its own limits.
-import worker, { Tenant } from "./worker.mjs";
+import worker, { Directory, Tenant } from "./worker.mjs";
 import * as shim from "./shim.mjs";
 import executor from "./executor.wasm";
 import { EXECUTOR_PATH } from "./config.mjs";
 
 shim.init(executor);
 
-export { Tenant };
+export { Directory, Tenant };
 
 export default {
   async fetch(request, env, ctx) {

@@ -18,6 +18,7 @@
 // The harness copies it next to the entry; it never ships.
 import worker, { Tenant as Shipped } from "./worker.mjs";
 import { EXECUTOR_PATH } from "./config.mjs";
+export { Directory } from "./worker.mjs";
 
 const executorFaults = { refuse: 0, kill: 0, invocations: 0, maxCalls: 0 };
 

@@ -29,7 +29,7 @@ const stile = {
     ...(edge ? [{ type: "CompiledWasm", path: join(dir, "executor.wasm") }] : []),
   ],
   compatibilityDate: "2026-08-01",
-  durableObjects: { TENANT: { className: "Tenant", useSQLite: true } },
+  durableObjects: { TENANT: { className: "Tenant", useSQLite: true }, DIRECTORY: { className: "Directory", useSQLite: true } },
   bindings: { STILE_TOKEN: process.env.STILE_TOKEN ?? "", ...JSON.parse(process.env.STILE_VARS ?? "{}") },
   ...(edge ? { serviceBindings: { EXECUTOR: "stile" } } : {}),
 };

@@ -10,8 +10,9 @@ import {
   FLAG_WAKE, HEADER_PRINCIPAL, HEADER_TRACEPARENT, KIND_ALARM, KIND_API, RESERVED_PREFIX,
 } from "./abi.mjs";
 import {
-  API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_EXECUTOR, HEADER_PUSH, HEADER_TENANT, INTERNAL_PREFIX, INVALID_TENANT,
-  MAX_BODY_BYTES, NO_ROUTE_HINT, PRINCIPAL_ADMIN, PUSH_FAILED, TENANT_PATTERN, UNAUTHORIZED, WRONG_OBJECT,
+  API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_TENANT, INTERNAL_PREFIX,
+  INVALID_TENANT, MAX_BODY_BYTES, MAX_TENANTS_PAGE, MAX_WAIT_MS, NO_ROUTE_HINT, PRINCIPAL_ADMIN, PUSH_FAILED, TENANTS_PATH,
+  TENANT_PATTERN, UNAUTHORIZED, WRONG_OBJECT,
 } from "./config.mjs";
 
 const tenantRe = new RegExp(TENANT_PATTERN);
@@ -53,6 +54,7 @@ export default {
     }
     if (!tokenMatches(request.headers.get("authorization") ?? "", env.STILE_TOKEN)) return json(401, UNAUTHORIZED);
     const path = decodedPath(url);
+    if (path === TENANTS_PATH && env.DIRECTORY) return directory(env).fetch(request);
     if (!path.startsWith(API_PREFIX)) {
       return noRoute(request.method, path);
     }
@@ -65,6 +67,9 @@ export default {
     return env.TENANT.get(env.TENANT.idFromName(tenant)).fetch(request);
   },
 };
+
+// directory is the stub of the deployment's one Directory object.
+const directory = (env) => env.DIRECTORY.get(env.DIRECTORY.idFromName("directory"));
 
 // tenantOf is the tenant a decoded path names ("" when it names none).
 function tenantOf(path) {
@@ -150,12 +155,29 @@ export class Tenant {
       this.wakeAll();
       this.newWake();
     }
+    const note = this.env.DIRECTORY && resp.headers.find(([name]) => name === HEADER_DIRECTORY);
+    if (note) this.ctx.waitUntil(this.noteDirectory(note[1]));
     const push = this.env.EXECUTOR && resp.headers.find(([name]) => name === HEADER_PUSH);
     if (push) {
       // Outside the module's transaction, and never awaited by the
       // request: the executor answers at once and works on its own.
       const plan = JSON.parse(push[1]);
       for (const id of plan.ids) this.ctx.waitUntil(this.deliver(plan, id));
+    }
+  }
+
+  // noteDirectory tells the directory what the module said of the tenant
+  // (its first use, ready or idle); a failure never fails the tenant.
+  async noteDirectory(note) {
+    try {
+      const res = await directory(this.env).fetch(new Request("https://directory/notify", {
+        method: "POST",
+        headers: { authorization: `Bearer ${this.env.STILE_TOKEN}`, "content-type": "application/json" },
+        body: note,
+      }));
+      if (res.status !== 204) console.warn(`the directory refused a note: ${res.status} ${await res.text()}`);
+    } catch (e) {
+      console.warn(`could not note the tenant in the directory: ${e?.message ?? e}`);
     }
   }
 
@@ -234,4 +256,107 @@ export class Tenant {
     this.alarmAt = 0;
     this.call(encodeRequest(KIND_ALARM, "", "", "", new Uint8Array(0), this.ownHeaders()));
   }
+}
+
+// Directory is the deployment's tenant directory, one object: tenants
+// note themselves in it on their first use and when they go from idle to
+// having ready work or back (never on every request); executors without a
+// tenant list long-poll it (GET /v1/tenants?ready=true&after_seq=…&wait_ms=…)
+// instead of every tenant. The local host keeps the same directory in a
+// file (host/directory).
+export class Directory {
+  constructor(ctx, env) {
+    this.ctx = ctx;
+    this.env = env;
+    this.sql = ctx.storage.sql;
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS tenants (name TEXT PRIMARY KEY, first_seen INTEGER NOT NULL,
+      last_seen INTEGER NOT NULL, version INTEGER NOT NULL, ready INTEGER NOT NULL, seq INTEGER NOT NULL) STRICT`);
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS directory_seq (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL) STRICT`);
+    this.sql.exec(`INSERT OR IGNORE INTO directory_seq (id, seq) VALUES (1, 0)`);
+    this.newWake();
+  }
+
+  newWake() {
+    this.woken = new Promise((resolve) => (this.wakeAll = resolve));
+  }
+
+  async fetch(request) {
+    if (!tokenMatches(request.headers.get("authorization") ?? "", this.env.STILE_TOKEN)) return json(401, UNAUTHORIZED);
+    const url = new URL(request.url);
+    if (url.pathname === "/notify" && request.method === "POST") return this.note(await request.json());
+    if (url.pathname !== TENANTS_PATH) return noRoute(request.method, url.pathname);
+    if (request.method !== "GET") {
+      const r = json(405, { code: "method_not_allowed", message: `${request.method} ${TENANTS_PATH}: use GET` });
+      r.headers.set("allow", "GET");
+      return r;
+    }
+    const q = parseQuery(url.searchParams);
+    if (q.error) return json(400, { code: "invalid_request", message: q.error });
+    const deadline = Date.now() + q.waitMs;
+    for (;;) {
+      const woken = this.woken;
+      const page = this.page(q);
+      const left = deadline - Date.now();
+      if (page.tenants.length > 0 || !q.ready || left <= 0) return json(200, page);
+      let timer;
+      await Promise.race([woken, new Promise((r) => (timer = setTimeout(r, left)))]);
+      clearTimeout(timer);
+    }
+  }
+
+  note(n) {
+    if (typeof n?.tenant !== "string" || !tenantRe.test(n.tenant)) return json(400, INVALID_TENANT);
+    const now = Date.now();
+    const seq = this.sql.exec(`UPDATE directory_seq SET seq = seq + 1 WHERE id = 1 RETURNING seq`).one().seq;
+    const old = this.sql.exec(`SELECT ready FROM tenants WHERE name = ?`, n.tenant).toArray()[0];
+    const becameReady = !!n.ready && !old?.ready;
+    this.sql.exec(`INSERT INTO tenants (name, first_seen, last_seen, version, ready, seq) VALUES (?1, ?2, ?2, ?3, ?4, ?5)
+      ON CONFLICT (name) DO UPDATE SET last_seen = ?2, version = ?3, ready = ?4, seq = CASE WHEN ?6 THEN ?5 ELSE seq END`,
+      n.tenant, now, n.version ?? 0, n.ready ? 1 : 0, becameReady ? seq : 0, becameReady ? 1 : 0);
+    if (becameReady) {
+      this.wakeAll();
+      this.newWake();
+    }
+    return new Response(null, { status: 204 });
+  }
+
+  page(q) {
+    const rows = this.sql.exec(`SELECT name, first_seen, last_seen, version, ready FROM tenants
+      WHERE name > ?1 AND (?2 = 0 OR (ready = 1 AND seq > ?3)) ORDER BY name LIMIT ?4`,
+      q.after, q.ready ? 1 : 0, q.afterSeq, q.limit + 1).toArray();
+    const seq = this.sql.exec(`SELECT seq FROM directory_seq WHERE id = 1`).one().seq;
+    const iso = (ms) => new Date(ms).toISOString();
+    const tenants = rows.slice(0, q.limit).map((r) => ({
+      name: r.name, first_seen: iso(r.first_seen), last_seen: iso(r.last_seen), version: r.version, ready: r.ready === 1,
+    }));
+    const page = { tenants };
+    if (rows.length > q.limit) page.next = tenants[tenants.length - 1].name;
+    page.seq = seq;
+    return page;
+  }
+}
+
+// parseQuery reads a directory query as api.ParseTenantsQuery does, with
+// the same refusals.
+function parseQuery(params) {
+  for (const k of params.keys()) {
+    if (!["after", "limit", "ready", "after_seq", "wait_ms"].includes(k)) {
+      return { error: `unknown parameter "${k}": use after, limit, ready, after_seq, wait_ms` };
+    }
+  }
+  const num = (k, lo, hi, def) => {
+    const s = params.get(k);
+    if (s === null || s === "") return def;
+    if (!/^[0-9]{1,19}$/.test(s) || Number(s) < lo || Number(s) > hi) return { error: `${k} "${s}" is outside ${lo}-${hi}` };
+    return Number(s);
+  };
+  const limit = num("limit", 1, MAX_TENANTS_PAGE, 100);
+  if (limit.error) return limit;
+  const ready = params.get("ready") ?? "";
+  if (!["", "true", "false"].includes(ready)) return { error: `ready "${ready}" is not true or false` };
+  const afterSeq = num("after_seq", 0, 2 ** 62, 0);
+  if (afterSeq.error) return afterSeq;
+  const waitMs = num("wait_ms", 0, MAX_WAIT_MS, 0);
+  if (waitMs.error) return waitMs;
+  return { after: params.get("after") ?? "", limit, ready: ready === "true", afterSeq, waitMs };
 }

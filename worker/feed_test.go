@@ -1,0 +1,111 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/e2e/testapp"
+	"github.com/stile-run/stile/stiletest"
+	"github.com/stile-run/stile/worker"
+)
+
+// watched counts a worker's requests: those in flight at once, and those
+// to each tenant's API.
+type watched struct {
+	inFlight, peak atomic.Int64
+	mu             sync.Mutex
+	byTenant       map[string]int
+}
+
+func (w *watched) RoundTrip(r *http.Request) (*http.Response, error) {
+	n := w.inFlight.Add(1)
+	defer w.inFlight.Add(-1)
+	for {
+		p := w.peak.Load()
+		if n <= p || w.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	if tenant, _, ok := api.SplitTenantPath(r.URL.Path); ok {
+		w.mu.Lock()
+		w.byTenant[tenant]++
+		w.mu.Unlock()
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (w *watched) tenantCalls() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, c := range w.byTenant {
+		n += c
+	}
+	return n
+}
+
+// TestWithoutATenantListTheWorkerFollowsTheDirectory: 20 tenants with a
+// job each and the default 10 handlers: every job runs (a long-poll per
+// tenant would have held every slot); 100 idle tenants then cost the
+// worker one open request, and none of them hears from it.
+func TestWithoutATenantListTheWorkerFollowsTheDirectory(t *testing.T) {
+	t.Parallel()
+	h := stiletest.New(t, stiletest.Config{App: testapp.App(), RealClock: true, Token: token})
+	ctx := context.Background()
+	for i := range 100 {
+		// Touched once: the tenants exist, and are idle.
+		_, err := h.Tenant("idle-"+strconv.Itoa(i)).Status(ctx)
+		require.NoError(t, err)
+	}
+	watch := &watched{byTenant: map[string]int{}}
+	var ran atomic.Int64
+	stop := start(t, worker.Config{URL: h.URL, Token: token, ID: "feed", PollWait: 2 * time.Second,
+		HTTPClient: &http.Client{Transport: watch}},
+		map[string]worker.Handler{"test.echo": func(ctx context.Context, j *worker.Job) (any, error) {
+			ran.Add(1)
+			return j.Tenant, nil
+		}})
+	defer stop()
+
+	ids := map[string]string{}
+	for i := range 20 {
+		name := "busy-" + strconv.Itoa(i)
+		j, err := h.Tenant(name).Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{}`)})
+		require.NoError(t, err)
+		ids[name] = j.ID
+	}
+	for name, id := range ids {
+		j := waitState(t, h.Tenant(name), id, "completed")
+		require.JSONEq(t, strconv.Quote(name), string(j.Output))
+	}
+	require.Equal(t, int64(20), ran.Load())
+
+	// Settled: the worker holds its directory poll, and nothing else.
+	require.Eventually(t, func() bool { return watch.inFlight.Load() == 1 }, 10*time.Second, 10*time.Millisecond)
+	before := watch.tenantCalls()
+	time.Sleep(3 * time.Second) // more than one directory poll's wait
+	require.Equal(t, before, watch.tenantCalls(), "idle tenants receive no request")
+	require.LessOrEqual(t, watch.inFlight.Load(), int64(1), "one open request, whatever the number of tenants")
+	watch.mu.Lock()
+	for tenant := range watch.byTenant {
+		require.False(t, strings.HasPrefix(tenant, "idle-"), "the worker never called idle tenant %s", tenant)
+	}
+	watch.mu.Unlock()
+
+	d, err := h.Client().Tenants(ctx, api.TenantsQuery{Limit: 1000})
+	require.NoError(t, err)
+	require.Len(t, d.Tenants, 120, "every tenant is in the directory")
+	for _, ti := range d.Tenants {
+		require.False(t, ti.Ready, "%s: its work is done, it is idle", ti.Name)
+	}
+}
