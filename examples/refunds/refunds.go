@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/stile-run/stile/api"
@@ -16,7 +17,17 @@ const (
 	RefundRequested = "RefundRequested"
 	Refunded        = "Refunded"
 	RefundPolicy    = "refund"
+	// ReceiptJob sends a payment's receipt; RefundsProjection keeps the
+	// refunds, read by the query RefundedQuery.
+	ReceiptJob        = "receipt.send"
+	RefundsProjection = "refunds"
+	RefundedQuery     = "refunded"
 )
+
+// Receipt is a receipt job's args.
+type Receipt struct {
+	Payment string `json:"payment"`
+}
 
 // Payment is the payment aggregate's state.
 type Payment struct {
@@ -38,10 +49,36 @@ func Event(typ string, d Data) api.NewEvent {
 }
 
 // App registers the payment aggregate (commands Pay, RequestRefund,
-// RecordRefund) and the refund policy.
+// RecordRefund), the refund policy, the receipt job and the refunds
+// projection with its query.
 func App() *runtime.App {
 	app := runtime.NewApp().RegisterPolicy(runtime.Policy{Name: RefundPolicy, Events: []string{RefundRequested},
-		Timeout: 10 * time.Second, Backoff: time.Second})
+		Timeout: 10 * time.Second, Backoff: time.Second}).
+		RegisterJob(runtime.JobKind{Name: ReceiptJob, MaxAttempts: 5, Validate: func(args json.RawMessage) error {
+			var r Receipt
+			if err := json.Unmarshal(args, &r); err != nil || r.Payment == "" {
+				return errors.New(`args must be {"payment": "<id>"}`)
+			}
+			return nil
+		}})
+	app.RegisterProjection(runtime.Projection{
+		Name:   RefundsProjection,
+		Events: []string{RefundRequested, Refunded},
+		Tables: []string{`CREATE TABLE {refunds} (payment TEXT PRIMARY KEY, amount INTEGER NOT NULL, refund_id TEXT) STRICT`},
+		Handle: func(tx *runtime.ProjectionTx, e api.Event) error {
+			var d Data
+			if err := json.Unmarshal(e.Data, &d); err != nil {
+				return err
+			}
+			payment := strings.TrimPrefix(e.Stream, "payment:")
+			if e.Type == RefundRequested {
+				return tx.Exec(`INSERT INTO {refunds} (payment, amount) VALUES (?, ?)`, payment, d.Amount)
+			}
+			return tx.Exec(`UPDATE {refunds} SET refund_id = ? WHERE payment = ?`, d.RefundID, payment)
+		},
+	})
+	app.RegisterQuery(runtime.Query{Name: RefundedQuery, Projection: RefundsProjection,
+		SQL: `SELECT payment, amount, refund_id FROM {refunds} ORDER BY payment`, Columns: []string{"payment", "amount", "refund_id"}, MaxRows: 1000})
 	return runtime.RegisterAggregate(app, runtime.Aggregate[Payment]{
 		Name: "payment",
 		Evolve: func(p Payment, e api.Event) Payment {

@@ -12,7 +12,8 @@
 // Handlers call providers with outbound fetch (net/http's default
 // client); those requests count against the budget too.
 //
-// Environment (Worker vars and secrets): STILE_TOKEN (required), and
+// The Worker's string vars and secrets are the process environment of the
+// handlers (os.Getenv), as natively. Stile reads: STILE_TOKEN (required), and
 // optionally STILE_EXECUTOR_CONCURRENCY (handlers at once, default 6: a
 // Worker keeps at most 6 connections open), STILE_EXECUTOR_BUDGET_MS
 // (default 25000: Cloudflare ends waitUntil work 30 s after the response)

@@ -36,6 +36,7 @@ const (
 // the push's work is done; a generated main calls it.
 func Serve(register func(*worker.Worker)) {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	importEnv()
 	var requests atomic.Int64 // subrequests of this invocation
 	// Handlers' outbound requests (net/http's default client) go through
 	// the platform's fetch, counted against the budget: Go's own js
@@ -112,6 +113,23 @@ func envInt(name string, def int) (int, error) {
 		return 0, errors.New(name + " is " + strconv.Quote(v) + ": set a positive whole number")
 	}
 	return n, nil
+}
+
+// importEnv makes the Worker's string vars and secrets the process
+// environment, so a handler package reads its configuration with
+// os.Getenv alike natively and at the edge.
+func importEnv() {
+	env := js.Global().Get("context").Get("env") // syumai/workers' runtime context
+	if env.Type() != js.TypeObject {
+		return
+	}
+	keys := js.Global().Get("Object").Call("keys", env)
+	for i := range keys.Length() {
+		k := keys.Index(i).String()
+		if v := env.Get(k); v.Type() == js.TypeString {
+			os.Setenv(k, v.String())
+		}
+	}
 }
 
 // getenv is a var or secret of the Worker ("" if it has none).
