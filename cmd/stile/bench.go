@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -40,7 +41,10 @@ func runBench(args []string) error {
 	events := fs.Int("events", 20000, "events per measurement of the event log and reactions")
 	rebuildEvents := fs.Int("rebuild-events", 1_000_000, "events in the log of the projection rebuild measurement")
 	applyEvents := fs.Int("apply-events", 100_000, "events per measurement of projection batches")
-	only := fs.String("only", "", "comma-separated parts to run: jobs, depth, events, projections, latency, workerd (default: all)")
+	only := fs.String("only", "", "comma-separated parts to run: jobs, depth, events, projections, latency, workerd, edge (default: all)")
+	edgeBacklog := fs.Int("edge-backlog", 2000, "jobs in the edge executor's backlog measurement")
+	edgeJobs := fs.Int("edge-latency-jobs", 100, "jobs in the edge executor's light-load measurement")
+	edgeRate := fs.Int("edge-latency-rate", 20, "jobs/s enqueued in the edge executor's light-load measurement")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -208,7 +212,12 @@ func runBench(args []string) error {
 		}
 	}
 	if part("workerd") {
-		return benchWorkerd(ctx, dir, wasm, *jobs/4, *batch, *events/4, *latJobs, *latRate)
+		if err := benchWorkerd(ctx, dir, wasm, *jobs/4, *batch, *events/4, *latJobs, *latRate); err != nil {
+			return err
+		}
+	}
+	if part("edge") {
+		return benchEdge(ctx, dir, wasm, *edgeJobs, *edgeRate, *edgeBacklog)
 	}
 	return nil
 }
@@ -471,4 +480,173 @@ func call0(ctx context.Context, d bench.Driver) error {
 		err = fmt.Errorf("status: %d %s", status, b)
 	}
 	return err
+}
+
+// benchEdge measures the edge executor in workerd: the built-in module
+// with its handler package compiled as the edge executor, pushed work by
+// the tenant's object through the Worker's own service binding. Times are
+// the server's (created, claimed and finished times of the jobs).
+func benchEdge(ctx context.Context, dir string, wasm []byte, latJobs, latRate, backlog int) error {
+	bundleDir := filepath.Join(dir, "edge")
+	if err := workerd.WriteWorker(bundleDir, wasm); err != nil {
+		return err
+	}
+	const handlers = "github.com/stile-run/stile/cmd/stile/defaultapp/handlers"
+	if err := wasmbuild.BuildExecutor(ctx, ".", handlers, wasmbuild.Edge, filepath.Join(bundleDir, workerd.ExecutorFile)); err != nil {
+		return err
+	}
+	if err := wasmbuild.WriteEdgeAssets(ctx, ".", handlers, bundleDir); err != nil {
+		return err
+	}
+	if err := workerd.WriteEdge(bundleDir); err != nil {
+		return err
+	}
+	// The test entry only measures here: how long each push takes to be
+	// accepted, which is what the tenant's object waits.
+	if err := workerd.WriteTestEntry(bundleDir); err != nil {
+		return err
+	}
+	srv, err := workerd.Start(workerd.Options{Root: ".", Bundle: bundleDir, Token: "bench-token", Entry: workerd.TestEntryFile})
+	if errors.Is(err, workerd.ErrNoNode) {
+		fmt.Println("edge: skipped,", err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	cl := client.New(srv.URL, "bench-token", &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}})
+	fmt.Println("edge executor (workerd via Miniflare 4: the built-in module's handlers, GOOS=js under syumai/workers)")
+	var script, exe []byte
+	for _, f := range []string{workerd.EntryFile, workerd.ABIFile, workerd.ConfigFile, workerd.WasmFile, workerd.EdgeEntryFile,
+		workerd.ShimFile, workerd.WasmExecFile, workerd.ExecutorFile} {
+		b, err := os.ReadFile(filepath.Join(bundleDir, f))
+		if err != nil {
+			return err
+		}
+		script = append(script, b...)
+		if f == workerd.ExecutorFile {
+			exe = b
+		}
+	}
+	fmt.Printf("  sizes: executor.wasm %d bytes, %d gzip -9; the whole script %d gzip -9 (paid plan limit 10 MB, free 3 MB)\n",
+		len(exe), gzipSize(exe), gzipSize(script))
+
+	wait := func(ten *client.Tenant, ids []string) ([]api.Job, error) {
+		out := make([]api.Job, 0, len(ids))
+		deadline := time.Now().Add(2 * time.Minute)
+		for _, id := range ids {
+			for {
+				j, err := ten.Job(ctx, id)
+				if err != nil {
+					return nil, err
+				}
+				if j.State == "completed" {
+					out = append(out, j)
+					break
+				}
+				if time.Now().After(deadline) {
+					return nil, fmt.Errorf("job %s of %s is %s after 2 minutes", id, ten.Name(), j.State)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		return out, nil
+	}
+	echo := api.EnqueueRequest{Kind: "echo", Args: json.RawMessage(`{}`)}
+
+	// Light load: one job at a time, each a push and a fresh invocation.
+	ten := cl.Tenant("edge-latency")
+	var ids []string
+	tick := time.NewTicker(time.Second / time.Duration(latRate))
+	for range latJobs {
+		<-tick.C
+		j, err := ten.Enqueue(ctx, echo)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, j.ID)
+	}
+	tick.Stop()
+	done, err := wait(ten, ids)
+	if err != nil {
+		return err
+	}
+	var start, total []time.Duration
+	for _, j := range done {
+		start = append(start, j.Attempts[0].ClaimedAt.Sub(j.CreatedAt))
+		total = append(total, j.FinishedAt.Sub(j.CreatedAt))
+	}
+	slices.Sort(start)
+	slices.Sort(total)
+	fmt.Printf("  light load (%d jobs at %d/s): enqueue → handler start p50 %s p99 %s; → completed p50 %s p99 %s\n", latJobs, latRate,
+		bench.Percentile(start, 50), bench.Percentile(start, 99), bench.Percentile(total, 50), bench.Percentile(total, 99))
+	var f struct {
+		PushMs []int64 `json:"pushMs"`
+	}
+	if _, b, err := cl.Raw(ctx, "GET", "/__executor_faults", nil, nil); err == nil {
+		json.Unmarshal(b, &f)
+	}
+	if len(f.PushMs) > 0 {
+		ms := make([]time.Duration, len(f.PushMs))
+		for i, v := range f.PushMs {
+			ms[i] = time.Duration(v) * time.Millisecond
+		}
+		slices.Sort(ms)
+		fmt.Printf("  a push, until the executor accepts it (what the object waits; a new Go runtime each): p50 %s p99 %s (%d pushes)\n",
+			bench.Percentile(ms, 50), bench.Percentile(ms, 99), len(ms))
+	}
+
+	// A backlog, drained by the pushes of one tenant.
+	ten = cl.Tenant("edge-backlog")
+	ids = ids[:0]
+	for len(ids) < backlog {
+		reqs := make([]api.EnqueueRequest, min(100, backlog-len(ids)))
+		for i := range reqs {
+			reqs[i] = echo
+		}
+		js, err := ten.EnqueueBatch(ctx, reqs)
+		if err != nil {
+			return err
+		}
+		for _, j := range js {
+			ids = append(ids, j.ID)
+		}
+	}
+	done, err = wait(ten, ids)
+	if err != nil {
+		return err
+	}
+	first, last := done[0].CreatedAt, *done[0].FinishedAt
+	for _, j := range done {
+		if j.CreatedAt.Before(first) {
+			first = j.CreatedAt
+		}
+		if j.FinishedAt.After(last) {
+			last = *j.FinishedAt
+		}
+	}
+	took := last.Sub(first)
+	fmt.Printf("  a backlog of %d jobs, one tenant: drained in %s, %s jobs/s\n", backlog, took.Round(time.Millisecond), bench.Rate(backlog, took))
+
+	// 20 tenants with a job each, one deployment.
+	var worst time.Duration
+	tenIDs := map[string]string{}
+	for i := range 20 {
+		name := "edge-many-" + strconv.Itoa(i)
+		j, err := cl.Tenant(name).Enqueue(ctx, echo)
+		if err != nil {
+			return err
+		}
+		tenIDs[name] = j.ID
+	}
+	for name, id := range tenIDs {
+		js, err := wait(cl.Tenant(name), []string{id})
+		if err != nil {
+			return err
+		}
+		worst = max(worst, js[0].Attempts[0].ClaimedAt.Sub(js[0].CreatedAt))
+	}
+	fmt.Printf("  20 tenants, a job each: the last handler started %s after its enqueue\n\n", worst)
+	return nil
 }

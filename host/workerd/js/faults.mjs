@@ -13,14 +13,16 @@
 //     refused with a 503, or reach an executor whose calls to the tenant
 //     all fail once a claim handed it work (an invocation killed
 //     mid-handler, as the tenant sees it). GET /__executor_faults counts
-//     invocations and the most calls to the tenant one made.
+//     invocations and the most calls to the tenant one made, and lists how
+//     long the last pushes took to be accepted (pushMs: what a tenant's
+//     object waits per push, for stile bench).
 //
 // The harness copies it next to the entry; it never ships.
 import worker, { Tenant as Shipped } from "./worker.mjs";
 import { EXECUTOR_PATH } from "./config.mjs";
 export { Directory } from "./worker.mjs";
 
-const executorFaults = { refuse: 0, kill: 0, invocations: 0, maxCalls: 0 };
+const executorFaults = { refuse: 0, kill: 0, invocations: 0, maxCalls: 0, pushMs: [] };
 
 // dyingNamespace wraps the TENANT namespace of one invocation: it counts
 // the invocation's calls to objects and, when kill is set, fails every
@@ -61,7 +63,11 @@ export default {
       }
       const kill = executorFaults.kill > 0;
       if (kill) executorFaults.kill--;
-      return worker.fetch(request, { ...env, TENANT: dyingNamespace(env.TENANT, kill) }, ctx);
+      const started = Date.now();
+      const res = await worker.fetch(request, { ...env, TENANT: dyingNamespace(env.TENANT, kill) }, ctx);
+      executorFaults.pushMs.push(Date.now() - started);
+      if (executorFaults.pushMs.length > 1000) executorFaults.pushMs.shift();
+      return res;
     }
     const m = url.pathname.match(/^\/__direct\/([^/]+)(\/.*)$/);
     if (!m) return worker.fetch(request, env, ctx);
