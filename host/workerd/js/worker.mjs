@@ -68,6 +68,10 @@ export default {
   },
 };
 
+// TENANT_KEY keeps an object's tenant name in its synchronous KV storage,
+// where the runtime gives an id no name.
+const TENANT_KEY = "stile-tenant";
+
 // directory is the stub of the deployment's one Directory object.
 const directory = (env) => env.DIRECTORY.get(env.DIRECTORY.idFromName("directory"));
 
@@ -102,8 +106,9 @@ export class Tenant {
     this.ctx = ctx;
     this.env = env;
     // The object's tenant: its id's name (an id made by idFromName has
-    // one), else the one its first request's path named.
-    this.tenant = ctx.id.name ?? "";
+    // one), else the one its first request's path named, kept so that an
+    // alarm of a new instance knows it too.
+    this.tenant = ctx.id.name ?? ctx.storage.kv?.get(TENANT_KEY) ?? "";
     this.module = null;
     this.alarmAt = undefined; // what was last set; undefined: unknown
     this.wakeUp = null;
@@ -219,7 +224,10 @@ export class Tenant {
     if (tenant && (!tenantRe.test(tenant) || !this.env.TENANT.idFromName(tenant).equals(this.ctx.id))) {
       return json(400, WRONG_OBJECT);
     }
-    if (tenant && !this.tenant) this.tenant = tenant;
+    if (tenant && !this.tenant) {
+      this.tenant = tenant;
+      this.ctx.storage.kv?.put(TENANT_KEY, tenant);
+    }
     const body = new Uint8Array(await request.arrayBuffer());
     if (body.length > MAX_BODY_BYTES) return json(413, BODY_TOO_LARGE);
     const frame = encodeRequest(KIND_API, request.method, path, url.search.slice(1), body, requestHeaders(request, PRINCIPAL_ADMIN, this.ownHeaders()));
