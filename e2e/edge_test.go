@@ -6,10 +6,13 @@ import (
 	_ "embed"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,7 +21,10 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/client"
 	"github.com/stile-run/stile/stiletest"
+	"github.com/stile-run/stile/worker"
 )
+
+var quietLog = slog.New(slog.DiscardHandler)
 
 //go:embed testdata/caller.mjs
 var callerWorker []byte
@@ -150,6 +156,63 @@ func TestEdge(t *testing.T) {
 	t.Run("BacklogBeyondOneBudgetDrains", func(t *testing.T) { edgeBacklog(t, e) })
 	t.Run("ManyTenantsOneDeployment", func(t *testing.T) { edgeTenants(t, e) })
 	t.Run("BindingCarriesTheToken", func(t *testing.T) { edgeBindingToken(t, e) })
+	t.Run("IdleTenantsHearNothing", func(t *testing.T) { edgeIdle(t, e) })
+}
+
+// edgeIdle: 100 idle tenants in workerd. The objects receive nothing (no
+// push, no poll), and a Go worker given no tenant list, following the
+// Worker's Directory, holds one open request and calls none of them.
+func edgeIdle(t *testing.T, e *edge) {
+	ctx := context.Background()
+	for i := range 100 {
+		_, err := e.cl.Tenant("edge-idle-" + strconv.Itoa(i)).Status(ctx)
+		require.NoError(t, err)
+	}
+	calls := func() map[string]int {
+		_, b, err := e.cl.Raw(ctx, "GET", "/__object_calls", nil, nil)
+		require.NoError(t, err)
+		var m map[string]int
+		require.NoError(t, json.Unmarshal(b, &m))
+		return m
+	}
+	watch := &watchedRequests{}
+	w, err := worker.New(worker.Config{URL: e.url, Token: token, ID: "directory-follower", PollWait: 2 * time.Second,
+		HTTPClient: &http.Client{Transport: watch}, Logger: quietLog})
+	require.NoError(t, err)
+	w.Handle("test.other", func(ctx context.Context, j *worker.Job) (any, error) { return nil, nil })
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	time.Sleep(500 * time.Millisecond) // the worker's first directory poll, and any notes in flight
+	before := calls()
+	time.Sleep(3 * time.Second) // more than one poll's wait
+	after := calls()
+	stop()
+	require.NoError(t, <-done)
+	for i := range 100 {
+		name := "edge-idle-" + strconv.Itoa(i)
+		require.Equal(t, before[name], after[name], "idle tenant %s received a request", name)
+		require.Equal(t, 1, after[name], "%s heard only its own first request", name)
+	}
+	require.LessOrEqual(t, watch.peak.Load(), int64(1), "one open request, for a hundred tenants")
+	require.Zero(t, watch.tenantCalls.Load(), "the worker called no idle tenant")
+}
+
+// watchedRequests counts a worker's requests in flight, and those to an
+// idle tenant's API.
+type watchedRequests struct {
+	inFlight, peak, tenantCalls atomic.Int64
+}
+
+func (w *watchedRequests) RoundTrip(r *http.Request) (*http.Response, error) {
+	n := w.inFlight.Add(1)
+	defer w.inFlight.Add(-1)
+	for p := w.peak.Load(); n > p && !w.peak.CompareAndSwap(p, n); p = w.peak.Load() {
+	}
+	if tenant, _, ok := api.SplitTenantPath(r.URL.Path); ok && strings.HasPrefix(tenant, "edge-idle-") {
+		w.tenantCalls.Add(1)
+	}
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 func edgeJob(t *testing.T, e *edge) {

@@ -15,7 +15,9 @@
 //     mid-handler, as the tenant sees it). GET /__executor_faults counts
 //     invocations and the most calls to the tenant one made, and lists how
 //     long the last pushes took to be accepted (pushMs: what a tenant's
-//     object waits per push, for stile bench).
+//     object waits per push, for stile bench);
+//   - a count of the requests and alarms each tenant's object received:
+//     GET /__object_calls.
 //
 // The harness copies it next to the entry; it never ships.
 import worker, { Tenant as Shipped } from "./worker.mjs";
@@ -23,6 +25,7 @@ import { EXECUTOR_PATH } from "./config.mjs";
 export { Directory } from "./worker.mjs";
 
 const executorFaults = { refuse: 0, kill: 0, invocations: 0, maxCalls: 0, pushMs: [] };
+const objectCalls = {}; // tenant -> requests and alarms its object received
 
 // dyingNamespace wraps the TENANT namespace of one invocation: it counts
 // the invocation's calls to objects and, when kill is set, fails every
@@ -51,6 +54,7 @@ function dyingNamespace(ns, kill) {
 export default {
   async fetch(request, env, ctx) {
     const url = new URL(request.url);
+    if (url.pathname === "/__object_calls") return Response.json(objectCalls);
     if (url.pathname === "/__executor_faults") {
       if (request.method === "POST") Object.assign(executorFaults, await request.json());
       return Response.json(executorFaults);
@@ -92,7 +96,18 @@ export class Tenant extends Shipped {
     };
   }
 
+  count(request) {
+    const tenant = this.tenant || (request && new URL(request.url).pathname.split("/")[3]) || "?";
+    objectCalls[tenant] = (objectCalls[tenant] ?? 0) + 1;
+  }
+
+  async alarm() {
+    this.count();
+    return super.alarm();
+  }
+
   async fetch(request) {
+    this.count(request);
     const url = new URL(request.url);
     if (url.pathname.endsWith("/__faults")) {
       const rule = await request.json();
