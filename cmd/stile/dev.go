@@ -107,9 +107,16 @@ func runDev(args []string) error {
 		name = "the built-in module (" + wasmbuild.DefaultPackage + ")"
 	}
 	base := "http://" + ln.Addr().String()
-	runIt := "go run ./cmd/stile work --tenant acme      # runs it and reports back"
+	runIt := "go run ./cmd/stile work      # runs it and reports back"
 	if *handlers != "" {
 		runIt = "# the handlers run it at once: the tenant pushes its ready work to them"
+	}
+	job := `{"kind":"echo","args":{"hello":"world"}}`
+	if pkg != "" {
+		job = `{"kind":"<a kind your module registers>","args":{}}`
+		if *handlers == "" {
+			runIt = "# your worker (worker.Run) or stile dev --handlers <your handler package> runs it"
+		}
 	}
 	fmt.Fprintf(os.Stderr, `stile dev: serving %s
   module built and compiled in %s (%d KiB)
@@ -119,11 +126,11 @@ func runDev(args []string) error {
 
 try it:
   export STILE_TOKEN=%s
-  curl -s -H "Authorization: Bearer $STILE_TOKEN" -d '{"kind":"echo","args":{"hello":"world"}}' %s/v1/t/acme/jobs
+  curl -s -H "Authorization: Bearer $STILE_TOKEN" -d '%s' %s/v1/t/acme/jobs
   %s
   curl -s -H "Authorization: Bearer $STILE_TOKEN" %s/v1/t/acme/jobs/1
 
-`, name, time.Since(started).Round(time.Millisecond), len(wasm)>>10, base, token, *data, token, base, runIt, base)
+`, name, time.Since(started).Round(time.Millisecond), len(wasm)>>10, base, token, *data, token, job, base, runIt, base)
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -40,6 +42,9 @@ func main() {
 	default:
 		fmt.Fprintf(os.Stderr, "stile: unknown command %q\n\n%s", cmd, usage)
 		os.Exit(2)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return // the command printed its usage, as asked
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "stile %s: %v\n", os.Args[1], err)

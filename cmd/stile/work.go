@@ -19,10 +19,14 @@ import (
 // worker with your handlers (see examples/).
 func runWork(args []string) error {
 	fs := flag.NewFlagSet("work", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: stile work [flags]\n\nRuns a worker with the built-in module's handlers (cmd/stile/defaultapp/handlers):\nfor the tenants named, or every tenant that has work, from the tenant directory.\n\nflags:")
+		fs.PrintDefaults()
+	}
 	url := fs.String("url", "http://127.0.0.1:8787", "Stile API")
 	tenants := fs.String("tenant", "", "comma-separated tenants to work for (default: every tenant, followed through the tenant directory)")
-	tokenFlag := fs.String("token", "", "bearer token (default: $STILE_TOKEN, else <data>/token of `stile dev`)")
-	data := fs.String("data", ".stile", "the data directory of `stile dev`, to find its token")
+	tokenFlag := fs.String("token", "", "bearer token (default: $STILE_TOKEN, else <data>/token of stile dev)")
+	data := fs.String("data", ".stile", "the data directory of stile dev, to find its token")
 	concurrency := fs.Int("concurrency", 10, "handlers running at once")
 	if err := fs.Parse(args); err != nil {
 		return err
