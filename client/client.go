@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/stile-run/stile/api"
 )
@@ -349,4 +350,45 @@ func (c *Client) Tenants(ctx context.Context, q api.TenantsQuery) (api.TenantsRe
 	var out api.TenantsResponse
 	err := c.call(ctx, "GET", api.TenantsPath+"?"+v.Encode(), nil, &out)
 	return out, err
+}
+
+// JobFailed is Wait's error for a job that ended dead or cancelled: the
+// job, with its last error, is returned beside it.
+type JobFailed struct {
+	ID, State, LastError string
+}
+
+func (e *JobFailed) Error() string {
+	return "job " + e.ID + " ended " + e.State + ": " + e.LastError
+}
+
+// Wait returns the job once it is final: completed (its output in
+// Output), or dead or cancelled (with a *JobFailed error). It long-polls
+// GET /jobs/{id}?wait_ms=…, which the host holds until a job ends, so it
+// never spins; it returns the job as last seen and ctx's error if ctx ends
+// first.
+func (t *Tenant) Wait(ctx context.Context, id string) (api.Job, error) {
+	for {
+		wait := api.MaxWait
+		if d, ok := ctx.Deadline(); ok {
+			wait = min(wait, time.Until(d))
+		}
+		var j api.Job
+		err := t.do(ctx, api.RouteGetJob, url.Values{"wait_ms": {strconv.FormatInt(max(wait.Milliseconds(), 0), 10)}}, nil, &j, id)
+		if err != nil {
+			if ctx.Err() != nil {
+				return j, ctx.Err()
+			}
+			return j, err
+		}
+		switch j.State {
+		case "completed":
+			return j, nil
+		case "dead", "cancelled":
+			return j, &JobFailed{ID: j.ID, State: j.State, LastError: j.LastError}
+		}
+		if ctx.Err() != nil {
+			return j, ctx.Err()
+		}
+	}
 }

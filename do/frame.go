@@ -55,6 +55,13 @@ const (
 	// FlagWake: the request committed writes that may have made work
 	// claimable; the host should retry held claims.
 	FlagWake = 1 << 0
+	// FlagFinished: the request committed writes that may have ended a
+	// job (a report, a cancel, a lease run out); the host should retry
+	// held waits for jobs.
+	FlagFinished = 1 << 1
+	// FlagHoldFinished: a held request (HoldMs) waits for a job to end,
+	// not for claimable work: send it again on FlagFinished.
+	FlagHoldFinished = 1 << 2
 )
 
 // Response is the module's answer.
@@ -68,7 +75,8 @@ type Response struct {
 	AlarmAt int64
 	// HoldMs, when > 0, marks an empty long-poll claim: the host may hold
 	// the request for up to this long and send the same request again when
-	// woken (FlagWake from another request, or AlarmAt passing).
+	// woken (FlagWake from another request, FlagFinished if the response
+	// has FlagHoldFinished, or AlarmAt passing).
 	HoldMs  int64
 	Headers Headers
 	Body    []byte

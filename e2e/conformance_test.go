@@ -143,6 +143,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "ProjectionRebuild", run: scenarioProjectionRebuild},
 		{name: "ProjectionFaults", run: scenarioProjectionFaults},
 		{name: "Directory", run: scenarioDirectory},
+		{name: "WaitForAJob", run: scenarioWaitForAJob},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
@@ -842,6 +843,76 @@ func scenarioDirectory(s *scenario) {
 		"bogus=1":     `unknown parameter "bogus": use after, limit, ready, after_seq, wait_ms`,
 	} {
 		status, b, err := cl.Raw(s.ctx, "GET", api.TenantsPath+"?"+q, nil, nil)
+		require.NoError(t, err)
+		require.Equal(t, 400, status, q)
+		require.JSONEq(t, `{"code":"invalid_request","message":`+strconv.Quote(msg)+`}`, string(b), q)
+	}
+}
+
+// scenarioWaitForAJob: GET /jobs/{id}?wait_ms= is held until the job ends
+// (the host holds it, the module never waits), and client.Wait returns a
+// final job: completed with its output, or dead with a *client.JobFailed.
+func scenarioWaitForAJob(s *scenario) {
+	t := s.t
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.echo"})
+	held := make(chan api.Job, 1)
+	go func() {
+		_, b, err := s.tg.client().Raw(s.ctx, "GET", "/v1/t/"+s.ten.Name()+"/jobs/"+j.ID+"?wait_ms=30000", nil, nil)
+		var got api.Job
+		if err == nil {
+			json.Unmarshal(b, &got)
+		}
+		held <- got
+	}()
+	waited := make(chan error, 1)
+	var final api.Job
+	go func() {
+		var err error
+		final, err = s.ten.Wait(s.ctx, j.ID)
+		waited <- err
+	}()
+	select {
+	case got := <-held:
+		t.Fatalf("the read answered before the job ended: %+v", got)
+	case <-waited:
+		t.Fatal("Wait returned before the job ended")
+	case <-time.After(300 * time.Millisecond): // held, as it should be
+	}
+	c := s.claim("w1", 1, 1)[0]
+	_, err := s.ten.Report(s.ctx, j.ID, completed(claimOf(c, "w1"), `{"done":true}`))
+	require.NoError(t, err)
+	select {
+	case got := <-held:
+		require.Equal(t, "completed", got.State, "the held read answered once the job ended, not before")
+	case <-time.After(20 * time.Second):
+		t.Fatal("the held read never answered")
+	}
+	select {
+	case err := <-waited:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("Wait never returned")
+	}
+	require.Equal(t, "completed", final.State)
+	require.JSONEq(t, `{"done":true}`, string(final.Output))
+
+	// A job that ends dead: Wait returns it with a *client.JobFailed.
+	d := s.enqueue(api.EnqueueRequest{Kind: "test.echo", MaxAttempts: 1})
+	c = s.claim("w1", 1, 1)[0]
+	_, err = s.ten.Report(s.ctx, d.ID, api.ReportRequest{Claim: claimOf(c, "w1"), Outcome: api.OutcomeFailed, Error: "boom"})
+	require.NoError(t, err)
+	dead, err := s.ten.Wait(s.ctx, d.ID)
+	var failed *client.JobFailed
+	require.ErrorAs(t, err, &failed)
+	require.Equal(t, "dead", dead.State)
+	require.Equal(t, "boom", failed.LastError)
+
+	for q, msg := range map[string]string{
+		"wait_ms=-1":    `wait_ms="-1" is outside 0-60000`,
+		"wait_ms=60001": `wait_ms="60001" is outside 0-60000`,
+		"timeout=5":     `unknown query parameter "timeout": use wait_ms`,
+	} {
+		status, b, err := s.tg.client().Raw(s.ctx, "GET", "/v1/t/"+s.ten.Name()+"/jobs/"+j.ID+"?"+q, nil, nil)
 		require.NoError(t, err)
 		require.Equal(t, 400, status, q)
 		require.JSONEq(t, `{"code":"invalid_request","message":`+strconv.Quote(msg)+`}`, string(b), q)

@@ -90,6 +90,7 @@ type tenant struct {
 
 	wakeMu sync.Mutex
 	wake   chan struct{} // closed and replaced to wake held claims
+	finish chan struct{} // closed and replaced to wake held waits for jobs
 }
 
 // NewManager starts a manager. Close it to release every engine.
@@ -146,8 +147,9 @@ var ErrClosed = errors.New("host: manager closed")
 
 // Do serves one request for tenant. A claim that found nothing and asked
 // to wait (Response.HoldMs) is held here, never in the module: it is sent
-// again whenever another request of the tenant commits new work, when the
-// tenant's alarm comes due, or finally when its wait runs out.
+// again whenever another request of the tenant commits new work (a wait
+// for a job to end: whenever one may have ended), when the tenant's alarm
+// comes due, or finally when its wait runs out.
 func (m *Manager) Do(ctx context.Context, name string, req do.Request) (do.Response, error) {
 	if m.closed.Load() {
 		return do.Response{}, ErrClosed
@@ -166,7 +168,7 @@ func (m *Manager) Do(ctx context.Context, name string, req do.Request) (do.Respo
 	frame := do.AppendRequest(nil, req)
 	var deadline int64
 	for {
-		wake := t.wakeChan() // before the call, so no wake-up is missed
+		wake, finish := t.wakeChans() // before the call, so no wake-up is missed
 		resp, err := m.call(ctx, t, frame)
 		if err != nil {
 			return do.Response{}, err
@@ -184,6 +186,9 @@ func (m *Manager) Do(ctx context.Context, name string, req do.Request) (do.Respo
 		until := deadline
 		if at := t.alarmAt.Load(); at > 0 && at < until {
 			until = max(at, now+1)
+		}
+		if resp.Flags&do.FlagHoldFinished != 0 {
+			wake = finish // a wait for a job to end
 		}
 		select {
 		case <-wake:
@@ -230,8 +235,8 @@ func (m *Manager) call(ctx context.Context, t *tenant, frame []byte) (do.Respons
 		return do.Response{}, fmt.Errorf("tenant %s: %w", t.name, err)
 	}
 	m.setAlarm(t, resp.AlarmAt)
-	if resp.Flags&do.FlagWake != 0 {
-		t.broadcast()
+	if resp.Flags&(do.FlagWake|do.FlagFinished) != 0 {
+		t.broadcast(resp.Flags)
 	}
 	if n := resp.Headers.Get(do.HeaderDirectory); n != "" && m.cfg.Directory != nil {
 		m.note(t.name, n)
@@ -333,23 +338,30 @@ func (m *Manager) tenant(name string) *tenant {
 	defer m.mu.Unlock()
 	t, ok := m.tenants[name]
 	if !ok {
-		t = &tenant{name: name, path: filepath.Join(m.cfg.DataDir, "tenants", name+".sqlite"), wake: make(chan struct{})}
+		t = &tenant{name: name, path: filepath.Join(m.cfg.DataDir, "tenants", name+".sqlite"), wake: make(chan struct{}),
+			finish: make(chan struct{})}
 		m.tenants[name] = t
 	}
 	return t
 }
 
-func (t *tenant) wakeChan() <-chan struct{} {
+func (t *tenant) wakeChans() (wake, finish <-chan struct{}) {
 	t.wakeMu.Lock()
 	defer t.wakeMu.Unlock()
-	return t.wake
+	return t.wake, t.finish
 }
 
-func (t *tenant) broadcast() {
+func (t *tenant) broadcast(flags byte) {
 	t.wakeMu.Lock()
 	defer t.wakeMu.Unlock()
-	close(t.wake)
-	t.wake = make(chan struct{})
+	if flags&do.FlagWake != 0 {
+		close(t.wake)
+		t.wake = make(chan struct{})
+	}
+	if flags&do.FlagFinished != 0 {
+		close(t.finish)
+		t.finish = make(chan struct{})
+	}
 }
 
 func (m *Manager) setAlarm(t *tenant, at int64) {

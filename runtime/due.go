@@ -64,9 +64,11 @@ func (t *Tenant) applyDue(now int64, noticedBy string) error {
 	if t.due.known && (t.due.at == 0 || now < t.due.at) {
 		return nil
 	}
-	if _, err := t.store.ApplyDue(now, noticedBy, mrandFloat); err != nil {
+	res, err := t.store.ApplyDue(now, noticedBy, mrandFloat)
+	if err != nil {
 		return err
 	}
+	t.dueEnded = t.dueEnded || res.Expired > 0
 	if err := t.tickSchedules(now); err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ var routes = []routeEntry{
 	{Route: api.RouteListJobs, handle: func(t *Tenant, in input) (route, *api.Error) { return t.listJobs(in.query) }},
 	{Route: api.RouteEnqueue, handle: func(t *Tenant, in input) (route, *api.Error) { return t.enqueueOne(in.body) }},
 	{Route: api.RouteEnqueueMany, handle: func(t *Tenant, in input) (route, *api.Error) { return t.enqueueBatch(in.body) }},
-	{Route: api.RouteGetJob, handle: func(t *Tenant, in input) (route, *api.Error) { return t.getJob(in.params[0]) }},
+	{Route: api.RouteGetJob, handle: func(t *Tenant, in input) (route, *api.Error) { return t.getJob(in.params[0], in.query) }},
 	{Route: api.RouteDeleteJob, handle: func(t *Tenant, in input) (route, *api.Error) { return t.deleteJob(in.params[0]) }},
 	{Route: api.RouteHeartbeat, handle: func(t *Tenant, in input) (route, *api.Error) { return t.heartbeat(in.params[0], in.body) }},
 	{Route: api.RouteReport, handle: func(t *Tenant, in input) (route, *api.Error) { return t.reportOne(in.params[0], in.body) }},

@@ -235,8 +235,12 @@ func tagList(b []byte) []string {
 
 // ---- get, list ----
 
-func (t *Tenant) getJob(idText string) (route, *api.Error) {
+func (t *Tenant) getJob(idText, query string) (route, *api.Error) {
 	id, e := parseJobID(idText)
+	if e != nil {
+		return nil, e
+	}
+	waitMs, e := parseWait(query)
 	if e != nil {
 		return nil, e
 	}
@@ -269,8 +273,36 @@ func (t *Tenant) getJob(idText string) (route, *api.Error) {
 		for _, d := range deps {
 			v.DependsOn = append(v.DependsOn, api.Dependency{JobID: fmtID(d.ParentID), Resolved: d.Resolved, ResolvedAt: tsPtr(d.ResolvedAt)})
 		}
-		return result{status: statusOK, body: v.AppendJSON}, nil
+		res := result{status: statusOK, body: v.AppendJSON}
+		if waitMs > 0 && !fence.State(v.State).Terminal() {
+			// Held by the host until a job ends, then asked again.
+			res.holdMs, res.holdFinish = waitMs, true
+		}
+		return res, nil
 	}, nil
+}
+
+// parseWait reads the one parameter of GET /jobs/{id}: wait_ms, how long
+// to hold the answer until the job is final (0-MaxWait).
+func parseWait(raw string) (int64, *api.Error) {
+	q, e := query(raw)
+	if e != nil {
+		return 0, e
+	}
+	for k := range q {
+		if k != "wait_ms" {
+			return 0, api.Refuse(api.CodeInvalidRequest, "unknown query parameter %q: use wait_ms", k)
+		}
+	}
+	s, ok := q["wait_ms"]
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || n > api.MaxWait.Milliseconds() {
+		return 0, api.Refuse(api.CodeInvalidRequest, "wait_ms=%q is outside 0-%d", s, api.MaxWait.Milliseconds())
+	}
+	return n, nil
 }
 
 func (t *Tenant) listJobs(raw string) (route, *api.Error) {
@@ -343,7 +375,9 @@ func (t *Tenant) cancel(idText string, body []byte) (route, *api.Error) {
 	}
 	return func(now int64) (result, error) {
 		j, err := t.store.Cancel(now, id, r.Reason)
-		return jobOutcome(j, err)
+		res, err := jobOutcome(j, err)
+		res.finished = true
+		return res, err
 	}, nil
 }
 

@@ -186,7 +186,7 @@ func (t *Tenant) reportOne(idText string, body []byte) (route, *api.Error) {
 		}
 		j := res.Job
 		return result{status: statusOK, body: api.ReportResponse{JobID: idText, State: string(j.State), Attempt: j.Attempt,
-			Failures: j.Failures, RunAt: ts(j.RunAt), Duplicate: res.Duplicate}.AppendJSON}, nil
+			Failures: j.Failures, RunAt: ts(j.RunAt), Duplicate: res.Duplicate}.AppendJSON, finished: j.State.Terminal()}, nil
 	}, nil
 }
 
@@ -213,6 +213,7 @@ func (t *Tenant) reportBatch(body []byte) (route, *api.Error) {
 	}
 	return func(now int64) (result, error) {
 		resp := api.BatchReportResponse{Results: make([]api.BatchReportResult, len(reps))}
+		ended := false
 		for i, rep := range reps {
 			out := api.BatchReportResult{JobID: r.Reports[i].JobID}
 			res, err := t.store.Report(now, ids[i], rep, mrandFloat())
@@ -224,9 +225,10 @@ func (t *Tenant) reportBatch(body []byte) (route, *api.Error) {
 				return result{}, err
 			default:
 				out.State, out.Duplicate = string(res.Job.State), res.Duplicate
+				ended = ended || res.Job.State.Terminal()
 			}
 			resp.Results[i] = out
 		}
-		return result{status: statusOK, body: resp.AppendJSON}, nil
+		return result{status: statusOK, body: resp.AppendJSON, finished: ended}, nil
 	}, nil
 }

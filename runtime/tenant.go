@@ -48,6 +48,10 @@ type Tenant struct {
 	dirFirst bool
 	dirState dirState
 
+	// dueEnded says the request's due work expired a lease (which may have
+	// ended a job): the response says FlagFinished.
+	dueEnded bool
+
 	out  []byte // the response frame, reused
 	body []byte // the response body, reused
 }
@@ -92,6 +96,9 @@ type result struct {
 	body   jsonBody // nil for no body
 	holdMs int64
 	idle   bool // a claim that found nothing: the tenant may be idle
+	// finished says the route may have ended a job (held waits for jobs
+	// look again); holdFinish that the hold waits for a job to end.
+	finished, holdFinish bool
 }
 
 // route runs inside the request's transaction.
@@ -141,6 +148,7 @@ func (t *Tenant) serve(req do.Request) do.Response {
 	}
 
 	now := t.db.Now()
+	t.dueEnded = false
 	var res result
 	err := t.db.Tx(func() error {
 		if err := t.applyDue(now, noticedBy); err != nil {
@@ -166,6 +174,9 @@ func (t *Tenant) serve(req do.Request) do.Response {
 	}
 	again := t.pushAgain
 	t.pushAgain = false
+	if err != nil || rolledBack {
+		t.dueEnded = false
+	}
 	var resp do.Response
 	appended := t.events.Appended()
 	if err != nil || rolledBack {
@@ -190,6 +201,12 @@ func (t *Tenant) serve(req do.Request) do.Response {
 		resp = errorResponse(api.Internal(err.Error()))
 	} else {
 		resp = do.Response{Status: res.status, HoldMs: res.holdMs}
+		if res.finished || t.dueEnded {
+			resp.Flags |= do.FlagFinished
+		}
+		if res.holdFinish {
+			resp.Flags |= do.FlagHoldFinished
+		}
 		jobsWoke, reactionsWoke := t.store.Woke(), t.reactions.Woke()
 		if jobsWoke || reactionsWoke {
 			resp.Flags |= do.FlagWake

@@ -8,7 +8,7 @@
 export const FRAME_VERSION = 2;
 export const KIND_API = 1;
 export const KIND_ALARM = 2;
-export const FLAG_WAKE = 1;
+export const FLAG_WAKE = 1, FLAG_FINISHED = 2, FLAG_HOLD_FINISHED = 4;
 const TX_COMMIT = 0;
 
 const TAG_NULL = 0, TAG_INT = 1, TAG_FLOAT = 2, TAG_TEXT = 3, TAG_BLOB = 4;

@@ -7,7 +7,7 @@
 import wasm from "./tenant.wasm";
 import {
   decodeResponse, encodeRequest, instantiate, validTraceparent,
-  FLAG_WAKE, HEADER_PRINCIPAL, HEADER_TRACEPARENT, KIND_ALARM, KIND_API, RESERVED_PREFIX,
+  FLAG_FINISHED, FLAG_HOLD_FINISHED, FLAG_WAKE, HEADER_PRINCIPAL, HEADER_TRACEPARENT, KIND_ALARM, KIND_API, RESERVED_PREFIX,
 } from "./abi.mjs";
 import {
   API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_TENANT, INTERNAL_PREFIX,
@@ -114,10 +114,17 @@ export class Tenant {
     this.wakeUp = null;
     this.wakeAll = null;
     this.newWake();
+    this.finishUp = null;
+    this.finishAll = null;
+    this.newFinish();
   }
 
   newWake() {
     this.wakeUp = new Promise((resolve) => (this.wakeAll = resolve));
+  }
+
+  newFinish() {
+    this.finishUp = new Promise((resolve) => (this.finishAll = resolve));
   }
 
   // call runs one frame through the module. A trap discards the instance
@@ -159,6 +166,10 @@ export class Tenant {
     if (resp.flags & FLAG_WAKE) {
       this.wakeAll();
       this.newWake();
+    }
+    if (resp.flags & FLAG_FINISHED) {
+      this.finishAll();
+      this.newFinish();
     }
     const note = this.env.DIRECTORY && resp.headers.find(([name]) => name === HEADER_DIRECTORY);
     if (note) this.ctx.waitUntil(this.noteDirectory(note[1]));
@@ -233,7 +244,7 @@ export class Tenant {
     const frame = encodeRequest(KIND_API, request.method, path, url.search.slice(1), body, requestHeaders(request, PRINCIPAL_ADMIN, this.ownHeaders()));
     let deadline = 0;
     for (;;) {
-      const woken = this.wakeUp; // before the call, so no wake-up is missed
+      const woken = this.wakeUp, finished = this.finishUp; // before the call, so no wake-up is missed
       let resp;
       try {
         resp = this.call(frame);
@@ -247,7 +258,8 @@ export class Tenant {
           let until = deadline;
           if (this.alarmAt > 0 && this.alarmAt < until) until = Math.max(this.alarmAt, now + 1);
           let timer;
-          await Promise.race([woken, new Promise((r) => (timer = setTimeout(r, until - now)))]);
+          const wakes = resp.flags & FLAG_HOLD_FINISHED ? finished : woken; // a wait for a job to end, or for work
+          await Promise.race([wakes, new Promise((r) => (timer = setTimeout(r, until - now)))]);
           clearTimeout(timer);
           continue;
         }
