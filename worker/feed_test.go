@@ -64,7 +64,7 @@ func TestWithoutATenantListTheWorkerFollowsTheDirectory(t *testing.T) {
 	ctx := context.Background()
 	for i := range 100 {
 		// Touched once: the tenants exist, and are idle.
-		_, err := h.Tenant("idle-"+strconv.Itoa(i)).Status(ctx)
+		_, err := h.Tenant("idle-" + strconv.Itoa(i)).Status(ctx)
 		require.NoError(t, err)
 	}
 	watch := &watched{byTenant: map[string]int{}}
