@@ -357,6 +357,9 @@ type Schedule struct {
 	LastError string          `json:"last_error,omitempty"`
 	CreatedAt time.Time       `json:"created_at"`
 	UpdatedAt time.Time       `json:"updated_at"`
+	// Module says the tenant module declared the schedule (for every
+	// tenant): it cannot be replaced or deleted per tenant.
+	Module bool `json:"module,omitempty"`
 }
 
 // SchedulesResponse lists schedules.

@@ -41,6 +41,7 @@ const (
 	CodeVersionConflict Code = "version_conflict"  // 409: the stream is not at the expected version (stream and current_version say where it is)
 	CodeCommandIDReused Code = "command_id_reused" // 409: the command id was applied before with other content
 	CodeNotStuck        Code = "not_stuck"         // 409: skip of an event that is not the reaction's first open delivery
+	CodeModuleSchedule  Code = "module_schedule"   // 409: the schedule is declared by the tenant module; change it there
 	CodeCommandRejected Code = "command_rejected"  // 422: the aggregate's decide refused the command (its error, or a panic in its code); nothing was written
 	CodeTxFailed        Code = "tx_failed"         // 422: a registered transaction failed; it wrote nothing
 	CodeQueryFailed     Code = "query_failed"      // 422: a registered query's SQL failed with these parameters

@@ -14,7 +14,7 @@ func (c Code) Status() int {
 		return 404
 	case CodeMethodNotAllowed:
 		return 405
-	case CodeFinished, CodeNotRetryable, CodeNotFinished, CodeUniqueConflict, CodeVersionConflict, CodeCommandIDReused, CodeNotStuck, CodeStaleAttempt, CodeOtherWorker, CodeBadToken, CodeLeaseExpired, CodeAlreadyReported, CodeClaimTakenOver, CodeUnknownClaim, CodeOutOfOrder, CodeAlreadySettled:
+	case CodeFinished, CodeNotRetryable, CodeNotFinished, CodeUniqueConflict, CodeVersionConflict, CodeCommandIDReused, CodeNotStuck, CodeModuleSchedule, CodeStaleAttempt, CodeOtherWorker, CodeBadToken, CodeLeaseExpired, CodeAlreadyReported, CodeClaimTakenOver, CodeUnknownClaim, CodeOutOfOrder, CodeAlreadySettled:
 		return 409
 	case CodeBodyTooLarge:
 		return 413

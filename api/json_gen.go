@@ -471,6 +471,9 @@ func (v Schedule) AppendJSON(b []byte) []byte {
 	o.strOmit("last_error", v.LastError)
 	o.time("created_at", v.CreatedAt)
 	o.time("updated_at", v.UpdatedAt)
+	if v.Module {
+		o.bool("module", true)
+	}
 	return o.end()
 }
 

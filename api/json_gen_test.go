@@ -80,7 +80,7 @@ func fxReport() api.ReportRequest {
 
 func fxSchedule() api.Schedule {
 	return api.Schedule{Name: "s", Cron: "@hourly", Job: json.RawMessage(`{"kind":"k"}`), Paused: true, NextAt: fxLater,
-		LastAt: &fxAt, LastJobID: "7", LastError: "e", CreatedAt: fxAt, UpdatedAt: fxLater}
+		LastAt: &fxAt, LastJobID: "7", LastError: "e", CreatedAt: fxAt, UpdatedAt: fxLater, Module: true}
 }
 
 func fxEvent() api.Event {

@@ -392,3 +392,11 @@ func (t *Tenant) Wait(ctx context.Context, id string) (api.Job, error) {
 		}
 	}
 }
+
+// Schedules lists the tenant's schedules: its own and those the module
+// declares for every tenant (Module set).
+func (t *Tenant) Schedules(ctx context.Context) ([]api.Schedule, error) {
+	var out api.SchedulesResponse
+	err := t.do(ctx, api.RouteSchedules, nil, nil, &out)
+	return out.Schedules, err
+}

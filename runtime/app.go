@@ -66,6 +66,7 @@ type App struct {
 	projectionBy map[string]*projectionReg
 	queries      map[string]*queryReg
 	pushPolicy   *push.Policy
+	schedules    map[string]moduleSchedule // declared for every tenant
 }
 
 // NewApp returns an empty registry.

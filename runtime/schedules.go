@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/stile-run/stile/api"
@@ -62,6 +64,9 @@ func (t *Tenant) putSchedule(name string, body []byte) (route, *api.Error) {
 		return nil, e
 	}
 	return func(now int64) (result, error) {
+		if err := t.notModule(name); err != nil {
+			return result{}, err
+		}
 		first := s.Next(time.UnixMilli(now)).UnixMilli()
 		if first <= 0 {
 			return result{}, errors.New("unreachable: a schedule that never fires")
@@ -89,6 +94,9 @@ func (t *Tenant) getSchedule(name string) route {
 
 func (t *Tenant) deleteSchedule(name string) route {
 	return func(int64) (result, error) {
+		if err := t.notModule(name); err != nil {
+			return result{}, err
+		}
 		found, err := t.store.DeleteSchedule(name)
 		if err != nil {
 			return result{}, err
@@ -124,5 +132,98 @@ func scheduleView(sc fencestore.Schedule) api.Schedule {
 	if sc.LastJob != 0 {
 		v.LastJobID = fmtID(sc.LastJob)
 	}
+	v.Module = sc.Owner == fencestore.OwnerModule
 	return v
+}
+
+// notModule refuses a per-tenant change to a schedule the module declares.
+func (t *Tenant) notModule(name string) error {
+	if _, ok := t.app.schedules[name]; ok {
+		return api.Refuse(api.CodeModuleSchedule, "schedule %q is declared by the tenant module (App.Schedule), for every tenant: change it in the module", name)
+	}
+	return nil
+}
+
+// Schedule is a periodic job the module declares for every tenant (as
+// River's periodic jobs), besides the schedules a tenant puts itself: each
+// period of Cron enqueues Job, once. A tenant gets the module's schedules
+// when it migrates (its first request after a deploy): new ones start at
+// their next period, changed ones are updated, removed ones deleted.
+type Schedule struct {
+	Name string
+	// Cron is a cron expression: five fields, or @every <duration>,
+	// @hourly, @daily, @weekly, @monthly.
+	Cron string
+	// Job is what each period enqueues (no run_at, depends_on or unique
+	// key: each period is its own).
+	Job api.EnqueueRequest
+}
+
+// Schedule declares a periodic job for every tenant. It panics on an
+// invalid declaration (a bad name or cron expression, a job with run_at,
+// depends_on or a unique key, a duplicate): a bug found at start. Its kind
+// is checked when a tenant applies it.
+func (a *App) Schedule(s Schedule) *App {
+	if !api.ValidName(s.Name) {
+		panic(printf.Sprintf("stile: schedule name %q is invalid: use %s", s.Name, api.NameRule))
+	}
+	c, err := cron.Parse(s.Cron)
+	if err != nil {
+		panic(printf.Sprintf("stile: schedule %q: %s", s.Name, err.Error()))
+	}
+	if s.Job.RunAt != nil || len(s.Job.DependsOn) > 0 || s.Job.UniqueKey != "" || s.Job.UniqueWindowMs != 0 {
+		panic(printf.Sprintf("stile: schedule %q: a scheduled job takes no run_at, depends_on or unique key", s.Name))
+	}
+	if _, dup := a.schedules[s.Name]; dup {
+		panic(printf.Sprintf("stile: schedule %q is declared twice", s.Name))
+	}
+	if a.schedules == nil {
+		a.schedules = map[string]moduleSchedule{}
+	}
+	a.schedules[s.Name] = moduleSchedule{cron: c.String(), job: s.Job.AppendJSON(nil)}
+	return a
+}
+
+type moduleSchedule struct {
+	cron string
+	job  []byte
+}
+
+// syncSchedules applies the module's schedules to the tenant: added at
+// their next period, updated when their cron or job changed (keeping their
+// history), deleted when the module no longer declares them.
+func (t *Tenant) syncSchedules(now int64) error {
+	stored, err := t.store.ListSchedules()
+	if err != nil {
+		return err
+	}
+	have := map[string]fencestore.Schedule{}
+	for _, sc := range stored {
+		have[sc.Name] = sc
+		if _, declared := t.app.schedules[sc.Name]; sc.Owner == fencestore.OwnerModule && !declared {
+			if _, err := t.store.DeleteSchedule(sc.Name); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(t.app.schedules)) {
+		ms := t.app.schedules[name]
+		if _, e := t.scheduledJob(name, ms.job, 1); e != nil {
+			return printf.Errorf("the module's schedule %q: %s", name, e.Message)
+		}
+		old, found := have[name]
+		if found && old.Owner == fencestore.OwnerModule && old.Cron == ms.cron && string(old.Job) == string(ms.job) {
+			continue
+		}
+		c, err := cron.Parse(ms.cron)
+		if err != nil {
+			return err
+		}
+		next := c.Next(time.UnixMilli(now)).UnixMilli()
+		if _, err := t.store.PutSchedule(now, fencestore.Schedule{Name: name, Cron: ms.cron, Job: ms.job, NextAt: next,
+			Owner: fencestore.OwnerModule}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

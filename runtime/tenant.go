@@ -261,6 +261,9 @@ func (t *Tenant) migrate() error {
 	if err := t.db.Tx(func() error { return t.syncProjections(t.db.Now()) }); err != nil {
 		return printf.Errorf("register the module's projections: %w", err)
 	}
+	if err := t.db.Tx(func() error { return t.syncSchedules(t.db.Now()) }); err != nil {
+		return printf.Errorf("apply the module's schedules: %w", err)
+	}
 	t.schemaVersion = int64(len(schema.Migrations()))
 	t.migrated = true
 	return nil

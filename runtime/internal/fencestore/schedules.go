@@ -17,9 +17,17 @@ type Schedule struct {
 	LastError string
 	CreatedAt int64
 	UpdatedAt int64
+	// Owner is OwnerTenant or OwnerModule.
+	Owner string
 }
 
-const scheduleColumns = `name, cron, job, paused, next_at, last_at, last_job, last_error, created_at, updated_at`
+// Owners of a schedule.
+const (
+	OwnerTenant = "tenant" // PUT /schedules/{name}
+	OwnerModule = "module" // declared by the tenant module
+)
+
+const scheduleColumns = `name, cron, job, paused, next_at, last_at, last_job, last_error, created_at, updated_at, owner`
 
 func scanSchedule(r interface {
 	Text(int) string
@@ -27,7 +35,7 @@ func scanSchedule(r interface {
 	Int(int) int64
 }) Schedule {
 	return Schedule{Name: r.Text(0), Cron: r.Text(1), Job: r.Bytes(2), Paused: r.Int(3) == 1, NextAt: r.Int(4),
-		LastAt: r.Int(5), LastJob: r.Int(6), LastError: r.Text(7), CreatedAt: r.Int(8), UpdatedAt: r.Int(9)}
+		LastAt: r.Int(5), LastJob: r.Int(6), LastError: r.Text(7), CreatedAt: r.Int(8), UpdatedAt: r.Int(9), Owner: r.Text(10)}
 }
 
 // PutSchedule creates or replaces a schedule; its first period is
@@ -37,10 +45,13 @@ func (s *Store) PutSchedule(now int64, sc Schedule) (Schedule, error) {
 	if err != nil {
 		return sc, err
 	}
-	rows, err := s.db.Query(`INSERT INTO stile_schedules (name, cron, job, paused, next_at, created_at, updated_at)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
-		ON CONFLICT (name) DO UPDATE SET cron = ?2, job = ?3, paused = ?4, next_at = ?5, updated_at = ?6
-		RETURNING `+scheduleColumns, sc.Name, sc.Cron, string(sc.Job), sc.Paused, sc.NextAt, now)
+	if sc.Owner == "" {
+		sc.Owner = OwnerTenant
+	}
+	rows, err := s.db.Query(`INSERT INTO stile_schedules (name, cron, job, paused, next_at, created_at, updated_at, owner)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)
+		ON CONFLICT (name) DO UPDATE SET cron = ?2, job = ?3, paused = ?4, next_at = ?5, updated_at = ?6, owner = ?7
+		RETURNING `+scheduleColumns, sc.Name, sc.Cron, string(sc.Job), sc.Paused, sc.NextAt, now, sc.Owner)
 	if err != nil {
 		return sc, printf.Errorf("put schedule %q: %w", sc.Name, err)
 	}
