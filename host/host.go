@@ -96,6 +96,31 @@ func (c *ManualClock) After(at int64) <-chan struct{} {
 	return ch
 }
 
+// Timer is After with a stop: stop forgets the wait (its channel is never
+// closed), so Waiting counts only the waits still wanted.
+func (c *ManualClock) Timer(at int64) (<-chan struct{}, func()) {
+	ch := c.After(at)
+	return ch, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for i, w := range c.waiters {
+			if w.ch == ch {
+				c.waiters = append(c.waiters[:i], c.waiters[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
+// Waiting counts the channels After handed out that the clock has not
+// reached yet: a test waits for a goroutine to wait on the clock before
+// it moves it.
+func (c *ManualClock) Waiting() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.waiters)
+}
+
 // Advance moves the clock forward by d and releases the waiters it passed.
 func (c *ManualClock) Advance(d time.Duration) {
 	c.mu.Lock()

@@ -18,6 +18,7 @@ import (
 	"github.com/stile-run/stile/host/wazerohost"
 	"github.com/stile-run/stile/runtime"
 	"github.com/stile-run/stile/server"
+	"github.com/stile-run/stile/worker"
 )
 
 // Config says which module a Harness runs and how. Exactly one of App,
@@ -62,6 +63,13 @@ type Config struct {
 	// and 30 s).
 	MaxOpen     int
 	CallTimeout time.Duration
+	// Handlers registers the handlers WorkOne and WorkAll run, in the
+	// test's goroutine: a handler package's Register.
+	Handlers func(*worker.Worker)
+	// Tenant is the tenant the helpers (RequireEnqueued, WorkOne, Query,
+	// …) act on. Default "acme"; For gives a view on another.
+	Tenant string
+
 	// Pusher, if set, is told when a tenant has ready work for executors
 	// (host.Config.Pusher): an executor.Local runs a worker's handlers on
 	// each push, in-process, as the edge executor does on Cloudflare.
@@ -93,6 +101,10 @@ type Harness struct {
 	server  *httptest.Server
 	client  *client.Client
 	tempDir string // removed by Close: Start made it
+
+	handlers func(*worker.Worker)
+	tenant   string // the helpers' tenant
+	log      *slog.Logger
 
 	closeOnce sync.Once
 	closeErr  error
@@ -185,8 +197,12 @@ func start(cfg Config) (*Harness, error) {
 		return nil, fmt.Errorf("stiletest: %w", err)
 	}
 	ts := httptest.NewServer(srv)
+	tenant := cfg.Tenant
+	if tenant == "" {
+		tenant = "acme"
+	}
 	return &Harness{URL: ts.URL, token: token, clock: clock, manual: manual, manager: m, server: ts,
-		client: client.New(ts.URL, token, nil)}, nil
+		client: client.New(ts.URL, token, nil), handlers: cfg.Handlers, tenant: tenant, log: cfg.Logger}, nil
 }
 
 // openFactory opens the host of the one module cfg names.

@@ -114,7 +114,7 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 				continue // taken meanwhile: look again
 			}
 			resp, cerr := ten.Claim(ctx, api.ClaimRequest{Worker: w.cfg.ID, Queues: w.cfg.Queues, Kinds: kinds, Limit: n})
-			received := time.Now()
+			received := w.cfg.Clock.Now()
 			w.releaseSlots(n - len(resp.Jobs))
 			if cerr == nil {
 				w.startJobs(hctx, ten, resp, received, &running)
@@ -126,7 +126,7 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 		if len(names) > 0 && err == nil && cap(w.slots) > len(w.slots) && (b.Subrequests == 0 || b.Used()+4 < b.Subrequests) {
 			resp, cerr := ten.ClaimReactions(ctx, api.ReactionClaimRequest{Worker: w.cfg.ID, Handlers: names, Limit: api.MaxDeliveries})
 			if cerr == nil {
-				if !w.startRuns(ctx, hctx, ten, resp, time.Now(), &running) {
+				if !w.startRuns(ctx, hctx, ten, resp, w.cfg.Clock.Now(), &running) {
 					res.End = api.PushBudgetSpent
 				}
 				got += len(resp.Deliveries)

@@ -159,7 +159,7 @@ func (w *Worker) reactionLoop(ctx, hctx context.Context, tenant string, names []
 		}
 		resp, err := ten.ClaimReactions(ctx, api.ReactionClaimRequest{Worker: w.cfg.ID, Handlers: names,
 			Limit: api.MaxDeliveries, WaitMs: w.cfg.PollWait.Milliseconds()})
-		received := time.Now()
+		received := w.cfg.Clock.Now()
 		<-w.slots
 		if err != nil {
 			if !w.waitAfter(ctx, &backoff, "reaction claim failed; retrying", tenant, err) {
@@ -199,7 +199,7 @@ func (w *Worker) startRuns(ctx, hctx context.Context, ten *client.Tenant, resp a
 			defer w.freeSlot()
 			for _, d := range ds {
 				local := received.Add(d.LeaseUntil.Sub(resp.Now))
-				if ctx.Err() != nil || time.Until(local) < time.Duration(d.TimeoutMs)*time.Millisecond {
+				if ctx.Err() != nil || local.Sub(w.cfg.Clock.Now()) < time.Duration(d.TimeoutMs)*time.Millisecond {
 					// Not started: the worker is stopping, or the run waited
 					// for a slot until this delivery could no longer finish
 					// inside its lease (running it could overlap a takeover).
@@ -208,7 +208,7 @@ func (w *Worker) startRuns(ctx, hctx context.Context, ten *client.Tenant, resp a
 						Outcome: api.OutcomeDelayed}, local, w.log.With("tenant", ten.Name(), "reaction", d.Handler, "seq", d.Event.Seq))
 					return
 				}
-				if !w.runReaction(hctx, ten, d, local) {
+				if _, ok := w.runReaction(hctx, ten, d, local); !ok {
 					return // failed or taken over: the rest of the run waits behind it
 				}
 			}
@@ -218,21 +218,38 @@ func (w *Worker) startRuns(ctx, hctx context.Context, ten *client.Tenant, resp a
 }
 
 // runReaction runs one delivery and settles it; false stops the run.
-func (w *Worker) runReaction(hctx context.Context, ten *client.Tenant, d api.Delivery, leaseUntil time.Time) bool {
+func (w *Worker) runReaction(hctx context.Context, ten *client.Tenant, d api.Delivery, leaseUntil time.Time) (api.Settlement, bool) {
 	w.mu.Lock()
 	h := w.reactions[d.Handler]
 	w.mu.Unlock()
 	log := w.log.With("tenant", ten.Name(), "reaction", d.Handler, "seq", d.Event.Seq, "attempt", d.Attempt)
-	deadline := time.Now().Add(time.Duration(d.TimeoutMs) * time.Millisecond)
-	ctx, cancel := context.WithDeadlineCause(hctx, deadline, ErrTimeout)
+	deadline := w.cfg.Clock.Now().Add(time.Duration(d.TimeoutMs) * time.Millisecond)
+	ctx, cancel := w.withDeadline(hctx, deadline, ErrTimeout)
 	defer cancel()
 	r := &Reaction{Tenant: ten.Name(), Handler: d.Handler, Kind: d.Kind, Event: d.Event, IdempotencyKey: d.IdempotencyKey,
 		Attempt: d.Attempt, Failures: d.Failures, Deadline: deadline, LastError: d.LastError,
 		Correlation: d.Correlation, State: d.State}
-	herr := callReaction(ctx, h, r)
-	s := api.Settlement{Handler: d.Handler, Seq: d.Event.Seq, ClaimID: d.ClaimID, Outcome: api.OutcomeSucceeded}
+	s := settlementOf(r, callReaction(ctx, h, r), context.Cause(ctx), d.TimeoutMs)
+	s.Seq, s.ClaimID = d.Event.Seq, d.ClaimID
+	res, err := w.settle(ten, s, leaseUntil, log)
+	var refused *api.Error
+	if errors.As(err, &refused) && !client.Retryable(err) && !errors.Is(err, api.ErrStale) && s.Outcome != api.OutcomeFailed {
+		// The API refused the settlement itself (a command it cannot take,
+		// state from a policy, a delay too long): the delivery fails with
+		// why, and backs off, instead of running again at every lease.
+		s = failedSettlement(s, "the settlement was refused: "+refused.Message)
+		w.settle(ten, s, leaseUntil, log)
+		return s, false
+	}
+	return s, err == nil && res.Error == nil && s.Outcome == api.OutcomeSucceeded
+}
+
+// settlementOf turns what a reaction handler returned (and why its
+// context ended, if it did) into the settlement a worker sends, without
+// its event's seq and claim: what it staged, if it succeeded.
+func settlementOf(r *Reaction, herr, cause error, timeoutMs int64) api.Settlement {
+	s := api.Settlement{Handler: r.Handler, Outcome: api.OutcomeSucceeded}
 	var sn *snooze
-	cause := context.Cause(ctx)
 	switch {
 	case herr == nil:
 		r.mu.Lock()
@@ -244,7 +261,7 @@ func (w *Worker) runReaction(hctx context.Context, ten *client.Tenant, d api.Del
 	case errors.Is(cause, ErrShutdown):
 		s.Outcome = api.OutcomeDelayed // released: runs again at once, no failure counted
 	case errors.Is(cause, ErrTimeout):
-		s.Outcome, s.Error = api.OutcomeFailed, fmt.Sprintf("timed out after %d ms: %v", d.TimeoutMs, herr)
+		s.Outcome, s.Error = api.OutcomeFailed, fmt.Sprintf("timed out after %d ms: %v", timeoutMs, herr)
 	default:
 		s.Outcome, s.Error = api.OutcomeFailed, herr.Error()
 	}
@@ -252,16 +269,7 @@ func (w *Worker) runReaction(hctx context.Context, ten *client.Tenant, d api.Del
 		// A command's data or the state is not JSON: it cannot be sent.
 		s = failedSettlement(s, "the settlement cannot be encoded: "+err.Error())
 	}
-	res, err := w.settle(ten, s, leaseUntil, log)
-	var refused *api.Error
-	if errors.As(err, &refused) && !client.Retryable(err) && !errors.Is(err, api.ErrStale) && s.Outcome != api.OutcomeFailed {
-		// The API refused the settlement itself (a command it cannot take,
-		// state from a policy, a delay too long): the delivery fails with
-		// why, and backs off, instead of running again at every lease.
-		w.settle(ten, failedSettlement(s, "the settlement was refused: "+refused.Message), leaseUntil, log)
-		return false
-	}
-	return err == nil && res.Error == nil && s.Outcome == api.OutcomeSucceeded
+	return s
 }
 
 // failedSettlement is s turned into a failure with msg, and nothing else.
@@ -306,7 +314,7 @@ func (w *Worker) settle(ten *client.Tenant, s api.Settlement, leaseUntil time.Ti
 			log.Error("settlement rejected", "err", err)
 			return api.SettleResult{}, err
 		}
-		if time.Now().After(leaseUntil) {
+		if w.cfg.Clock.Now().After(leaseUntil) {
 			log.Error("giving up on the settlement: the lease is over, the delivery will run again", "err", err)
 			return api.SettleResult{}, err
 		}

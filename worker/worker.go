@@ -145,6 +145,48 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger receives the worker's log lines. Default: slog.Default().
 	Logger *slog.Logger
+	// Clock keeps the worker's leases, heartbeats and time limits. Default:
+	// the wall clock; a test gives the clock it moves by hand
+	// (stiletest.Harness.WorkerClock), so that advancing it drives the
+	// tenant and the worker alike.
+	Clock Clock
+}
+
+// Clock is the time a worker keeps leases, heartbeats and time limits by.
+// Network timeouts and retry backoffs stay on the wall clock.
+type Clock interface {
+	Now() time.Time
+	// After returns a channel closed once d has passed, and a stop that
+	// forgets it (the channel is then never closed).
+	After(d time.Duration) (<-chan struct{}, func())
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now() }
+
+func (wallClock) After(d time.Duration) (<-chan struct{}, func()) {
+	ch := make(chan struct{})
+	t := time.AfterFunc(d, func() { close(ch) })
+	return ch, func() { t.Stop() }
+}
+
+// withDeadline is context.WithDeadlineCause on the worker's clock.
+func (w *Worker) withDeadline(parent context.Context, at time.Time, cause error) (context.Context, context.CancelFunc) {
+	if _, wall := w.cfg.Clock.(wallClock); wall {
+		return context.WithDeadlineCause(parent, at, cause)
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	fired, stop := w.cfg.Clock.After(at.Sub(w.cfg.Clock.Now()))
+	go func() {
+		defer stop()
+		select {
+		case <-fired:
+			cancel(cause)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(context.Canceled) }
 }
 
 // Worker runs handlers. Register handlers with Handle, then call Run.
@@ -197,6 +239,9 @@ func New(cfg Config) (*Worker, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = wallClock{}
 	}
 	w := &Worker{cfg: cfg, log: cfg.Logger.With("worker", cfg.ID), handlers: map[string]Handler{}, reactions: map[string]ReactionHandler{},
 		slots: make(chan struct{}, cfg.Concurrency), freed: make(chan struct{}, 1)}
@@ -284,7 +329,7 @@ func (w *Worker) claimLoop(ctx, hctx context.Context, tenant string, kinds []str
 		}
 		resp, err := ten.Claim(ctx, api.ClaimRequest{Worker: w.cfg.ID, Queues: w.cfg.Queues, Kinds: kinds,
 			Limit: n, WaitMs: w.cfg.PollWait.Milliseconds()})
-		received := time.Now()
+		received := w.cfg.Clock.Now()
 		w.releaseSlots(n - len(resp.Jobs))
 		if err != nil {
 			if !w.waitAfter(ctx, &backoff, "claim failed; retrying", tenant, err) {
@@ -361,7 +406,7 @@ func (w *Worker) waitAfter(ctx context.Context, backoff *time.Duration, msg, ten
 }
 
 // run executes one claimed job: handler, heartbeats, report.
-func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob, deadline time.Time) {
+func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob, deadline time.Time) api.ReportRequest {
 	w.mu.Lock()
 	h := w.handlers[c.Kind]
 	w.mu.Unlock()
@@ -370,9 +415,11 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 
 	ctx, cancel := context.WithCancelCause(hctx)
 	defer cancel(nil)
+	var timeoutAt time.Time
 	if c.TimeoutMs > 0 {
 		var stop context.CancelFunc
-		ctx, stop = context.WithDeadlineCause(ctx, deadline.Add(time.Duration(c.TimeoutMs-c.LeaseMs)*time.Millisecond), ErrTimeout)
+		timeoutAt = deadline.Add(time.Duration(c.TimeoutMs-c.LeaseMs) * time.Millisecond)
+		ctx, stop = w.withDeadline(ctx, timeoutAt, ErrTimeout)
 		defer stop()
 	}
 	lease := &leaseClock{deadline: deadline}
@@ -384,7 +431,7 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 	beats.Add(1)
 	go func() {
 		defer beats.Done()
-		w.heartbeat(ctx, cancel, ten, c, claim, lease, stop, log)
+		w.heartbeat(ctx, cancel, ten, c, claim, lease, timeoutAt, stop, log)
 	}()
 	output, herr := call(ctx, h, job)
 	close(stop)
@@ -396,7 +443,16 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 		// on record, and so a duplicate delivery is visible.
 		log.Warn("handler finished after its lease was lost", "cause", cause)
 	}
-	report := api.ReportRequest{Claim: claim, Outcome: api.OutcomeCompleted, Tags: job.tags()}
+	report := reportOf(job, output, herr, cause, c.TimeoutMs)
+	report.Claim = claim
+	w.report(ten, c.ID, report, lease, log)
+	return report
+}
+
+// reportOf turns what a handler returned (and why its context ended, if
+// it did) into the report a worker sends, without its claim.
+func reportOf(job *Job, output any, herr, cause error, timeoutMs int64) api.ReportRequest {
+	report := api.ReportRequest{Outcome: api.OutcomeCompleted, Tags: job.tags()}
 	var sn *snooze
 	var fin *final
 	switch {
@@ -410,7 +466,7 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 	case errors.As(herr, &fin):
 		report.Outcome, report.Error, report.Final = api.OutcomeFailed, herr.Error(), true
 	case errors.Is(cause, ErrTimeout):
-		report.Outcome, report.Error = api.OutcomeFailed, fmt.Sprintf("timed out after %d ms: %v", c.TimeoutMs, herr)
+		report.Outcome, report.Error = api.OutcomeFailed, fmt.Sprintf("timed out after %d ms: %v", timeoutMs, herr)
 	default:
 		report.Outcome, report.Error = api.OutcomeFailed, herr.Error()
 	}
@@ -422,7 +478,7 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 			report.Output = b
 		}
 	}
-	w.report(ten, c.ID, report, lease, log)
+	return report
 }
 
 // call runs the handler, turning a panic into a failure with its stack.
@@ -456,22 +512,30 @@ func (l *leaseClock) set(t time.Time) {
 // heartbeat extends the lease every third of it until stop, and cancels the
 // handler when the lease is lost or runs out locally.
 func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, ten *client.Tenant,
-	c api.ClaimedJob, claim api.Claim, lease *leaseClock, stop <-chan struct{}, log *slog.Logger) {
+	c api.ClaimedJob, claim api.Claim, lease *leaseClock, timeoutAt time.Time, stop <-chan struct{}, log *slog.Logger) {
 	every := time.Duration(c.LeaseMs) * time.Millisecond / 3
 	for {
-		untilExpiry := time.Until(lease.get())
+		// One wait on the clock: until the next heartbeat, or the lease's
+		// end if that comes first.
+		next, stopNext := w.cfg.Clock.After(min(every, lease.get().Sub(w.cfg.Clock.Now())))
 		select {
 		case <-stop:
+			stopNext()
 			return
 		case <-ctx.Done():
+			stopNext()
 			return
-		case <-time.After(untilExpiry):
+		case <-next:
+		}
+		if now := w.cfg.Clock.Now(); !now.Before(lease.get()) {
+			if !timeoutAt.IsZero() && !now.Before(timeoutAt) {
+				return // the lease ends with the time limit, whose context says so
+			}
 			cancel(fmt.Errorf("%w: the lease ran out without a successful heartbeat", ErrLeaseLost))
 			return
-		case <-time.After(every):
 		}
 		rctx, rcancel := context.WithTimeout(ctx, max(every, time.Second))
-		sent := time.Now()
+		sent := w.cfg.Clock.Now()
 		hb, err := ten.Heartbeat(rctx, c.ID, claim)
 		rcancel()
 		switch {
@@ -511,7 +575,7 @@ func (w *Worker) report(ten *client.Tenant, id string, r api.ReportRequest, leas
 			log.Error("report rejected", "err", err)
 			return
 		}
-		if time.Now().After(lease.get()) {
+		if w.cfg.Clock.Now().After(lease.get()) {
 			log.Error("giving up on the report: the lease is over, the job will be retried", "err", err)
 			return
 		}
