@@ -66,7 +66,7 @@ func runBench(args []string) error {
 		return err
 	}
 	fmt.Printf("stile bench: %s, %d CPUs, %s/%s\n", goruntime.Version(), goruntime.NumCPU(), goruntime.GOOS, goruntime.GOARCH)
-	fmt.Printf("tenant.wasm (default module, as stile build makes it): %d bytes, %d bytes gzip -9 (%.2f MB)\n\n", len(wasm), gzipSize(wasm), float64(gzipSize(wasm))/1e6)
+	fmt.Printf("tenant.wasm (default module, as stile build makes it): %d bytes, %d bytes gzip -9 (%.2f MB)\n\n", len(wasm), wasmbuild.GzipSize(wasm), float64(wasmbuild.GzipSize(wasm))/1e6)
 
 	// hosts: each measurement gets a fresh manager over fresh files.
 	n := new(int)
@@ -530,7 +530,7 @@ func benchEdge(ctx context.Context, dir string, wasm []byte, latJobs, latRate, b
 		}
 	}
 	fmt.Printf("  sizes: executor.wasm %d bytes, %d gzip -9; the whole script %d gzip -9 (paid plan limit 10 MB, free 3 MB)\n",
-		len(exe), gzipSize(exe), gzipSize(script))
+		len(exe), wasmbuild.GzipSize(exe), wasmbuild.GzipSize(script))
 
 	wait := func(ten *client.Tenant, ids []string) ([]api.Job, error) {
 		out := make([]api.Job, 0, len(ids))

@@ -2,13 +2,13 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/host/workerd"
@@ -24,6 +24,7 @@ func runBuild(args []string) error {
 	out := fs.String("out", "build", "output directory")
 	handlers := fs.String("handlers", "", "a handler package (exports Register(*worker.Worker)) to run as the edge executor")
 	name := fs.String("name", "stile", "the Worker's name in the wrangler config written with --handlers")
+	maxSize := fs.Int("max-size", 0, "fail if the tenant module is over this many bytes gzipped (0: only warn above the 1.5 MB budget)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -37,6 +38,10 @@ func runBuild(args []string) error {
 	}
 	wasm, err := os.ReadFile(wasmPath)
 	if err != nil {
+		return err
+	}
+	if err := checkSize(fs.Arg(0), wasm, *maxSize); err != nil {
+		os.Remove(wasmPath)
 		return err
 	}
 	if err := workerd.WriteWorker(*out, wasm); err != nil {
@@ -69,12 +74,12 @@ func runBuild(args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("  %-14s %9d bytes %9d gzip -9\n", name, len(b), gzipSize(b))
+		fmt.Printf("  %-14s %9d bytes %9d gzip -9\n", name, len(b), wasmbuild.GzipSize(b))
 		if name != "wrangler.toml" {
 			all.Write(b)
 		}
 	}
-	fmt.Printf("  %-14s %9d bytes %9d gzip -9\n", "(script)", all.Len(), gzipSize(all.Bytes()))
+	fmt.Printf("  %-14s %9d bytes %9d gzip -9\n", "(script)", all.Len(), wasmbuild.GzipSize(all.Bytes()))
 	fmt.Printf("\nCloudflare's script limit is 3 MB (free plan) or 10 MB (paid), compressed.\n")
 	if *handlers != "" {
 		fmt.Printf("deploy the Worker with its edge executor (wrangler needs Node >= 22.12):\n"+
@@ -85,10 +90,41 @@ func runBuild(args []string) error {
 	return nil
 }
 
-func gzipSize(b []byte) int {
-	var buf bytes.Buffer
-	w, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	w.Write(b)
-	w.Close()
-	return buf.Len()
+// checkSize warns when the tenant module is over its budget, naming the
+// packages that weigh most (from an unstripped build's name section), and
+// fails when it is over max (if set).
+func checkSize(pkg string, wasm []byte, max int) error {
+	gz := wasmbuild.GzipSize(wasm)
+	over := max > 0 && gz > max
+	if gz <= wasmbuild.ModuleBudget && !over {
+		return nil
+	}
+	var why strings.Builder
+	limit := wasmbuild.ModuleBudget
+	if over {
+		limit = max
+	}
+	fmt.Fprintf(&why, "the tenant module is %d bytes gzipped, over %d", gz, limit)
+	ctx := context.Background()
+	tmp, err := os.MkdirTemp("", "stile-size-")
+	if err == nil {
+		defer os.RemoveAll(tmp)
+		named := filepath.Join(tmp, "named.wasm")
+		if err := wasmbuild.BuildWasm(ctx, ".", pkg, named); err == nil {
+			b, _ := os.ReadFile(named)
+			deps, derr := wasmbuild.Deps(ctx, ".", pkg)
+			if ps, perr := wasmbuild.PackageSizes(b, deps); derr == nil && perr == nil {
+				why.WriteString("; its largest packages (code, uncompressed):")
+				for _, p := range ps[:min(12, len(ps))] {
+					fmt.Fprintf(&why, "\n  %9d  %s", p.Bytes, p.Package)
+				}
+				why.WriteString("\nA package the module imports that a worker needs instead (net/http, a handler package) is the usual cause: keep handlers out of the tenant module's imports.")
+			}
+		}
+	}
+	if over {
+		return errors.New(why.String())
+	}
+	fmt.Fprintln(os.Stderr, "stile build: warning:", why.String())
+	return nil
 }

@@ -176,3 +176,30 @@ func TestDevWithHandlers(t *testing.T) {
 		t.Fatal("stile dev did not stop on SIGINT")
 	}
 }
+
+// TestBuildWatchesTheModulesSize: over the 1.5 MB budget stile build warns
+// and names the packages that weigh most; --max-size makes any bound an
+// error, and writes nothing.
+func TestBuildWatchesTheModulesSize(t *testing.T) {
+	bin := stile(t)
+	root, _ := filepath.Abs("../..")
+	out := t.TempDir()
+	cmd := exec.Command(bin, "build", "--out", out, "./cmd/stile/testdata/heavy")
+	cmd.Dir = root
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	require.Contains(t, string(b), "warning: the tenant module is")
+	require.Contains(t, string(b), "over 1500000")
+	require.Regexp(t, `\d+  net/http\n`, string(b), "the package that made it heavy is named")
+	require.Contains(t, string(b), "tenant.wasm", "and the bundle is written")
+
+	out = t.TempDir()
+	cmd = exec.Command(bin, "build", "--out", out, "--max-size", "500000", "./e2e/testapp/tenant")
+	cmd.Dir = root
+	b, err = cmd.CombinedOutput()
+	require.Error(t, err, "%s", b)
+	require.Contains(t, string(b), "over 500000")
+	require.Contains(t, string(b), "github.com/stile-run/stile/runtime")
+	_, err = os.Stat(filepath.Join(out, "worker.mjs"))
+	require.True(t, os.IsNotExist(err), "a module over --max-size writes no bundle")
+}
