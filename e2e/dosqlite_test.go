@@ -24,7 +24,8 @@ func TestDurableObjectSQLiteUnchanged(t *testing.T) {
 	t.Parallel()
 	root, err := filepath.Abs("..")
 	require.NoError(t, err)
-	if err := workerd.EnsureInstalled(root); errors.Is(err, workerd.ErrNoNode) {
+	nodeDir, err := workerd.EnsureInstalled()
+	if errors.Is(err, workerd.ErrNoNode) {
 		if ci() {
 			t.Fatalf("CI=true: %v", err)
 		}
@@ -34,6 +35,7 @@ func TestDurableObjectSQLiteUnchanged(t *testing.T) {
 	}
 	cmd := exec.Command("node", filepath.Join("e2e", "dosqlite", "measure.mjs"))
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "STILE_NODE_DIR="+nodeDir)
 	out, err := cmd.Output()
 	require.NoError(t, err)
 	committed, err := os.ReadFile(filepath.Join(root, "e2e", "dosqlite", "measured.json"))

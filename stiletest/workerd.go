@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -96,7 +95,7 @@ func (w *Workerd) start(tb testing.TB) (*workerd.Server, string, error) {
 			return nil, "", err
 		}
 	}
-	o := workerd.Options{Root: repoRoot(), Bundle: dir, Token: w.token(), Vars: w.Vars}
+	o := workerd.Options{Bundle: dir, Token: w.token(), Vars: w.Vars}
 	if w.TestEntry {
 		if err := workerd.WriteTestEntry(dir); err != nil {
 			return nil, "", err
@@ -127,11 +126,4 @@ func (w *Workerd) Close() {
 	if w.server != nil {
 		w.server.Close()
 	}
-}
-
-// repoRoot is the root of Stile's module, where package.json pins
-// Miniflare and host/workerd/js/serve.mjs starts it.
-func repoRoot() string {
-	_, file, _, _ := goruntime.Caller(0)
-	return filepath.Dir(filepath.Dir(file))
 }

@@ -300,7 +300,7 @@ func benchWorkerd(ctx context.Context, dir string, wasm []byte, jobs, batch, eve
 	if err := workerd.WriteWorker(bundleDir, wasm); err != nil {
 		return err
 	}
-	srv, err := workerd.Start(workerd.Options{Root: ".", Bundle: bundleDir, Token: "bench-token"})
+	srv, err := workerd.Start(workerd.Options{Bundle: bundleDir, Token: "bench-token"})
 	if errors.Is(err, workerd.ErrNoNode) {
 		fmt.Println("workerd: skipped,", err)
 		return nil
@@ -506,7 +506,7 @@ func benchEdge(ctx context.Context, dir string, wasm []byte, latJobs, latRate, b
 	if err := workerd.WriteTestEntry(bundleDir); err != nil {
 		return err
 	}
-	srv, err := workerd.Start(workerd.Options{Root: ".", Bundle: bundleDir, Token: "bench-token", Entry: workerd.TestEntryFile})
+	srv, err := workerd.Start(workerd.Options{Bundle: bundleDir, Token: "bench-token", Entry: workerd.TestEntryFile})
 	if errors.Is(err, workerd.ErrNoNode) {
 		fmt.Println("edge: skipped,", err)
 		return nil

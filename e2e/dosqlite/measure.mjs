@@ -15,11 +15,17 @@
 // else (workerd's own output) goes to stderr. Nothing but loopback is contacted: the
 // Request.cf lookup is disabled with `cf: false`.
 
-import { Miniflare } from "miniflare";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+
+// Miniflare from where the Go harness installed it (STILE_NODE_DIR, see
+// host/workerd.NodeDir).
+const nodeDir = process.env.STILE_NODE_DIR;
+if (!nodeDir) throw new Error("STILE_NODE_DIR is not set: run this through the Go test, which installs Miniflare");
+const { Miniflare } = await import(pathToFileURL(createRequire(nodeDir + "/").resolve("miniflare")).href);
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const COMPATIBILITY_DATE = "2026-08-01";

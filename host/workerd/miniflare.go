@@ -3,6 +3,7 @@ package workerd
 import (
 	"bufio"
 	"bytes"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,7 +30,6 @@ type Server struct {
 
 // Options of Start.
 type Options struct {
-	Root   string // the repository root (package.json, host/workerd/js/serve.mjs)
 	Bundle string // the directory stile build wrote
 	Token  string // the STILE_TOKEN binding
 	Entry  string // another entry module in Bundle (default worker.mjs, or edge.mjs)
@@ -38,57 +38,116 @@ type Options struct {
 	Vars map[string]string
 }
 
+//go:embed npm/package.json npm/package-lock.json
+var npmFiles embed.FS
+
 // installing serialises EnsureInstalled within a process, and a lock file
 // across processes: two `npm ci` at once in one directory (parallel tests
 // on a fresh clone) break each other.
 var installing sync.Mutex
 
-// EnsureInstalled runs `npm ci` in root when Miniflare is missing, so a
-// fresh clone needs no manual step.
-func EnsureInstalled(root string) error {
+// NodeDir is where Miniflare is installed: $STILE_NODE_DIR, else a
+// directory of the user's cache named after the lock file, so any module
+// that imports Stile (a checkout, or the module cache, which is read-only)
+// runs the same pinned Miniflare.
+func NodeDir() (string, error) {
+	if d := os.Getenv("STILE_NODE_DIR"); d != "" {
+		return d, nil
+	}
+	lock, err := npmFiles.ReadFile("npm/package-lock.json")
+	if err != nil {
+		return "", err
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	return filepath.Join(base, "stile", "miniflare-"+hashBytes(lock)), nil
+}
+
+// EnsureInstalled writes the pinned package.json, its lock file and
+// serve.mjs into NodeDir and runs `npm ci` there when Miniflare is
+// missing, so a fresh machine needs no manual step. It returns NodeDir.
+func EnsureInstalled() (string, error) {
 	if _, err := exec.LookPath("node"); err != nil {
-		return ErrNoNode
+		return "", ErrNoNode
+	}
+	dir, err := NodeDir()
+	if err != nil {
+		return "", err
 	}
 	installing.Lock()
 	defer installing.Unlock()
-	installed := filepath.Join(root, "node_modules", "miniflare", "package.json")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("install Miniflare: %w", err)
+	}
+	// serve.mjs follows this build of Stile; the lock file names the dir.
+	serve, err := js.ReadFile("js/serve.mjs")
+	if err != nil {
+		return "", err
+	}
+	if err := writeIfChanged(filepath.Join(dir, "serve.mjs"), serve); err != nil {
+		return "", err
+	}
+	installed := filepath.Join(dir, "node_modules", "miniflare", "package.json")
 	if _, err := os.Stat(installed); err == nil {
-		return nil
+		return dir, nil
 	}
 	// go test runs packages in processes of their own: two of them on a
-	// fresh clone must not run npm ci in one directory at once.
-	unlock, err := lockFile(filepath.Join(os.TempDir(), "stile-npm-ci-"+hashPath(root)+".lock"))
+	// fresh machine must not run npm ci in one directory at once.
+	unlock, err := lockFile(filepath.Join(os.TempDir(), "stile-npm-ci-"+hashBytes([]byte(dir))+".lock"))
 	if err != nil {
-		return fmt.Errorf("npm ci (installs Miniflare for the workerd layer): %w", err)
+		return "", fmt.Errorf("npm ci (installs Miniflare for the workerd layer): %w", err)
 	}
 	defer unlock()
 	if _, err := os.Stat(installed); err == nil {
-		return nil // another process installed it while we waited
+		return dir, nil // another process installed it while we waited
+	}
+	for _, name := range []string{"package.json", "package-lock.json"} {
+		b, err := npmFiles.ReadFile("npm/" + name)
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return "", fmt.Errorf("install Miniflare: %w", err)
+		}
 	}
 	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
-	cmd.Dir = root
+	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("npm ci (installs Miniflare for the workerd layer): %w\n%s", err, out)
+		return "", fmt.Errorf("npm ci in %s (installs Miniflare for the workerd layer): %w\n%s", dir, err, out)
 	}
-	return nil
+	return dir, nil
 }
 
-// hashPath names a directory in a lock file's name.
-func hashPath(p string) string {
+func writeIfChanged(path string, b []byte) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
+		return nil
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// hashBytes names a file or directory after content.
+func hashBytes(b []byte) string {
 	h := fnv.New64a()
-	h.Write([]byte(p))
+	h.Write(b)
 	return strconv.FormatUint(h.Sum64(), 16)
 }
 
 // Start installs Miniflare if needed and starts it; Close stops it.
 func Start(o Options) (*Server, error) {
-	if err := EnsureInstalled(o.Root); err != nil {
+	dir, err := EnsureInstalled()
+	if err != nil {
 		return nil, err
 	}
 	s := &Server{log: &lockedBuffer{}}
-	s.cmd = exec.Command("node", filepath.Join(o.Root, "host", "workerd", "js", "serve.mjs"), o.Bundle)
-	s.cmd.Dir = o.Root
+	s.cmd = exec.Command("node", filepath.Join(dir, "serve.mjs"), o.Bundle)
+	s.cmd.Dir = dir
 	s.cmd.Env = append(os.Environ(), "STILE_TOKEN="+o.Token)
 	if o.Entry != "" {
 		s.cmd.Env = append(s.cmd.Env, "STILE_ENTRY="+o.Entry)
