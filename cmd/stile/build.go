@@ -23,7 +23,8 @@ func runBuild(args []string) error {
 	}
 	out := fs.String("out", "build", "output directory")
 	handlers := fs.String("handlers", "", "a handler package (exports Register(*worker.Worker)) to run as the edge executor")
-	name := fs.String("name", "stile", "the Worker's name in the wrangler config written with --handlers")
+	name := fs.String("name", "stile", "the Worker's name, in a wrangler config stile build creates")
+	config := fs.String("config", "wrangler.toml", "the wrangler config stile build creates, or updates (only the keys Stile owns)")
 	maxSize := fs.Int("max-size", 0, "fail if the tenant module is over this many bytes gzipped (0: only warn above the 1.5 MB budget)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -62,10 +63,11 @@ func runBuild(args []string) error {
 		if err := workerd.WriteEdge(*out); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(*out, "wrangler.toml"), []byte(workerd.EdgeWrangler(*name)), 0o644); err != nil {
-			return err
-		}
-		files = append(files, workerd.EdgeEntryFile, workerd.ShimFile, workerd.WasmExecFile, workerd.ExecutorFile, "wrangler.toml")
+		files = append(files, workerd.EdgeEntryFile, workerd.ShimFile, workerd.WasmExecFile, workerd.ExecutorFile)
+	}
+	action, err := writeConfig(*config, *out, *name, *handlers != "")
+	if err != nil {
+		return err
 	}
 	fmt.Printf("wrote %s:\n", *out)
 	var all bytes.Buffer
@@ -75,19 +77,53 @@ func runBuild(args []string) error {
 			return err
 		}
 		fmt.Printf("  %-14s %9d bytes %9d gzip -9\n", name, len(b), wasmbuild.GzipSize(b))
-		if name != "wrangler.toml" {
-			all.Write(b)
-		}
+		all.Write(b)
 	}
 	fmt.Printf("  %-14s %9d bytes %9d gzip -9\n", "(script)", all.Len(), wasmbuild.GzipSize(all.Bytes()))
-	fmt.Printf("\nCloudflare's script limit is 3 MB (free plan) or 10 MB (paid), compressed.\n")
-	if *handlers != "" {
-		fmt.Printf("deploy the Worker with its edge executor (wrangler needs Node >= 22.12):\n"+
-			"  npx wrangler secret put STILE_TOKEN -c %[1]s/wrangler.toml\n  npx wrangler deploy -c %[1]s/wrangler.toml\n", *out)
-		return nil
+	fmt.Printf("\nCloudflare's script limit is 3 MB (free plan) or 10 MB (paid), compressed.\n%s %s\n", action, *config)
+	c := ""
+	if *config != "wrangler.toml" {
+		c = " -c " + *config
 	}
-	fmt.Printf("deploy (wrangler needs Node >= 22.12):\n  npx wrangler secret put STILE_TOKEN\n  npx wrangler deploy\n")
+	fmt.Printf("deploy (wrangler needs Node >= 22.12; scripts/wrangler in Stile's checkout fetches one):\n  npx wrangler secret put STILE_TOKEN%[1]s\n  npx wrangler deploy%[1]s\n", c)
 	return nil
+}
+
+// writeConfig creates the wrangler config, or updates the keys Stile owns
+// in the user's, for the bundle in out.
+func writeConfig(config, out, name string, edge bool) (string, error) {
+	entry := workerd.EntryFile
+	if edge {
+		entry = workerd.EdgeEntryFile
+	}
+	absConfig, err := filepath.Abs(config)
+	if err != nil {
+		return "", err
+	}
+	absEntry, err := filepath.Abs(filepath.Join(out, entry))
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(filepath.Dir(absConfig), absEntry)
+	if err != nil {
+		return "", err
+	}
+	old, err := os.ReadFile(config)
+	action := "updated"
+	if errors.Is(err, os.ErrNotExist) {
+		action, err = "wrote", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	b, err := workerd.UpdateWrangler(old, workerd.Wrangler{Name: name, Main: filepath.ToSlash(rel), Edge: edge})
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", config, err)
+	}
+	if bytes.Equal(b, old) {
+		return "kept", nil
+	}
+	return action, os.WriteFile(config, b, 0o644)
 }
 
 // checkSize warns when the tenant module is over its budget, naming the

@@ -101,15 +101,18 @@ func TestBuildWritesTheWorkerBundle(t *testing.T) {
 	bin := stile(t)
 	out := t.TempDir()
 	root, _ := filepath.Abs("../..")
-	cmd := exec.Command(bin, "build", "--out", out, "./examples/emails/tenant")
+	cmd := exec.Command(bin, "build", "--out", out, "--config", filepath.Join(out, "wrangler.toml"), "./examples/emails/tenant")
 	cmd.Dir = root
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", b)
 	require.Contains(t, string(b), "gzip -9")
-	for _, f := range []string{"tenant.wasm", "worker.mjs", "abi.mjs", "config.mjs"} {
+	for _, f := range []string{"tenant.wasm", "worker.mjs", "abi.mjs", "config.mjs", "wrangler.toml"} {
 		_, err := os.Stat(filepath.Join(out, f))
 		require.NoError(t, err, f)
 	}
+	config, err := os.ReadFile(filepath.Join(out, "wrangler.toml"))
+	require.NoError(t, err)
+	require.Contains(t, string(config), "main = \"worker.mjs\"\n", "the entry, relative to the config")
 	cmd = exec.Command(bin, "build", "./no/such/pkg")
 	cmd.Dir = root
 	b, err = cmd.CombinedOutput()
@@ -184,7 +187,7 @@ func TestBuildWatchesTheModulesSize(t *testing.T) {
 	bin := stile(t)
 	root, _ := filepath.Abs("../..")
 	out := t.TempDir()
-	cmd := exec.Command(bin, "build", "--out", out, "./cmd/stile/testdata/heavy")
+	cmd := exec.Command(bin, "build", "--out", out, "--config", filepath.Join(out, "wrangler.toml"), "./cmd/stile/testdata/heavy")
 	cmd.Dir = root
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", b)
@@ -194,7 +197,7 @@ func TestBuildWatchesTheModulesSize(t *testing.T) {
 	require.Contains(t, string(b), "tenant.wasm", "and the bundle is written")
 
 	out = t.TempDir()
-	cmd = exec.Command(bin, "build", "--out", out, "--max-size", "500000", "./e2e/testapp/tenant")
+	cmd = exec.Command(bin, "build", "--out", out, "--config", filepath.Join(out, "wrangler.toml"), "--max-size", "500000", "./e2e/testapp/tenant")
 	cmd.Dir = root
 	b, err = cmd.CombinedOutput()
 	require.Error(t, err, "%s", b)
