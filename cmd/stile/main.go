@@ -15,6 +15,7 @@ commands:
   build [pkg]   build build/tenant.wasm and the Worker bundle that wrangler.toml deploys
   work          run a worker for the default module's kinds (echo, sleep, webhook)
   bench         measure jobs/s and latency natively, under wazero and over HTTP
+  new           write a new Stile app: module, handlers, tests, README
   version       print the version
 
 Run 'stile <command> -h' for a command's flags.
@@ -35,6 +36,8 @@ func main() {
 		err = runWork(args)
 	case "bench":
 		err = runBench(args)
+	case "new":
+		err = runNew(args)
 	case "version", "-version", "--version":
 		fmt.Println(version())
 	case "help", "-h", "-help", "--help":

@@ -12,7 +12,8 @@ import (
 // rewrites only these in a user's wrangler.toml and leaves every other
 // byte as it was: the Worker's name, vars, other bindings, comments.
 type Wrangler struct {
-	// Name is the Worker's name, written only into a new file.
+	// Name is the Worker's name, written only into a new file (an existing
+	// file's name is kept, and named by the EXECUTOR binding).
 	Name string
 	// Main is the entry module, relative to the config's directory
 	// (build/worker.mjs, or build/edge.mjs with edge executors).
@@ -89,6 +90,14 @@ func UpdateWrangler(old []byte, w Wrangler) ([]byte, error) {
 		k, _ := keyValue(l)
 		if k == "durable_objects" || k == "rules" || k == "migrations" || k == "services" {
 			return nil, errors.Join(ErrWranglerForm, errors.New("write "+k+" as [["+k+"]] tables, which stile build edits"))
+		}
+	}
+	if i := findKey(top, "name"); i >= 0 {
+		// The EXECUTOR binding names the Worker as the config does.
+		if _, v := keyValue(top[i]); strings.HasPrefix(v, `"`) {
+			if n, err := strconv.Unquote(v); err == nil {
+				w.Name = n
+			}
 		}
 	}
 	top = setKey(top, "main", strconv.Quote(w.Main), "name")

@@ -29,7 +29,7 @@ new_sqlite_classes = ["Counter"]
 `
 
 func TestUpdateWranglerRewritesOnlyWhatStileOwns(t *testing.T) {
-	got, err := workerd.UpdateWrangler([]byte(users), workerd.Wrangler{Name: "shop-jobs", Main: "build/edge.mjs", Edge: true})
+	got, err := workerd.UpdateWrangler([]byte(users), workerd.Wrangler{Name: "ignored", Main: "build/edge.mjs", Edge: true})
 	require.NoError(t, err)
 	s := string(got)
 	for _, l := range strings.Split(users, "\n") {
