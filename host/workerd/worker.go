@@ -67,7 +67,6 @@ func WriteEdge(dir string) error {
 	return os.WriteFile(filepath.Join(dir, EdgeEntryFile), b, 0o644)
 }
 
-
 // WriteWorker writes the Worker bundle into dir: the JS entry and ABI
 // shim (embedded in this package), config.mjs, and wasm as tenant.wasm.
 func WriteWorker(dir string, wasm []byte) error {
