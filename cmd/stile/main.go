@@ -16,6 +16,8 @@ commands:
   work          run a worker for the default module's kinds (echo, sleep, webhook)
   bench         measure jobs/s and latency natively, under wazero and over HTTP
   new           write a new Stile app: module, handlers, tests, README
+  deploy        wrangler deploy, with a Node and wrangler it finds or installs
+  wrangler      any wrangler command the same way (e.g. secret put STILE_TOKEN)
   version       print the version
 
 Run 'stile <command> -h' for a command's flags.
@@ -38,6 +40,10 @@ func main() {
 		err = runBench(args)
 	case "new":
 		err = runNew(args)
+	case "deploy":
+		err = runDeploy(args)
+	case "wrangler":
+		err = runWrangler(args)
 	case "version", "-version", "--version":
 		fmt.Println(version())
 	case "help", "-h", "-help", "--help":
