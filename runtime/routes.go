@@ -16,6 +16,7 @@ type input struct {
 	params [maxParams]string
 	query  string
 	body   []byte
+	route  api.Route // the route matched, for the host's logs and metrics
 }
 
 // maxParams is the most {parameters} a route's pattern may have.
@@ -106,6 +107,7 @@ func (t *Tenant) match(req do.Request) (run route, refused *api.Error, allow str
 	switch {
 	case h != nil:
 		in.query, in.body = req.Query, req.Body
+		t.route = in.route
 		run, refused = h(t, in)
 		return run, refused, ""
 	case allow != "":
@@ -140,7 +142,7 @@ func lookup(method, path string) (h handler, in input, allow string) {
 			best, h = literals, nil
 		}
 		if r.Method == method {
-			h, in.params = r.handle, params
+			h, in.params, in.route = r.handle, params, r.Route
 		}
 	}
 	if h != nil || best < 0 {

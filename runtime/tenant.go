@@ -52,6 +52,10 @@ type Tenant struct {
 	// ended a job): the response says FlagFinished.
 	dueEnded bool
 
+	// route is the route the request matched ("" before a match): the
+	// response names it in stile-route, for the host's logs and metrics.
+	route api.Route
+
 	out  []byte // the response frame, reused
 	body []byte // the response body, reused
 }
@@ -109,6 +113,16 @@ var errNoServe = errors.New("this module never called runtime.Serve")
 // serve answers a request. A refusal before the transaction reads no
 // committed state and leaves the host's alarm as it is.
 func (t *Tenant) serve(req do.Request) do.Response {
+	t.route = api.Route{}
+	resp := t.answer(req)
+	if t.route.Pattern != "" {
+		resp.Headers = append(resp.Headers, do.Header{Name: do.HeaderRoute, Value: t.route.Method + " " + t.route.Pattern})
+	}
+	return resp
+}
+
+// answer is serve's answer before it names its route.
+func (t *Tenant) answer(req do.Request) do.Response {
 	if t.app == nil {
 		return errorResponse(api.Internal(errNoServe.Error()))
 	}

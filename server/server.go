@@ -1,11 +1,14 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
@@ -17,56 +20,116 @@ import (
 type Server struct {
 	manager *host.Manager
 	token   []byte
+	log     *slog.Logger // nil: no request log
 }
 
+// Option configures a Server.
+type Option func(*Server)
+
+// WithRequestLog writes one line per request to l (method, the route's
+// pattern as the module matched it, path, tenant, status and duration) at
+// Info, and every 5xx at Error with its cause.
+func WithRequestLog(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
+
 // New returns a server over m that requires token on every API request.
-func New(m *host.Manager, token string) (*Server, error) {
+func New(m *host.Manager, token string, opts ...Option) (*Server, error) {
 	if token == "" {
 		return nil, errors.New("server: a token is required")
 	}
-	return &Server{manager: m, token: []byte(token)}, nil
+	s := &Server{manager: m, token: []byte(token)}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
 }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.log == nil {
+		s.serve(w, r)
+		return
+	}
+	start := time.Now()
+	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	tenant, route := s.serve(rec, r)
+	attrs := []any{"method", r.Method, "route", route, "path", r.URL.Path, "tenant", tenant,
+		"status", rec.status, "ms", float64(time.Since(start).Microseconds()) / 1000}
+	if rec.status >= 500 {
+		var e api.Error
+		json.Unmarshal(rec.body, &e)
+		s.log.Error("request failed", append(attrs, "cause", e.Message)...)
+		return
+	}
+	s.log.Info("request", attrs...)
+}
+
+// recorder keeps a response's status, and the body of a 5xx for its cause.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	body   []byte
+}
+
+func (r *recorder) WriteHeader(status int) {
+	r.status = status
+	r.ResponseWriter.WriteHeader(status)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status >= 500 && len(r.body) < 4096 {
+		r.body = append(r.body, b...)
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Flush lets a held response through a recorder.
+func (r *recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// serve answers a request and says which tenant and route it named.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) (tenant, route string) {
 	if r.URL.Path == "/healthz" {
 		w.Header().Set("Content-Type", "text/plain")
 		io.WriteString(w, "ok\n")
-		return
+		return tenant, route
 	}
 	path := resolvePath(r.URL.EscapedPath())
 	if !s.authorized(r) {
 		writeError(w, &api.Unauthorized)
-		return
+		return tenant, route
 	}
 	if path == api.TenantsPath {
 		s.tenants(w, r)
-		return
+		return "", "GET tenants"
 	}
 	tenant, _, ok := api.SplitTenantPath(path)
 	if !ok {
 		writeError(w, api.NoRoute(r.Method, path))
-		return
+		return tenant, route
 	}
 	if !api.ValidTenant(tenant) {
 		writeError(w, &api.InvalidTenant)
-		return
+		return tenant, route
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, api.MaxBodyBytes+1))
 	if err != nil {
 		writeError(w, api.Refuse(api.CodeInvalidRequest, "could not read the request body: %v", err))
-		return
+		return tenant, route
 	}
 	if len(body) > api.MaxBodyBytes {
 		writeError(w, &api.BodyTooLarge)
-		return
+		return tenant, route
 	}
 	resp, err := s.manager.Do(r.Context(), tenant, do.Request{Kind: do.KindAPI, Method: r.Method,
 		Path: path, Query: r.URL.RawQuery, Headers: requestHeaders(r), Body: body})
 	if err != nil {
 		writeError(w, api.Internal(firstLine(err.Error())))
-		return
+		return tenant, route
 	}
+	route = resp.Headers.Get(do.HeaderRoute)
 	for _, h := range resp.Headers {
 		if !do.Reserved(h.Name) { // stile-route and the like are for the host
 			w.Header().Add(h.Name, h.Value)
@@ -75,6 +138,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(resp.Status)
 	w.Write(resp.Body)
+	return tenant, route
 }
 
 // requestHeaders are the headers a request frame carries: the caller's

@@ -36,7 +36,8 @@ func runDev(args []string) error {
 	addr := fs.String("addr", "127.0.0.1:8787", "address to listen on")
 	data := fs.String("data", ".stile", "directory for tenant databases, the alarm schedule and build output")
 	tokenFlag := fs.String("token", "", "bearer token clients must send (default: $STILE_TOKEN, else generated once and kept in <data>/token)")
-	quiet := fs.Bool("quiet", false, "log warnings and errors only")
+	quiet := fs.Bool("quiet", false, "log warnings and errors only (no line per request)")
+	logFormat := fs.String("log-format", "text", "text or json")
 	handlers := fs.String("handlers", "", "a handler package (exports Register(*worker.Worker)) run natively in a child process, pushed work as the edge executor is")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -50,7 +51,16 @@ func runDev(args []string) error {
 	if *quiet {
 		level = slog.LevelWarn
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	var handler slog.Handler
+	switch *logFormat {
+	case "text":
+		handler = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})
+	case "json":
+		handler = slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})
+	default:
+		return fmt.Errorf("--log-format %q: use text or json", *logFormat)
+	}
+	log := slog.New(handler)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -91,7 +101,7 @@ func runDev(args []string) error {
 		return err
 	}
 	defer m.Close()
-	srv, err := server.New(m, token)
+	srv, err := server.New(m, token, server.WithRequestLog(log))
 	if err != nil {
 		return err
 	}
