@@ -120,6 +120,9 @@ type Job struct {
 	// Attempts and Rejections are filled in by GET /jobs/{id} only.
 	Attempts   []Attempt   `json:"attempts,omitempty"`
 	Rejections []Rejection `json:"rejections,omitempty"`
+	// RanAgain says, in one line, why the job's handler ran more than once,
+	// when it did (GET /jobs/{id} only).
+	RanAgain string `json:"ran_again,omitempty"`
 }
 
 // Dependency is a parent of a job and, once it ended, how.
@@ -139,6 +142,9 @@ type Attempt struct {
 	Outcome    string     `json:"outcome,omitempty"` // completed, failed, lease_expired
 	Error      string     `json:"error,omitempty"`
 	NoticedBy  string     `json:"noticed_by,omitempty"` // report, alarm, request
+	// Heartbeats the attempt sent, and the last one's time.
+	Heartbeats      int64      `json:"heartbeats,omitempty"`
+	LastHeartbeatAt *time.Time `json:"last_heartbeat_at,omitempty"`
 }
 
 // Rejection is a heartbeat or report the fence refused.

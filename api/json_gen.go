@@ -103,6 +103,7 @@ func (v Job) AppendJSON(b []byte) []byte {
 		o.key("rejections")
 		o.b = appendArray(o.b, v.Rejections)
 	}
+	o.strOmit("ran_again", v.RanAgain)
 	return o.end()
 }
 
@@ -132,6 +133,8 @@ func (v Attempt) AppendJSON(b []byte) []byte {
 	o.strOmit("outcome", v.Outcome)
 	o.strOmit("error", v.Error)
 	o.strOmit("noticed_by", v.NoticedBy)
+	o.intOmit("heartbeats", v.Heartbeats)
+	o.timeOmit("last_heartbeat_at", v.LastHeartbeatAt)
 	return o.end()
 }
 

@@ -43,7 +43,7 @@ func fxEnqueue() api.EnqueueRequest {
 
 func fxAttempt() api.Attempt {
 	return api.Attempt{Attempt: 1, Worker: "w", ClaimedAt: fxAt, LeaseUntil: fxLater, EndedAt: &fxLater,
-		Outcome: "failed", Error: "x", NoticedBy: "report"}
+		Outcome: "failed", Error: "x", NoticedBy: "report", Heartbeats: 3, LastHeartbeatAt: &fxAt}
 }
 
 func fxJob() api.Job {
@@ -54,7 +54,7 @@ func fxJob() api.Job {
 		PendingParents: 2, RunRegardless: true, CancelRequestedAt: &fxLater, Existing: true, Running: &run,
 		DependsOn:  []api.Dependency{fxDependency()},
 		Attempts:   []api.Attempt{fxAttempt()},
-		Rejections: []api.Rejection{fxRejection()}}
+		Rejections: []api.Rejection{fxRejection()}, RanAgain: "ran 2 times: …"}
 }
 
 func fxDependency() api.Dependency {

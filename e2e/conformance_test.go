@@ -144,6 +144,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "ProjectionFaults", run: scenarioProjectionFaults},
 		{name: "Directory", run: scenarioDirectory},
 		{name: "WaitForAJob", run: scenarioWaitForAJob},
+		{name: "WhyItRanTwice", run: scenarioWhyItRanTwice},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
@@ -917,4 +918,46 @@ func scenarioWaitForAJob(s *scenario) {
 		require.Equal(t, 400, status, q)
 		require.JSONEq(t, `{"code":"invalid_request","message":`+strconv.Quote(msg)+`}`, string(b), q)
 	}
+}
+
+// scenarioWhyItRanTwice: a job whose first attempt heartbeat once, then
+// lost its lease, and whose late report was refused, says so in one line
+// of its view (ran_again), with each attempt's heartbeats.
+func scenarioWhyItRanTwice(s *scenario) {
+	t := s.t
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.fast", LeaseMs: 2000})
+	c := s.claim("w1", 1, 1)[0]
+	s.tg.advance(t, 500*time.Millisecond)
+	_, err := s.ten.Heartbeat(s.ctx, j.ID, claimOf(c, "w1"))
+	require.NoError(t, err)
+	running := s.job(j.ID)
+	require.Equal(t, int64(1), running.Running.Heartbeats)
+	require.NotNil(t, running.Running.LastHeartbeatAt)
+	require.Empty(t, running.RanAgain, "it ran once so far")
+
+	if s.tg.realTime() {
+		time.Sleep(2500 * time.Millisecond)
+	} else {
+		s.tg.advance(t, 2500*time.Millisecond)
+	}
+	_, err = s.ten.Report(s.ctx, j.ID, completed(claimOf(c, "w1"), `1`))
+	requireCode(t, err, http.StatusConflict, api.CodeLeaseExpired)
+	var c2 api.ClaimedJob
+	require.Eventually(t, func() bool { // the retry waits out its backoff
+		s.tg.advance(t, 250*time.Millisecond)
+		r, err := s.ten.Claim(s.ctx, api.ClaimRequest{Worker: "w2", Limit: 1})
+		if err == nil && len(r.Jobs) == 1 {
+			c2 = r.Jobs[0]
+		}
+		return c2.ID != ""
+	}, 20*time.Second, 50*time.Millisecond)
+	_, err = s.ten.Report(s.ctx, j.ID, completed(claimOf(c2, "w2"), `2`))
+	require.NoError(t, err)
+
+	got := s.job(j.ID)
+	require.Len(t, got.Attempts, 2)
+	require.Equal(t, int64(1), got.Attempts[0].Heartbeats, "the attempt keeps its heartbeats")
+	require.NotNil(t, got.Attempts[0].LastHeartbeatAt)
+	require.Zero(t, got.Attempts[1].Heartbeats)
+	require.Regexp(t, `^ran 2 times: attempt 1 \(w1\) lost its lease, noticed by (the alarm|a request); the fence refused its report lease_expired; attempt 2 \(w2\) completed$`, got.RanAgain)
 }

@@ -218,7 +218,11 @@ func jobView(j fencestore.Job) api.Job {
 		UniqueKey: j.UniqueKey, ConcurrencyKey: j.ConcurrencyKey, PendingParents: j.PendingParents,
 		RunRegardless: j.RunRegardless, CancelRequestedAt: tsPtr(j.CancelAt)}
 	if j.State == fence.StateRunning {
-		v.Running = &api.Attempt{Attempt: j.Attempt, Worker: j.Worker, ClaimedAt: ts(j.ClaimedAt), LeaseUntil: ts(j.LeaseUntil)}
+		v.Running = &api.Attempt{Attempt: j.Attempt, Worker: j.Worker, ClaimedAt: ts(j.ClaimedAt), LeaseUntil: ts(j.LeaseUntil),
+			Heartbeats: j.Heartbeats}
+		if j.Heartbeats > 0 {
+			v.Running.LastHeartbeatAt = tsPtr(j.LastHeartbeatAt)
+		}
 	}
 	return v
 }
@@ -254,18 +258,28 @@ func (t *Tenant) getJob(idText, query string) (route, *api.Error) {
 		if err != nil {
 			return result{}, err
 		}
-		for _, a := range atts {
-			v.Attempts = append(v.Attempts, api.Attempt{Attempt: a.Attempt, Worker: a.Worker, ClaimedAt: ts(a.ClaimedAt),
-				LeaseUntil: ts(a.LeaseUntil), EndedAt: tsPtr(a.EndedAt), Outcome: a.Outcome, Error: a.Error, NoticedBy: a.NoticedBy})
+		ended := make([]fence.AttemptEnd, len(atts))
+		for i, a := range atts {
+			att := api.Attempt{Attempt: a.Attempt, Worker: a.Worker, ClaimedAt: ts(a.ClaimedAt),
+				LeaseUntil: ts(a.LeaseUntil), EndedAt: tsPtr(a.EndedAt), Outcome: a.Outcome, Error: a.Error, NoticedBy: a.NoticedBy,
+				Heartbeats: a.Heartbeats}
+			if a.Heartbeats > 0 {
+				att.LastHeartbeatAt = tsPtr(a.LastHeartbeatAt)
+			}
+			v.Attempts = append(v.Attempts, att)
+			ended[i] = fence.AttemptEnd{Attempt: a.Attempt, Worker: a.Worker, Outcome: a.Outcome, Error: a.Error, NoticedBy: a.NoticedBy}
 		}
 		rejs, err := t.store.Rejections(id)
 		if err != nil {
 			return result{}, err
 		}
-		for _, r := range rejs {
+		refused := make([]fence.RefusedReport, len(rejs))
+		for i, r := range rejs {
 			v.Rejections = append(v.Rejections, api.Rejection{At: ts(r.At), Request: r.Request, Worker: r.Worker,
 				Attempt: r.Attempt, Outcome: r.Outcome, Code: api.Code(r.Code), Message: r.Message})
+			refused[i] = fence.RefusedReport{Attempt: r.Attempt, Request: r.Request, Code: r.Code}
 		}
+		v.RanAgain = fence.RanAgain(ended, v.Running != nil, refused)
 		deps, err := t.store.Deps(id)
 		if err != nil {
 			return result{}, err

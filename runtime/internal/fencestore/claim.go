@@ -108,7 +108,7 @@ func (s *Store) Claim(now int64, req ClaimRequest) ([]Job, error) {
 	}
 	rows, err := s.db.Query(`UPDATE stile_jobs SET state = 'running', attempt = attempt + 1,
 		worker = ?, lease_token = lower(hex(randomblob(16))), claimed_at = ?2,
-		lease_until = ?2 + lease_ms
+		lease_until = ?2 + lease_ms, heartbeats = 0, last_heartbeat_at = NULL
 		WHERE state = 'available' AND id IN (`+ids+`)
 		RETURNING `+jobColumns, args...)
 	if err != nil {

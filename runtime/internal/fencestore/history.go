@@ -61,12 +61,14 @@ type Attempt struct {
 	Outcome    string
 	Error      string
 	NoticedBy  string
+	// Heartbeats and the last one's time (0: none).
+	Heartbeats, LastHeartbeatAt int64
 }
 
 // Attempts reads a job's ended attempts, oldest first.
 func (s *Store) Attempts(id int64) ([]Attempt, error) {
-	rows, err := s.db.Query(`SELECT attempt, worker, claimed_at, lease_until, ended_at, outcome, error, noticed_by
-		FROM stile_job_attempts WHERE job_id = ? ORDER BY attempt`, id)
+	rows, err := s.db.Query(`SELECT attempt, worker, claimed_at, lease_until, ended_at, outcome, error, noticed_by,
+		heartbeats, last_heartbeat_at FROM stile_job_attempts WHERE job_id = ? ORDER BY attempt`, id)
 	if err != nil {
 		return nil, printf.Errorf("read attempts of job %d: %w", id, err)
 	}
@@ -74,7 +76,7 @@ func (s *Store) Attempts(id int64) ([]Attempt, error) {
 	for rows.Next() {
 		out = append(out, Attempt{Attempt: rows.Int(0), Worker: rows.Text(1), ClaimedAt: rows.Int(2),
 			LeaseUntil: rows.Int(3), EndedAt: rows.Int(4), Outcome: rows.Text(5), Error: rows.Text(6),
-			NoticedBy: rows.Text(7)})
+			NoticedBy: rows.Text(7), Heartbeats: rows.Int(8), LastHeartbeatAt: rows.Int(9)})
 	}
 	return out, rows.Err()
 }

@@ -21,12 +21,11 @@ func (s *Store) Heartbeat(now, id int64, c fence.Claim) (leaseUntil int64, cance
 		}
 		return 0, false, rej
 	}
+	// Written even when the lease cannot grow (it is cut at the time
+	// limit): the heartbeat is counted for the attempt's timeline.
 	until := fence.ExtendLease(j.Job, now)
-	if until == j.LeaseUntil {
-		return until, j.CancelRequested, nil
-	}
-	rows, err := s.db.Query(`UPDATE stile_jobs SET lease_until = ?
-		WHERE id = ? AND state = 'running' AND attempt = ? AND worker = ? AND lease_token = ? AND lease_until > ?
+	rows, err := s.db.Query(`UPDATE stile_jobs SET lease_until = ?1, heartbeats = heartbeats + 1, last_heartbeat_at = ?6
+		WHERE id = ?2 AND state = 'running' AND attempt = ?3 AND worker = ?4 AND lease_token = ?5 AND lease_until > ?6
 		RETURNING id`, until, id, j.Attempt, j.Worker, j.LeaseToken, now)
 	if err != nil {
 		return 0, false, printf.Errorf("extend lease of job %d: %w", id, err)
@@ -140,9 +139,14 @@ func (s *Store) finish(now int64, j Job, next fence.Next, e ending) (Job, error)
 	if e.err != "" {
 		attemptErr = e.err
 	}
+	var lastBeat any
+	if j.Heartbeats > 0 {
+		lastBeat = j.LastHeartbeatAt
+	}
 	if err := s.db.Exec(`INSERT INTO stile_job_attempts (job_id, attempt, worker, lease_token, claimed_at,
-		lease_until, ended_at, outcome, error, noticed_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		j.ID, j.Attempt, j.Worker, j.LeaseToken, j.ClaimedAt, j.LeaseUntil, now, string(e.outcome), attemptErr, e.noticedBy); err != nil {
+		lease_until, ended_at, outcome, error, noticed_by, heartbeats, last_heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		j.ID, j.Attempt, j.Worker, j.LeaseToken, j.ClaimedAt, j.LeaseUntil, now, string(e.outcome), attemptErr, e.noticedBy,
+		j.Heartbeats, lastBeat); err != nil {
 		return j, printf.Errorf("record attempt %d of job %d: %w", j.Attempt, j.ID, err)
 	}
 	s.due.Removed(j.LeaseUntil)

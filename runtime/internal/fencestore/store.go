@@ -118,6 +118,8 @@ type Job struct {
 	PendingParents int64
 	RunRegardless  bool
 	CancelAt       int64 // when a cancel was requested, while running
+	// Heartbeats the running attempt sent, and the last one's time.
+	Heartbeats, LastHeartbeatAt int64
 }
 
 // Backoff is the job's retry schedule.
@@ -129,7 +131,7 @@ func (j *Job) Backoff() fence.Backoff {
 // no output (either may be a megabyte).
 const fenceColumns = `id, state, attempt, failures, max_attempts, lease_ms, backoff_ms, backoff_max_ms,
 	run_at, worker, lease_token, claimed_at, lease_until, last_error, timeout_ms, cancel_requested,
-	concurrency_key, tags`
+	concurrency_key, tags, heartbeats, last_heartbeat_at`
 
 // jobColumns are fenceColumns and the rest of the row.
 const jobColumns = fenceColumns + `, kind, queue, priority, args, created_at, output, finished_at,
@@ -155,21 +157,23 @@ func (s *Store) scanFence(r *do.Rows, j *Job) {
 	j.CancelRequested = !r.Null(15)
 	j.ConcurrencyKey = s.intern(r.TextBytes(16))
 	j.Tags = r.Bytes(17)
+	j.Heartbeats = r.Int(18)
+	j.LastHeartbeatAt = r.Int(19)
 }
 
 func (s *Store) scanJob(r *do.Rows) Job {
 	var j Job
 	s.scanFence(r, &j)
-	j.Kind = s.intern(r.TextBytes(18))
-	j.Queue = s.intern(r.TextBytes(19))
-	j.Priority = int(r.Int(20))
-	j.Args = r.Bytes(21)
-	j.CreatedAt = r.Int(22)
-	j.Output = r.Bytes(23)
-	j.FinishedAt = r.Int(24)
-	j.UniqueKey = r.Text(25)
-	j.PendingParents = r.Int(26)
-	j.RunRegardless = r.Int(27) == 1
+	j.Kind = s.intern(r.TextBytes(20))
+	j.Queue = s.intern(r.TextBytes(21))
+	j.Priority = int(r.Int(22))
+	j.Args = r.Bytes(23)
+	j.CreatedAt = r.Int(24)
+	j.Output = r.Bytes(25)
+	j.FinishedAt = r.Int(26)
+	j.UniqueKey = r.Text(27)
+	j.PendingParents = r.Int(28)
+	j.RunRegardless = r.Int(29) == 1
 	return j
 }
 
