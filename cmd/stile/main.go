@@ -18,6 +18,15 @@ commands:
   new           write a new Stile app: module, handlers, tests, README
   deploy        wrangler deploy, with a Node and wrangler it finds or installs
   wrangler      any wrangler command the same way (e.g. secret put STILE_TOKEN)
+
+operate a deployment (stile dev or a Worker; --url, --token, --tenant, --json):
+  jobs          list | show ID (the timeline: attempts, refused reports, why it ran again) | retry | cancel | delete
+  queues        counts per queue and state
+  reactions     lag and open deliveries; skip HANDLER SEQ
+  projections   status, lag, errors; rebuild NAME
+  events        the event log, or one stream
+  tenants       the tenant directory
+Exit codes: 0 done, 2 usage, 3 refused, 4 not found, 5 unreachable, 1 anything else.
   version       print the version
 
 Run 'stile <command> -h' for a command's flags.
@@ -42,6 +51,18 @@ func main() {
 		err = runNew(args)
 	case "deploy":
 		err = runDeploy(args)
+	case "jobs":
+		err = runJobs(args)
+	case "queues":
+		err = runQueues(args)
+	case "reactions":
+		err = runReactions(args)
+	case "projections":
+		err = runProjections(args)
+	case "events":
+		err = runEvents(args)
+	case "tenants":
+		err = runTenants(args)
 	case "wrangler":
 		err = runWrangler(args)
 	case "version", "-version", "--version":
@@ -57,7 +78,7 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "stile %s: %v\n", os.Args[1], err)
-		os.Exit(1)
+		os.Exit(max(exitCode(err), 1))
 	}
 }
 

@@ -1,0 +1,513 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/client"
+)
+
+// Exit codes of the operator commands (docs/OPERATIONS.md).
+const (
+	exitOK          = 0
+	exitFailed      = 1 // the server failed (5xx), or anything else
+	exitUsage       = 2 // a command or flag the CLI does not take
+	exitRefused     = 3 // the API refused the request (4xx other than 404)
+	exitNotFound    = 4 // no such job, schedule, reaction, projection (404)
+	exitUnreachable = 5 // the server could not be reached
+)
+
+// exitError carries an operator command's exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// exitCode maps an API call's error to the command's exit code.
+func exitCode(err error) int {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	var ae *api.Error
+	var ue *url.Error
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ae) && ae.Status == 404:
+		return exitNotFound
+	case errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500:
+		return exitRefused
+	case errors.As(err, &ae):
+		return exitFailed
+	case errors.As(err, &ue):
+		return exitUnreachable // no answer from the API at all
+	}
+	return exitFailed
+}
+
+// ops is what every operator command shares: where the API is, whose it
+// is, and how to print.
+type ops struct {
+	fs     *flag.FlagSet
+	url    *string
+	token  *string
+	data   *string
+	tenant *string
+	asJSON *bool
+	out    io.Writer
+}
+
+func newOps(name, usage string, tenantScoped bool) *ops {
+	o := &ops{fs: flag.NewFlagSet(name, flag.ContinueOnError), out: os.Stdout}
+	o.fs.Usage = func() {
+		fmt.Fprintf(o.fs.Output(), "usage: stile %s\n\nflags:\n", usage)
+		o.fs.PrintDefaults()
+	}
+	o.url = o.fs.String("url", envOr("STILE_URL", "http://127.0.0.1:8787"), "the Stile API (default $STILE_URL, else stile dev's)")
+	o.token = o.fs.String("token", "", "bearer token (default $STILE_TOKEN, else <data>/token of stile dev)")
+	o.data = o.fs.String("data", ".stile", "the data directory of stile dev, to find its token")
+	if tenantScoped {
+		o.tenant = o.fs.String("tenant", os.Getenv("STILE_TENANT"), "the tenant (default $STILE_TENANT)")
+	}
+	o.asJSON = o.fs.Bool("json", false, "print the API's JSON instead of a table")
+	return o
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// parse reads the flags; flags may come after the positional arguments.
+func (o *ops) parse(args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := o.fs.Parse(args); err != nil {
+			return nil, &exitError{exitUsage, err}
+		}
+		if o.fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, o.fs.Arg(0))
+		args = o.fs.Args()[1:]
+	}
+}
+
+func (o *ops) client() (*client.Client, error) {
+	token, err := findToken(*o.data, *o.token, false)
+	if err != nil {
+		return nil, &exitError{exitUsage, err}
+	}
+	return client.New(*o.url, token, nil), nil
+}
+
+func (o *ops) ten() (*client.Tenant, error) {
+	if *o.tenant == "" {
+		return nil, &exitError{exitUsage, errors.New("name the tenant: --tenant NAME (or $STILE_TENANT)")}
+	}
+	cl, err := o.client()
+	if err != nil {
+		return nil, err
+	}
+	return cl.Tenant(*o.tenant), nil
+}
+
+func (o *ops) printJSON(v any) error {
+	e := json.NewEncoder(o.out)
+	e.SetIndent("", "  ")
+	return e.Encode(v)
+}
+
+func (o *ops) table(header string, rows [][]string) {
+	tw := tabwriter.NewWriter(o.out, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	tw.Flush()
+}
+
+func when(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05.000")
+}
+
+func at(t time.Time) string { return when(&t) }
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func oneLine(s string, n int) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return orDash(s)
+}
+
+// ---- stile jobs ----
+
+func runJobs(args []string) error {
+	if len(args) == 0 {
+		return &exitError{exitUsage, errors.New("stile jobs list|show|retry|cancel|delete: name what to do")}
+	}
+	verb, args := args[0], args[1:]
+	o := newOps("jobs "+verb, "jobs list|show|retry|cancel|delete [ID] --tenant NAME [flags]", true)
+	state := o.fs.String("state", "", "list: only jobs in this state")
+	queue := o.fs.String("queue", "", "list: only jobs of this queue")
+	kind := o.fs.String("kind", "", "list: only jobs of this kind")
+	after := o.fs.String("after", "", "list: jobs after this id (the next page)")
+	limit := o.fs.Int("limit", 50, "list: at most this many")
+	reason := o.fs.String("reason", "", "cancel: why, kept with the job")
+	pos, err := o.parse(args)
+	if err != nil {
+		return err
+	}
+	ten, err := o.ten()
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	id := ""
+	if verb != "list" {
+		if len(pos) != 1 {
+			return &exitError{exitUsage, fmt.Errorf("stile jobs %s ID: name one job", verb)}
+		}
+		id = pos[0]
+	}
+	switch verb {
+	case "list":
+		l, err := ten.List(ctx, *state, *queue, *kind, *after, *limit)
+		if err != nil {
+			return err
+		}
+		if *o.asJSON {
+			return o.printJSON(l)
+		}
+		rows := make([][]string, len(l.Jobs))
+		for i, j := range l.Jobs {
+			rows[i] = []string{j.ID, j.Kind, j.Queue, j.State, strconv.FormatInt(j.Attempt, 10) + "/" + strconv.FormatInt(j.MaxAttempts, 10),
+				at(j.CreatedAt), oneLine(j.LastError, 60)}
+		}
+		o.table("ID\tKIND\tQUEUE\tSTATE\tATTEMPT\tCREATED\tLAST ERROR", rows)
+		if l.Next != "" {
+			fmt.Fprintf(o.out, "more: --after %s\n", l.Next)
+		}
+		return nil
+	case "show":
+		j, err := ten.Job(ctx, id)
+		if err != nil {
+			return err
+		}
+		if *o.asJSON {
+			return o.printJSON(j)
+		}
+		o.showJob(j)
+		return nil
+	case "retry", "cancel", "delete":
+		var j api.Job
+		switch verb {
+		case "retry":
+			j, err = ten.Retry(ctx, id)
+		case "cancel":
+			j, err = ten.Cancel(ctx, id, *reason)
+		default:
+			err = ten.Delete(ctx, id)
+			j = api.Job{ID: id, State: "deleted"}
+		}
+		if err != nil {
+			return err
+		}
+		if *o.asJSON {
+			return o.printJSON(j)
+		}
+		fmt.Fprintf(o.out, "job %s: %s\n", j.ID, j.State)
+		return nil
+	}
+	return &exitError{exitUsage, fmt.Errorf("stile jobs %s: use list, show, retry, cancel or delete", verb)}
+}
+
+// showJob prints a job's timeline: each attempt, what the fence refused,
+// and why it ran more than once.
+func (o *ops) showJob(j api.Job) {
+	fmt.Fprintf(o.out, "job %s  %s  queue %s  %s  attempt %d of %d  created %s\n", j.ID, j.Kind, j.Queue, j.State,
+		j.Attempt, j.MaxAttempts, at(j.CreatedAt))
+	if j.RanAgain != "" {
+		fmt.Fprintf(o.out, "why: %s\n", j.RanAgain)
+	}
+	if j.LastError != "" {
+		fmt.Fprintf(o.out, "last error: %s\n", oneLine(j.LastError, 200))
+	}
+	if len(j.Output) > 0 {
+		fmt.Fprintf(o.out, "output: %s\n", oneLine(string(j.Output), 200))
+	}
+	atts := j.Attempts
+	if j.Running != nil {
+		atts = append(atts, *j.Running)
+	}
+	if len(atts) > 0 {
+		fmt.Fprintln(o.out)
+		rows := make([][]string, len(atts))
+		for i, a := range atts {
+			outcome := a.Outcome
+			if a.EndedAt == nil {
+				outcome = "running"
+			}
+			rows[i] = []string{strconv.FormatInt(a.Attempt, 10), a.Worker, at(a.ClaimedAt), at(a.LeaseUntil),
+				strconv.FormatInt(a.Heartbeats, 10), when(a.LastHeartbeatAt), when(a.EndedAt), outcome, orDash(a.NoticedBy), oneLine(a.Error, 60)}
+		}
+		o.table("ATTEMPT\tWORKER\tCLAIMED\tLEASE UNTIL\tHEARTBEATS\tLAST HEARTBEAT\tENDED\tOUTCOME\tNOTICED BY\tERROR", rows)
+	}
+	if len(j.Rejections) > 0 {
+		fmt.Fprintln(o.out, "\nrefused by the fence:")
+		rows := make([][]string, len(j.Rejections))
+		for i, r := range j.Rejections {
+			rows[i] = []string{at(r.At), r.Request, r.Worker, strconv.FormatInt(r.Attempt, 10), orDash(r.Outcome), string(r.Code), oneLine(r.Message, 80)}
+		}
+		o.table("AT\tREQUEST\tWORKER\tATTEMPT\tOUTCOME\tCODE\tREASON", rows)
+	}
+}
+
+// ---- stile queues ----
+
+func runQueues(args []string) error {
+	o := newOps("queues", "queues --tenant NAME [flags]", true)
+	if _, err := o.parse(args); err != nil {
+		return err
+	}
+	ten, err := o.ten()
+	if err != nil {
+		return err
+	}
+	q, err := ten.Queues(context.Background())
+	if err != nil {
+		return err
+	}
+	if *o.asJSON {
+		return o.printJSON(q)
+	}
+	states := []string{"available", "running", "scheduled", "retryable", "pending"}
+	var rows [][]string
+	for _, c := range q.Queues {
+		r := []string{c.Queue}
+		for _, s := range states {
+			r = append(r, strconv.FormatInt(c.Counts[s], 10))
+		}
+		rows = append(rows, r)
+	}
+	o.table("QUEUE\tAVAILABLE\tRUNNING\tSCHEDULED\tRETRYABLE\tPENDING", rows)
+	fmt.Fprintf(o.out, "finished: %d completed, %d cancelled, %d dead\n", q.Finished["completed"], q.Finished["cancelled"], q.Finished["dead"])
+	return nil
+}
+
+// ---- stile reactions ----
+
+func runReactions(args []string) error {
+	verb := "list"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		verb, args = args[0], args[1:]
+	}
+	o := newOps("reactions", "reactions [skip HANDLER SEQ] --tenant NAME [flags]", true)
+	reason := o.fs.String("reason", "", "skip: why, kept with the delivery")
+	pos, err := o.parse(args)
+	if err != nil {
+		return err
+	}
+	ten, err := o.ten()
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	switch verb {
+	case "list":
+		rs, err := ten.Reactions(ctx)
+		if err != nil {
+			return err
+		}
+		if *o.asJSON {
+			return o.printJSON(rs)
+		}
+		var rows [][]string
+		for _, r := range rs.Reactions {
+			open := make([]string, 0, len(r.Open))
+			for _, e := range r.Open {
+				open = append(open, fmt.Sprintf("%d(%s)", e.Seq, e.State))
+			}
+			rows = append(rows, []string{r.Name, r.Kind, strconv.FormatInt(r.Checkpoint, 10), strconv.FormatInt(r.Lag, 10), orDash(strings.Join(open, " "))})
+		}
+		o.table("REACTION\tKIND\tCHECKPOINT\tLAG\tOPEN DELIVERIES", rows)
+		fmt.Fprintf(o.out, "log head: %d\n", rs.Head)
+		return nil
+	case "skip":
+		if len(pos) != 2 {
+			return &exitError{exitUsage, errors.New("stile reactions skip HANDLER SEQ")}
+		}
+		seq, err := strconv.ParseInt(pos[1], 10, 64)
+		if err != nil {
+			return &exitError{exitUsage, fmt.Errorf("seq %q is not a number", pos[1])}
+		}
+		if err := ten.Skip(ctx, pos[0], seq, *reason); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.out, "skipped event %d for %s\n", seq, pos[0])
+		return nil
+	}
+	return &exitError{exitUsage, fmt.Errorf("stile reactions %s: use skip, or nothing to list", verb)}
+}
+
+// ---- stile projections ----
+
+func runProjections(args []string) error {
+	verb := "list"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		verb, args = args[0], args[1:]
+	}
+	o := newOps("projections", "projections [rebuild NAME] --tenant NAME [flags]", true)
+	pos, err := o.parse(args)
+	if err != nil {
+		return err
+	}
+	ten, err := o.ten()
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	var ps api.ProjectionsResponse
+	switch verb {
+	case "list":
+		ps, err = ten.Projections(ctx)
+	case "rebuild":
+		if len(pos) != 1 {
+			return &exitError{exitUsage, errors.New("stile projections rebuild NAME")}
+		}
+		ps, err = ten.Rebuild(ctx, pos[0])
+	default:
+		return &exitError{exitUsage, fmt.Errorf("stile projections %s: use rebuild, or nothing to list", verb)}
+	}
+	if err != nil {
+		return err
+	}
+	if *o.asJSON {
+		return o.printJSON(ps)
+	}
+	var rows [][]string
+	for _, p := range ps.Projections {
+		for _, g := range []struct {
+			role string
+			g    *api.GenerationStatus
+		}{{"live", p.Live}, {"rebuild", p.Rebuild}} {
+			if g.g == nil {
+				continue
+			}
+			errText := "-"
+			if g.g.Error != "" {
+				errText = fmt.Sprintf("at event %d: %s", g.g.ErrorSeq, oneLine(g.g.Error, 60))
+			}
+			rows = append(rows, []string{p.Name, g.role, strconv.FormatInt(g.g.Generation, 10), g.g.Status,
+				strconv.FormatInt(g.g.Checkpoint, 10), strconv.FormatInt(g.g.Lag, 10), errText})
+		}
+	}
+	o.table("PROJECTION\tGENERATION\t#\tSTATUS\tCHECKPOINT\tLAG\tERROR", rows)
+	return nil
+}
+
+// ---- stile events ----
+
+func runEvents(args []string) error {
+	o := newOps("events", "events --tenant NAME [--stream S | --after SEQ --types a,b] [flags]", true)
+	stream := o.fs.String("stream", "", "one stream's events, by version")
+	after := o.fs.Int64("after", 0, "events after this seq")
+	types := o.fs.String("types", "", "comma-separated event types")
+	limit := o.fs.Int("limit", 100, "at most this many")
+	if _, err := o.parse(args); err != nil {
+		return err
+	}
+	ten, err := o.ten()
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	var es api.EventsResponse
+	if *stream != "" {
+		es, err = ten.Stream(ctx, *stream, 0, *limit)
+	} else {
+		var ts []string
+		if *types != "" {
+			ts = strings.Split(*types, ",")
+		}
+		es, err = ten.Events(ctx, *after, *limit, ts...)
+	}
+	if err != nil {
+		return err
+	}
+	if *o.asJSON {
+		return o.printJSON(es)
+	}
+	rows := make([][]string, len(es.Events))
+	for i, e := range es.Events {
+		rows[i] = []string{strconv.FormatInt(e.Seq, 10), e.Stream, strconv.FormatInt(e.Version, 10), e.Type, at(e.At), oneLine(string(e.Data), 80)}
+	}
+	o.table("SEQ\tSTREAM\tVERSION\tTYPE\tAT\tDATA", rows)
+	return nil
+}
+
+// ---- stile tenants ----
+
+func runTenants(args []string) error {
+	o := newOps("tenants", "tenants [--ready] [flags]", false)
+	ready := o.fs.Bool("ready", false, "only tenants with ready work")
+	if _, err := o.parse(args); err != nil {
+		return err
+	}
+	cl, err := o.client()
+	if err != nil {
+		return err
+	}
+	var all []api.TenantInfo
+	after := ""
+	for {
+		page, err := cl.Tenants(context.Background(), api.TenantsQuery{After: after, Limit: api.MaxTenantsPage, Ready: *ready})
+		if err != nil {
+			return err
+		}
+		all = append(all, page.Tenants...)
+		if page.Next == "" {
+			break
+		}
+		after = page.Next
+	}
+	if *o.asJSON {
+		return o.printJSON(all)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	rows := make([][]string, len(all))
+	for i, t := range all {
+		rows[i] = []string{t.Name, at(t.FirstSeen), at(t.LastSeen), strconv.FormatInt(t.Version, 10), strconv.FormatBool(t.Ready)}
+	}
+	o.table("TENANT\tFIRST SEEN\tLAST SEEN\tVERSION\tREADY", rows)
+	return nil
+}

@@ -1,0 +1,148 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/client"
+	"github.com/stile-run/stile/e2e/testapp"
+	"github.com/stile-run/stile/stiletest"
+)
+
+// seedRanTwice makes a job whose first attempt heartbeat once, lost its
+// lease and had its late report refused, and whose second completed.
+func seedRanTwice(t *testing.T, ten *client.Tenant, pass func(time.Duration)) string {
+	ctx := context.Background()
+	j, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.fast", LeaseMs: 2000})
+	require.NoError(t, err)
+	c, err := ten.Claim(ctx, api.ClaimRequest{Worker: "w1", Limit: 1})
+	require.NoError(t, err)
+	claim := api.Claim{Worker: "w1", Attempt: c.Jobs[0].Attempt, LeaseToken: c.Jobs[0].LeaseToken}
+	_, err = ten.Heartbeat(ctx, j.ID, claim)
+	require.NoError(t, err)
+	pass(2500 * time.Millisecond)
+	_, err = ten.Report(ctx, j.ID, api.ReportRequest{Claim: claim, Outcome: api.OutcomeCompleted})
+	require.ErrorIs(t, err, api.ErrStale)
+	var c2 api.ClaimedJob
+	require.Eventually(t, func() bool {
+		pass(250 * time.Millisecond)
+		r, err := ten.Claim(ctx, api.ClaimRequest{Worker: "w2", Limit: 1})
+		if err == nil && len(r.Jobs) == 1 {
+			c2 = r.Jobs[0]
+		}
+		return c2.ID != ""
+	}, 20*time.Second, 50*time.Millisecond)
+	_, err = ten.Report(ctx, j.ID, api.ReportRequest{Claim: api.Claim{Worker: "w2", Attempt: c2.Attempt, LeaseToken: c2.LeaseToken},
+		Outcome: api.OutcomeCompleted, Output: json.RawMessage(`{"ok":true}`)})
+	require.NoError(t, err)
+	return j.ID
+}
+
+type cli struct {
+	bin, url, token string
+}
+
+// run runs stile with args and returns its stdout, stderr and exit code.
+func (c cli) run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(c.bin, args...)
+	cmd.Env = append(os.Environ(), "STILE_URL="+c.url, "STILE_TOKEN="+c.token, "STILE_TENANT=acme")
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// operate runs the operator commands against a host with seeded data.
+func operate(t *testing.T, c cli, ten *client.Tenant, pass func(time.Duration)) {
+	id := seedRanTwice(t, ten, pass)
+	ctx := context.Background()
+	dead, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo", MaxAttempts: 1})
+	require.NoError(t, err)
+	cl, err := ten.Claim(ctx, api.ClaimRequest{Worker: "w3", Limit: 1})
+	require.NoError(t, err)
+	_, err = ten.Report(ctx, dead.ID, api.ReportRequest{Claim: api.Claim{Worker: "w3", Attempt: cl.Jobs[0].Attempt,
+		LeaseToken: cl.Jobs[0].LeaseToken}, Outcome: api.OutcomeFailed, Error: "boom"})
+	require.NoError(t, err)
+
+	out, _, code := c.run(t, "jobs", "show", id)
+	require.Equal(t, 0, code)
+	require.Regexp(t, `why: ran 2 times: attempt 1 \(w1\) lost its lease, noticed by (the alarm|a request); the fence refused its report lease_expired; attempt 2 \(w2\) completed`, out)
+	require.Regexp(t, `(?m)^1\s+w1\s+.*\s1\s+\d{4}-\d\d-\d\d .*lease_expired`, out, "attempt 1 with its heartbeat")
+	require.Regexp(t, `(?m)^2\s+w2\s+.*completed\s+report`, out)
+	require.Contains(t, out, "refused by the fence:")
+	require.Regexp(t, `report\s+w1\s+1\s+completed\s+lease_expired`, out, "the refused report with its code")
+
+	out, _, code = c.run(t, "jobs", "list", "--state", "dead")
+	require.Equal(t, 0, code)
+	require.Regexp(t, `(?m)^`+dead.ID+`\s+test.echo\s+default\s+dead\s+1/1\s+.*boom`, out)
+
+	out, _, code = c.run(t, "jobs", "retry", dead.ID)
+	require.Equal(t, 0, code)
+	require.Equal(t, "job "+dead.ID+": available\n", out)
+	_, errOut, code := c.run(t, "jobs", "retry", id)
+	require.Equal(t, 3, code, "refused: a completed job is not retried")
+	require.Contains(t, errOut, "not_retryable")
+	_, errOut, code = c.run(t, "jobs", "show", "999999")
+	require.Equal(t, 4, code, "not found")
+	require.Contains(t, errOut, "does not exist")
+	_, _, code = c.run(t, "jobs", "frobnicate", "1")
+	require.Equal(t, 2, code, "usage")
+	_, _, code = cli{c.bin, "http://127.0.0.1:1", c.token}.run(t, "jobs", "list")
+	require.Equal(t, 5, code, "unreachable")
+
+	out, _, code = c.run(t, "jobs", "show", id, "--json")
+	require.Equal(t, 0, code)
+	var j api.Job
+	require.NoError(t, json.Unmarshal([]byte(out), &j))
+	require.Contains(t, j.RanAgain, "ran 2 times")
+
+	out, _, code = c.run(t, "queues")
+	require.Equal(t, 0, code)
+	require.Regexp(t, `(?m)^default\s+1\s+0`, out, "the retried job is available")
+	out, _, code = c.run(t, "tenants")
+	require.Equal(t, 0, code)
+	require.Regexp(t, `(?m)^acme\s+`, out)
+	out, _, code = c.run(t, "reactions")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "REACTION")
+	out, _, code = c.run(t, "projections")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "notes")
+	out, _, code = c.run(t, "events")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "SEQ")
+}
+
+func TestOperatorCommandsAgainstTheGoHost(t *testing.T) {
+	bin := stile(t)
+	h := stiletest.New(t, stiletest.Config{App: testapp.App()})
+	operate(t, cli{bin, h.URL, h.Token()}, h.Tenant("acme"), func(d time.Duration) { h.Advance(d) })
+}
+
+var workerdHost = &stiletest.Workerd{Wasm: func(tb testing.TB) []byte {
+	return stiletest.BuildWasm(tb, "github.com/stile-run/stile/e2e/testapp/tenant")
+}}
+
+func TestOperatorCommandsAgainstWorkerd(t *testing.T) {
+	bin := stile(t)
+	url := workerdHost.Start(t)
+	t.Cleanup(workerdHost.Close)
+	operate(t, cli{bin, url, stiletest.DefaultToken}, workerdHost.Client().Tenant("acme"), func(d time.Duration) { time.Sleep(d) })
+}
