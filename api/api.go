@@ -319,6 +319,22 @@ type QueueCounts struct {
 type QueuesResponse struct {
 	Queues   []QueueCounts    `json:"queues"`
 	Finished map[string]int64 `json:"finished"`
+	// Paused lists the queues an operator paused.
+	Paused []string `json:"paused,omitempty"`
+}
+
+// QueuePause pauses or resumes a queue (PUT /queues/{queue}): claims take
+// no job from a paused queue; its jobs wait, and enqueues go on.
+//
+//stile:json DecodeQueuePause
+type QueuePause struct {
+	Paused bool `json:"paused"`
+}
+
+// QueueState is a queue's pause, as PUT /queues/{queue} answers it.
+type QueueState struct {
+	Queue  string `json:"queue"`
+	Paused bool   `json:"paused"`
 }
 
 // Limit is a concurrency limit: at most Slots jobs with its key run at once.

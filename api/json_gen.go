@@ -401,11 +401,35 @@ func (v QueuesResponse) AppendJSON(b []byte) []byte {
 	o.key("queues")
 	o.b = appendArray(o.b, v.Queues)
 	o.counts("finished", v.Finished)
+	if len(v.Paused) > 0 {
+		o.strings("paused", v.Paused)
+	}
 	return o.end()
 }
 
 // MarshalJSON implements json.Marshaler.
 func (v QueuesResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v QueuePause) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.bool("paused", v.Paused)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v QueuePause) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v QueueState) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.str("queue", v.Queue)
+	o.bool("paused", v.Paused)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v QueueState) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
 func (v Limit) AppendJSON(b []byte) []byte {
@@ -1437,6 +1461,33 @@ func (v *CancelRequest) decode(r *reader) error {
 		}
 		return err
 	})
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *QueuePause) decode(r *reader) error {
+	return decodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "paused":
+			v.Paused, err = r.boolField(key)
+		default:
+			return unknownField(key)
+		}
+		return err
+	})
+}
+
+// DecodeQueuePause decodes a QueuePause strictly.
+func DecodeQueuePause(b []byte) (QueuePause, error) {
+	var v QueuePause
+	r := reader{b: b}
+	err := r.open()
+	if err == nil {
+		err = r.closeBody(v.decode(&r))
+	}
+	return v, err
 }
 
 // Not inlined: each call site would carry its own copy of the closure.

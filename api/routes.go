@@ -27,6 +27,7 @@ var (
 	RouteClaim       = Route{"POST", "claims"}
 	RouteReportMany  = Route{"POST", "reports"}
 	RouteQueues      = Route{"GET", "queues"}
+	RoutePauseQueue  = Route{"PUT", "queues/{queue}"}
 	RouteLimits      = Route{"GET", "concurrency"}
 	RouteSetLimit    = Route{"PUT", "concurrency/{key}"}
 	RouteTx          = Route{"POST", "tx/{name}"}

@@ -400,3 +400,11 @@ func (t *Tenant) Schedules(ctx context.Context) ([]api.Schedule, error) {
 	err := t.do(ctx, api.RouteSchedules, nil, nil, &out)
 	return out.Schedules, err
 }
+
+// PauseQueue pauses (or, with false, resumes) a queue: claims take no job
+// from a paused one.
+func (t *Tenant) PauseQueue(ctx context.Context, queue string, paused bool) (api.QueueState, error) {
+	var out api.QueueState
+	err := t.do(ctx, api.RoutePauseQueue, nil, api.QueuePause{Paused: paused}, &out, queue)
+	return out, err
+}

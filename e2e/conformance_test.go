@@ -145,6 +145,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "Directory", run: scenarioDirectory},
 		{name: "WaitForAJob", run: scenarioWaitForAJob},
 		{name: "WhyItRanTwice", run: scenarioWhyItRanTwice},
+		{name: "PauseAQueue", run: scenarioPauseAQueue},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
@@ -960,4 +961,55 @@ func scenarioWhyItRanTwice(s *scenario) {
 	require.NotNil(t, got.Attempts[0].LastHeartbeatAt)
 	require.Zero(t, got.Attempts[1].Heartbeats)
 	require.Regexp(t, `^ran 2 times: attempt 1 \(w1\) lost its lease, noticed by (the alarm|a request); the fence refused its report lease_expired; attempt 2 \(w2\) completed$`, got.RanAgain)
+}
+
+// scenarioPauseAQueue: claims take nothing from a paused queue, other
+// queues go on, and resuming it wakes a held claim.
+func scenarioPauseAQueue(s *scenario) {
+	t := s.t
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.echo"})
+	other := s.enqueue(api.EnqueueRequest{Kind: "test.other"})
+	st, err := s.ten.PauseQueue(s.ctx, "default", true)
+	require.NoError(t, err)
+	require.Equal(t, api.QueueState{Queue: "default", Paused: true}, st)
+	r, err := s.ten.Claim(s.ctx, api.ClaimRequest{Worker: "w1", Queues: []string{"default", "other"}, Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, r.Jobs, 1, "only the running queue's job")
+	require.Equal(t, other.ID, r.Jobs[0].ID)
+	q, err := s.ten.Queues(s.ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"default"}, q.Paused)
+	_, err = s.ten.Enqueue(s.ctx, api.EnqueueRequest{Kind: "test.echo"})
+	require.NoError(t, err, "a paused queue still takes jobs")
+
+	held := make(chan api.ClaimResponse, 1)
+	go func() {
+		r, _ := s.ten.Claim(s.ctx, api.ClaimRequest{Worker: "w2", Limit: 1, WaitMs: 20_000})
+		held <- r
+	}()
+	select {
+	case r := <-held:
+		t.Fatalf("a claim took from a paused queue: %+v", r)
+	case <-time.After(300 * time.Millisecond):
+	}
+	_, err = s.ten.PauseQueue(s.ctx, "default", false)
+	require.NoError(t, err)
+	select {
+	case r := <-held:
+		require.Len(t, r.Jobs, 1, "resuming woke the held claim")
+		require.Equal(t, j.ID, r.Jobs[0].ID)
+	case <-time.After(15 * time.Second):
+		t.Fatal("the held claim never woke")
+	}
+
+	status, b, err := s.tg.client().Raw(s.ctx, "PUT", "/v1/t/"+s.ten.Name()+"/queues/bad%20name", []byte(`{"paused":true}`), nil)
+	require.NoError(t, err)
+	require.Equal(t, 400, status, string(b))
+	status, b, err = s.tg.client().Raw(s.ctx, "PUT", "/v1/t/"+s.ten.Name()+"/queues/default", []byte(`{"paused":"yes"}`), nil)
+	require.NoError(t, err)
+	require.Equal(t, 400, status, string(b))
+	require.Contains(t, string(b), "invalid_json")
+	q, err = s.ten.Queues(s.ctx)
+	require.NoError(t, err)
+	require.Empty(t, q.Paused, "the refused requests changed nothing")
 }

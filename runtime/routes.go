@@ -42,6 +42,7 @@ var routes = []routeEntry{
 	{Route: api.RouteClaim, handle: func(t *Tenant, in input) (route, *api.Error) { return t.claim(in.body) }},
 	{Route: api.RouteReportMany, handle: func(t *Tenant, in input) (route, *api.Error) { return t.reportBatch(in.body) }},
 	{Route: api.RouteQueues, handle: func(t *Tenant, in input) (route, *api.Error) { return t.queues(), nil }},
+	{Route: api.RoutePauseQueue, handle: func(t *Tenant, in input) (route, *api.Error) { return t.pauseQueue(in.params[0], in.body) }},
 	{Route: api.RouteLimits, handle: func(t *Tenant, in input) (route, *api.Error) { return t.limits(), nil }},
 	{Route: api.RouteSetLimit, handle: func(t *Tenant, in input) (route, *api.Error) { return t.setLimit(in.params[0], in.body) }},
 	{Route: api.RouteTx, handle: func(t *Tenant, in input) (route, *api.Error) { return t.runTx(in.params[0], in.body) }},

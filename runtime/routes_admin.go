@@ -1,6 +1,9 @@
 package runtime
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/stile-run/stile/api"
 )
 
@@ -31,8 +34,29 @@ func (t *Tenant) queues() route {
 			}
 			resp.Queues[len(resp.Queues)-1].Counts[c.State] = c.Count
 		}
+		paused, err := t.store.PausedQueues()
+		if err != nil {
+			return result{}, err
+		}
+		resp.Paused = slices.Sorted(maps.Keys(paused))
 		return result{status: statusOK, body: resp.AppendJSON}, nil
 	}
+}
+
+func (t *Tenant) pauseQueue(queue string, body []byte) (route, *api.Error) {
+	if !api.ValidName(queue) {
+		return nil, api.Refuse(api.CodeInvalidRequest, "queue %q is invalid: use %s", queue, api.NameRule)
+	}
+	r, err := api.DecodeQueuePause(body)
+	if err != nil {
+		return nil, decodeErr(err)
+	}
+	return func(now int64) (result, error) {
+		if err := t.store.SetPaused(now, queue, r.Paused); err != nil {
+			return result{}, err
+		}
+		return result{status: statusOK, body: api.QueueState{Queue: queue, Paused: r.Paused}.AppendJSON}, nil
+	}, nil
 }
 
 func (t *Tenant) limits() route {

@@ -21,7 +21,7 @@ commands:
 
 operate a deployment (stile dev or a Worker; --url, --token, --tenant, --json):
   jobs          list | show ID (the timeline: attempts, refused reports, why it ran again) | retry | cancel | delete
-  queues        counts per queue and state
+  queues        counts per queue and state; pause | resume QUEUE
   reactions     lag and open deliveries; skip HANDLER SEQ
   projections   status, lag, errors; rebuild NAME
   events        the event log, or one stream

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -295,13 +296,40 @@ func (o *ops) showJob(j api.Job) {
 // ---- stile queues ----
 
 func runQueues(args []string) error {
-	o := newOps("queues", "queues --tenant NAME [flags]", true)
-	if _, err := o.parse(args); err != nil {
+	verb := "list"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		verb, args = args[0], args[1:]
+	}
+	o := newOps("queues", "queues [pause|resume QUEUE] --tenant NAME [flags]", true)
+	pos, err := o.parse(args)
+	if err != nil {
 		return err
 	}
 	ten, err := o.ten()
 	if err != nil {
 		return err
+	}
+	switch verb {
+	case "list":
+	case "pause", "resume":
+		if len(pos) != 1 {
+			return &exitError{exitUsage, fmt.Errorf("stile queues %s QUEUE", verb)}
+		}
+		st, err := ten.PauseQueue(context.Background(), pos[0], verb == "pause")
+		if err != nil {
+			return err
+		}
+		if *o.asJSON {
+			return o.printJSON(st)
+		}
+		state := "running"
+		if st.Paused {
+			state = "paused"
+		}
+		fmt.Fprintf(o.out, "queue %s: %s\n", st.Queue, state)
+		return nil
+	default:
+		return &exitError{exitUsage, fmt.Errorf("stile queues %s: use pause or resume, or nothing to list", verb)}
 	}
 	q, err := ten.Queues(context.Background())
 	if err != nil {
@@ -317,9 +345,13 @@ func runQueues(args []string) error {
 		for _, s := range states {
 			r = append(r, strconv.FormatInt(c.Counts[s], 10))
 		}
-		rows = append(rows, r)
+		state := "running"
+		if slices.Contains(q.Paused, c.Queue) {
+			state = "paused"
+		}
+		rows = append(rows, append(r, state))
 	}
-	o.table("QUEUE\tAVAILABLE\tRUNNING\tSCHEDULED\tRETRYABLE\tPENDING", rows)
+	o.table("QUEUE\tAVAILABLE\tRUNNING\tSCHEDULED\tRETRYABLE\tPENDING\tSTATE", rows)
 	fmt.Fprintf(o.out, "finished: %d completed, %d cancelled, %d dead\n", q.Finished["completed"], q.Finished["cancelled"], q.Finished["dead"])
 	return nil
 }

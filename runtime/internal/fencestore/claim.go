@@ -30,6 +30,22 @@ const MaxKeysPerClaim = 64
 // the others. A key that is full is never read, however many jobs wait on
 // it.
 func (s *Store) Claim(now int64, req ClaimRequest) ([]Job, error) {
+	paused, err := s.PausedQueues()
+	if err != nil {
+		return nil, err
+	}
+	if len(paused) > 0 {
+		var running []string
+		for _, q := range req.Queues {
+			if !paused[q] {
+				running = append(running, q)
+			}
+		}
+		if len(running) == 0 {
+			return nil, nil
+		}
+		req.Queues = running
+	}
 	free, err := s.freeSlots()
 	if err != nil {
 		return nil, err

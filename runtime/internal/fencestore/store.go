@@ -24,6 +24,8 @@ type Store struct {
 	Limits map[string]int
 
 	woke bool
+	// paused caches the paused queues (nil: read them again).
+	paused map[string]bool
 }
 
 // DueTracker learns how the store's writes move due times (run_at of
