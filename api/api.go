@@ -312,6 +312,9 @@ type ListResponse struct {
 type QueueCounts struct {
 	Queue  string           `json:"queue"`
 	Counts map[string]int64 `json:"counts"`
+	// OldestReadyAt is when the queue's oldest ready job became due: its
+	// backlog has waited since.
+	OldestReadyAt *time.Time `json:"oldest_ready_at,omitempty"`
 }
 
 // QueuesResponse counts unfinished jobs per queue, and finished ones per

@@ -389,6 +389,7 @@ func (v QueueCounts) AppendJSON(b []byte) []byte {
 	o := startObject(b)
 	o.str("queue", v.Queue)
 	o.counts("counts", v.Counts)
+	o.timeOmit("oldest_ready_at", v.OldestReadyAt)
 	return o.end()
 }
 

@@ -34,6 +34,15 @@ func (t *Tenant) queues() route {
 			}
 			resp.Queues[len(resp.Queues)-1].Counts[c.State] = c.Count
 		}
+		oldest, err := t.store.OldestReady()
+		if err != nil {
+			return result{}, err
+		}
+		for i := range resp.Queues {
+			if at, ok := oldest[resp.Queues[i].Queue]; ok {
+				resp.Queues[i].OldestReadyAt = tsPtr(at)
+			}
+		}
 		paused, err := t.store.PausedQueues()
 		if err != nil {
 			return result{}, err

@@ -21,7 +21,18 @@ type Server struct {
 	manager *host.Manager
 	token   []byte
 	log     *slog.Logger // nil: no request log
+	obs     Observer     // nil: none
 }
+
+// Observer is told of every request: its route pattern ("" if it matched
+// none), status, duration and the body it answered (package metrics
+// counts them).
+type Observer interface {
+	Observe(route string, status int, d time.Duration, body []byte)
+}
+
+// WithObserver tells o of every request.
+func WithObserver(o Observer) Option { return func(s *Server) { s.obs = o } }
 
 // Option configures a Server.
 type Option func(*Server)
@@ -45,13 +56,19 @@ func New(m *host.Manager, token string, opts ...Option) (*Server, error) {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.log == nil {
+	if s.log == nil && s.obs == nil {
 		s.serve(w, r)
 		return
 	}
 	start := time.Now()
-	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	rec := &recorder{ResponseWriter: w, status: http.StatusOK, keep: s.obs != nil}
 	tenant, route := s.serve(rec, r)
+	if s.obs != nil {
+		s.obs.Observe(route, rec.status, time.Since(start), rec.body)
+	}
+	if s.log == nil {
+		return
+	}
 	attrs := []any{"method", r.Method, "route", route, "path", r.URL.Path, "tenant", tenant,
 		"status", rec.status, "ms", float64(time.Since(start).Microseconds()) / 1000}
 	if rec.status >= 500 {
@@ -68,6 +85,7 @@ type recorder struct {
 	http.ResponseWriter
 	status int
 	body   []byte
+	keep   bool // keep bodies of every status (for an observer), else 5xx only
 }
 
 func (r *recorder) WriteHeader(status int) {
@@ -76,7 +94,7 @@ func (r *recorder) WriteHeader(status int) {
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
-	if r.status >= 500 && len(r.body) < 4096 {
+	if (r.keep || r.status >= 500) && len(r.body) < 64<<10 {
 		r.body = append(r.body, b...)
 	}
 	return r.ResponseWriter.Write(b)

@@ -22,6 +22,7 @@ import (
 	"github.com/stile-run/stile/executor"
 	"github.com/stile-run/stile/executor/process"
 	"github.com/stile-run/stile/host"
+	"github.com/stile-run/stile/host/metrics"
 	"github.com/stile-run/stile/host/wazerohost"
 	"github.com/stile-run/stile/internal/wasmbuild"
 	"github.com/stile-run/stile/server"
@@ -101,7 +102,8 @@ func runDev(args []string) error {
 		return err
 	}
 	defer m.Close()
-	srv, err := server.New(m, token, server.WithRequestLog(log))
+	mx := metrics.New(m)
+	srv, err := server.New(m, token, server.WithRequestLog(log), server.WithObserver(mx))
 	if err != nil {
 		return err
 	}
@@ -109,7 +111,10 @@ func runDev(args []string) error {
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", mx.Handler(token))
+	mux.Handle("/", srv)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		// Claims long-poll for up to a minute.
 		WriteTimeout: 2 * time.Minute}
 	name := pkg

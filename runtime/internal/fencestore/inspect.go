@@ -180,3 +180,17 @@ func (s *Store) ReadyKinds(limit int) (total int64, kinds []string, err error) {
 	}
 	return total, kinds, rows.Err()
 }
+
+// OldestReady is, per queue, when its oldest ready job became due (its
+// run_at): how long the queue's backlog has waited.
+func (s *Store) OldestReady() (map[string]int64, error) {
+	rows, err := s.db.Query(`SELECT queue, MIN(run_at) FROM stile_jobs WHERE state = 'available' GROUP BY queue`)
+	if err != nil {
+		return nil, printf.Errorf("read the oldest ready jobs: %w", err)
+	}
+	out := map[string]int64{}
+	for rows.Next() {
+		out[rows.Text(0)] = rows.Int(1)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,176 @@
+// Package metrics exposes a Go host's tenants as Prometheus metrics:
+// requests by route and status with their duration, job outcomes as
+// workers report them, and, read from each tenant when scraped, queue
+// depth by state, the age of each queue's oldest ready job, and the lag
+// of reactions and projections. `stile dev` serves them at /metrics
+// (behind the API's token). It is a package of its own so that nothing
+// else links the Prometheus client.
+package metrics
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/host"
+	"github.com/stile-run/stile/internal/bearer"
+)
+
+// Metrics are a host's metrics, in a registry of their own.
+type Metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	outcomes *prometheus.CounterVec
+}
+
+// New returns the metrics of m's tenants (those in its directory).
+func New(m *host.Manager) *Metrics {
+	x := &Metrics{reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stile_requests_total",
+			Help: "API requests by route pattern and status."}, []string{"route", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "stile_request_duration_seconds",
+			Help: "API request durations by route pattern (held claims included).", Buckets: prometheus.DefBuckets}, []string{"route"}),
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stile_job_reports_total",
+			Help: "Job reports by the state they left the job in (completed, retryable, dead, …), and refused ones by code."}, []string{"state"}),
+	}
+	x.reg.MustRegister(x.requests, x.duration, x.outcomes, &tenants{m: m})
+	return x
+}
+
+// Observe records one request: the server's observer (server.WithObserver).
+func (x *Metrics) Observe(route string, status int, d time.Duration, body []byte) {
+	if route == "" {
+		route = "(none)"
+	}
+	x.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	x.duration.WithLabelValues(route).Observe(d.Seconds())
+	switch route {
+	case api.RouteReport.Method + " " + api.RouteReport.Pattern:
+		var r struct {
+			State string   `json:"state"`
+			Code  api.Code `json:"code"`
+		}
+		if json.Unmarshal(body, &r) == nil {
+			x.outcome(r.State, r.Code)
+		}
+	case api.RouteReportMany.Method + " " + api.RouteReportMany.Pattern:
+		var r api.BatchReportResponse
+		if json.Unmarshal(body, &r) == nil {
+			for _, res := range r.Results {
+				var code api.Code
+				if res.Error != nil {
+					code = res.Error.Code
+				}
+				x.outcome(res.State, code)
+			}
+		}
+	}
+}
+
+func (x *Metrics) outcome(state string, code api.Code) {
+	switch {
+	case code != "":
+		x.outcomes.WithLabelValues("refused:" + string(code)).Inc()
+	case state != "":
+		x.outcomes.WithLabelValues(state).Inc()
+	}
+}
+
+// Handler serves the metrics in Prometheus's text format to a caller
+// with the bearer token.
+func (x *Metrics) Handler(token string) http.Handler {
+	h := promhttp.HandlerFor(x.reg, promhttp.HandlerOpts{})
+	want := []byte(token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !bearer.Matches(r, want) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write(api.Unauthorized.AppendJSON(nil))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// tenants reads each tenant's state when scraped.
+type tenants struct{ m *host.Manager }
+
+var (
+	depthDesc = prometheus.NewDesc("stile_queue_jobs", "Unfinished jobs by tenant, queue and state.",
+		[]string{"tenant", "queue", "state"}, nil)
+	oldestDesc = prometheus.NewDesc("stile_queue_oldest_ready_seconds", "How long the oldest ready job of a queue has waited.",
+		[]string{"tenant", "queue"}, nil)
+	reactionDesc = prometheus.NewDesc("stile_reaction_lag_events", "Events a reaction has still to settle.",
+		[]string{"tenant", "reaction"}, nil)
+	openDesc = prometheus.NewDesc("stile_reaction_open_deliveries", "Deliveries of a reaction claimed or failed and not settled.",
+		[]string{"tenant", "reaction"}, nil)
+	projectionDesc = prometheus.NewDesc("stile_projection_lag_events", "Events a projection's live generation has still to apply.",
+		[]string{"tenant", "projection"}, nil)
+	stalledDesc = prometheus.NewDesc("stile_projection_stalled", "1 if a projection's live generation is stalled on an event.",
+		[]string{"tenant", "projection"}, nil)
+)
+
+func (c *tenants) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{depthDesc, oldestDesc, reactionDesc, openDesc, projectionDesc, stalledDesc} {
+		ch <- d
+	}
+}
+
+func (c *tenants) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dir, err := c.m.Directory().List(ctx, api.TenantsQuery{Limit: api.MaxTenantsPage})
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	for _, t := range dir.Tenants {
+		var q api.QueuesResponse
+		if c.get(ctx, t.Name, api.RouteQueues, &q) {
+			for _, qc := range q.Queues {
+				for state, n := range qc.Counts {
+					ch <- prometheus.MustNewConstMetric(depthDesc, prometheus.GaugeValue, float64(n), t.Name, qc.Queue, state)
+				}
+				if qc.OldestReadyAt != nil {
+					ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, max(now.Sub(*qc.OldestReadyAt).Seconds(), 0), t.Name, qc.Queue)
+				}
+			}
+		}
+		var rs api.ReactionsResponse
+		if c.get(ctx, t.Name, api.RouteReactions, &rs) {
+			for _, r := range rs.Reactions {
+				ch <- prometheus.MustNewConstMetric(reactionDesc, prometheus.GaugeValue, float64(r.Lag), t.Name, r.Name)
+				ch <- prometheus.MustNewConstMetric(openDesc, prometheus.GaugeValue, float64(len(r.Open)), t.Name, r.Name)
+			}
+		}
+		var ps api.ProjectionsResponse
+		if c.get(ctx, t.Name, api.RouteProjections, &ps) {
+			for _, p := range ps.Projections {
+				if p.Live == nil {
+					continue
+				}
+				stalled := 0.0
+				if p.Live.Status == "stalled" {
+					stalled = 1
+				}
+				ch <- prometheus.MustNewConstMetric(projectionDesc, prometheus.GaugeValue, float64(p.Live.Lag), t.Name, p.Name)
+				ch <- prometheus.MustNewConstMetric(stalledDesc, prometheus.GaugeValue, stalled, t.Name, p.Name)
+			}
+		}
+	}
+}
+
+// get reads a tenant's route through the host, as an admin.
+func (c *tenants) get(ctx context.Context, tenant string, r api.Route, out any) bool {
+	resp, err := c.m.Do(ctx, tenant, do.Request{Kind: do.KindAPI, Method: r.Method, Path: "/" + api.Version + "/t/" + tenant + "/" + r.Pattern,
+		Headers: do.Headers{{Name: do.HeaderPrincipal, Value: do.PrincipalAdmin}}})
+	return err == nil && resp.Status == 200 && json.Unmarshal(resp.Body, out) == nil
+}

@@ -1,0 +1,95 @@
+package metrics_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/client"
+	"github.com/stile-run/stile/e2e/testapp"
+	"github.com/stile-run/stile/host/metrics"
+	"github.com/stile-run/stile/server"
+	"github.com/stile-run/stile/stiletest"
+)
+
+func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
+	t.Helper()
+	f, ok := fams[name]
+	require.True(t, ok, "no metric %s", name)
+next:
+	for _, m := range f.Metric {
+		for _, l := range m.Label {
+			if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount())
+		}
+	}
+	t.Fatalf("no %s with %v", name, labels)
+	return 0
+}
+
+func TestMetricsCountRequestsOutcomesAndTenantsState(t *testing.T) {
+	h := stiletest.New(t, stiletest.Config{App: testapp.App()})
+	mx := metrics.New(h.Manager())
+	srv, err := server.New(h.Manager(), "tok", server.WithObserver(mx))
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", mx.Handler("tok"))
+	mux.Handle("/", srv)
+	ts := httptest.NewServer(mux)
+	defer ts.Close()
+	ctx := context.Background()
+	acme := client.New(ts.URL, "tok", nil).Tenant("acme")
+	j, err := acme.Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo"})
+	require.NoError(t, err)
+	_, err = acme.Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo"})
+	require.NoError(t, err)
+	c, err := acme.Claim(ctx, api.ClaimRequest{Worker: "w1", Limit: 1})
+	require.NoError(t, err)
+	claim := api.Claim{Worker: "w1", Attempt: c.Jobs[0].Attempt, LeaseToken: c.Jobs[0].LeaseToken}
+	_, err = acme.Report(ctx, j.ID, api.ReportRequest{Claim: claim, Outcome: api.OutcomeCompleted})
+	require.NoError(t, err)
+	_, err = acme.Report(ctx, j.ID, api.ReportRequest{Claim: api.Claim{Worker: "w9", Attempt: 1, LeaseToken: "x"}, Outcome: api.OutcomeCompleted})
+	require.Error(t, err)
+	h.Advance(0)
+
+	req, _ := http.NewRequest("GET", ts.URL+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 401, resp.StatusCode, "the metrics need the token")
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	require.NoError(t, err, "the exporter's own parser reads the page")
+
+	require.Equal(t, 2.0, value(t, fams, "stile_requests_total", map[string]string{"route": "POST jobs", "status": "201"}))
+	require.Equal(t, 1.0, value(t, fams, "stile_requests_total", map[string]string{"route": "POST jobs/{id}/report", "status": "409"}))
+	require.Equal(t, 1.0, value(t, fams, "stile_job_reports_total", map[string]string{"state": "completed"}))
+	require.Equal(t, 1.0, value(t, fams, "stile_job_reports_total", map[string]string{"state": "refused:other_worker"}))
+	require.Equal(t, 1.0, value(t, fams, "stile_queue_jobs", map[string]string{"tenant": "acme", "queue": "default", "state": "available"}))
+	require.GreaterOrEqual(t, value(t, fams, "stile_queue_oldest_ready_seconds", map[string]string{"tenant": "acme", "queue": "default"}), 0.0)
+	require.Equal(t, 0.0, value(t, fams, "stile_projection_lag_events", map[string]string{"tenant": "acme", "projection": "notes"}))
+	require.Equal(t, 0.0, value(t, fams, "stile_reaction_lag_events", map[string]string{"tenant": "acme", "reaction": testapp.RefundPolicy}))
+	require.Equal(t, 5.0, value(t, fams, "stile_request_duration_seconds", map[string]string{"route": "POST jobs/{id}/report"})+
+		value(t, fams, "stile_request_duration_seconds", map[string]string{"route": "POST jobs"})+
+		value(t, fams, "stile_request_duration_seconds", map[string]string{"route": "POST claims"}), "every request is timed")
+}
