@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/console"
 	"github.com/stile-run/stile/executor"
 	"github.com/stile-run/stile/executor/process"
 	"github.com/stile-run/stile/host"
@@ -113,6 +114,8 @@ func runDev(args []string) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", mx.Handler(token))
+	mux.Handle(console.Path, console.Handler())
+	mux.Handle(console.Path+"/", console.Handler())
 	mux.Handle("/", srv)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		// Claims long-poll for up to a minute.
@@ -136,6 +139,7 @@ func runDev(args []string) error {
 	fmt.Fprintf(os.Stderr, `stile dev: serving %s
   module built and compiled in %s (%d KiB)
   API    %s/v1/t/{tenant}/…
+  console %s/console
   token  %s
   data   %s (one SQLite file per tenant)
 
@@ -145,7 +149,7 @@ try it:
   %s
   curl -s -H "Authorization: Bearer $STILE_TOKEN" %s/v1/t/acme/jobs/1
 
-`, name, time.Since(started).Round(time.Millisecond), len(wasm)>>10, base, token, *data, token, job, base, runIt, base)
+`, name, time.Since(started).Round(time.Millisecond), len(wasm)>>10, base, base, token, *data, token, job, base, runIt, base)
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/console"
 	"github.com/stile-run/stile/do"
 )
 
@@ -26,6 +27,9 @@ const (
 	// beside the bundle for users to copy into their own Worker; the
 	// Stile Worker does not import it.
 	ClientFile = "client.mjs"
+	// ConsoleFile is the console's files as a module (package console),
+	// which worker.mjs serves at /console.
+	ConsoleFile = "console.mjs"
 )
 
 // TestEntryFile is a Worker entry for tests (js/faults.mjs): the shipped
@@ -86,6 +90,9 @@ func WriteWorker(dir string, wasm []byte) error {
 		return fmt.Errorf("write worker bundle: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, WasmFile), wasm, 0o644); err != nil {
+		return fmt.Errorf("write worker bundle: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ConsoleFile), []byte(console.Module()), 0o644); err != nil {
 		return fmt.Errorf("write worker bundle: %w", err)
 	}
 	return nil

@@ -18,7 +18,7 @@ const edge = existsSync(join(dir, "edge.mjs"));
 // STILE_ENTRY names another entry module in dir (the tests' faults.mjs).
 const entry = process.env.STILE_ENTRY ?? (edge ? "edge.mjs" : "worker.mjs");
 const esm = (name) => ({ type: "ESModule", path: join(dir, name) });
-const modules = [entry, "worker.mjs", "abi.mjs", "config.mjs"];
+const modules = [entry, "worker.mjs", "abi.mjs", "config.mjs", "console.mjs"];
 if (edge) modules.push("edge.mjs", "shim.mjs", "wasm_exec.js");
 const stile = {
   name: "stile",

@@ -5,6 +5,7 @@
 // from the Go API package) and tenant.wasm.
 
 import wasm from "./tenant.wasm";
+import { CONSOLE, CONSOLE_PATH } from "./console.mjs";
 import {
   decodeResponse, encodeRequest, instantiate, validTraceparent,
   FLAG_FINISHED, FLAG_HOLD_FINISHED, FLAG_WAKE, HEADER_PRINCIPAL, HEADER_TRACEPARENT, KIND_ALARM, KIND_API, RESERVED_PREFIX,
@@ -49,6 +50,7 @@ export default {
   async fetch(request, env) {
     const url = new URL(request.url);
     if (url.pathname === "/healthz") return new Response("ok\n", { headers: { "content-type": "text/plain" } });
+    if (url.pathname === CONSOLE_PATH || url.pathname.startsWith(CONSOLE_PATH + "/")) return consoleFile(url.pathname);
     if (!env.STILE_TOKEN) {
       return internal("the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`");
     }
@@ -71,6 +73,20 @@ export default {
 // TENANT_KEY keeps an object's tenant name in its synchronous KV storage,
 // where the runtime gives an id no name.
 const TENANT_KEY = "stile-tenant";
+
+// consoleFile serves the console (public: the shell holds no data, and
+// every data call carries the user's token).
+function consoleFile(path) {
+  const f = CONSOLE[path.slice(CONSOLE_PATH.length + 1)] ?? CONSOLE["index.html"];
+  return new Response(f.body, {
+    headers: {
+      "content-type": f.type,
+      "cache-control": "no-cache",
+      "content-security-policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'",
+      "referrer-policy": "no-referrer",
+    },
+  });
+}
 
 // directory is the stub of the deployment's one Directory object.
 const directory = (env) => env.DIRECTORY.get(env.DIRECTORY.idFromName("directory"));

@@ -1,0 +1,259 @@
+// Stile's console: a static app over the documented JSON API. The token
+// lives in sessionStorage and travels only as a Bearer header.
+"use strict";
+
+const TOKEN_KEY = "stile-token";
+const POLL_MS = 3000;
+const main = document.getElementById("main");
+const nav = document.getElementById("nav");
+const signout = document.getElementById("signout");
+
+// ---- the API ----
+
+class ApiError extends Error {
+  constructor(status, code, message) {
+    super(`${status} ${code}: ${message}`);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function api(method, path, body) {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  const res = await fetch(path, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: "omit",
+  });
+  const text = await res.text();
+  let data;
+  try { data = text ? JSON.parse(text) : undefined; } catch { data = undefined; }
+  if (res.status === 401) {
+    sessionStorage.removeItem(TOKEN_KEY);
+    render();
+    throw new ApiError(401, "unauthorized", "the token was refused");
+  }
+  if (!res.ok) throw new ApiError(res.status, data?.code ?? "error", data?.message ?? text);
+  return data;
+}
+
+const t = (tenant) => `/v1/t/${encodeURIComponent(tenant)}`;
+
+// ---- building the page (text only: data never becomes markup) ----
+
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "on") for (const [ev, f] of Object.entries(v)) e.addEventListener(ev, f);
+    else if (v !== undefined && v !== null && v !== false) e.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children.flat()) if (c !== undefined && c !== null) e.append(c instanceof Node ? c : String(c));
+  return e;
+}
+
+function table(columns, rows, id) {
+  return el("table", { id },
+    el("thead", {}, el("tr", {}, columns.map((c) => el("th", {}, c)))),
+    el("tbody", {}, rows.map((r) => el("tr", {}, r.map((cell, i) => el("td", { "data-label": columns[i] }, cell ?? "-"))))));
+}
+
+const when = (s) => (s ? s.replace("T", " ").replace("Z", "") : "-");
+const link = (href, text) => el("a", { href }, text);
+
+function action(label, confirmText, run, danger) {
+  return el("button", { class: danger ? "danger" : undefined, on: { click: async () => {
+    if (!confirm(confirmText)) return;
+    try { await run(); await render(); } catch (e) { alert(e.message); }
+  } } }, label);
+}
+
+// ---- routes ----
+
+function route() {
+  const [path, query] = location.hash.replace(/^#/, "").split("?");
+  const parts = (path || "/").split("/").filter(Boolean).map(decodeURIComponent);
+  return { parts, query: new URLSearchParams(query ?? "") };
+}
+
+function tenantNav(tenant) {
+  nav.replaceChildren(link("#/", "Tenants"), ...(tenant ? [
+    link(`#/t/${tenant}`, tenant),
+    link(`#/t/${tenant}/jobs`, "Jobs"),
+    link(`#/t/${tenant}/reactions`, "Reactions"),
+    link(`#/t/${tenant}/projections`, "Projections"),
+    link(`#/t/${tenant}/events`, "Events"),
+  ] : []));
+}
+
+async function pageTenants() {
+  tenantNav();
+  const d = await api("GET", "/v1/tenants?limit=1000");
+  return [el("h1", {}, "Tenants"),
+    d.tenants.length === 0 ? el("p", { class: "muted" }, "No tenant yet: a tenant appears on its first request.") :
+      table(["Tenant", "First seen", "Last seen", "Version", "Ready"],
+        d.tenants.map((x) => [link(`#/t/${x.name}`, x.name), when(x.first_seen), when(x.last_seen), x.version, x.ready ? "yes" : "no"]), "tenants")];
+}
+
+async function pageOverview(tenant) {
+  const [q, rs, ps, sc, lim] = await Promise.all([api("GET", `${t(tenant)}/queues`), api("GET", `${t(tenant)}/reactions`),
+    api("GET", `${t(tenant)}/projections`), api("GET", `${t(tenant)}/schedules`), api("GET", `${t(tenant)}/concurrency`)]);
+  const paused = new Set(q.paused ?? []);
+  const states = ["available", "running", "scheduled", "retryable", "pending"];
+  return [el("h1", {}, tenant),
+    el("div", { class: "cards" },
+      el("div", { class: "card" }, el("b", {}, q.queues.reduce((n, x) => n + (x.counts.available ?? 0), 0)), el("div", { class: "muted" }, "jobs ready")),
+      el("div", { class: "card" }, el("b", {}, q.finished.dead ?? 0), el("div", { class: "muted" }, "dead jobs ", link(`#/t/${tenant}/jobs?state=dead`, "list"))),
+      el("div", { class: "card" }, el("b", {}, rs.reactions.reduce((n, r) => n + r.lag, 0)), el("div", { class: "muted" }, "events reactions have to settle"))),
+    el("h2", {}, "Queues"),
+    table(["Queue", ...states, "Oldest ready", "State", ""], q.queues.map((x) => [link(`#/t/${tenant}/jobs?queue=${x.queue}`, x.queue),
+      ...states.map((s) => x.counts[s] ?? 0), when(x.oldest_ready_at), paused.has(x.queue) ? "paused" : "running",
+      paused.has(x.queue)
+        ? action("Resume", `Resume queue ${x.queue}?`, () => api("PUT", `${t(tenant)}/queues/${x.queue}`, { paused: false }))
+        : action("Pause", `Pause queue ${x.queue}? Claims take nothing from it until resumed.`, () => api("PUT", `${t(tenant)}/queues/${x.queue}`, { paused: true }), true)]), "queues"),
+    el("h2", {}, "Reactions"),
+    table(["Reaction", "Kind", "Checkpoint", "Lag", "Open deliveries"], rs.reactions.map((r) => [link(`#/t/${tenant}/reactions`, r.name), r.kind, r.checkpoint, r.lag, r.open.length])),
+    el("h2", {}, "Projections"),
+    table(["Projection", "Status", "Checkpoint", "Lag"], ps.projections.map((p) => [link(`#/t/${tenant}/projections`, p.name), p.live?.status, p.live?.checkpoint, p.live?.lag])),
+    el("h2", {}, "Schedules"),
+    table(["Schedule", "Cron", "Next", "Last", "Declared by"], sc.schedules.map((s) => [s.name, s.cron, when(s.next_at), when(s.last_at), s.module ? "the module" : "the tenant"])),
+    el("h2", {}, "Concurrency keys"),
+    table(["Key", "Slots", "In use"], lim.limits.map((l) => [l.key, l.slots, l.in_use]))];
+}
+
+async function pageJobs(tenant, query) {
+  const params = new URLSearchParams();
+  for (const k of ["state", "queue", "kind", "after"]) if (query.get(k)) params.set(k, query.get(k));
+  params.set("limit", "50");
+  const d = await api("GET", `${t(tenant)}/jobs?${params}`);
+  const filter = (name, options) => el("label", {}, name, options
+    ? el("select", { name }, ["", ...options].map((o) => el("option", { value: o, selected: query.get(name) === o }, o || "any")))
+    : el("input", { name, value: query.get(name) ?? "" }));
+  const form = el("form", { class: "filters", on: { submit: (e) => {
+    e.preventDefault();
+    const f = new URLSearchParams(new FormData(e.target));
+    for (const [k, v] of [...f]) if (!v) f.delete(k);
+    location.hash = `#/t/${tenant}/jobs?${f}`;
+  } } }, filter("state", ["pending", "scheduled", "available", "running", "retryable", "completed", "dead", "cancelled"]),
+  filter("queue"), filter("kind"), el("button", { type: "submit" }, "Filter"));
+  const bulk = el("div", { class: "actions" },
+    action(`Retry the ${d.jobs.length} listed`, `Retry the ${d.jobs.length} jobs listed? Only dead or cancelled ones are retried.`,
+      () => Promise.allSettled(d.jobs.map((j) => api("POST", `${t(tenant)}/jobs/${j.id}/retry`)))),
+    action(`Cancel the ${d.jobs.length} listed`, `Cancel the ${d.jobs.length} jobs listed?`,
+      () => Promise.allSettled(d.jobs.map((j) => api("POST", `${t(tenant)}/jobs/${j.id}/cancel`, { reason: "cancelled from the console" }))), true));
+  const next = new URLSearchParams(query);
+  next.set("after", d.next ?? "");
+  return [el("h1", {}, `Jobs of ${tenant}`), form, d.jobs.length ? bulk : null,
+    table(["Job", "Kind", "Queue", "State", "Attempt", "Created", "Last error"], d.jobs.map((j) => [link(`#/t/${tenant}/jobs/${j.id}`, j.id),
+      j.kind, j.queue, j.state, `${j.attempt}/${j.max_attempts}`, when(j.created_at), j.last_error?.split("\n")[0]]), "jobs"),
+    d.next ? el("p", {}, link(`#/t/${tenant}/jobs?${next}`, "Next page")) : null];
+}
+
+async function pageJob(tenant, id) {
+  const j = await api("GET", `${t(tenant)}/jobs/${encodeURIComponent(id)}`);
+  const attempts = [...(j.attempts ?? []), ...(j.running ? [{ ...j.running, outcome: "running" }] : [])];
+  return [el("h1", {}, `Job ${j.id} · ${j.kind}`),
+    el("p", {}, `${j.state} · queue ${j.queue} · attempt ${j.attempt} of ${j.max_attempts} · created ${when(j.created_at)}`),
+    j.ran_again ? el("p", { class: "why", id: "why" }, el("b", {}, "Why it ran again: "), j.ran_again) : null,
+    el("div", { class: "actions" },
+      action("Retry", `Retry job ${j.id}?`, () => api("POST", `${t(tenant)}/jobs/${j.id}/retry`)),
+      action("Cancel", `Cancel job ${j.id}?`, () => api("POST", `${t(tenant)}/jobs/${j.id}/cancel`, { reason: "cancelled from the console" }), true),
+      action("Delete", `Delete job ${j.id}? Only finished jobs can be deleted.`, async () => { await api("DELETE", `${t(tenant)}/jobs/${j.id}`); location.hash = `#/t/${tenant}/jobs`; }, true)),
+    el("h2", {}, "Timeline"),
+    table(["Attempt", "Worker", "Claimed", "Lease until", "Heartbeats", "Last heartbeat", "Ended", "Outcome", "Noticed by", "Error"],
+      attempts.map((a) => [a.attempt, a.worker, when(a.claimed_at), when(a.lease_until), a.heartbeats ?? 0, when(a.last_heartbeat_at),
+        when(a.ended_at), a.outcome, a.noticed_by, a.error?.split("\n")[0]]), "attempts"),
+    el("h2", {}, "Refused by the fence"),
+    (j.rejections ?? []).length === 0 ? el("p", { class: "muted" }, "Nothing was refused.") :
+      table(["At", "Request", "Worker", "Attempt", "Outcome", "Code", "Reason"], j.rejections.map((r) => [when(r.at), r.request, r.worker,
+        r.attempt, r.outcome, el("span", { class: "refused" }, r.code), r.message]), "rejections"),
+    el("h2", {}, "Args"), el("pre", {}, JSON.stringify(j.args, null, 2)),
+    j.output !== undefined ? [el("h2", {}, "Output"), el("pre", {}, JSON.stringify(j.output, null, 2))] : null,
+    j.last_error ? [el("h2", {}, "Last error"), el("pre", { class: "error" }, j.last_error)] : null];
+}
+
+async function pageReactions(tenant) {
+  const rs = await api("GET", `${t(tenant)}/reactions`);
+  return [el("h1", {}, `Reactions of ${tenant}`), el("p", { class: "muted" }, `Log head: event ${rs.head}`),
+    ...rs.reactions.map((r) => [el("h2", {}, `${r.name} (${r.kind})`),
+      el("p", {}, `checkpoint ${r.checkpoint} · lag ${r.lag} · timeout ${r.timeout_ms} ms · events ${r.types.join(", ")}`),
+      r.open.length === 0 ? el("p", { class: "muted" }, "No open delivery.") :
+        table(["Event", "State", "Attempt", "Failures", "Lease until", "Retry at", "Last error", ""], r.open.map((o) => [o.seq, o.state, o.attempt,
+          o.failures, when(o.lease_until), when(o.run_at), o.last_error,
+          action("Skip", `Skip event ${o.seq} for ${r.name}? It is never delivered to it again.`,
+            () => api("POST", `${t(tenant)}/reactions/${r.name}/skip`, { seq: o.seq, reason: "skipped from the console" }), true)]))])];
+}
+
+async function pageProjections(tenant) {
+  const ps = await api("GET", `${t(tenant)}/projections`);
+  return [el("h1", {}, `Projections of ${tenant}`),
+    table(["Projection", "Generation", "Status", "Checkpoint", "Lag", "Error", ""], ps.projections.flatMap((p) =>
+      [["live", p.live], ["rebuild", p.rebuild]].filter(([, g]) => g).map(([role, g]) => [p.name, `${role} #${g.generation}`, g.status,
+        `${g.checkpoint} of ${p.head}`, g.lag, g.error ? `event ${g.error_seq}: ${g.error}` : null,
+        role === "live" ? action("Rebuild", `Rebuild ${p.name} from the start of the log? The live one serves queries until the new one catches up.`,
+          () => api("POST", `${t(tenant)}/projections/${p.name}/rebuild`)) : null])), "projections")];
+}
+
+async function pageEvents(tenant, query) {
+  const stream = query.get("stream");
+  const d = stream ? await api("GET", `${t(tenant)}/streams/${encodeURIComponent(stream)}?limit=200`)
+    : await api("GET", `${t(tenant)}/events?after=${Number(query.get("after") ?? 0)}&limit=200`);
+  return [el("h1", {}, stream ? `Stream ${stream}` : `Events of ${tenant}`),
+    table(["Seq", "Stream", "Version", "Type", "At", "Data"], d.events.map((e) => [e.seq, link(`#/t/${tenant}/events?stream=${encodeURIComponent(e.stream)}`, e.stream),
+      e.version, e.type, when(e.at), JSON.stringify(e.data)]), "events")];
+}
+
+// ---- the shell ----
+
+function signIn() {
+  nav.replaceChildren();
+  signout.hidden = true;
+  const input = el("input", { type: "password", name: "token", autocomplete: "off", placeholder: "the deployment's token" });
+  return [el("form", { class: "signin", on: { submit: (e) => {
+    e.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+    render();
+  } } }, el("h1", {}, "Sign in"), el("p", { class: "muted" }, "The token stays in this tab (sessionStorage) and is sent only as a Bearer header."),
+  input, el("button", { type: "submit" }, "Sign in"))];
+}
+
+let rendering = false;
+async function render() {
+  if (rendering) return;
+  rendering = true;
+  try {
+    if (!sessionStorage.getItem(TOKEN_KEY)) {
+      main.replaceChildren(...signIn());
+      return;
+    }
+    signout.hidden = false;
+    const { parts, query } = route();
+    let page;
+    if (parts[0] === "t" && parts[1]) {
+      tenantNav(parts[1]);
+      switch (parts[2]) {
+        case undefined: page = await pageOverview(parts[1]); break;
+        case "jobs": page = parts[3] ? await pageJob(parts[1], parts[3]) : await pageJobs(parts[1], query); break;
+        case "reactions": page = await pageReactions(parts[1]); break;
+        case "projections": page = await pageProjections(parts[1]); break;
+        case "events": page = await pageEvents(parts[1], query); break;
+        default: page = [el("p", {}, "No such page.")];
+      }
+    } else {
+      page = await pageTenants();
+    }
+    if (document.activeElement?.closest?.("form.filters")) return; // do not pull a form from under the user
+    main.replaceChildren(...[page].flat(3).filter(Boolean));
+    main.dataset.loaded = location.hash || "#/";
+  } catch (e) {
+    if (sessionStorage.getItem(TOKEN_KEY)) main.replaceChildren(el("p", { class: "error", id: "failure" }, e.message));
+  } finally {
+    rendering = false;
+  }
+}
+
+signout.addEventListener("click", () => { sessionStorage.removeItem(TOKEN_KEY); render(); });
+window.addEventListener("hashchange", render);
+// Polling while the tab is visible: never a held request.
+setInterval(() => { if (document.visibilityState === "visible") render(); }, POLL_MS);
+render();

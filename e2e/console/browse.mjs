@@ -1,0 +1,119 @@
+// Drives the console in headless Chromium (Debian's, through
+// playwright-core) for e2e/console_test.go, and exits non-zero on the
+// first check that fails. Usage:
+//   STILE_NODE_DIR=… node browse.mjs <mode> <base url> <token> <tenant> <ran-twice job> <dead job> <screenshots dir>
+// mode "full" walks every page and action; "load" signs in and loads the
+// pages once (for workerd).
+import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
+import { join } from "node:path";
+
+const [mode, base, token, tenant, twice, dead, shots] = process.argv.slice(2);
+const nodeDir = process.env.STILE_NODE_DIR;
+if (!nodeDir) throw new Error("STILE_NODE_DIR is not set: run this through the Go test");
+const pw = await import(pathToFileURL(createRequire(nodeDir + "/").resolve("playwright-core")).href);
+const chromium = pw.chromium ?? pw.default.chromium; // a CommonJS module
+
+const browser = await chromium.launch({ executablePath: process.env.STILE_CHROMIUM ?? "/usr/bin/chromium", args: ["--no-sandbox"] });
+const results = [];
+function check(ok, what) {
+  results.push({ ok: !!ok, what });
+  if (!ok) throw new Error(`check failed: ${what}`);
+}
+const api = async (method, path, body) => {
+  const r = await fetch(base + path, { method, headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body) });
+  return r.json();
+};
+
+async function open(page, hash) {
+  await page.evaluate((h) => { location.hash = h; }, hash);
+  await page.waitForFunction((h) => document.getElementById("main").dataset.loaded === h, hash, { timeout: 10000 });
+}
+
+async function noHorizontalScroll(page, what) {
+  const [sw, cw] = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
+  check(sw <= cw, `${what}: no horizontal scroll at 390 px (scrollWidth ${sw}, clientWidth ${cw})`);
+}
+
+try {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  page.on("dialog", (d) => d.accept()); // every action's confirmation
+  await page.goto(base + "/console");
+  await page.waitForSelector("form.signin");
+  check(await page.evaluate(() => document.cookie === ""), "the shell sets no cookie");
+  await page.fill("input[name=token]", token);
+  await page.click("form.signin button");
+  await page.waitForSelector("#tenants");
+  check((await page.textContent("#tenants")).includes(tenant), "the tenants page lists the tenant");
+  check(await page.evaluate(() => !location.href.includes("stile") || !location.href.includes(sessionStorage.getItem("stile-token"))), "no token in the URL");
+
+  await open(page, `#/t/${tenant}`);
+  check(await page.isVisible("#queues"), "the overview shows the queues");
+  await page.screenshot({ path: join(shots, "overview.png"), fullPage: true });
+  await open(page, `#/t/${tenant}/jobs/${twice}`);
+  const why = await page.textContent("#why");
+  check(why.includes("ran 2 times") && why.includes("lease_expired"), `the timeline says why the job ran twice: ${why}`);
+  check((await page.$$("#attempts tbody tr")).length === 2, "the timeline shows both attempts");
+  check((await page.textContent("#rejections")).includes("lease_expired"), "the refused report's code is on the page");
+  await page.screenshot({ path: join(shots, "job.png"), fullPage: true });
+
+  if (mode === "full") {
+    // From the list to the timeline.
+    await open(page, `#/t/${tenant}/jobs?state=completed`);
+    await page.click(`#jobs a[href="#/t/${tenant}/jobs/${twice}"]`);
+    await page.waitForSelector("#why");
+    check(true, "a job of the list links to its timeline");
+    await page.screenshot({ path: join(shots, "jobs.png"), fullPage: true });
+
+    // Retry a dead job: it becomes available without a reload.
+    await open(page, `#/t/${tenant}/jobs/${dead}`);
+    check((await page.textContent("main")).includes("dead"), "the dead job shows as dead");
+    await page.click("text=Retry");
+    await page.waitForFunction(() => document.getElementById("main").textContent.includes("available"), null, { timeout: 10000 });
+    check(true, "the retried job shows as available without reloading");
+
+    // Pause a queue.
+    await open(page, `#/t/${tenant}`);
+    await page.click("#queues >> text=Pause");
+    await page.waitForFunction(() => document.getElementById("queues").textContent.includes("paused"), null, { timeout: 10000 });
+    check((await api("GET", `/v1/t/${tenant}/queues`)).paused?.includes("default"), "the queue is paused in the API");
+    await page.click("#queues >> text=Resume");
+
+    // Rebuild a projection.
+    await open(page, `#/t/${tenant}/projections`);
+    await page.click("#projections >> text=Rebuild");
+    await page.waitForFunction(() => document.getElementById("projections").textContent.includes("rebuild"), null, { timeout: 10000 })
+      .catch(() => {}); // a small log is rebuilt and swapped in at once
+    const ps = await api("GET", `/v1/t/${tenant}/projections`);
+    check(ps.projections.some((p) => p.live.generation > 1 || p.rebuild), "the projection was rebuilt");
+
+    for (const [hash, what] of [[`#/t/${tenant}/reactions`, "reactions"], [`#/t/${tenant}/events`, "events"]]) {
+      await open(page, hash);
+      check((await page.textContent("main")).length > 20, `the ${what} page shows data`);
+    }
+    await page.screenshot({ path: join(shots, "projections.png"), fullPage: true });
+
+    // A phone.
+    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true });
+    const p2 = await phone.newPage();
+    await p2.goto(base + "/console");
+    await p2.fill("input[name=token]", token);
+    await p2.click("form.signin button");
+    await p2.waitForSelector("#tenants");
+    for (const hash of ["#/", `#/t/${tenant}`, `#/t/${tenant}/jobs`, `#/t/${tenant}/jobs/${twice}`, `#/t/${tenant}/reactions`,
+      `#/t/${tenant}/projections`, `#/t/${tenant}/events`]) {
+      await open(p2, hash);
+      await noHorizontalScroll(p2, hash);
+    }
+    await open(p2, `#/t/${tenant}/jobs/${twice}`);
+    await p2.screenshot({ path: join(shots, "phone-job.png"), fullPage: true });
+  }
+  console.log(JSON.stringify({ ok: true, results }));
+} catch (e) {
+  console.log(JSON.stringify({ ok: false, error: String(e?.message ?? e), results }));
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+}

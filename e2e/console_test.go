@@ -1,0 +1,167 @@
+package e2e_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/client"
+	"github.com/stile-run/stile/host/workerd"
+)
+
+// browser is what the console's tests need: Chromium (scripts/install-
+// chromium installs Debian's) and the Node packages of host/workerd/npm
+// (playwright-core drives it). Under CI=true both are required.
+func browser(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("chromium"); err != nil {
+		if ci() {
+			t.Fatal("CI=true: chromium is not installed; .ci/run installs it with scripts/install-chromium")
+		}
+		t.Skip("chromium is not installed: run scripts/install-chromium")
+	}
+	dir, err := workerd.EnsureInstalled()
+	if err != nil {
+		if ci() {
+			t.Fatalf("CI=true: %v", err)
+		}
+		t.Skip(err)
+	}
+	return dir
+}
+
+// seedConsole makes a job that ran twice (its first attempt lost its
+// lease and its late report was refused), a dead job and some events.
+func seedConsole(t *testing.T, ten *client.Tenant) (twice, dead string) {
+	ctx := context.Background()
+	j, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.fast", LeaseMs: 1500})
+	require.NoError(t, err)
+	c, err := ten.Claim(ctx, api.ClaimRequest{Worker: "worker-a", Limit: 1})
+	require.NoError(t, err)
+	claim := api.Claim{Worker: "worker-a", Attempt: c.Jobs[0].Attempt, LeaseToken: c.Jobs[0].LeaseToken}
+	_, err = ten.Heartbeat(ctx, j.ID, claim)
+	require.NoError(t, err)
+	time.Sleep(1700 * time.Millisecond)
+	_, err = ten.Report(ctx, j.ID, api.ReportRequest{Claim: claim, Outcome: api.OutcomeCompleted})
+	require.ErrorIs(t, err, api.ErrStale)
+	var c2 api.ClaimedJob
+	require.Eventually(t, func() bool {
+		r, err := ten.Claim(ctx, api.ClaimRequest{Worker: "worker-b", Limit: 1, WaitMs: 2000})
+		if err == nil && len(r.Jobs) == 1 {
+			c2 = r.Jobs[0]
+		}
+		return c2.ID != ""
+	}, 20*time.Second, 10*time.Millisecond)
+	_, err = ten.Report(ctx, j.ID, api.ReportRequest{Claim: api.Claim{Worker: "worker-b", Attempt: c2.Attempt, LeaseToken: c2.LeaseToken},
+		Outcome: api.OutcomeCompleted, Output: json.RawMessage(`{"sent":true}`)})
+	require.NoError(t, err)
+
+	d, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo", MaxAttempts: 1, Args: json.RawMessage(`{"to":"ada@example.com"}`)})
+	require.NoError(t, err)
+	dc, err := ten.Claim(ctx, api.ClaimRequest{Worker: "worker-c", Limit: 1})
+	require.NoError(t, err)
+	_, err = ten.Report(ctx, d.ID, api.ReportRequest{Claim: api.Claim{Worker: "worker-c", Attempt: dc.Jobs[0].Attempt,
+		LeaseToken: dc.Jobs[0].LeaseToken}, Outcome: api.OutcomeFailed, Error: "the provider answered 503"})
+	require.NoError(t, err)
+	for i := range 3 {
+		_, err := ten.Append(ctx, "notes:n1", api.AppendRequest{Events: []api.NewEvent{{Type: "Noted", Data: json.RawMessage(`{"n":` + string(rune('1'+i)) + `}`)}}})
+		require.NoError(t, err)
+	}
+	return j.ID, d.ID
+}
+
+// shots is where the console's screenshots are kept: $STILE_ARTIFACTS, or
+// a directory of the temp dir that outlives the test.
+func shots(t *testing.T) string {
+	dir := os.Getenv("STILE_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "stile-console-screenshots")
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	t.Logf("console screenshots: %s", dir)
+	return dir
+}
+
+func browse(t *testing.T, nodeDir, mode, url, token, tenant, twice, dead, dir string) {
+	t.Helper()
+	cmd := exec.Command("node", filepath.Join("console", "browse.mjs"), mode, url, token, tenant, twice, dead, dir)
+	cmd.Env = append(os.Environ(), "STILE_NODE_DIR="+nodeDir)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	var res struct {
+		OK      bool `json:"ok"`
+		Results []struct {
+			OK   bool   `json:"ok"`
+			What string `json:"what"`
+		} `json:"results"`
+	}
+	require.NoError(t, json.Unmarshal(out[bytesLastLine(out):], &res), "%s", out)
+	require.True(t, res.OK, "%s", out)
+	for _, r := range res.Results {
+		t.Logf("ok: %s", r.What)
+	}
+}
+
+func bytesLastLine(b []byte) int {
+	end := len(b)
+	for end > 0 && (b[end-1] == '\n' || b[end-1] == '\r') {
+		end--
+	}
+	for i := end - 1; i >= 0; i-- {
+		if b[i] == '\n' {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// TestConsoleInABrowser: the console served by stile dev, in headless
+// Chromium, against seeded data: sign in, every page, a job's timeline
+// saying why it ran twice, a retry seen without reloading, a paused queue,
+// a rebuilt projection, a phone's width without horizontal scroll.
+func TestConsoleInABrowser(t *testing.T) {
+	t.Parallel()
+	nodeDir := browser(t)
+	bin := filepath.Join(t.TempDir(), "stile")
+	out, err := exec.Command("go", "build", "-o", bin, "../cmd/stile").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	dev := exec.Command(bin, "dev", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--token", token, "--quiet", testTenant)
+	dev.Dir = ".."
+	stderr, err := dev.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, dev.Start())
+	t.Cleanup(func() { dev.Process.Signal(syscall.SIGINT); dev.Wait() })
+	apiLine := regexp.MustCompile(`API\s+(http://\S+)/v1/t/`)
+	url := ""
+	sc := bufio.NewScanner(stderr)
+	for url == "" && sc.Scan() {
+		if m := apiLine.FindStringSubmatch(sc.Text()); m != nil {
+			url = m[1]
+		}
+	}
+	require.NotEmpty(t, url)
+	go io.Copy(io.Discard, stderr)
+	twice, dead := seedConsole(t, client.New(url, token, nil).Tenant("console"))
+	browse(t, nodeDir, "full", url, token, "console", twice, dead, shots(t))
+}
+
+// TestConsoleFromWorkerd: the Worker serves the same console at /console,
+// and its pages load with data.
+func TestConsoleFromWorkerd(t *testing.T) {
+	t.Parallel()
+	nodeDir := browser(t)
+	w := startWorkerd(t)
+	twice, dead := seedConsole(t, w.cl.Tenant("console-edge"))
+	browse(t, nodeDir, "load", w.url, token, "console-edge", twice, dead, t.TempDir())
+}
