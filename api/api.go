@@ -181,6 +181,9 @@ type ClaimResponse struct {
 // ClaimedJob is a job handed to a worker: what to run and the claim that a
 // heartbeat or report must carry back.
 type ClaimedJob struct {
+	// Traceparent is the W3C traceparent of the request that enqueued
+	// the job, when it had one: the parent of the handler's span.
+	Traceparent string          `json:"traceparent,omitempty"`
 	ID          string          `json:"id"`
 	Kind        string          `json:"kind"`
 	Queue       string          `json:"queue"`

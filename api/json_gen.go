@@ -190,6 +190,7 @@ func (v ClaimResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil),
 // AppendJSON appends v as JSON.
 func (v ClaimedJob) AppendJSON(b []byte) []byte {
 	o := startObject(b)
+	o.strOmit("traceparent", v.Traceparent)
 	o.str("id", v.ID)
 	o.str("kind", v.Kind)
 	o.str("queue", v.Queue)

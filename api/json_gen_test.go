@@ -67,7 +67,7 @@ func fxRejection() api.Rejection {
 }
 
 func fxClaimedJob() api.ClaimedJob {
-	return api.ClaimedJob{ID: "1", Kind: "k", Queue: "q", Args: fxRaw, Attempt: 1, MaxAttempts: 2, Failures: 3,
+	return api.ClaimedJob{Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", ID: "1", Kind: "k", Queue: "q", Args: fxRaw, Attempt: 1, MaxAttempts: 2, Failures: 3,
 		LeaseMs: 4, TimeoutMs: 5, LeaseUntil: fxLater, LeaseToken: "tok", CreatedAt: fxAt, Tags: []string{"t"}}
 }
 

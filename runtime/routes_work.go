@@ -61,7 +61,7 @@ func (t *Tenant) claim(body []byte) (route, *api.Error) {
 			resp.Jobs[i] = api.ClaimedJob{ID: fmtID(c.ID), Kind: c.Kind, Queue: c.Queue, Args: c.Args,
 				Attempt: c.Attempt, MaxAttempts: c.MaxAttempts, Failures: c.Failures, LeaseMs: c.LeaseMs,
 				TimeoutMs: c.TimeoutMs, LeaseUntil: ts(c.LeaseUntil), LeaseToken: c.LeaseToken,
-				CreatedAt: ts(c.CreatedAt), Tags: tagList(c.Tags)}
+				CreatedAt: ts(c.CreatedAt), Tags: tagList(c.Tags), Traceparent: c.Traceparent}
 		}
 		res := result{status: statusOK, body: resp.AppendJSON}
 		if len(claimed) == 0 {

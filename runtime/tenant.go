@@ -55,6 +55,9 @@ type Tenant struct {
 	// route is the route the request matched ("" before a match): the
 	// response names it in stile-route, for the host's logs and metrics.
 	route api.Route
+	// traceparent is the request's (its frame header), stored with the
+	// jobs it enqueues.
+	traceparent string
 
 	out  []byte // the response frame, reused
 	body []byte // the response body, reused
@@ -114,6 +117,7 @@ var errNoServe = errors.New("this module never called runtime.Serve")
 // committed state and leaves the host's alarm as it is.
 func (t *Tenant) serve(req do.Request) do.Response {
 	t.route = api.Route{}
+	t.traceparent = req.Headers.Get(do.HeaderTraceparent)
 	resp := t.answer(req)
 	if t.route.Pattern != "" {
 		resp.Headers = append(resp.Headers, do.Header{Name: do.HeaderRoute, Value: t.route.Method + " " + t.route.Pattern})

@@ -145,11 +145,23 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger receives the worker's log lines. Default: slog.Default().
 	Logger *slog.Logger
+	// Tracer, if set, is told of each job a handler runs
+	// (worker/otelworker implements it with OpenTelemetry).
+	Tracer Tracer
 	// Clock keeps the worker's leases, heartbeats and time limits. Default:
 	// the wall clock; a test gives the clock it moves by hand
 	// (stiletest.Harness.WorkerClock), so that advancing it drives the
 	// tenant and the worker alike.
 	Clock Clock
+}
+
+// Tracer follows the jobs a worker runs. StartJob is called as a handler
+// starts, with the traceparent of the request that enqueued the job ("" if
+// it had none); the context it returns is the handler's, and end is called
+// with the report once it was sent, and the error of a report that was
+// refused or never arrived.
+type Tracer interface {
+	StartJob(ctx context.Context, job *Job, traceparent string) (_ context.Context, end func(report api.ReportRequest, err error))
 }
 
 // Clock is the time a worker keeps leases, heartbeats and time limits by.
@@ -426,6 +438,12 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 	job := &Job{JobContext: JobContext{JobID: c.ID, Attempt: c.Attempt, Deadline: deadline}, Tenant: ten.Name(),
 		Kind: c.Kind, Queue: c.Queue, Args: c.Args, MaxAttempts: c.MaxAttempts, Failures: c.Failures, Tags: c.Tags}
 
+	// The tracer's span (Config.Tracer) is the handler's context: its
+	// requests, the heartbeats and the report are its children.
+	ended := func(api.ReportRequest, error) {}
+	if w.cfg.Tracer != nil {
+		ctx, ended = w.cfg.Tracer.StartJob(ctx, job, c.Traceparent)
+	}
 	stop := make(chan struct{})
 	var beats sync.WaitGroup
 	beats.Add(1)
@@ -445,7 +463,7 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 	}
 	report := reportOf(job, output, herr, cause, c.TimeoutMs)
 	report.Claim = claim
-	w.report(ten, c.ID, report, lease, log)
+	ended(report, w.report(ctx, ten, c.ID, report, lease, log))
 	return report
 }
 
@@ -559,25 +577,26 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 // report sends the outcome, retrying transport failures while the lease
 // lasts (a retried report is recognised as a duplicate, never applied
 // twice).
-func (w *Worker) report(ten *client.Tenant, id string, r api.ReportRequest, lease *leaseClock, log *slog.Logger) {
+// It returns the error of a report that was refused or never arrived.
+func (w *Worker) report(ctx context.Context, ten *client.Tenant, id string, r api.ReportRequest, lease *leaseClock, log *slog.Logger) error {
 	delay := 100 * time.Millisecond
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_, err := ten.Report(ctx, id, r)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		_, err := ten.Report(rctx, id, r)
 		cancel()
 		switch {
 		case err == nil:
-			return
+			return nil
 		case errors.Is(err, api.ErrStale):
 			log.Warn("report refused by the fence; another attempt owns the job", "code", client.Code(err), "err", err)
-			return
+			return err
 		case !client.Retryable(err):
 			log.Error("report rejected", "err", err)
-			return
+			return err
 		}
 		if w.cfg.Clock.Now().After(lease.get()) {
 			log.Error("giving up on the report: the lease is over, the job will be retried", "err", err)
-			return
+			return err
 		}
 		log.Warn("report failed; retrying", "in", delay, "err", err)
 		time.Sleep(delay)

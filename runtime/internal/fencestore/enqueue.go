@@ -36,6 +36,9 @@ type NewJob struct {
 	// ends dead or cancelled.
 	Parents       []Parent
 	RunRegardless bool
+
+	// Traceparent is the enqueuing request's W3C traceparent ("": none).
+	Traceparent string
 }
 
 // Parent names a job to wait for: an existing job, or (Batch >= 0) an
@@ -140,11 +143,11 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 	}
 	rows, err := s.db.Query(`INSERT INTO stile_jobs (kind, queue, priority, args, state, max_attempts,
 		lease_ms, timeout_ms, backoff_ms, backoff_max_ms, run_at, created_at, finished_at, last_error,
-		tags, unique_key, concurrency_key, pending_parents, run_regardless)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		tags, unique_key, concurrency_key, pending_parents, run_regardless, traceparent)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		n.Kind, n.Queue, n.Priority, string(n.Args), string(state), n.MaxAttempts,
 		n.LeaseMs, n.TimeoutMs, n.BackoffMs, n.BackoffMaxMs, n.RunAt, now, finished, lastErr,
-		string(tags), unique, key, pending, n.RunRegardless)
+		string(tags), unique, key, pending, n.RunRegardless, nullIfEmpty(n.Traceparent))
 	if err != nil {
 		return Enqueued{}, printf.Errorf("enqueue job of kind %s: %w", n.Kind, err)
 	}
@@ -206,4 +209,11 @@ func idList(b []byte, ids []int64) []byte {
 		b = strconv.AppendInt(b, id, 10)
 	}
 	return append(b, ']')
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

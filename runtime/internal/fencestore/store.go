@@ -122,6 +122,8 @@ type Job struct {
 	CancelAt       int64 // when a cancel was requested, while running
 	// Heartbeats the running attempt sent, and the last one's time.
 	Heartbeats, LastHeartbeatAt int64
+	// Traceparent is the enqueuing request's traceparent.
+	Traceparent string
 }
 
 // Backoff is the job's retry schedule.
@@ -137,7 +139,7 @@ const fenceColumns = `id, state, attempt, failures, max_attempts, lease_ms, back
 
 // jobColumns are fenceColumns and the rest of the row.
 const jobColumns = fenceColumns + `, kind, queue, priority, args, created_at, output, finished_at,
-	unique_key, pending_parents, run_regardless`
+	unique_key, pending_parents, run_regardless, traceparent`
 
 func (s *Store) scanFence(r *do.Rows, j *Job) {
 	j.ID = r.Int(0)
@@ -176,6 +178,7 @@ func (s *Store) scanJob(r *do.Rows) Job {
 	j.UniqueKey = r.Text(27)
 	j.PendingParents = r.Int(28)
 	j.RunRegardless = r.Int(29) == 1
+	j.Traceparent = r.Text(30)
 	return j
 }
 

@@ -1,0 +1,83 @@
+package otelworker_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/client"
+	"github.com/stile-run/stile/e2e/testapp"
+	"github.com/stile-run/stile/stiletest"
+	"github.com/stile-run/stile/worker"
+	"github.com/stile-run/stile/worker/otelworker"
+)
+
+// TestOneTraceFromEnqueueToTheHandlersEffect: a caller's span, its
+// enqueue, the job's span and what the handler does form one trace.
+func TestOneTraceFromEnqueueToTheHandlersEffect(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	h := stiletest.New(t, stiletest.Config{App: testapp.App()})
+	hc := &http.Client{Transport: otelworker.Transport(nil, tp)}
+
+	ctx, checkout := tp.Tracer("shop").Start(context.Background(), "checkout")
+	_, err := client.New(h.URL, h.Token(), hc).Tenant("acme").Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{"to":"ada"}`)})
+	require.NoError(t, err)
+	checkout.End()
+
+	w, err := worker.New(worker.Config{URL: h.URL, Token: h.Token(), ID: "w1", HTTPClient: hc, Tracer: otelworker.Tracer(tp),
+		Clock: h.WorkerClock(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	w.Handle("test.echo", func(ctx context.Context, j *worker.Job) (any, error) {
+		_, s := tp.Tracer("shop").Start(ctx, "send email")
+		s.End()
+		return nil, nil
+	})
+	ran, ok, err := w.WorkOne(context.Background(), "acme")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, api.OutcomeCompleted, ran.Outcome)
+
+	spans := map[string]tracetest.SpanStub{}
+	for _, s := range exp.GetSpans() {
+		spans[s.Name] = s
+	}
+	root := spans["checkout"]
+	enqueue := spans["stile POST /v1/t/acme/jobs"]
+	job := spans["stile.job test.echo"]
+	effect := spans["send email"]
+	report := spans["stile POST /v1/t/acme/jobs/1/report"]
+	for name, s := range map[string]tracetest.SpanStub{"enqueue": enqueue, "job": job, "effect": effect, "report": report} {
+		require.Equal(t, root.SpanContext.TraceID(), s.SpanContext.TraceID(), "%s is in the caller's trace", name)
+	}
+	require.Equal(t, root.SpanContext.SpanID(), enqueue.Parent.SpanID(), "the enqueue is the caller's child")
+	require.Equal(t, enqueue.SpanContext.SpanID(), job.Parent.SpanID(), "the job's span is the enqueue's child, through the stored traceparent")
+	require.True(t, job.Parent.IsRemote())
+	require.Equal(t, job.SpanContext.SpanID(), effect.Parent.SpanID(), "the handler's work is the job's child")
+	require.Equal(t, job.SpanContext.SpanID(), report.Parent.SpanID(), "so is its report")
+	attrs := map[string]string{}
+	for _, a := range job.Attributes {
+		attrs[string(a.Key)] = a.Value.Emit()
+	}
+	require.Equal(t, map[string]string{"stile.tenant": "acme", "stile.job.id": "1", "stile.job.kind": "test.echo",
+		"stile.job.queue": "default", "stile.job.attempt": "1", "stile.job.outcome": "completed"}, attrs)
+}
+
+func TestARefusedReportIsAnEventWithItsCode(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	_, end := otelworker.Tracer(tp).StartJob(context.Background(), &worker.Job{Kind: "k", Tenant: "acme"}, "")
+	end(api.ReportRequest{Outcome: api.OutcomeCompleted}, api.Refuse(api.CodeLeaseExpired, "the lease of attempt 1 of job 1 expired before the report"))
+	s := exp.GetSpans()[0]
+	require.Len(t, s.Events, 1)
+	require.Equal(t, "report refused", s.Events[0].Name)
+	require.Equal(t, "lease_expired", s.Events[0].Attributes[0].Value.AsString())
+}
