@@ -122,6 +122,9 @@ type ReactionClaimRequest struct {
 // Delivery is one event handed to one reaction, with the claim its
 // settlement must name.
 type Delivery struct {
+	// Traceparent is the W3C traceparent of the request that appended the
+	// event, when it had one: the parent of the handler's span.
+	Traceparent    string          `json:"traceparent,omitempty"`
 	Handler        string          `json:"handler"`
 	Kind           string          `json:"kind"`
 	Event          Event           `json:"event"`

@@ -664,6 +664,7 @@ func (v ReactionClaimRequest) MarshalJSON() ([]byte, error) { return v.AppendJSO
 // AppendJSON appends v as JSON.
 func (v Delivery) AppendJSON(b []byte) []byte {
 	o := startObject(b)
+	o.strOmit("traceparent", v.Traceparent)
 	o.str("handler", v.Handler)
 	o.str("kind", v.Kind)
 	o.key("event")

@@ -54,7 +54,7 @@ func (t *Tenant) claimReactions(body []byte) (route, *api.Error) {
 		resp := api.ReactionClaimResponse{Now: ts(now), Deliveries: make([]api.Delivery, 0, len(ds))}
 		for _, d := range ds {
 			rc := t.app.reactionBy[d.Entry.Handler]
-			out := api.Delivery{Handler: rc.h.Name, Kind: rc.h.Kind, Event: eventView(d.Event), ClaimID: d.Entry.ClaimID,
+			out := api.Delivery{Traceparent: d.Event.Traceparent, Handler: rc.h.Name, Kind: rc.h.Kind, Event: eventView(d.Event), ClaimID: d.Entry.ClaimID,
 				Attempt: d.Entry.Attempt, Failures: d.Entry.Failures, TimeoutMs: d.TimeoutMs,
 				LeaseUntil: ts(d.Entry.LeaseUntil), IdempotencyKey: inbox.Key(tenantID, rc.h.Name, d.Event.Seq),
 				LastError: d.Entry.Error}

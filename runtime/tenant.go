@@ -118,6 +118,7 @@ var errNoServe = errors.New("this module never called runtime.Serve")
 func (t *Tenant) serve(req do.Request) do.Response {
 	t.route = api.Route{}
 	t.traceparent = req.Headers.Get(do.HeaderTraceparent)
+	t.events.Traceparent = t.traceparent
 	resp := t.answer(req)
 	if t.route.Pattern != "" {
 		resp.Headers = append(resp.Headers, do.Header{Name: do.HeaderRoute, Value: t.route.Method + " " + t.route.Pattern})

@@ -12,4 +12,5 @@ var migrations = []Migration{
 	{Version: 7, Name: "heartbeats", SQL: "ALTER TABLE stile_jobs ADD COLUMN heartbeats INTEGER NOT NULL DEFAULT 0 CHECK (heartbeats >= 0);\nALTER TABLE stile_jobs ADD COLUMN last_heartbeat_at INTEGER;\nALTER TABLE stile_job_attempts ADD COLUMN heartbeats INTEGER NOT NULL DEFAULT 0 CHECK (heartbeats >= 0);\nALTER TABLE stile_job_attempts ADD COLUMN last_heartbeat_at INTEGER;"},
 	{Version: 8, Name: "queue_pauses", SQL: "CREATE TABLE stile_queues (\nname TEXT PRIMARY KEY,\npaused INTEGER NOT NULL CHECK (paused IN (0, 1)),\nupdated_at INTEGER NOT NULL\n) STRICT, WITHOUT ROWID;"},
 	{Version: 9, Name: "traceparent", SQL: "ALTER TABLE stile_jobs ADD COLUMN traceparent TEXT;"},
+	{Version: 10, Name: "event_traceparent", SQL: "ALTER TABLE stile_events ADD COLUMN traceparent TEXT;"},
 }

@@ -204,7 +204,7 @@ func (w *Worker) startRuns(ctx, hctx context.Context, ten *client.Tenant, resp a
 					// for a slot until this delivery could no longer finish
 					// inside its lease (running it could overlap a takeover).
 					// Released, with the rest of its run, for the next claim.
-					w.settle(ten, api.Settlement{Handler: d.Handler, Seq: d.Event.Seq, ClaimID: d.ClaimID,
+					w.settle(ctx, ten, api.Settlement{Handler: d.Handler, Seq: d.Event.Seq, ClaimID: d.ClaimID,
 						Outcome: api.OutcomeDelayed}, local, w.log.With("tenant", ten.Name(), "reaction", d.Handler, "seq", d.Event.Seq))
 					return
 				}
@@ -229,16 +229,25 @@ func (w *Worker) runReaction(hctx context.Context, ten *client.Tenant, d api.Del
 	r := &Reaction{Tenant: ten.Name(), Handler: d.Handler, Kind: d.Kind, Event: d.Event, IdempotencyKey: d.IdempotencyKey,
 		Attempt: d.Attempt, Failures: d.Failures, Deadline: deadline, LastError: d.LastError,
 		Correlation: d.Correlation, State: d.State}
+	ended := func(api.Settlement, error) {}
+	if w.cfg.Tracer != nil {
+		ctx, ended = w.cfg.Tracer.StartDelivery(ctx, r, d.Traceparent)
+	}
 	s := settlementOf(r, callReaction(ctx, h, r), context.Cause(ctx), d.TimeoutMs)
 	s.Seq, s.ClaimID = d.Event.Seq, d.ClaimID
-	res, err := w.settle(ten, s, leaseUntil, log)
+	res, err := w.settle(ctx, ten, s, leaseUntil, log)
+	if err == nil && res.Error != nil {
+		ended(s, res.Error)
+	} else {
+		ended(s, err)
+	}
 	var refused *api.Error
 	if errors.As(err, &refused) && !client.Retryable(err) && !errors.Is(err, api.ErrStale) && s.Outcome != api.OutcomeFailed {
 		// The API refused the settlement itself (a command it cannot take,
 		// state from a policy, a delay too long): the delivery fails with
 		// why, and backs off, instead of running again at every lease.
 		s = failedSettlement(s, "the settlement was refused: "+refused.Message)
-		w.settle(ten, s, leaseUntil, log)
+		w.settle(ctx, ten, s, leaseUntil, log)
 		return s, false
 	}
 	return s, err == nil && res.Error == nil && s.Outcome == api.OutcomeSucceeded
@@ -290,11 +299,11 @@ func callReaction(ctx context.Context, h ReactionHandler, r *Reaction) (err erro
 // until the lease runs out (a retried settlement that committed answers as
 // a duplicate). It returns the inbox's answer, or the error of a
 // settlement that was refused or could not be sent.
-func (w *Worker) settle(ten *client.Tenant, s api.Settlement, leaseUntil time.Time, log *slog.Logger) (api.SettleResult, error) {
+func (w *Worker) settle(ctx context.Context, ten *client.Tenant, s api.Settlement, leaseUntil time.Time, log *slog.Logger) (api.SettleResult, error) {
 	wait := 100 * time.Millisecond
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		results, err := ten.Settle(ctx, s)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		results, err := ten.Settle(sctx, s)
 		cancel()
 		switch {
 		case err == nil && len(results) == 1:

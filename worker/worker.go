@@ -162,6 +162,10 @@ type Config struct {
 // refused or never arrived.
 type Tracer interface {
 	StartJob(ctx context.Context, job *Job, traceparent string) (_ context.Context, end func(report api.ReportRequest, err error))
+	// StartDelivery is StartJob for a reaction's delivery: traceparent is
+	// that of the request that appended the event, and end is given the
+	// settlement and the inbox's answer.
+	StartDelivery(ctx context.Context, r *Reaction, traceparent string) (_ context.Context, end func(s api.Settlement, err error))
 }
 
 // Clock is the time a worker keeps leases, heartbeats and time limits by.

@@ -6,7 +6,9 @@
 //     child of the span of the request that enqueued the job (its
 //     traceparent is stored with the job and handed to each claim), with
 //     the tenant, job id, kind, attempt and outcome; a report the fence
-//     refused is an event with its code.
+//     refused is an event with its code. A reaction's delivery gets one
+//     too, child of the request that appended the event (a command, an
+//     append, a settlement that dispatched a command).
 //   - Transport (an http.Client's Transport, for the worker's and any
 //     caller's client.Client) makes a client span per API request and
 //     sends its traceparent, so an enqueue's trace goes on in the job.
@@ -62,6 +64,35 @@ func (x *tracer) StartJob(ctx context.Context, job *worker.Job, traceparent stri
 				attribute.String("stile.reason", refused.Message)))
 		case err != nil:
 			span.AddEvent("report not delivered", trace.WithAttributes(attribute.String("error", err.Error())))
+		}
+		span.End()
+	}
+}
+
+func (x *tracer) StartDelivery(ctx context.Context, r *worker.Reaction, traceparent string) (context.Context, func(api.Settlement, error)) {
+	if traceparent != "" {
+		ctx = tc.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
+	}
+	ctx, span := x.t.Start(ctx, "stile.reaction "+r.Handler, trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(
+			attribute.String("stile.tenant", r.Tenant),
+			attribute.String("stile.reaction", r.Handler),
+			attribute.Int64("stile.event.seq", r.Event.Seq),
+			attribute.String("stile.event.type", r.Event.Type),
+			attribute.String("stile.event.stream", r.Event.Stream),
+			attribute.Int64("stile.delivery.attempt", r.Attempt)))
+	return ctx, func(s api.Settlement, err error) {
+		span.SetAttributes(attribute.String("stile.delivery.outcome", s.Outcome), attribute.Int("stile.delivery.commands", len(s.Commands)))
+		if s.Outcome == api.OutcomeFailed {
+			span.SetStatus(codes.Error, s.Error)
+		}
+		var refused *api.Error
+		switch {
+		case errors.As(err, &refused):
+			span.AddEvent("settlement refused", trace.WithAttributes(attribute.String("stile.code", string(refused.Code)),
+				attribute.String("stile.reason", refused.Message)))
+		case err != nil:
+			span.AddEvent("settlement not delivered", trace.WithAttributes(attribute.String("error", err.Error())))
 		}
 		span.End()
 	}

@@ -81,3 +81,44 @@ func TestARefusedReportIsAnEventWithItsCode(t *testing.T) {
 	require.Equal(t, "report refused", s.Events[0].Name)
 	require.Equal(t, "lease_expired", s.Events[0].Attributes[0].Value.AsString())
 }
+
+// TestAReactionJoinsTheTraceOfTheCommandThatCausedIt: a command's span,
+// the refund policy's delivery of its event, and the command the policy
+// dispatches, in one trace.
+func TestAReactionJoinsTheTraceOfTheCommandThatCausedIt(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	h := stiletest.New(t, stiletest.Config{App: testapp.App()})
+	hc := &http.Client{Transport: otelworker.Transport(nil, tp)}
+	acme := client.New(h.URL, h.Token(), hc).Tenant("acme")
+	bg := context.Background()
+	_, err := acme.Command(bg, api.Command{ID: "c1", Aggregate: "payment", AggregateID: "p1", Type: "Create", Data: json.RawMessage(`{"amount":5}`)})
+	require.NoError(t, err)
+	ctx, root := tp.Tracer("shop").Start(bg, "refund request")
+	_, err = acme.Command(ctx, api.Command{ID: "r1", Aggregate: "payment", AggregateID: "p1", Type: "RequestRefund"})
+	require.NoError(t, err)
+	root.End()
+
+	w, err := worker.New(worker.Config{URL: h.URL, Token: h.Token(), ID: "w1", HTTPClient: hc, Tracer: otelworker.Tracer(tp),
+		Clock: h.WorkerClock(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	w.HandleReaction(testapp.RefundPolicy, func(ctx context.Context, r *worker.Reaction) error {
+		r.Dispatch(api.Command{Aggregate: "payment", AggregateID: "p1", Type: "RecordRefund", Data: json.RawMessage(`{"refund_id":"re_1"}`)})
+		return nil
+	})
+	ran, ok, err := w.WorkOne(bg, "acme")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, api.OutcomeSucceeded, ran.Outcome)
+
+	spans := map[string]tracetest.SpanStub{}
+	for _, s := range exp.GetSpans() {
+		spans[s.Name] = s
+	}
+	command := spans["stile POST /v1/t/acme/commands"] // the last one: RequestRefund's
+	reaction := spans["stile.reaction "+testapp.RefundPolicy]
+	settle := spans["stile POST /v1/t/acme/reactions/settle"]
+	require.Equal(t, spans["refund request"].SpanContext.TraceID(), reaction.SpanContext.TraceID(), "the reaction is in the command's trace")
+	require.Equal(t, command.SpanContext.SpanID(), reaction.Parent.SpanID(), "child of the command that appended its event")
+	require.Equal(t, reaction.SpanContext.SpanID(), settle.Parent.SpanID(), "its settlement is its child")
+}

@@ -18,6 +18,8 @@ type Event struct {
 	Data      []byte // JSON
 	CommandID string
 	At        int64
+	// Traceparent is the appending request's ("": none).
+	Traceparent string
 }
 
 // Draft is an event to append.
@@ -45,6 +47,9 @@ type Store struct {
 	db       *do.DB
 	tenantID string
 	appended bool
+	// Traceparent is the current request's traceparent, stored with the
+	// events it appends (the runtime sets it per request).
+	Traceparent string
 }
 
 // Appended reports, and forgets, whether events were appended since the
@@ -102,9 +107,9 @@ func (s *Store) Head() (int64, error) {
 	return rows.Int(0), rows.Err()
 }
 
-// appendRows is how many events one INSERT carries (6 parameters each,
+// appendRows is how many events one INSERT carries (7 parameters each,
 // under Durable Objects' 100).
-const appendRows = 16
+const appendRows = 14
 
 // Append appends drafts to stream if it is at version expected (Any: at
 // whatever version it is), and returns the seqs of the first and last
@@ -125,19 +130,23 @@ func (s *Store) Append(now int64, stream string, expected int64, drafts []Draft,
 	for start := 0; start < len(drafts); start += appendRows {
 		chunk := drafts[start:min(start+appendRows, len(drafts))]
 		var sql strings.Builder
-		sql.WriteString(`INSERT INTO stile_events (stream, version, type, data, command_id, at) VALUES `)
-		args := make([]any, 0, 6*len(chunk))
+		sql.WriteString(`INSERT INTO stile_events (stream, version, type, data, command_id, at, traceparent) VALUES `)
+		args := make([]any, 0, 7*len(chunk))
+		var tp any
+		if s.Traceparent != "" {
+			tp = s.Traceparent
+		}
 		for i, d := range chunk {
 			if i > 0 {
 				sql.WriteString(", ")
 			}
-			sql.WriteString("(?, ?, ?, ?, ?, ?)")
+			sql.WriteString("(?, ?, ?, ?, ?, ?, ?)")
 			data := d.Data
 			if len(data) == 0 {
 				data = []byte("null")
 			}
 			version++
-			args = append(args, stream, version, d.Type, string(data), cmd, now)
+			args = append(args, stream, version, d.Type, string(data), cmd, now, tp)
 		}
 		sql.WriteString(` RETURNING seq`)
 		rows, err := s.db.Query(sql.String(), args...)
@@ -158,11 +167,11 @@ func (s *Store) Append(now int64, stream string, expected int64, drafts []Draft,
 	return first, last, version, nil
 }
 
-const eventColumns = `seq, stream, version, type, data, command_id, at`
+const eventColumns = `seq, stream, version, type, data, command_id, at, traceparent`
 
 func scan(rows *do.Rows) Event {
 	return Event{Seq: rows.Int(0), Stream: rows.Text(1), Version: rows.Int(2), Type: rows.Text(3),
-		Data: rows.Bytes(4), CommandID: rows.Text(5), At: rows.Int(6)}
+		Data: rows.Bytes(4), CommandID: rows.Text(5), At: rows.Int(6), Traceparent: rows.Text(7)}
 }
 
 func collect(rows *do.Rows, err error, what string) ([]Event, error) {
