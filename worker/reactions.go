@@ -229,17 +229,20 @@ func (w *Worker) runReaction(hctx context.Context, ten *client.Tenant, d api.Del
 	r := &Reaction{Tenant: ten.Name(), Handler: d.Handler, Kind: d.Kind, Event: d.Event, IdempotencyKey: d.IdempotencyKey,
 		Attempt: d.Attempt, Failures: d.Failures, Deadline: deadline, LastError: d.LastError,
 		Correlation: d.Correlation, State: d.State}
-	ended := func(api.Settlement, error) {}
+	ended := func(api.Settlement, time.Duration, error) {}
 	if w.cfg.Tracer != nil {
 		ctx, ended = w.cfg.Tracer.StartDelivery(ctx, r, d.Traceparent)
 	}
-	s := settlementOf(r, callReaction(ctx, h, r), context.Cause(ctx), d.TimeoutMs)
+	began := time.Now()
+	herr := callReaction(ctx, h, r)
+	ran := time.Since(began)
+	s := settlementOf(r, herr, context.Cause(ctx), d.TimeoutMs)
 	s.Seq, s.ClaimID = d.Event.Seq, d.ClaimID
 	res, err := w.settle(ctx, ten, s, leaseUntil, log)
 	if err == nil && res.Error != nil {
-		ended(s, res.Error)
+		ended(s, ran, res.Error)
 	} else {
-		ended(s, err)
+		ended(s, ran, err)
 	}
 	var refused *api.Error
 	if errors.As(err, &refused) && !client.Retryable(err) && !errors.Is(err, api.ErrStale) && s.Outcome != api.OutcomeFailed {

@@ -158,14 +158,14 @@ type Config struct {
 // Tracer follows the jobs a worker runs. StartJob is called as a handler
 // starts, with the traceparent of the request that enqueued the job ("" if
 // it had none); the context it returns is the handler's, and end is called
-// with the report once it was sent, and the error of a report that was
-// refused or never arrived.
+// once the report was sent, with the report, how long the handler ran, and
+// the error of a report that was refused or never arrived.
 type Tracer interface {
-	StartJob(ctx context.Context, job *Job, traceparent string) (_ context.Context, end func(report api.ReportRequest, err error))
+	StartJob(ctx context.Context, job *Job, traceparent string) (_ context.Context, end func(report api.ReportRequest, ran time.Duration, err error))
 	// StartDelivery is StartJob for a reaction's delivery: traceparent is
 	// that of the request that appended the event, and end is given the
 	// settlement and the inbox's answer.
-	StartDelivery(ctx context.Context, r *Reaction, traceparent string) (_ context.Context, end func(s api.Settlement, err error))
+	StartDelivery(ctx context.Context, r *Reaction, traceparent string) (_ context.Context, end func(s api.Settlement, ran time.Duration, err error))
 }
 
 // Clock is the time a worker keeps leases, heartbeats and time limits by.
@@ -444,7 +444,7 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 
 	// The tracer's span (Config.Tracer) is the handler's context: its
 	// requests, the heartbeats and the report are its children.
-	ended := func(api.ReportRequest, error) {}
+	ended := func(api.ReportRequest, time.Duration, error) {}
 	if w.cfg.Tracer != nil {
 		ctx, ended = w.cfg.Tracer.StartJob(ctx, job, c.Traceparent)
 	}
@@ -455,7 +455,9 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 		defer beats.Done()
 		w.heartbeat(ctx, cancel, ten, c, claim, lease, timeoutAt, stop, log)
 	}()
+	began := time.Now()
 	output, herr := call(ctx, h, job)
+	ran := time.Since(began)
 	close(stop)
 	beats.Wait()
 
@@ -467,7 +469,7 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 	}
 	report := reportOf(job, output, herr, cause, c.TimeoutMs)
 	report.Claim = claim
-	ended(report, w.report(ctx, ten, c.ID, report, lease, log))
+	ended(report, ran, w.report(ctx, ten, c.ID, report, lease, log))
 	return report
 }
 

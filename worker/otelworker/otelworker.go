@@ -21,9 +21,11 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -36,12 +38,46 @@ const Name = "github.com/stile-run/stile/worker/otelworker"
 
 var tc = propagation.TraceContext{}
 
+// Option configures Tracer.
+type Option func(*tracer)
+
+// WithMeterProvider also records handler metrics: stile.handler.duration
+// (seconds, a histogram) and stile.handler.runs, by kind or reaction and
+// outcome.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(x *tracer) {
+		m := mp.Meter(Name)
+		x.duration, _ = m.Float64Histogram("stile.handler.duration", metric.WithUnit("s"),
+			metric.WithDescription("How long handlers ran, by job kind or reaction and outcome."))
+		x.runs, _ = m.Int64Counter("stile.handler.runs", metric.WithDescription("Handler runs, by job kind or reaction and outcome."))
+	}
+}
+
 // Tracer returns a worker.Tracer over tp.
-func Tracer(tp trace.TracerProvider) worker.Tracer { return &tracer{t: tp.Tracer(Name)} }
+func Tracer(tp trace.TracerProvider, opts ...Option) worker.Tracer {
+	x := &tracer{t: tp.Tracer(Name)}
+	for _, o := range opts {
+		o(x)
+	}
+	return x
+}
 
-type tracer struct{ t trace.Tracer }
+type tracer struct {
+	t        trace.Tracer
+	duration metric.Float64Histogram // nil without a meter provider
+	runs     metric.Int64Counter
+}
 
-func (x *tracer) StartJob(ctx context.Context, job *worker.Job, traceparent string) (context.Context, func(api.ReportRequest, error)) {
+func (x *tracer) record(ctx context.Context, ran time.Duration, attrs ...attribute.KeyValue) {
+	if x.duration == nil {
+		return
+	}
+	set := metric.WithAttributes(attrs...)
+	x.duration.Record(ctx, ran.Seconds(), set)
+	x.runs.Add(ctx, 1, set)
+}
+
+func (x *tracer) StartJob(ctx context.Context, job *worker.Job, traceparent string) (context.Context, func(api.ReportRequest, time.Duration, error)) {
 	if traceparent != "" {
 		ctx = tc.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
 	}
@@ -52,7 +88,8 @@ func (x *tracer) StartJob(ctx context.Context, job *worker.Job, traceparent stri
 			attribute.String("stile.job.kind", job.Kind),
 			attribute.String("stile.job.queue", job.Queue),
 			attribute.Int64("stile.job.attempt", job.Attempt)))
-	return ctx, func(r api.ReportRequest, err error) {
+	return ctx, func(r api.ReportRequest, ran time.Duration, err error) {
+		x.record(ctx, ran, attribute.String("stile.job.kind", job.Kind), attribute.String("stile.outcome", r.Outcome))
 		span.SetAttributes(attribute.String("stile.job.outcome", r.Outcome))
 		if r.Outcome == api.OutcomeFailed {
 			span.SetStatus(codes.Error, r.Error)
@@ -69,7 +106,7 @@ func (x *tracer) StartJob(ctx context.Context, job *worker.Job, traceparent stri
 	}
 }
 
-func (x *tracer) StartDelivery(ctx context.Context, r *worker.Reaction, traceparent string) (context.Context, func(api.Settlement, error)) {
+func (x *tracer) StartDelivery(ctx context.Context, r *worker.Reaction, traceparent string) (context.Context, func(api.Settlement, time.Duration, error)) {
 	if traceparent != "" {
 		ctx = tc.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
 	}
@@ -81,7 +118,8 @@ func (x *tracer) StartDelivery(ctx context.Context, r *worker.Reaction, tracepar
 			attribute.String("stile.event.type", r.Event.Type),
 			attribute.String("stile.event.stream", r.Event.Stream),
 			attribute.Int64("stile.delivery.attempt", r.Attempt)))
-	return ctx, func(s api.Settlement, err error) {
+	return ctx, func(s api.Settlement, ran time.Duration, err error) {
+		x.record(ctx, ran, attribute.String("stile.reaction", r.Handler), attribute.String("stile.outcome", s.Outcome))
 		span.SetAttributes(attribute.String("stile.delivery.outcome", s.Outcome), attribute.Int("stile.delivery.commands", len(s.Commands)))
 		if s.Outcome == api.OutcomeFailed {
 			span.SetStatus(codes.Error, s.Error)

@@ -7,8 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -75,7 +78,7 @@ func TestARefusedReportIsAnEventWithItsCode(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	_, end := otelworker.Tracer(tp).StartJob(context.Background(), &worker.Job{Kind: "k", Tenant: "acme"}, "")
-	end(api.ReportRequest{Outcome: api.OutcomeCompleted}, api.Refuse(api.CodeLeaseExpired, "the lease of attempt 1 of job 1 expired before the report"))
+	end(api.ReportRequest{Outcome: api.OutcomeCompleted}, time.Millisecond, api.Refuse(api.CodeLeaseExpired, "the lease of attempt 1 of job 1 expired before the report"))
 	s := exp.GetSpans()[0]
 	require.Len(t, s.Events, 1)
 	require.Equal(t, "report refused", s.Events[0].Name)
@@ -121,4 +124,31 @@ func TestAReactionJoinsTheTraceOfTheCommandThatCausedIt(t *testing.T) {
 	require.Equal(t, spans["refund request"].SpanContext.TraceID(), reaction.SpanContext.TraceID(), "the reaction is in the command's trace")
 	require.Equal(t, command.SpanContext.SpanID(), reaction.Parent.SpanID(), "child of the command that appended its event")
 	require.Equal(t, reaction.SpanContext.SpanID(), settle.Parent.SpanID(), "its settlement is its child")
+}
+
+func TestHandlerMetrics(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	tp := sdktrace.NewTracerProvider()
+	x := otelworker.Tracer(tp, otelworker.WithMeterProvider(mp))
+	_, end := x.StartJob(context.Background(), &worker.Job{Kind: "email.send", Tenant: "acme"}, "")
+	end(api.ReportRequest{Outcome: api.OutcomeCompleted}, 250*time.Millisecond, nil)
+	_, end = x.StartJob(context.Background(), &worker.Job{Kind: "email.send", Tenant: "acme"}, "")
+	end(api.ReportRequest{Outcome: api.OutcomeFailed, Error: "503"}, time.Second, nil)
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	got := map[string]metricdata.Aggregation{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			got[m.Name] = m.Data
+		}
+	}
+	runs := got["stile.handler.runs"].(metricdata.Sum[int64])
+	require.Len(t, runs.DataPoints, 2, "one series per outcome")
+	hist := got["stile.handler.duration"].(metricdata.Histogram[float64])
+	total := 0.0
+	for _, dp := range hist.DataPoints {
+		total += dp.Sum
+	}
+	require.InDelta(t, 1.25, total, 1e-9)
 }
