@@ -90,6 +90,14 @@ func newOps(name, usage string, tenantScoped bool) *ops {
 	return o
 }
 
+// splitVerb takes a command's verb off its arguments ("list" if none).
+func splitVerb(args []string) (string, []string) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args[0], args[1:]
+	}
+	return "list", args
+}
+
 func envOr(k, def string) string {
 	if v := os.Getenv(k); v != "" {
 		return v
@@ -296,10 +304,7 @@ func (o *ops) showJob(j api.Job) {
 // ---- stile queues ----
 
 func runQueues(args []string) error {
-	verb := "list"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		verb, args = args[0], args[1:]
-	}
+	verb, args := splitVerb(args)
 	o := newOps("queues", "queues [pause|resume QUEUE] --tenant NAME [flags]", true)
 	pos, err := o.parse(args)
 	if err != nil {
@@ -359,10 +364,7 @@ func runQueues(args []string) error {
 // ---- stile reactions ----
 
 func runReactions(args []string) error {
-	verb := "list"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		verb, args = args[0], args[1:]
-	}
+	verb, args := splitVerb(args)
 	o := newOps("reactions", "reactions [skip HANDLER SEQ] --tenant NAME [flags]", true)
 	reason := o.fs.String("reason", "", "skip: why, kept with the delivery")
 	pos, err := o.parse(args)
@@ -414,10 +416,7 @@ func runReactions(args []string) error {
 // ---- stile projections ----
 
 func runProjections(args []string) error {
-	verb := "list"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		verb, args = args[0], args[1:]
-	}
+	verb, args := splitVerb(args)
 	o := newOps("projections", "projections [rebuild NAME] --tenant NAME [flags]", true)
 	pos, err := o.parse(args)
 	if err != nil {
