@@ -241,3 +241,21 @@ func TestTheHandlerRefusesBadPushesAndStartsNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, st.InFlight, "nothing was pushed or started")
 }
+
+func TestAPausedQueueIsNotPushed(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int64
+	p := setup(t, testapp.App(), nil, func(w *worker.Worker) {
+		w.Handle("test.echo", func(ctx context.Context, j *worker.Job) (any, error) { runs.Add(1); return nil, nil })
+	}, worker.Config{ID: "edge-7"})
+	ctx := context.Background()
+	_, err := p.ten.PauseQueue(ctx, "default", true)
+	require.NoError(t, err)
+	j := enqueue(t, p.ten, "test.echo")
+	noPushesInFlight(t, p.ten)
+	require.Zero(t, p.pushes.Load(), "a paused queue's job makes no push")
+	_, err = p.ten.PauseQueue(ctx, "default", false)
+	require.NoError(t, err)
+	waitState(t, p.ten, j.ID, "completed")
+	require.Equal(t, int64(1), runs.Load(), "resuming pushes it")
+}

@@ -167,10 +167,12 @@ func (s *Store) freeSlots() ([]freeSlot, error) {
 }
 
 // ReadyKinds counts the jobs a claim could take now, by kind, up to limit
-// jobs in all: what a push tells an executor (api.Push).
+// jobs in all: what a push tells an executor (api.Push). Jobs of a paused
+// queue are not ready: no claim takes them.
 func (s *Store) ReadyKinds(limit int) (total int64, kinds []string, err error) {
 	rows, err := s.db.Query(`SELECT kind, count(*) FROM
-		(SELECT kind FROM stile_jobs WHERE state = 'available' LIMIT ?1) GROUP BY kind ORDER BY kind`, limit)
+		(SELECT kind FROM stile_jobs WHERE state = 'available'
+			AND queue NOT IN (SELECT name FROM stile_queues WHERE paused = 1) LIMIT ?1) GROUP BY kind ORDER BY kind`, limit)
 	if err != nil {
 		return 0, nil, printf.Errorf("count ready jobs: %w", err)
 	}
