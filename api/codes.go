@@ -17,6 +17,7 @@ type Code string
 // Codes of requests refused before any state was read.
 const (
 	CodeUnauthorized     Code = "unauthorized"       // 401: the bearer token is missing or wrong
+	CodeForbidden        Code = "forbidden"          // 403: the token is valid but its role or tenants do not allow this (the message says what it allows)
 	CodeInvalidTenant    Code = "invalid_tenant"     // 400: the tenant name breaks the rule, or the object serves another tenant
 	CodeInvalidJSON      Code = "invalid_json"       // 400: the body is not JSON of the expected shape: malformed, an unknown field, a value of the wrong type, data after the object
 	CodeInvalidRequest   Code = "invalid_request"    // 400: a field is missing or out of its range (the message names it and the range)

@@ -10,6 +10,8 @@ func (c Code) Status() int {
 		return 400
 	case CodeUnauthorized:
 		return 401
+	case CodeForbidden:
+		return 403
 	case CodeNotFound:
 		return 404
 	case CodeMethodNotAllowed:

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	stiletoken "github.com/stile-run/stile/token"
 
 	"github.com/stretchr/testify/require"
 
@@ -146,6 +149,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "WaitForAJob", run: scenarioWaitForAJob},
 		{name: "WhyItRanTwice", run: scenarioWhyItRanTwice},
 		{name: "PauseAQueue", run: scenarioPauseAQueue},
+		{name: "ScopedTokens", run: scenarioScopedTokens},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
@@ -1012,4 +1016,87 @@ func scenarioPauseAQueue(s *scenario) {
 	q, err = s.ten.Queues(s.ctx)
 	require.NoError(t, err)
 	require.Empty(t, q.Paused, "the refused requests changed nothing")
+}
+
+// scenarioScopedTokens: every cell of the route × role table (a route the
+// role may not call is a 403 naming who may, before anything is read), a
+// token for other tenants, and forged, malformed and expired tokens, all
+// answered alike in every host.
+func scenarioScopedTokens(s *scenario) {
+	t := s.t
+	tenant := s.ten.Name()
+	mint := func(scope string, role api.Role, exp time.Time) string {
+		tok, err := stiletoken.Mint(token, stiletoken.Claims{ID: "t-" + string(role), Scope: scope, Role: role, Exp: exp.Unix()})
+		require.NoError(t, err)
+		return tok
+	}
+	later := time.Now().Add(time.Hour)
+	call := func(tok, method, path, body string) (int, string) {
+		t.Helper()
+		h := http.Header{}
+		h.Set("Authorization", "Bearer "+tok)
+		var b []byte
+		if body != "" {
+			b = []byte(body)
+		}
+		status, out, err := s.tg.client().Raw(s.ctx, method, path, b, h)
+		require.NoError(t, err)
+		return status, string(out)
+	}
+	param := regexp.MustCompile(`\{[a-z]+\}`)
+	for _, role := range api.Roles {
+		tok := mint("*", role, later)
+		for _, r := range api.Routes() {
+			path := "/v1/t/" + tenant + "/" + param.ReplaceAllString(r.Pattern, "1")
+			body := ""
+			if r.Method == "POST" || r.Method == "PUT" {
+				body = "{}"
+			}
+			status, out := call(tok, r.Method, path, body)
+			if r.Allows(role) {
+				require.NotEqual(t, 403, status, "%s may call %s: %s", role, r, out)
+				continue
+			}
+			require.Equal(t, 403, status, "%s may not call %s: %s", role, r, out)
+			var e api.Error
+			require.NoError(t, json.Unmarshal([]byte(out), &e))
+			require.Equal(t, api.CodeForbidden, e.Code)
+			require.Contains(t, e.Message, "a "+string(role)+" token may not "+r.Method+" "+r.Pattern+": that needs admin")
+		}
+	}
+	// A refused write wrote nothing.
+	status, _ := call(mint("*", api.RoleReader, later), "POST", "/v1/t/"+tenant+"/jobs", `{"kind":"test.echo"}`)
+	require.Equal(t, 403, status)
+	l, err := s.ten.List(s.ctx, "", "", "", "", 10)
+	require.NoError(t, err)
+	require.Empty(t, l.Jobs)
+	status, out := call(mint(tenant, api.RoleWriter, later), "POST", "/v1/t/"+tenant+"/jobs", `{"kind":"test.echo"}`)
+	require.Equal(t, 201, status, "a writer for this tenant enqueues: %s", out)
+
+	// Other tenants, the directory, and bad tokens.
+	status, out = call(mint("other-*", api.RoleAdmin, later), "GET", "/v1/t/"+tenant+"/status", "")
+	require.Equal(t, 403, status)
+	require.JSONEq(t, `{"code":"forbidden","message":"this token is for other-*, not tenant `+tenant+`"}`, out)
+	status, out = call(mint(tenant, api.RoleReader, later), "GET", api.TenantsPath, "")
+	require.Equal(t, 403, status)
+	require.JSONEq(t, `{"code":"forbidden","message":"this token is for `+tenant+`: listing the tenants needs a token for every tenant (*)"}`, out)
+	status, _ = call(mint("*", api.RoleReader, later), "GET", api.TenantsPath, "")
+	require.Equal(t, 200, status)
+
+	forged, err := tokenpkgMint("not-the-secret", tenant)
+	require.NoError(t, err)
+	expired := mint("*", api.RoleAdmin, time.Unix(1_700_000_000, 0))
+	for tok, message := range map[string]string{
+		forged:       "the token's signature does not match: it was not made with this deployment's secret",
+		"stile1.abc": "the token is not a Stile token",
+		expired:      "the token expired at 2023-11-14T22:13:20Z",
+	} {
+		status, out := call(tok, "GET", "/v1/t/"+tenant+"/status", "")
+		require.Equal(t, 401, status, out)
+		require.JSONEq(t, `{"code":"unauthorized","message":`+strconv.Quote(message)+`}`, out, "every host words it alike")
+	}
+}
+
+func tokenpkgMint(secret, tenant string) (string, error) {
+	return stiletoken.Mint(secret, stiletoken.Claims{ID: "forger", Scope: tenant, Role: api.RoleAdmin, Exp: time.Now().Add(time.Hour).Unix()})
 }

@@ -109,6 +109,11 @@ func (t *Tenant) match(req do.Request) (run route, refused *api.Error, allow str
 	case h != nil:
 		in.query, in.body = req.Query, req.Body
 		t.route = in.route
+		// The host verified the token and says its role; no header is a
+		// host that knows only the admin token.
+		if role := api.Role(req.Headers.Get(do.HeaderPrincipal)); role != "" && !in.route.Allows(role) {
+			return nil, forbidden(role, in.route), ""
+		}
 		run, refused = h(t, in)
 		return run, refused, ""
 	case allow != "":
@@ -356,4 +361,13 @@ func unhex(c byte) (byte, bool) {
 		return c - 'A' + 10, true
 	}
 	return 0, false
+}
+
+// forbidden refuses a route to a role, naming who may call it.
+func forbidden(role api.Role, r api.Route) *api.Error {
+	names := make([]string, 0, len(api.Roles))
+	for _, x := range r.AllowedRoles() {
+		names = append(names, string(x))
+	}
+	return api.Refuse(api.CodeForbidden, "a %s token may not %s %s: that needs %s", string(role), r.Method, r.Pattern, strings.Join(names, " or "))
 }

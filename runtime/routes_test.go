@@ -80,3 +80,18 @@ func TestLookup(t *testing.T) {
 		require.Equal(t, tc.allow, allow, "%s %s: the methods of a path asked with another one", tc.method, tc.path)
 	}
 }
+
+func TestEveryRouteNamesTheRolesThatMayCallIt(t *testing.T) {
+	for _, r := range routes {
+		require.NotEmpty(t, r.AllowedRoles(), "%s has no roles in api's routeRoles", r.Route)
+		require.True(t, r.Allows(api.RoleAdmin), "%s: the admin may call every route", r.Route)
+	}
+}
+
+func TestTheRouteTableAndTheRoleTableHoldTheSameRoutes(t *testing.T) {
+	var table []api.Route
+	for _, r := range routes {
+		table = append(table, r.Route)
+	}
+	require.ElementsMatch(t, api.Routes(), table)
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/host"
 	"github.com/stile-run/stile/internal/bearer"
+	"github.com/stile-run/stile/token"
 )
 
 // Server is an http.Handler serving the Stile API.
@@ -115,11 +116,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (tenant, route st
 		return tenant, route
 	}
 	path := resolvePath(r.URL.EscapedPath())
-	if !s.authorized(r) {
-		writeError(w, &api.Unauthorized)
+	role, claims, refused := s.principal(r)
+	if refused != nil {
+		writeError(w, refused)
 		return tenant, route
 	}
 	if path == api.TenantsPath {
+		if claims != nil && claims.Scope != "*" {
+			writeError(w, api.Refuse(api.CodeForbidden, "this token is for %s: listing the tenants needs a token for every tenant (*)", claims.Scope))
+			return "", "GET tenants"
+		}
 		s.tenants(w, r)
 		return "", "GET tenants"
 	}
@@ -132,6 +138,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (tenant, route st
 		writeError(w, &api.InvalidTenant)
 		return tenant, route
 	}
+	if claims != nil && !claims.Covers(tenant) {
+		writeError(w, api.Refuse(api.CodeForbidden, "this token is for %s, not tenant %s", claims.Scope, tenant))
+		return tenant, route
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, api.MaxBodyBytes+1))
 	if err != nil {
 		writeError(w, api.Refuse(api.CodeInvalidRequest, "could not read the request body: %v", err))
@@ -142,7 +152,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (tenant, route st
 		return tenant, route
 	}
 	resp, err := s.manager.Do(r.Context(), tenant, do.Request{Kind: do.KindAPI, Method: r.Method,
-		Path: path, Query: r.URL.RawQuery, Headers: requestHeaders(r), Body: body})
+		Path: path, Query: r.URL.RawQuery, Headers: requestHeaders(r, role), Body: body})
 	if err != nil {
 		writeError(w, api.Internal(firstLine(err.Error())))
 		return tenant, route
@@ -163,16 +173,30 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (tenant, route st
 // traceparent when well-formed, and the principal this server
 // authenticated. Nothing else of the client's crosses, so a client cannot
 // send a stile- header of its own.
-func requestHeaders(r *http.Request) do.Headers {
+func requestHeaders(r *http.Request, role api.Role) do.Headers {
 	hs := make(do.Headers, 0, 2)
 	if tp := r.Header.Get(do.HeaderTraceparent); do.ValidTraceparent(tp) {
 		hs = append(hs, do.Header{Name: do.HeaderTraceparent, Value: tp})
 	}
-	return append(hs, do.Header{Name: do.HeaderPrincipal, Value: do.PrincipalAdmin})
+	return append(hs, do.Header{Name: do.HeaderPrincipal, Value: string(role)})
 }
 
-func (s *Server) authorized(r *http.Request) bool {
-	return bearer.Matches(r, s.token)
+// principal authenticates a request: the deployment's secret is the admin;
+// a scoped token (package token) its role, with its claims. A missing,
+// forged or expired token is a 401.
+func (s *Server) principal(r *http.Request) (api.Role, *token.Claims, *api.Error) {
+	if bearer.Matches(r, s.token) {
+		return api.RoleAdmin, nil, nil
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || !strings.HasPrefix(tok, token.Prefix) {
+		return "", nil, &api.Unauthorized
+	}
+	c, err := token.Verify(string(s.token), tok, time.Now())
+	if err != nil {
+		return "", nil, api.Refuse(api.CodeUnauthorized, "%s", err.Error())
+	}
+	return c.Role, &c, nil
 }
 
 func writeError(w http.ResponseWriter, e *api.Error) {

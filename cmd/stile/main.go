@@ -26,6 +26,7 @@ operate a deployment (stile dev or a Worker; --url, --token, --tenant, --json):
   projections   status, lag, errors; rebuild NAME
   events        the event log, or one stream
   tenants       the tenant directory
+  token         mint a scoped token: --scope, --role, --ttl (docs/SECURITY.md)
 Exit codes: 0 done, 2 usage, 3 refused, 4 not found, 5 unreachable, 1 anything else.
   version       print the version
 
@@ -63,6 +64,8 @@ func main() {
 		err = runEvents(args)
 	case "tenants":
 		err = runTenants(args)
+	case "token":
+		err = runToken(args)
 	case "wrangler":
 		err = runWrangler(args)
 	case "version", "-version", "--version":

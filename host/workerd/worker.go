@@ -12,6 +12,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/console"
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/token"
 )
 
 //go:embed js/*.mjs
@@ -131,5 +132,10 @@ func Config() string {
 	constant("TENANTS_PATH", api.TenantsPath)
 	constant("MAX_TENANTS_PAGE", api.MaxTenantsPage)
 	constant("MAX_WAIT_MS", api.MaxWait.Milliseconds())
+	constant("TOKEN_PREFIX", token.Prefix)
+	constant("TOKEN_MALFORMED", token.ErrMalformed.Error())
+	constant("TOKEN_FORGED", token.ErrForged.Error())
+	constant("TOKEN_EXPIRED", token.ErrExpired.Error())
+	constant("ROLES", api.Roles)
 	return b.String()
 }

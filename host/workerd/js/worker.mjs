@@ -12,8 +12,8 @@ import {
 } from "./abi.mjs";
 import {
   API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_TENANT, INTERNAL_PREFIX,
-  INVALID_TENANT, MAX_BODY_BYTES, MAX_TENANTS_PAGE, MAX_WAIT_MS, NO_ROUTE_HINT, PRINCIPAL_ADMIN, PUSH_FAILED, TENANTS_PATH,
-  TENANT_PATTERN, UNAUTHORIZED, WRONG_OBJECT,
+  INVALID_TENANT, MAX_BODY_BYTES, MAX_TENANTS_PAGE, MAX_WAIT_MS, NO_ROUTE_HINT, PRINCIPAL_ADMIN, PUSH_FAILED, ROLES,
+  TENANTS_PATH, TENANT_PATTERN, TOKEN_EXPIRED, TOKEN_FORGED, TOKEN_MALFORMED, TOKEN_PREFIX, UNAUTHORIZED, WRONG_OBJECT,
 } from "./config.mjs";
 
 const tenantRe = new RegExp(TENANT_PATTERN);
@@ -37,6 +37,52 @@ function decodedPath(url) {
   }
 }
 
+// authenticate reads a request's bearer token: the deployment's secret is
+// the admin; a scoped token (package token: "stile1." payload "." HMAC-
+// SHA256 signature, base64url) is verified here with WebCrypto and gives
+// its role and scope. It returns {role, scope} or {refusal} (a 401 body).
+export async function authenticate(header, secret, now = Date.now()) {
+  if (tokenMatches(header, secret)) return { role: "admin", scope: "*" , admin: true };
+  const tok = header.startsWith("Bearer ") ? header.slice(7) : "";
+  if (!tok.startsWith(TOKEN_PREFIX)) return { refusal: UNAUTHORIZED };
+  const refuse = (message) => ({ refusal: JSON.stringify({ code: "unauthorized", message }) });
+  const dot = tok.lastIndexOf(".");
+  if (dot <= TOKEN_PREFIX.length) return refuse(TOKEN_MALFORMED);
+  const body = tok.slice(0, dot);
+  let sig, claims;
+  try {
+    sig = fromB64url(tok.slice(dot + 1));
+  } catch {
+    return refuse(TOKEN_MALFORMED);
+  }
+  const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["verify"]);
+  if (!(await crypto.subtle.verify("HMAC", key, sig, new TextEncoder().encode(body)))) return refuse(TOKEN_FORGED);
+  try {
+    claims = JSON.parse(new TextDecoder().decode(fromB64url(body.slice(TOKEN_PREFIX.length))));
+  } catch {
+    return refuse(TOKEN_MALFORMED);
+  }
+  if (typeof claims?.exp !== "number" || !ROLES.includes(claims.role) || typeof claims.scope !== "string") return refuse(TOKEN_MALFORMED);
+  if (Math.floor(now / 1000) >= claims.exp) {
+    return refuse(`${TOKEN_EXPIRED} at ${new Date(claims.exp * 1000).toISOString().replace(/\.\d{3}Z$/, "Z")}`);
+  }
+  return { role: claims.role, scope: claims.scope };
+}
+
+function fromB64url(s) {
+  const bin = atob(s.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((s.length + 3) % 4));
+  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+}
+
+// covers says whether a token's scope includes tenant.
+function covers(scope, tenant) {
+  if (scope === "*") return true;
+  if (scope.endsWith("*")) return tenant.startsWith(scope.slice(0, -1));
+  return scope === tenant;
+}
+
+const forbidden = (message) => json(403, { code: "forbidden", message });
+
 // Constant-time comparison of the bearer token.
 function tokenMatches(header, token) {
   if (!token || !header.startsWith("Bearer ")) return false;
@@ -54,8 +100,12 @@ export default {
     if (!env.STILE_TOKEN) {
       return internal("the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`");
     }
-    if (!tokenMatches(request.headers.get("authorization") ?? "", env.STILE_TOKEN)) return json(401, UNAUTHORIZED);
+    const who = await authenticate(request.headers.get("authorization") ?? "", env.STILE_TOKEN);
+    if (who.refusal) return json(401, who.refusal);
     const path = decodedPath(url);
+    if (path === TENANTS_PATH && who.scope !== "*") {
+      return forbidden(`this token is for ${who.scope}: listing the tenants needs a token for every tenant (*)`);
+    }
     if (path === TENANTS_PATH && env.DIRECTORY) return directory(env).fetch(request);
     if (!path.startsWith(API_PREFIX)) {
       return noRoute(request.method, path);
@@ -64,6 +114,7 @@ export default {
     const slash = rest.indexOf("/");
     const tenant = slash < 0 ? rest : rest.slice(0, slash);
     if (!tenantRe.test(tenant)) return json(400, INVALID_TENANT);
+    if (!covers(who.scope, tenant)) return forbidden(`this token is for ${who.scope}, not tenant ${tenant}`);
     // The object checks the token and its own identity again: whoever
     // binds the Tenant class directly gets no further than this entry.
     return env.TENANT.get(env.TENANT.idFromName(tenant)).fetch(request);
@@ -244,20 +295,22 @@ export class Tenant {
     if (!this.env.STILE_TOKEN) {
       return internal("the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`");
     }
-    if (!tokenMatches(request.headers.get("authorization") ?? "", this.env.STILE_TOKEN)) return json(401, UNAUTHORIZED);
+    const who = await authenticate(request.headers.get("authorization") ?? "", this.env.STILE_TOKEN);
+    if (who.refusal) return json(401, who.refusal);
     const url = new URL(request.url);
     const path = decodedPath(url);
     const tenant = tenantOf(path);
     if (tenant && (!tenantRe.test(tenant) || !this.env.TENANT.idFromName(tenant).equals(this.ctx.id))) {
       return json(400, WRONG_OBJECT);
     }
+    if (tenant && !covers(who.scope, tenant)) return forbidden(`this token is for ${who.scope}, not tenant ${tenant}`);
     if (tenant && !this.tenant) {
       this.tenant = tenant;
       this.ctx.storage.kv?.put(TENANT_KEY, tenant);
     }
     const body = new Uint8Array(await request.arrayBuffer());
     if (body.length > MAX_BODY_BYTES) return json(413, BODY_TOO_LARGE);
-    const frame = encodeRequest(KIND_API, request.method, path, url.search.slice(1), body, requestHeaders(request, PRINCIPAL_ADMIN, this.ownHeaders()));
+    const frame = encodeRequest(KIND_API, request.method, path, url.search.slice(1), body, requestHeaders(request, who.role, this.ownHeaders()));
     let deadline = 0;
     for (;;) {
       const woken = this.wakeUp, finished = this.finishUp; // before the call, so no wake-up is missed
@@ -317,9 +370,14 @@ export class Directory {
   }
 
   async fetch(request) {
-    if (!tokenMatches(request.headers.get("authorization") ?? "", this.env.STILE_TOKEN)) return json(401, UNAUTHORIZED);
+    const who = await authenticate(request.headers.get("authorization") ?? "", this.env.STILE_TOKEN);
+    if (who.refusal) return json(401, who.refusal);
     const url = new URL(request.url);
-    if (url.pathname === "/notify" && request.method === "POST") return this.note(await request.json());
+    if (url.pathname === "/notify" && request.method === "POST") {
+      if (!who.admin) return forbidden("only the deployment's tenants note themselves in the directory");
+      return this.note(await request.json());
+    }
+    if (who.scope !== "*") return forbidden(`this token is for ${who.scope}: listing the tenants needs a token for every tenant (*)`);
     if (url.pathname !== TENANTS_PATH) return noRoute(request.method, url.pathname);
     if (request.method !== "GET") {
       const r = json(405, { code: "method_not_allowed", message: `${request.method} ${TENANTS_PATH}: use GET` });
