@@ -1086,7 +1086,17 @@ func scenarioScopedTokens(s *scenario) {
 	forged, err := tokenpkgMint("not-the-secret", tenant)
 	require.NoError(t, err)
 	expired := mint("*", api.RoleAdmin, time.Unix(1_700_000_000, 0))
+	// A rotation: the next secret is the admin, and signs scoped tokens.
+	status, out = call(nextToken, "GET", "/v1/t/"+tenant+"/status", "")
+	require.Equal(t, 200, status, out)
+	rotated, err := stiletoken.Mint(nextToken, stiletoken.Claims{ID: "new-1", Scope: tenant, Role: api.RoleReader, Exp: later.Unix()})
+	require.NoError(t, err)
+	status, out = call(rotated, "GET", "/v1/t/"+tenant+"/status", "")
+	require.Equal(t, 200, status, out)
+	revoked, err := stiletoken.Mint(token, stiletoken.Claims{ID: revokedID, Scope: "*", Role: api.RoleAdmin, Exp: later.Unix()})
+	require.NoError(t, err)
 	for tok, message := range map[string]string{
+		revoked:      "the token was revoked",
 		forged:       "the token's signature does not match: it was not made with this deployment's secret",
 		"stile1.abc": "the token is not a Stile token",
 		expired:      "the token expired at 2023-11-14T22:13:20Z",

@@ -69,10 +69,18 @@ var start = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 // wazero and workerd hosts.
 const testTenant = "github.com/stile-run/stile/e2e/testapp/tenant"
 
+// Every host of the suite accepts nextToken (a rotation under way) and
+// refuses scoped tokens with the id revokedID.
+const (
+	nextToken = "test-token-next"
+	revokedID = "revoked-1"
+)
+
 // newInProcess starts the module cfg names on a harness with the suite's
 // token; f, if set, is where the suite injects faults.
 func newInProcess(t testing.TB, cfg stiletest.Config, f *faults) *inProcess {
 	cfg.Token, cfg.Now = token, start
+	cfg.NextToken, cfg.Revoked = nextToken, []string{revokedID}
 	if f != nil {
 		cfg.Fault = f.check
 	}

@@ -21,8 +21,10 @@ import (
 type Server struct {
 	manager *host.Manager
 	token   []byte
-	log     *slog.Logger // nil: no request log
-	obs     Observer     // nil: none
+	next    []byte                 // a second secret accepted during a rotation
+	revoked func() map[string]bool // ids of revoked scoped tokens (nil: none)
+	log     *slog.Logger           // nil: no request log
+	obs     Observer               // nil: none
 }
 
 // Observer is told of every request: its route pattern ("" if it matched
@@ -30,6 +32,16 @@ type Server struct {
 // counts them).
 type Observer interface {
 	Observe(route string, status int, d time.Duration, body []byte)
+}
+
+// WithRotation accepts next beside the deployment's secret: as the admin
+// token, and to verify scoped tokens signed with it.
+func WithRotation(next string) Option { return func(s *Server) { s.next = []byte(next) } }
+
+// WithRevoked refuses scoped tokens whose id revoked (asked per request)
+// lists.
+func WithRevoked(revoked func() map[string]bool) Option {
+	return func(s *Server) { s.revoked = revoked }
 }
 
 // WithObserver tells o of every request.
@@ -185,14 +197,18 @@ func requestHeaders(r *http.Request, role api.Role) do.Headers {
 // a scoped token (package token) its role, with its claims. A missing,
 // forged or expired token is a 401.
 func (s *Server) principal(r *http.Request) (api.Role, *token.Claims, *api.Error) {
-	if bearer.Matches(r, s.token) {
+	if bearer.Matches(r, s.token) || len(s.next) > 0 && bearer.Matches(r, s.next) {
 		return api.RoleAdmin, nil, nil
 	}
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || !strings.HasPrefix(tok, token.Prefix) {
 		return "", nil, &api.Unauthorized
 	}
-	c, err := token.Verify(string(s.token), tok, time.Now())
+	keys := token.Keys{Secret: string(s.token), Next: string(s.next)}
+	if s.revoked != nil {
+		keys.Revoked = s.revoked()
+	}
+	c, err := keys.Verify(tok, time.Now())
 	if err != nil {
 		return "", nil, api.Refuse(api.CodeUnauthorized, "%s", err.Error())
 	}

@@ -66,6 +66,10 @@ type Config struct {
 	// Handlers registers the handlers WorkOne and WorkAll run, in the
 	// test's goroutine: a handler package's Register.
 	Handlers func(*worker.Worker)
+	// NextToken is a second secret accepted during a rotation, and Revoked
+	// the ids of revoked scoped tokens (server.WithRotation, WithRevoked).
+	NextToken string
+	Revoked   []string
 	// Tenant is the tenant the helpers (RequireEnqueued, WorkOne, Query,
 	// …) act on. Default "acme"; For gives a view on another.
 	Tenant string
@@ -191,7 +195,15 @@ func start(cfg Config) (*Harness, error) {
 	if token == "" {
 		token = DefaultToken
 	}
-	srv, err := server.New(m, token)
+	revoked := map[string]bool{}
+	for _, id := range cfg.Revoked {
+		revoked[id] = true
+	}
+	opts := []server.Option{server.WithRevoked(func() map[string]bool { return revoked })}
+	if cfg.NextToken != "" {
+		opts = append(opts, server.WithRotation(cfg.NextToken))
+	}
+	srv, err := server.New(m, token, opts...)
 	if err != nil {
 		m.Close()
 		return nil, fmt.Errorf("stiletest: %w", err)

@@ -39,6 +39,7 @@ type Claims struct {
 
 // Errors of Verify.
 var (
+	ErrRevoked   = errors.New("the token was revoked")
 	ErrMalformed = errors.New("the token is not a Stile token")
 	ErrForged    = errors.New("the token's signature does not match: it was not made with this deployment's secret")
 	ErrExpired   = errors.New("the token expired")
@@ -60,6 +61,36 @@ func sign(secret, body string) []byte {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write([]byte(body))
 	return m.Sum(nil)
+}
+
+// Keys are what a host verifies tokens with: the deployment's secret, the
+// next one during a rotation (tokens signed with either are accepted),
+// and the ids of revoked tokens.
+type Keys struct {
+	Secret, Next string
+	Revoked      map[string]bool
+}
+
+// Verify checks a token against the keys at now.
+func (k Keys) Verify(tok string, now time.Time) (Claims, error) {
+	c, err := Verify(k.Secret, tok, now)
+	if errors.Is(err, ErrForged) && k.Next != "" {
+		c, err = Verify(k.Next, tok, now)
+	}
+	if err == nil && k.Revoked[c.ID] {
+		return Claims{}, ErrRevoked
+	}
+	return c, err
+}
+
+// ParseRevoked reads a list of revoked token ids: one per line or
+// comma-separated (STILE_REVOKED, or stile dev's <data>/revoked).
+func ParseRevoked(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '\n' || r == ' ' || r == '\r' }) {
+		out[f] = true
+	}
+	return out
 }
 
 // Verify checks tok's signature with secret and its expiry at now, and

@@ -40,6 +40,7 @@ func runDev(args []string) error {
 	tokenFlag := fs.String("token", "", "bearer token clients must send (default: $STILE_TOKEN, else generated once and kept in <data>/token)")
 	quiet := fs.Bool("quiet", false, "log warnings and errors only (no line per request)")
 	logFormat := fs.String("log-format", "text", "text or json")
+	nextToken := fs.String("next-token", os.Getenv("STILE_TOKEN_NEXT"), "a second secret accepted while you rotate the token (default $STILE_TOKEN_NEXT)")
 	handlers := fs.String("handlers", "", "a handler package (exports Register(*worker.Worker)) run natively in a child process, pushed work as the edge executor is")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -104,7 +105,11 @@ func runDev(args []string) error {
 	}
 	defer m.Close()
 	mx := metrics.New(m)
-	srv, err := server.New(m, token, server.WithRequestLog(log), server.WithObserver(mx))
+	opts := []server.Option{server.WithRequestLog(log), server.WithObserver(mx), server.WithRevoked(revokedFile(filepath.Join(*data, "revoked")))}
+	if *nextToken != "" {
+		opts = append(opts, server.WithRotation(*nextToken))
+	}
+	srv, err := server.New(m, token, opts...)
 	if err != nil {
 		return err
 	}

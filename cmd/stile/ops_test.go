@@ -1,11 +1,13 @@
 package main_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -152,4 +154,51 @@ func TestOperatorCommandsAgainstWorkerd(t *testing.T) {
 	url := workerdHost.Start(t)
 	t.Cleanup(workerdHost.Close)
 	operate(t, cli{bin, url, stiletest.DefaultToken}, workerdHost.Client().Tenant("acme"), func(d time.Duration) { time.Sleep(d) })
+}
+
+// TestTokensMintedAndRevokedAgainstStileDev: a token stile token mint
+// signs opens its tenant with its role; stile token revoke shuts it at once.
+func TestTokensMintedAndRevokedAgainstStileDev(t *testing.T) {
+	bin := stile(t)
+	data := t.TempDir()
+	dev := exec.Command(bin, "dev", "--addr", "127.0.0.1:0", "--data", data, "--quiet")
+	dev.Env = append(os.Environ(), "STILE_TOKEN=")
+	dev.Dir = "../.."
+	stderr, err := dev.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, dev.Start())
+	defer func() { dev.Process.Signal(os.Interrupt); dev.Wait() }()
+	url := ""
+	sc := bufio.NewScanner(stderr)
+	apiLine := regexp.MustCompile(`API\s+(http://\S+)/v1/t/`)
+	for url == "" && sc.Scan() {
+		if m := apiLine.FindStringSubmatch(sc.Text()); m != nil {
+			url = m[1]
+		}
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	mint := exec.Command(bin, "token", "mint", "--scope", "acme", "--role", "reader", "--ttl", "1h", "--id", "r1", "--data", data)
+	mint.Env = append(os.Environ(), "STILE_TOKEN=")
+	out, err := mint.Output()
+	require.NoError(t, err)
+	tok := strings.TrimSpace(string(out))
+	require.True(t, strings.HasPrefix(tok, "stile1."))
+	ten := client.New(url, tok, nil).Tenant("acme")
+	_, err = ten.Status(context.Background())
+	require.NoError(t, err, "a reader reads")
+	_, err = ten.Enqueue(context.Background(), api.EnqueueRequest{Kind: "echo"})
+	require.Equal(t, api.CodeForbidden, client.Code(err))
+	_, err = client.New(url, tok, nil).Tenant("globex").Status(context.Background())
+	require.Equal(t, api.CodeForbidden, client.Code(err), "only its tenant")
+
+	rev := exec.Command(bin, "token", "revoke", "r1", "--data", data)
+	out, err = rev.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "STILE_REVOKED")
+	_, err = ten.Status(context.Background())
+	require.Equal(t, api.CodeUnauthorized, client.Code(err))
+	require.ErrorContains(t, err, "the token was revoked")
 }

@@ -136,6 +136,7 @@ func Config() string {
 	constant("TOKEN_MALFORMED", token.ErrMalformed.Error())
 	constant("TOKEN_FORGED", token.ErrForged.Error())
 	constant("TOKEN_EXPIRED", token.ErrExpired.Error())
+	constant("TOKEN_REVOKED", token.ErrRevoked.Error())
 	constant("ROLES", api.Roles)
 	return b.String()
 }

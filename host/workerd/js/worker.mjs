@@ -13,7 +13,7 @@ import {
 import {
   API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_TENANT, INTERNAL_PREFIX,
   INVALID_TENANT, MAX_BODY_BYTES, MAX_TENANTS_PAGE, MAX_WAIT_MS, NO_ROUTE_HINT, PRINCIPAL_ADMIN, PUSH_FAILED, ROLES,
-  TENANTS_PATH, TENANT_PATTERN, TOKEN_EXPIRED, TOKEN_FORGED, TOKEN_MALFORMED, TOKEN_PREFIX, UNAUTHORIZED, WRONG_OBJECT,
+  TENANTS_PATH, TENANT_PATTERN, TOKEN_EXPIRED, TOKEN_FORGED, TOKEN_MALFORMED, TOKEN_PREFIX, TOKEN_REVOKED, UNAUTHORIZED, WRONG_OBJECT,
 } from "./config.mjs";
 
 const tenantRe = new RegExp(TENANT_PATTERN);
@@ -41,8 +41,9 @@ function decodedPath(url) {
 // the admin; a scoped token (package token: "stile1." payload "." HMAC-
 // SHA256 signature, base64url) is verified here with WebCrypto and gives
 // its role and scope. It returns {role, scope} or {refusal} (a 401 body).
-export async function authenticate(header, secret, now = Date.now()) {
-  if (tokenMatches(header, secret)) return { role: "admin", scope: "*" , admin: true };
+export async function authenticate(header, env, now = Date.now()) {
+  const secret = env.STILE_TOKEN, next = env.STILE_TOKEN_NEXT;
+  if (tokenMatches(header, secret) || (next && tokenMatches(header, next))) return { role: "admin", scope: "*", admin: true };
   const tok = header.startsWith("Bearer ") ? header.slice(7) : "";
   if (!tok.startsWith(TOKEN_PREFIX)) return { refusal: UNAUTHORIZED };
   const refuse = (message) => ({ refusal: JSON.stringify({ code: "unauthorized", message }) });
@@ -55,8 +56,11 @@ export async function authenticate(header, secret, now = Date.now()) {
   } catch {
     return refuse(TOKEN_MALFORMED);
   }
-  const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["verify"]);
-  if (!(await crypto.subtle.verify("HMAC", key, sig, new TextEncoder().encode(body)))) return refuse(TOKEN_FORGED);
+  const signed = async (s) => {
+    const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(s), { name: "HMAC", hash: "SHA-256" }, false, ["verify"]);
+    return crypto.subtle.verify("HMAC", key, sig, new TextEncoder().encode(body));
+  };
+  if (!(await signed(secret)) && !(next && (await signed(next)))) return refuse(TOKEN_FORGED);
   try {
     claims = JSON.parse(new TextDecoder().decode(fromB64url(body.slice(TOKEN_PREFIX.length))));
   } catch {
@@ -66,6 +70,9 @@ export async function authenticate(header, secret, now = Date.now()) {
   if (Math.floor(now / 1000) >= claims.exp) {
     return refuse(`${TOKEN_EXPIRED} at ${new Date(claims.exp * 1000).toISOString().replace(/\.\d{3}Z$/, "Z")}`);
   }
+  // STILE_REVOKED lists revoked token ids (stile token revoke).
+  const revoked = (env.STILE_REVOKED ?? "").split(/[\s,]+/).filter(Boolean);
+  if (revoked.includes(claims.id)) return refuse(TOKEN_REVOKED);
   return { role: claims.role, scope: claims.scope };
 }
 
@@ -100,7 +107,7 @@ export default {
     if (!env.STILE_TOKEN) {
       return internal("the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`");
     }
-    const who = await authenticate(request.headers.get("authorization") ?? "", env.STILE_TOKEN);
+    const who = await authenticate(request.headers.get("authorization") ?? "", env);
     if (who.refusal) return json(401, who.refusal);
     const path = decodedPath(url);
     if (path === TENANTS_PATH && who.scope !== "*") {
@@ -295,7 +302,7 @@ export class Tenant {
     if (!this.env.STILE_TOKEN) {
       return internal("the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`");
     }
-    const who = await authenticate(request.headers.get("authorization") ?? "", this.env.STILE_TOKEN);
+    const who = await authenticate(request.headers.get("authorization") ?? "", this.env);
     if (who.refusal) return json(401, who.refusal);
     const url = new URL(request.url);
     const path = decodedPath(url);
@@ -370,7 +377,7 @@ export class Directory {
   }
 
   async fetch(request) {
-    const who = await authenticate(request.headers.get("authorization") ?? "", this.env.STILE_TOKEN);
+    const who = await authenticate(request.headers.get("authorization") ?? "", this.env);
     if (who.refusal) return json(401, who.refusal);
     const url = new URL(request.url);
     if (url.pathname === "/notify" && request.method === "POST") {
