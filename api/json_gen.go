@@ -1064,6 +1064,33 @@ func (v DirectoryNote) AppendJSON(b []byte) []byte {
 // MarshalJSON implements json.Marshaler.
 func (v DirectoryNote) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
+// AppendJSON appends v as JSON.
+func (v AuditEntry) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.int("id", v.ID)
+	o.time("at", v.At)
+	o.str("role", string(v.Role))
+	o.str("token_id", v.TokenID)
+	o.str("route", v.Route)
+	o.str("path", v.Path)
+	o.int("status", int64(v.Status))
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v AuditEntry) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v AuditResponse) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.key("entries")
+	o.b = appendArray(o.b, v.Entries)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v AuditResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
 // EnqueueRequestFields is the set of fields a decoded EnqueueRequest was sent
 // with (a null counts as absent), so that 0 and absent differ.
 type EnqueueRequestFields uint64

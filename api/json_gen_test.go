@@ -150,6 +150,8 @@ var fixtures = map[string]any{
 	"PushDoneResponse":     api.PushDoneResponse{Ended: true},
 	"PushStatus":           api.PushStatus{InFlight: []api.PushFlight{{ID: "p1", StartedAt: fxAt, ExpiresAt: fxLater}}, Pending: true, RetryAt: &fxLater, Failures: 2},
 	"PushFlight":           api.PushFlight{ID: "p1", StartedAt: fxAt, ExpiresAt: fxLater},
+	"AuditEntry":           api.AuditEntry{ID: 1, At: fxAt, Role: api.RoleOperator, TokenID: "ops-1", Route: "POST jobs/{id}/retry", Path: "/v1/t/acme/jobs/1/retry", Status: 200},
+	"AuditResponse":        api.AuditResponse{Entries: []api.AuditEntry{{ID: 1, At: fxAt, Role: api.RoleOperator, TokenID: "ops-1", Route: "POST jobs/{id}/retry", Path: "/v1/t/acme/jobs/1/retry", Status: 200}}},
 	"QueuePause":           api.QueuePause{Paused: true},
 	"QueueState":           api.QueueState{Queue: "email", Paused: true},
 	"TenantInfo":           api.TenantInfo{Name: "acme", FirstSeen: fxAt, LastSeen: fxLater, Version: 2, Ready: true},

@@ -193,3 +193,20 @@ func ParseTenantsQuery(q map[string][]string) (TenantsQuery, *Error) {
 	}
 	return out, nil
 }
+
+// AuditEntry is one operator action (GET /audit): who took it (the role
+// and token id the host verified), the route, the path and its answer.
+type AuditEntry struct {
+	ID      int64     `json:"id"`
+	At      time.Time `json:"at"`
+	Role    Role      `json:"role"`
+	TokenID string    `json:"token_id"`
+	Route   string    `json:"route"`
+	Path    string    `json:"path"`
+	Status  int       `json:"status"`
+}
+
+// AuditResponse lists operator actions, newest first.
+type AuditResponse struct {
+	Entries []AuditEntry `json:"entries"`
+}

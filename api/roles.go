@@ -55,9 +55,15 @@ var routeRoles = map[Route]string{
 	RouteClaim: workers, RouteHeartbeat: workers, RouteReport: workers, RouteReportMany: workers,
 	RouteClaimEvents: workers, RouteSettle: workers, RoutePushDone: workers,
 
+	RouteAudit: ops,
+
 	RouteDeleteJob: ops, RouteCancel: ops, RouteRetry: ops, RouteSetLimit: ops, RoutePutSchedule: ops,
 	RouteDelSchedule: ops, RouteSkip: ops, RouteRebuild: ops, RoutePauseQueue: ops,
 }
+
+// Audited reports whether r is an operator action, kept in the audit list
+// with who took it.
+func (r Route) Audited() bool { return routeRoles[r] == ops && r.Method != "GET" }
 
 // Allows reports whether role may call r.
 func (r Route) Allows(role Role) bool {

@@ -50,6 +50,7 @@ var (
 	RouteQuery       = Route{"GET", "queries/{name}"}
 	RoutePushes      = Route{"GET", "pushes"}
 	RoutePushDone    = Route{"POST", "pushes/{id}/done"}
+	RouteAudit       = Route{"GET", "audit"}
 )
 
 // String is the route as docs/API.md writes it: GET /v1/t/{tenant}/jobs/{id}.

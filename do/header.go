@@ -53,6 +53,9 @@ func (hs *Headers) Set(name, value string) {
 //	stile-executor   request   the transport, when it can deliver pushes to
 //	                           executors (a value naming how: "binding",
 //	                           "process")
+//	stile-token-id   request   the transport: the id of the scoped token it
+//	                           verified ("secret" for the deployment's own),
+//	                           kept with operator actions in the audit list
 //	allow            response  the module, on a 405; transports copy it onto
 //	                           the HTTP response
 //	stile-route      response  the module: the matched route pattern, for
@@ -77,6 +80,7 @@ const (
 	HeaderExecutor    = "stile-executor"
 	HeaderPush        = "stile-push"
 	HeaderDirectory   = "stile-directory"
+	HeaderTokenID     = "stile-token-id"
 
 	ReservedPrefix = "stile-"
 

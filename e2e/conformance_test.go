@@ -1073,6 +1073,26 @@ func scenarioScopedTokens(s *scenario) {
 	status, out := call(mint(tenant, api.RoleWriter, later), "POST", "/v1/t/"+tenant+"/jobs", `{"kind":"test.echo"}`)
 	require.Equal(t, 201, status, "a writer for this tenant enqueues: %s", out)
 
+	// The audit list keeps the operator actions that committed, with who.
+	ops, err := stiletoken.Mint(token, stiletoken.Claims{ID: "oncall-ada", Scope: tenant, Role: api.RoleOperator, Exp: later.Unix()})
+	require.NoError(t, err)
+	status, out = call(ops, "PUT", "/v1/t/"+tenant+"/queues/mail", `{"paused":true}`)
+	require.Equal(t, 200, status, out)
+	status, out = call(ops, "GET", "/v1/t/"+tenant+"/audit", "")
+	require.Equal(t, 200, status, out)
+	var audit api.AuditResponse
+	require.NoError(t, json.Unmarshal([]byte(out), &audit))
+	var mine []api.AuditEntry
+	for _, e := range audit.Entries {
+		if e.TokenID == "oncall-ada" {
+			mine = append(mine, e)
+		}
+	}
+	require.Len(t, mine, 1, "one operator action by this token; refused and read requests are not listed: %s", out)
+	require.Equal(t, api.RoleOperator, mine[0].Role)
+	require.Equal(t, "PUT queues/{queue}", mine[0].Route)
+	require.Equal(t, "/v1/t/"+tenant+"/queues/mail", mine[0].Path)
+
 	// Other tenants, the directory, and bad tokens.
 	status, out = call(mint("other-*", api.RoleAdmin, later), "GET", "/v1/t/"+tenant+"/status", "")
 	require.Equal(t, 403, status)

@@ -65,6 +65,7 @@ var routes = []routeEntry{
 	{Route: api.RouteQuery, handle: func(t *Tenant, in input) (route, *api.Error) { return t.runQuery(in.params[0], in.query) }},
 	{Route: api.RoutePushes, handle: func(t *Tenant, in input) (route, *api.Error) { return t.listPushes(), nil }},
 	{Route: api.RoutePushDone, handle: func(t *Tenant, in input) (route, *api.Error) { return t.pushDone(in.params[0], in.body) }},
+	{Route: api.RouteAudit, handle: func(t *Tenant, in input) (route, *api.Error) { return t.listAudit(), nil }},
 }
 
 // routeEntry is a route of the table; segs is its pattern, split once

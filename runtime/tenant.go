@@ -175,6 +175,9 @@ func (t *Tenant) answer(req do.Request) do.Response {
 		}
 		var err error
 		res, err = run(now)
+		if err == nil && t.route.Audited() && res.status < 300 {
+			err = t.audit(now, req, res.status)
+		}
 		// A fence's refusal (a stale code) commits: the store wrote its
 		// bounded audit row and nothing else.
 		if refused := (*api.Error)(nil); errors.As(err, &refused) && refused.Code.Stale() {

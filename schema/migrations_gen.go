@@ -13,4 +13,5 @@ var migrations = []Migration{
 	{Version: 8, Name: "queue_pauses", SQL: "CREATE TABLE stile_queues (\nname TEXT PRIMARY KEY,\npaused INTEGER NOT NULL CHECK (paused IN (0, 1)),\nupdated_at INTEGER NOT NULL\n) STRICT, WITHOUT ROWID;"},
 	{Version: 9, Name: "traceparent", SQL: "ALTER TABLE stile_jobs ADD COLUMN traceparent TEXT;"},
 	{Version: 10, Name: "event_traceparent", SQL: "ALTER TABLE stile_events ADD COLUMN traceparent TEXT;"},
+	{Version: 11, Name: "audit", SQL: "CREATE TABLE stile_audit (\nid INTEGER PRIMARY KEY,\nat INTEGER NOT NULL,\nrole TEXT NOT NULL,\ntoken_id TEXT NOT NULL,\nroute TEXT NOT NULL,\npath TEXT NOT NULL,\nstatus INTEGER NOT NULL\n) STRICT;"},
 }

@@ -164,7 +164,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (tenant, route st
 		return tenant, route
 	}
 	resp, err := s.manager.Do(r.Context(), tenant, do.Request{Kind: do.KindAPI, Method: r.Method,
-		Path: path, Query: r.URL.RawQuery, Headers: requestHeaders(r, role), Body: body})
+		Path: path, Query: r.URL.RawQuery, Headers: requestHeaders(r, role, claims), Body: body})
 	if err != nil {
 		writeError(w, api.Internal(firstLine(err.Error())))
 		return tenant, route
@@ -185,12 +185,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (tenant, route st
 // traceparent when well-formed, and the principal this server
 // authenticated. Nothing else of the client's crosses, so a client cannot
 // send a stile- header of its own.
-func requestHeaders(r *http.Request, role api.Role) do.Headers {
+func requestHeaders(r *http.Request, role api.Role, claims *token.Claims) do.Headers {
 	hs := make(do.Headers, 0, 2)
 	if tp := r.Header.Get(do.HeaderTraceparent); do.ValidTraceparent(tp) {
 		hs = append(hs, do.Header{Name: do.HeaderTraceparent, Value: tp})
 	}
-	return append(hs, do.Header{Name: do.HeaderPrincipal, Value: string(role)})
+	id := "secret"
+	if claims != nil {
+		id = claims.ID
+	}
+	return append(hs, do.Header{Name: do.HeaderPrincipal, Value: string(role)}, do.Header{Name: do.HeaderTokenID, Value: id})
 }
 
 // principal authenticates a request: the deployment's secret is the admin;

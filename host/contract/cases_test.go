@@ -122,7 +122,7 @@ var cases = []contractCase{
 			"Stile-Executor":  "forged",
 		})
 		require.Equal(t, 200, r.status, r.raw)
-		require.Equal(t, []any{[]any{"stile-principal", "admin"}, []any{"stile-tenant", tenant}, []any{"traceparent", tp}}, r.body["headers"],
+		require.Equal(t, []any{[]any{"stile-principal", "admin"}, []any{"stile-tenant", tenant}, []any{"stile-token-id", "secret"}, []any{"traceparent", tp}}, r.body["headers"],
 			"the module sees the caller's traceparent, the host's principal and the tenant the object is (no executor: none configured)")
 		require.Equal(t, "GET, POST", r.header.Get("Allow"), "a response header reaches HTTP")
 		require.Equal(t, tp, r.header.Get("Echo-Traceparent"))
@@ -132,7 +132,7 @@ var cases = []contractCase{
 
 		for _, bad := range []string{"00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01", "garbage", "00-00000000000000000000000000000000-00f067aa0ba902b7-01"} {
 			r = tg.call(t, tenant, "headers", "", "", map[string]string{"Traceparent": bad})
-			require.Equal(t, []any{[]any{"stile-principal", "admin"}, []any{"stile-tenant", tenant}}, r.body["headers"], "a malformed traceparent is dropped: %s", bad)
+			require.Equal(t, []any{[]any{"stile-principal", "admin"}, []any{"stile-tenant", tenant}, []any{"stile-token-id", "secret"}}, r.body["headers"], "a malformed traceparent is dropped: %s", bad)
 		}
 	}},
 }

@@ -126,6 +126,7 @@ func Config() string {
 	constant("HEADER_TENANT", do.HeaderTenant)
 	constant("HEADER_EXECUTOR", do.HeaderExecutor)
 	constant("HEADER_PUSH", do.HeaderPush)
+	constant("HEADER_TOKEN_ID", do.HeaderTokenID)
 	constant("EXECUTOR_PATH", api.ExecutorPath)
 	constant("PUSH_FAILED", api.PushFailed)
 	constant("HEADER_DIRECTORY", do.HeaderDirectory)

@@ -11,7 +11,7 @@ import {
   FLAG_FINISHED, FLAG_HOLD_FINISHED, FLAG_WAKE, HEADER_PRINCIPAL, HEADER_TRACEPARENT, KIND_ALARM, KIND_API, RESERVED_PREFIX,
 } from "./abi.mjs";
 import {
-  API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_TENANT, INTERNAL_PREFIX,
+  API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_TENANT, HEADER_TOKEN_ID, INTERNAL_PREFIX,
   INVALID_TENANT, MAX_BODY_BYTES, MAX_TENANTS_PAGE, MAX_WAIT_MS, NO_ROUTE_HINT, PRINCIPAL_ADMIN, PUSH_FAILED, ROLES,
   TENANTS_PATH, TENANT_PATTERN, TOKEN_EXPIRED, TOKEN_FORGED, TOKEN_MALFORMED, TOKEN_PREFIX, TOKEN_REVOKED, UNAUTHORIZED, WRONG_OBJECT,
 } from "./config.mjs";
@@ -43,7 +43,7 @@ function decodedPath(url) {
 // its role and scope. It returns {role, scope} or {refusal} (a 401 body).
 export async function authenticate(header, env, now = Date.now()) {
   const secret = env.STILE_TOKEN, next = env.STILE_TOKEN_NEXT;
-  if (tokenMatches(header, secret) || (next && tokenMatches(header, next))) return { role: "admin", scope: "*", admin: true };
+  if (tokenMatches(header, secret) || (next && tokenMatches(header, next))) return { role: "admin", scope: "*", admin: true, id: "secret" };
   const tok = header.startsWith("Bearer ") ? header.slice(7) : "";
   if (!tok.startsWith(TOKEN_PREFIX)) return { refusal: UNAUTHORIZED };
   const refuse = (message) => ({ refusal: JSON.stringify({ code: "unauthorized", message }) });
@@ -73,7 +73,7 @@ export async function authenticate(header, env, now = Date.now()) {
   // STILE_REVOKED lists revoked token ids (stile token revoke).
   const revoked = (env.STILE_REVOKED ?? "").split(/[\s,]+/).filter(Boolean);
   if (revoked.includes(claims.id)) return refuse(TOKEN_REVOKED);
-  return { role: claims.role, scope: claims.scope };
+  return { role: claims.role, scope: claims.scope, id: String(claims.id ?? "") };
 }
 
 function fromB64url(s) {
@@ -162,11 +162,11 @@ function tenantOf(path) {
 // the object itself authenticated, and the object's own headers. Nothing
 // else of the client's crosses: a stile- header a caller sends is never
 // read.
-function requestHeaders(request, principal, own) {
+function requestHeaders(request, who, own) {
   const out = [];
   const tp = request.headers.get(HEADER_TRACEPARENT);
   if (validTraceparent(tp)) out.push([HEADER_TRACEPARENT, tp]);
-  out.push([HEADER_PRINCIPAL, principal]);
+  out.push([HEADER_PRINCIPAL, who.role], [HEADER_TOKEN_ID, who.id]);
   return out.concat(own);
 }
 
@@ -317,7 +317,7 @@ export class Tenant {
     }
     const body = new Uint8Array(await request.arrayBuffer());
     if (body.length > MAX_BODY_BYTES) return json(413, BODY_TOO_LARGE);
-    const frame = encodeRequest(KIND_API, request.method, path, url.search.slice(1), body, requestHeaders(request, who.role, this.ownHeaders()));
+    const frame = encodeRequest(KIND_API, request.method, path, url.search.slice(1), body, requestHeaders(request, who, this.ownHeaders()));
     let deadline = 0;
     for (;;) {
       const woken = this.wakeUp, finished = this.finishUp; // before the call, so no wake-up is missed
