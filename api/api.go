@@ -294,6 +294,9 @@ type Status struct {
 	Now           time.Time  `json:"now"`
 	SchemaVersion int64      `json:"schema_version"`
 	AlarmAt       *time.Time `json:"alarm_at,omitempty"`
+	// MigrationDrift lists applied migrations whose SQL the module changed
+	// since: they are not run again.
+	MigrationDrift []string `json:"migration_drift,omitempty"`
 }
 
 // CancelRequest cancels a job (POST /jobs/{id}/cancel). The body may be

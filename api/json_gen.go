@@ -357,6 +357,9 @@ func (v Status) AppendJSON(b []byte) []byte {
 	o.time("now", v.Now)
 	o.int("schema_version", v.SchemaVersion)
 	o.timeOmit("alarm_at", v.AlarmAt)
+	if len(v.MigrationDrift) > 0 {
+		o.strings("migration_drift", v.MigrationDrift)
+	}
 	return o.end()
 }
 

@@ -163,7 +163,7 @@ var fixtures = map[string]any{
 	"BatchReportRequest":   api.BatchReportRequest{Reports: []api.BatchReport{{JobID: "9", ReportRequest: fxReport()}}},
 	"BatchReportResult":    api.BatchReportResult{JobID: "1", State: "completed", Duplicate: true, Error: fxErr},
 	"BatchReportResponse":  api.BatchReportResponse{Results: []api.BatchReportResult{{JobID: "1", State: "s", Duplicate: true, Error: fxErr}}},
-	"Status":               api.Status{Tenant: "t", Now: fxAt, SchemaVersion: 1, AlarmAt: &fxLater},
+	"Status":               api.Status{Tenant: "t", Now: fxAt, SchemaVersion: 1, AlarmAt: &fxLater, MigrationDrift: []string{"migration 1_x changed"}},
 	"CancelRequest":        api.CancelRequest{Reason: "r"},
 	"ListResponse":         api.ListResponse{Jobs: []api.Job{fxJob()}, Next: "5"},
 	"QueueCounts":          api.QueueCounts{Queue: "q", Counts: map[string]int64{"running": 1, "available": 2}, OldestReadyAt: &fxAt},

@@ -17,7 +17,7 @@ func (t *Tenant) status() route {
 			at = t.projDue
 		}
 		return result{status: statusOK, body: api.Status{Tenant: t.name, Now: ts(now),
-			SchemaVersion: t.schemaVersion, AlarmAt: tsPtr(at)}.AppendJSON}, nil
+			SchemaVersion: t.schemaVersion, AlarmAt: tsPtr(at), MigrationDrift: t.drift}.AppendJSON}, nil
 	}
 }
 

@@ -32,6 +32,8 @@ type Tenant struct {
 
 	migrated      bool
 	schemaVersion int64
+	// drift reports applied migrations whose SQL changed since (GET /status).
+	drift []string
 
 	// due is the earliest due time of committed state: the alarm, and the
 	// reason a request may skip due work. The store tells it how writes
@@ -270,9 +272,14 @@ func (t *Tenant) migrate() error {
 		return printf.Errorf("migrate tenant schema: %w", err)
 	}
 	t.dirFirst = applied == len(schema.Migrations())
+	t.drift = t.drift[:0]
 	if len(t.app.migrations) > 0 {
-		if _, err := schema.Apply(t.db, AppLedger, t.app.migrations); err != nil {
+		_, drift, err := schema.ApplyChecked(t.db, AppLedger, t.app.migrations)
+		if err != nil {
 			return printf.Errorf("migrate the module's own tables: %w", err)
+		}
+		for _, d := range drift {
+			t.drift = append(t.drift, printf.Sprintf("migration %d_%s of the module's own tables changed after it was applied (applied %s, now %s): it is not run again; restore it, or add a new migration", d.Version, d.Name, d.Applied, d.Current))
 		}
 	}
 	// Every registered reaction gets its checkpoint before any request

@@ -70,3 +70,32 @@ func TestAFailedMigrationLeavesNothing(t *testing.T) {
 	require.True(t, rows.Next())
 	require.Zero(t, rows.Int(0), "the migration's transaction rolled back")
 }
+
+// A ledger from before checksums gets the column and its applied
+// migrations' checksums as they are now; a later change is drift.
+func TestChecksumsAreBackfilledThenCompared(t *testing.T) {
+	sq, err := dosql.Open(filepath.Join(t.TempDir(), "m.sqlite"))
+	require.NoError(t, err)
+	defer sq.Close()
+	db := do.NewDB(dosql.Host(sq, func() int64 { return 1 }))
+	m := schema.Migration{Version: 1, Name: "a", SQL: `CREATE TABLE a (x INTEGER) STRICT`}
+	require.NoError(t, db.Exec(`CREATE TABLE app_ledger (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`))
+	require.NoError(t, db.Exec(m.SQL))
+	require.NoError(t, db.Exec(`INSERT INTO app_ledger (version, name, applied_at) VALUES (1, 'a', 1)`))
+
+	n, drift, err := schema.ApplyChecked(db, "app_ledger", []schema.Migration{m})
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Empty(t, drift, "filled in, not drift")
+	rows, err := db.Query(`SELECT checksum FROM app_ledger WHERE version = 1`)
+	require.NoError(t, err)
+	require.True(t, rows.Next())
+	require.Equal(t, m.Checksum(), rows.Text(0))
+
+	changed := m
+	changed.SQL = `CREATE TABLE a (x INTEGER, y TEXT) STRICT`
+	n, drift, err = schema.ApplyChecked(db, "app_ledger", []schema.Migration{changed})
+	require.NoError(t, err)
+	require.Zero(t, n, "not run again")
+	require.Equal(t, []schema.Drift{{Version: 1, Name: "a", Applied: m.Checksum(), Current: changed.Checksum()}}, drift)
+}
