@@ -1094,6 +1094,66 @@ func (v AuditResponse) AppendJSON(b []byte) []byte {
 // MarshalJSON implements json.Marshaler.
 func (v AuditResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
+// AppendJSON appends v as JSON.
+func (v Retention) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.int("completed_ms", v.CompletedMs)
+	o.int("cancelled_ms", v.CancelledMs)
+	o.int("dead_ms", v.DeadMs)
+	o.int("deliveries_ms", v.DeliveriesMs)
+	o.int("commands_ms", v.CommandsMs)
+	o.int("audit_ms", v.AuditMs)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v Retention) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v RetentionResponse) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.key("effective")
+	o.b = v.Effective.AppendJSON(o.b)
+	o.key("module")
+	o.b = v.Module.AppendJSON(o.b)
+	o.strings("overridden", v.Overridden)
+	o.timeOmit("next_purge_at", v.NextPurgeAt)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v RetentionResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v StorageKind) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.str("kind", v.Kind)
+	o.int("rows", v.Rows)
+	o.int("bytes", v.Bytes)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v StorageKind) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v StorageResponse) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.key("kinds")
+	o.b = appendArray(o.b, v.Kinds)
+	o.int("counted_bytes", v.CountedBytes)
+	o.int("database_bytes", v.DatabaseBytes)
+	o.int("limit_bytes", v.LimitBytes)
+	o.int("warn_bytes", v.WarnBytes)
+	o.strOmit("warning", v.Warning)
+	o.key("retention")
+	o.b = v.Retention.AppendJSON(o.b)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v StorageResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
 // EnqueueRequestFields is the set of fields a decoded EnqueueRequest was sent
 // with (a null counts as absent), so that 0 and absent differ.
 type EnqueueRequestFields uint64
@@ -2065,4 +2125,82 @@ func DecodeDirectoryNote(b []byte) (DirectoryNote, error) {
 		err = r.closeBody(v.decode(&r))
 	}
 	return v, err
+}
+
+// RetentionFields is the set of fields a decoded Retention was sent
+// with (a null counts as absent), so that 0 and absent differ.
+type RetentionFields uint64
+
+// Has reports whether every field of x was sent.
+func (f RetentionFields) Has(x RetentionFields) bool { return f&x == x }
+
+// The fields of Retention, for RetentionFields.Has.
+const (
+	RetentionCompletedMs  RetentionFields = 1 << 0 // completed_ms
+	RetentionCancelledMs  RetentionFields = 1 << 1 // cancelled_ms
+	RetentionDeadMs       RetentionFields = 1 << 2 // dead_ms
+	RetentionDeliveriesMs RetentionFields = 1 << 3 // deliveries_ms
+	RetentionCommandsMs   RetentionFields = 1 << 4 // commands_ms
+	RetentionAuditMs      RetentionFields = 1 << 5 // audit_ms
+)
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *Retention) decode(r *reader) error {
+	var f RetentionFields
+	err := decodeObject(r, func(key string) error {
+		var err error
+		var bit RetentionFields
+		null := r.atNull()
+		switch key {
+		case "completed_ms":
+			bit = RetentionCompletedMs
+			v.CompletedMs, err = r.integer(key)
+		case "cancelled_ms":
+			bit = RetentionCancelledMs
+			v.CancelledMs, err = r.integer(key)
+		case "dead_ms":
+			bit = RetentionDeadMs
+			v.DeadMs, err = r.integer(key)
+		case "deliveries_ms":
+			bit = RetentionDeliveriesMs
+			v.DeliveriesMs, err = r.integer(key)
+		case "commands_ms":
+			bit = RetentionCommandsMs
+			v.CommandsMs, err = r.integer(key)
+		case "audit_ms":
+			bit = RetentionAuditMs
+			v.AuditMs, err = r.integer(key)
+		default:
+			return unknownField(key)
+		}
+		if !null {
+			f |= bit
+		}
+		return err
+	})
+	r.mark(uint64(f))
+	return err
+}
+
+// DecodeRetention decodes a Retention strictly.
+func DecodeRetention(b []byte) (Retention, error) {
+	v, _, err := DecodeRetentionFields(b)
+	return v, err
+}
+
+// DecodeRetentionFields is DecodeRetention, and says which fields the body set.
+func DecodeRetentionFields(b []byte) (Retention, RetentionFields, error) {
+	var v Retention
+	r := reader{b: b}
+	err := r.open()
+	if err == nil {
+		err = r.closeBody(v.decode(&r))
+	}
+	var f RetentionFields
+	if n := len(r.marks); n > 0 {
+		f = RetentionFields(r.marks[n-1])
+	}
+	return v, f, err
 }

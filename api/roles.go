@@ -48,7 +48,7 @@ var routeRoles = map[Route]string{
 	RouteListJobs: readers, RouteGetJob: readers, RouteQueues: readers, RouteLimits: readers,
 	RouteSchedules: readers, RouteGetSchedule: readers, RouteStatus: readers, RouteEvents: readers,
 	RouteReadStream: readers, RouteGetCommand: readers, RouteReactions: readers, RouteProjections: readers,
-	RouteQuery: readers, RoutePushes: readers,
+	RouteQuery: readers, RoutePushes: readers, RouteStorage: readers, RouteRetention: readers,
 
 	RouteEnqueue: writers, RouteEnqueueMany: writers, RouteTx: writers, RouteAppend: writers, RouteCommand: writers,
 
@@ -58,7 +58,7 @@ var routeRoles = map[Route]string{
 	RouteAudit: ops,
 
 	RouteDeleteJob: ops, RouteCancel: ops, RouteRetry: ops, RouteSetLimit: ops, RoutePutSchedule: ops,
-	RouteDelSchedule: ops, RouteSkip: ops, RouteRebuild: ops, RoutePauseQueue: ops,
+	RouteDelSchedule: ops, RouteSkip: ops, RouteRebuild: ops, RoutePauseQueue: ops, RoutePutRetention: ops,
 }
 
 // Audited reports whether r is an operator action, kept in the audit list

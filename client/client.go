@@ -408,3 +408,27 @@ func (t *Tenant) PauseQueue(ctx context.Context, queue string, paused bool) (api
 	err := t.do(ctx, api.RoutePauseQueue, nil, api.QueuePause{Paused: paused}, &out, queue)
 	return out, err
 }
+
+// Storage reads what the tenant stores (GET /storage).
+func (t *Tenant) Storage(ctx context.Context) (api.StorageResponse, error) {
+	var out api.StorageResponse
+	err := t.do(ctx, api.RouteStorage, nil, nil, &out)
+	return out, err
+}
+
+// Retention reads the tenant's retention policy (GET /retention).
+func (t *Tenant) Retention(ctx context.Context) (api.RetentionResponse, error) {
+	var out api.RetentionResponse
+	err := t.do(ctx, api.RouteRetention, nil, nil, &out)
+	return out, err
+}
+
+// SetRetention overrides the module's retention for the tenant
+// (PUT /retention): the fields in body replace the module's; those left
+// out follow it. Pass a raw JSON object, for a partial override, or an
+// api.Retention, to override every field.
+func (t *Tenant) SetRetention(ctx context.Context, body any) (api.RetentionResponse, error) {
+	var out api.RetentionResponse
+	err := t.do(ctx, api.RoutePutRetention, nil, body, &out)
+	return out, err
+}

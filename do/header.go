@@ -56,6 +56,9 @@ func (hs *Headers) Set(name, value string) {
 //	stile-token-id   request   the transport: the id of the scoped token it
 //	                           verified ("secret" for the deployment's own),
 //	                           kept with operator actions in the audit list
+//	stile-db-bytes   request   the transport, on GET …/storage only
+//	                           (WantsDatabaseSize): the tenant database's
+//	                           size in bytes as the platform measures it
 //	allow            response  the module, on a 405; transports copy it onto
 //	                           the HTTP response
 //	stile-route      response  the module: the matched route pattern, for
@@ -81,6 +84,7 @@ const (
 	HeaderPush        = "stile-push"
 	HeaderDirectory   = "stile-directory"
 	HeaderTokenID     = "stile-token-id"
+	HeaderDBBytes     = "stile-db-bytes"
 
 	ReservedPrefix = "stile-"
 
@@ -95,6 +99,13 @@ const (
 	MaxHeaderName  = 64
 	MaxHeaderValue = 1024
 )
+
+// WantsDatabaseSize reports whether a request needs stile-db-bytes: only
+// GET /v1/t/{tenant}/storage does, so that no other request pays for
+// measuring the database.
+func WantsDatabaseSize(method, path string) bool {
+	return method == "GET" && strings.HasSuffix(path, "/storage")
+}
 
 // Reserved reports whether a header name belongs to Stile (stile-…).
 func Reserved(name string) bool { return strings.HasPrefix(name, ReservedPrefix) }

@@ -150,6 +150,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "WhyItRanTwice", run: scenarioWhyItRanTwice},
 		{name: "PauseAQueue", run: scenarioPauseAQueue},
 		{name: "ScopedTokens", run: scenarioScopedTokens},
+		{name: "Retention", run: scenarioRetention},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {

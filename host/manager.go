@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -164,6 +165,9 @@ func (m *Manager) Do(ctx context.Context, name string, req do.Request) (do.Respo
 	req.Headers = append(slices.Clone(req.Headers), do.Header{Name: do.HeaderTenant, Value: name})
 	if m.cfg.Pusher != nil {
 		req.Headers = append(req.Headers, do.Header{Name: do.HeaderExecutor, Value: "process"})
+	}
+	if req.Kind == do.KindAPI && do.WantsDatabaseSize(req.Method, req.Path) {
+		req.Headers = append(req.Headers, do.Header{Name: do.HeaderDBBytes, Value: strconv.FormatInt(databaseSize(t.path), 10)})
 	}
 	frame := do.AppendRequest(nil, req)
 	var deadline int64
@@ -547,4 +551,16 @@ func (f *alarmFile) write(at map[string]int64) error {
 		return err
 	}
 	return os.Rename(tmp, f.path)
+}
+
+// databaseSize is the size of a tenant's SQLite files: the database and
+// its write-ahead log (0 for a tenant with none yet).
+func databaseSize(path string) int64 {
+	var n int64
+	for _, p := range []string{path, path + "-wal"} {
+		if fi, err := os.Stat(p); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
 }

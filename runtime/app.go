@@ -67,6 +67,8 @@ type App struct {
 	queries      map[string]*queryReg
 	pushPolicy   *push.Policy
 	schedules    map[string]moduleSchedule // declared for every tenant
+	retention    *api.Retention            // nil: api.DefaultRetention
+	storageWarn  int64                     // 0: api.DefaultStorageWarning
 }
 
 // NewApp returns an empty registry.

@@ -52,6 +52,9 @@ func (t *Tenant) alarmAt() int64 {
 	if t.projDue != 0 && (at == 0 || t.projDue < at) {
 		at = t.projDue
 	}
+	if t.retainDue != 0 && (at == 0 || t.retainDue < at) {
+		at = t.retainDue
+	}
 	if t.pushTracker != nil {
 		if p := t.pushTracker.NextAt(); p != 0 && (at == 0 || p < at) {
 			at = p

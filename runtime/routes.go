@@ -66,6 +66,9 @@ var routes = []routeEntry{
 	{Route: api.RoutePushes, handle: func(t *Tenant, in input) (route, *api.Error) { return t.listPushes(), nil }},
 	{Route: api.RoutePushDone, handle: func(t *Tenant, in input) (route, *api.Error) { return t.pushDone(in.params[0], in.body) }},
 	{Route: api.RouteAudit, handle: func(t *Tenant, in input) (route, *api.Error) { return t.listAudit(), nil }},
+	{Route: api.RouteStorage, handle: func(t *Tenant, in input) (route, *api.Error) { return t.storage(), nil }},
+	{Route: api.RouteRetention, handle: func(t *Tenant, in input) (route, *api.Error) { return t.getRetention(), nil }},
+	{Route: api.RoutePutRetention, handle: func(t *Tenant, in input) (route, *api.Error) { return t.putRetention(in.body) }},
 }
 
 // routeEntry is a route of the table; segs is its pattern, split once

@@ -16,6 +16,9 @@ func (t *Tenant) status() route {
 		if t.projDue != 0 && (at == 0 || t.projDue < at) {
 			at = t.projDue
 		}
+		if t.retainDue != 0 && (at == 0 || t.retainDue < at) {
+			at = t.retainDue
+		}
 		return result{status: statusOK, body: api.Status{Tenant: t.name, Now: ts(now),
 			SchemaVersion: t.schemaVersion, AlarmAt: tsPtr(at), MigrationDrift: t.drift}.AppendJSON}, nil
 	}

@@ -61,6 +61,17 @@ type Tenant struct {
 	// jobs it enqueues.
 	traceparent string
 
+	// retention is the policy in force: the module's, under the tenant's
+	// override (retentionOver, the fields in retentionSet); retainDue when
+	// the alarm next looks for rows to delete (0: not until a write).
+	retention        api.Retention
+	retentionOver    api.Retention
+	retentionSet     api.RetentionFields
+	retainDue        int64
+	pendingRetention *pendingRetention
+	// dbBytes is the request's stile-db-bytes header (GET /storage).
+	dbBytes string
+
 	out  []byte // the response frame, reused
 	body []byte // the response body, reused
 }
@@ -121,6 +132,7 @@ func (t *Tenant) serve(req do.Request) do.Response {
 	t.route = api.Route{}
 	t.traceparent = req.Headers.Get(do.HeaderTraceparent)
 	t.events.Traceparent = t.traceparent
+	t.dbBytes = req.Headers.Get(do.HeaderDBBytes)
 	resp := t.answer(req)
 	if t.route.Pattern != "" {
 		resp.Headers = append(resp.Headers, do.Header{Name: do.HeaderRoute, Value: t.route.Method + " " + t.route.Pattern})
@@ -198,6 +210,15 @@ func (t *Tenant) answer(req do.Request) do.Response {
 	}
 	again := t.pushAgain
 	t.pushAgain = false
+	committed := err == nil && !rolledBack
+	if err := t.settleRetention(committed, now); err != nil {
+		return errorResponse(api.Internal(err.Error()))
+	}
+	if committed && (req.Kind == do.KindAlarm || req.Method != "GET") {
+		if err := t.wrote(now); err != nil {
+			return errorResponse(api.Internal(err.Error()))
+		}
+	}
 	if err != nil || rolledBack {
 		t.dueEnded = false
 	}
@@ -219,6 +240,15 @@ func (t *Tenant) answer(req do.Request) do.Response {
 		if t.projDue, cerr = t.catchUp(now); cerr != nil {
 			t.projDue = now // the host retries the alarm
 			return errorResponse(api.Internal("projection catch-up failed: " + cerr.Error()))
+		}
+	}
+	if err == nil && req.Kind == do.KindAlarm && t.retainDue != 0 && now >= t.retainDue {
+		// Retention deletes a slice in a transaction of its own, after
+		// the alarm's due work committed.
+		var perr error
+		if t.retainDue, perr = t.purge(now); perr != nil {
+			t.retainDue = now // the host retries the alarm
+			return errorResponse(api.Internal("retention failed: " + perr.Error()))
 		}
 	}
 	if err != nil {
@@ -292,6 +322,9 @@ func (t *Tenant) migrate() error {
 	}
 	if err := t.db.Tx(func() error { return t.syncSchedules(t.db.Now()) }); err != nil {
 		return printf.Errorf("apply the module's schedules: %w", err)
+	}
+	if err := t.loadRetention(t.db.Now()); err != nil {
+		return err
 	}
 	t.schemaVersion = int64(len(schema.Migrations()))
 	t.migrated = true

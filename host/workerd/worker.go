@@ -127,6 +127,8 @@ func Config() string {
 	constant("HEADER_EXECUTOR", do.HeaderExecutor)
 	constant("HEADER_PUSH", do.HeaderPush)
 	constant("HEADER_TOKEN_ID", do.HeaderTokenID)
+	constant("HEADER_DB_BYTES", do.HeaderDBBytes)
+	constant("STORAGE_SUFFIX", "/storage") // do.WantsDatabaseSize
 	constant("EXECUTOR_PATH", api.ExecutorPath)
 	constant("PUSH_FAILED", api.PushFailed)
 	constant("HEADER_DIRECTORY", do.HeaderDirectory)

@@ -11,7 +11,7 @@ import {
   FLAG_FINISHED, FLAG_HOLD_FINISHED, FLAG_WAKE, HEADER_PRINCIPAL, HEADER_TRACEPARENT, KIND_ALARM, KIND_API, RESERVED_PREFIX,
 } from "./abi.mjs";
 import {
-  API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_TENANT, HEADER_TOKEN_ID, INTERNAL_PREFIX,
+  API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_DB_BYTES, HEADER_TENANT, HEADER_TOKEN_ID, STORAGE_SUFFIX, INTERNAL_PREFIX,
   INVALID_TENANT, MAX_BODY_BYTES, MAX_TENANTS_PAGE, MAX_WAIT_MS, NO_ROUTE_HINT, PRINCIPAL_ADMIN, PUSH_FAILED, ROLES,
   TENANTS_PATH, TENANT_PATTERN, TOKEN_EXPIRED, TOKEN_FORGED, TOKEN_MALFORMED, TOKEN_PREFIX, TOKEN_REVOKED, UNAUTHORIZED, WRONG_OBJECT,
 } from "./config.mjs";
@@ -317,7 +317,11 @@ export class Tenant {
     }
     const body = new Uint8Array(await request.arrayBuffer());
     if (body.length > MAX_BODY_BYTES) return json(413, BODY_TOO_LARGE);
-    const frame = encodeRequest(KIND_API, request.method, path, url.search.slice(1), body, requestHeaders(request, who, this.ownHeaders()));
+    const headers = requestHeaders(request, who, this.ownHeaders());
+    if (request.method === "GET" && path.endsWith(STORAGE_SUFFIX)) {
+      headers.push([HEADER_DB_BYTES, String(this.ctx.storage.sql.databaseSize)]);
+    }
+    const frame = encodeRequest(KIND_API, request.method, path, url.search.slice(1), body, headers);
     let deadline = 0;
     for (;;) {
       const woken = this.wakeUp, finished = this.finishUp; // before the call, so no wake-up is missed

@@ -143,11 +143,11 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 	}
 	rows, err := s.db.Query(`INSERT INTO stile_jobs (kind, queue, priority, args, state, max_attempts,
 		lease_ms, timeout_ms, backoff_ms, backoff_max_ms, run_at, created_at, finished_at, last_error,
-		tags, unique_key, concurrency_key, pending_parents, run_regardless, traceparent)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		tags, unique_key, unique_window_ms, concurrency_key, pending_parents, run_regardless, traceparent)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		n.Kind, n.Queue, n.Priority, string(n.Args), string(state), n.MaxAttempts,
 		n.LeaseMs, n.TimeoutMs, n.BackoffMs, n.BackoffMaxMs, n.RunAt, now, finished, lastErr,
-		string(tags), unique, key, pending, n.RunRegardless, nullIfEmpty(n.Traceparent))
+		string(tags), unique, n.UniqueWindowMs, key, pending, n.RunRegardless, nullIfEmpty(n.Traceparent))
 	if err != nil {
 		return Enqueued{}, printf.Errorf("enqueue job of kind %s: %w", n.Kind, err)
 	}

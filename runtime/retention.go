@@ -1,0 +1,205 @@
+package runtime
+
+import (
+	"strconv"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/internal/printf"
+	"github.com/stile-run/stile/runtime/internal/retention"
+)
+
+// Retention: the alarm deletes finished work once its window has passed,
+// a slice at a time in a transaction of its own (package retention
+// decides what and when). The module sets the policy (App.Retention), a
+// tenant may override it (PUT /retention), and GET /storage shows what is
+// kept.
+
+// Retention sets the module's retention policy: the windows given replace
+// api.DefaultRetention's (a zero field keeps that kind forever). It panics
+// on a window out of bounds: that is a bug in the module, found at start.
+func (a *App) Retention(r api.Retention) *App {
+	if e := r.Check(); e != nil {
+		panic("stile: retention: " + e.Message)
+	}
+	a.retention = &r
+	return a
+}
+
+// StorageWarning sets the database size GET /storage warns at
+// (api.DefaultStorageWarning: 80% of the platform's 10 GB).
+func (a *App) StorageWarning(bytes int64) *App {
+	if bytes <= 0 || bytes > api.StorageLimit {
+		panic(printf.Sprintf("stile: storage warning %d must be within 1-%d bytes", bytes, int64(api.StorageLimit)))
+	}
+	a.storageWarn = bytes
+	return a
+}
+
+func (a *App) retentionPolicy() api.Retention {
+	if a.retention != nil {
+		return *a.retention
+	}
+	return api.DefaultRetention
+}
+
+// Settings keys of the tenant's retention override.
+const (
+	settingRetention    = "retention"
+	settingRetentionSet = "retention_set"
+)
+
+// loadRetention reads the tenant's override and the next look.
+func (t *Tenant) loadRetention(now int64) error {
+	rows, err := t.db.Query(`SELECT key, value FROM stile_settings WHERE key IN (?, ?)`, settingRetention, settingRetentionSet)
+	if err != nil {
+		return printf.Errorf("read the tenant's retention: %w", err)
+	}
+	var over api.Retention
+	var set api.RetentionFields
+	for rows.Next() {
+		switch rows.Text(0) {
+		case settingRetention:
+			if over, err = api.DecodeRetention([]byte(rows.Text(1))); err != nil {
+				return printf.Errorf("read the tenant's retention: %w", err)
+			}
+		case settingRetentionSet:
+			n, _ := strconv.ParseUint(rows.Text(1), 10, 64)
+			set = api.RetentionFields(n)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	t.retentionOver, t.retentionSet = over, set
+	t.retention = retention.Effective(t.app.retentionPolicy(), over, set)
+	oldest, err := retention.ReadOldest(t.db)
+	if err != nil {
+		return err
+	}
+	t.retainDue = retention.Next(t.retention, oldest, false, now)
+	return nil
+}
+
+// purge runs one look for rows whose retention ran out, in its own
+// transaction, and returns when to look again.
+func (t *Tenant) purge(now int64) (int64, error) {
+	next := int64(0)
+	err := t.db.Tx(func() error {
+		res, err := retention.Purge(t.db, t.retention, now)
+		if err != nil {
+			return err
+		}
+		oldest, err := retention.ReadOldest(t.db)
+		if err != nil {
+			return err
+		}
+		next = retention.Next(t.retention, oldest, res.Full, now)
+		return nil
+	})
+	return next, err
+}
+
+// wrote notes a committed write at now: what it wrote may go sooner than
+// the look planned; when none was, it may be the first row retention will
+// delete (one statement reads the oldest of each kind).
+func (t *Tenant) wrote(now int64) error {
+	if t.retainDue != 0 {
+		t.retainDue = retention.AfterWrite(t.retention, t.retainDue, now)
+		return nil
+	}
+	oldest, err := retention.ReadOldest(t.db)
+	if err != nil {
+		return err
+	}
+	t.retainDue = retention.Next(t.retention, oldest, false, now)
+	return nil
+}
+
+func (t *Tenant) getRetention() route {
+	return func(int64) (result, error) {
+		return result{status: statusOK, body: t.retentionResponse().AppendJSON}, nil
+	}
+}
+
+func (t *Tenant) retentionResponse() api.RetentionResponse {
+	return api.RetentionResponse{Effective: t.retention, Module: t.app.retentionPolicy(),
+		Overridden: retention.Overridden(t.retentionSet), NextPurgeAt: tsPtr(t.retainDue)}
+}
+
+func (t *Tenant) putRetention(body []byte) (route, *api.Error) {
+	r, set, err := api.DecodeRetentionFields(body)
+	if err != nil {
+		return nil, decodeErr(err)
+	}
+	if e := r.Check(); e != nil {
+		return nil, e
+	}
+	return func(now int64) (result, error) {
+		if err := t.db.Exec(`INSERT INTO stile_settings (key, value, updated_at) VALUES (?, ?, ?), (?, ?, ?)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
+			settingRetention, string(r.AppendJSON(nil)), now, settingRetentionSet, strconv.FormatUint(uint64(set), 10), now); err != nil {
+			return result{}, printf.Errorf("save the tenant's retention: %w", err)
+		}
+		// In memory only once committed: the tenant looks again now.
+		t.pendingRetention = &pendingRetention{over: r, set: set}
+		resp := t.retentionResponse()
+		resp.Effective = retention.Effective(t.app.retentionPolicy(), r, set)
+		resp.Overridden = retention.Overridden(set)
+		oldest, err := retention.ReadOldest(t.db)
+		if err != nil {
+			return result{}, err
+		}
+		resp.NextPurgeAt = tsPtr(retention.Next(resp.Effective, oldest, false, now))
+		return result{status: statusOK, body: resp.AppendJSON}, nil
+	}, nil
+}
+
+// pendingRetention is a PUT /retention not yet committed.
+type pendingRetention struct {
+	over api.Retention
+	set  api.RetentionFields
+}
+
+// settle applies what the request changed once its transaction committed
+// (ok) or forgets it.
+func (t *Tenant) settleRetention(ok bool, now int64) error {
+	p := t.pendingRetention
+	t.pendingRetention = nil
+	if p == nil || !ok {
+		return nil
+	}
+	t.retentionOver, t.retentionSet = p.over, p.set
+	t.retention = retention.Effective(t.app.retentionPolicy(), p.over, p.set)
+	oldest, err := retention.ReadOldest(t.db)
+	if err != nil {
+		return err
+	}
+	t.retainDue = retention.Next(t.retention, oldest, false, now)
+	return nil
+}
+
+func (t *Tenant) storage() route {
+	return func(int64) (result, error) {
+		kinds, err := retention.Counts(t.db)
+		if err != nil {
+			return result{}, err
+		}
+		resp := api.StorageResponse{Kinds: kinds, LimitBytes: api.StorageLimit, WarnBytes: t.app.storageWarning(),
+			Retention: t.retention}
+		for _, k := range kinds {
+			resp.CountedBytes += k.Bytes
+		}
+		resp.DatabaseBytes, _ = strconv.ParseInt(t.dbBytes, 10, 64)
+		if size := max(resp.DatabaseBytes, resp.CountedBytes); size >= resp.WarnBytes {
+			resp.Warning = printf.Sprintf("this tenant stores %d bytes, past the warning at %d of the platform's %d: shorten its retention (PUT /retention), or move data out", size, resp.WarnBytes, int64(api.StorageLimit))
+		}
+		return result{status: statusOK, body: resp.AppendJSON}, nil
+	}
+}
+
+func (a *App) storageWarning() int64 {
+	if a.storageWarn > 0 {
+		return a.storageWarn
+	}
+	return api.DefaultStorageWarning
+}
