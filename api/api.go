@@ -297,6 +297,46 @@ type Status struct {
 	// MigrationDrift lists applied migrations whose SQL the module changed
 	// since: they are not run again.
 	MigrationDrift []string `json:"migration_drift,omitempty"`
+	// Module is the version of the module serving (a hash its host
+	// computed from the module's bytes; absent from hosts that run Go
+	// natively).
+	Module string `json:"module,omitempty"`
+	// StileSchema and ModuleSchema are Stile's tables and the module's own.
+	StileSchema  SchemaState `json:"stile_schema"`
+	ModuleSchema SchemaState `json:"module_schema"`
+}
+
+// SchemaState is one ledger of migrations in GET /status and
+// POST /migrations.
+type SchemaState struct {
+	// Version is the highest migration applied; Known is this module's.
+	Version int64 `json:"version"`
+	Known   int64 `json:"known"`
+	// Applied counts the migrations this request applied.
+	Applied int `json:"applied,omitempty"`
+	// Failed is the migration that failed (the routes that need it answer
+	// 503 migration_failed).
+	Failed *MigrationFailure `json:"failed,omitempty"`
+	// Ahead lists applied migrations this module does not know: it serves
+	// over them when all are additive.
+	Ahead []MigrationAhead `json:"ahead,omitempty"`
+}
+
+// MigrationFailure is a migration that failed and was rolled back.
+type MigrationFailure struct {
+	Version  int64     `json:"version"`
+	Name     string    `json:"name"`
+	Error    string    `json:"error"`
+	At       time.Time `json:"at"`
+	Attempts int64     `json:"attempts"`
+}
+
+// MigrationAhead is an applied migration the module does not know, with
+// its class (additive or destructive).
+type MigrationAhead struct {
+	Version int64  `json:"version"`
+	Name    string `json:"name"`
+	Class   string `json:"class"`
 }
 
 // CancelRequest cancels a job (POST /jobs/{id}/cancel). The body may be

@@ -46,6 +46,9 @@ const (
 	CodeCommandRejected Code = "command_rejected"  // 422: the aggregate's decide refused the command (its error, or a panic in its code); nothing was written
 	CodeTxFailed        Code = "tx_failed"         // 422: a registered transaction failed; it wrote nothing
 	CodeQueryFailed     Code = "query_failed"      // 422: a registered query's SQL failed with these parameters
+	CodeMigrationFailed Code = "migration_failed"  // 503: a migration the route needs failed (which, and its error); POST /migrations tries it again
+	CodeSchemaAhead     Code = "schema_ahead"      // 503: the tenant's schema has a destructive migration this module predates; deploy the newer module
+	CodeErased          Code = "erased"            // 410: the tenant was erased (DELETE /v1/t/{tenant}); nothing recreates it
 )
 
 // Codes of the fences: a heartbeat, report or settlement whose claim no

@@ -18,12 +18,16 @@ func (c Code) Status() int {
 		return 405
 	case CodeFinished, CodeNotRetryable, CodeNotFinished, CodeUniqueConflict, CodeVersionConflict, CodeCommandIDReused, CodeNotStuck, CodeModuleSchedule, CodeStaleAttempt, CodeOtherWorker, CodeBadToken, CodeLeaseExpired, CodeAlreadyReported, CodeClaimTakenOver, CodeUnknownClaim, CodeOutOfOrder, CodeAlreadySettled:
 		return 409
+	case CodeErased:
+		return 410
 	case CodeBodyTooLarge:
 		return 413
 	case CodeCommandRejected, CodeTxFailed, CodeQueryFailed:
 		return 422
 	case CodeInternal:
 		return 500
+	case CodeMigrationFailed, CodeSchemaAhead:
+		return 503
 	}
 	return 0
 }

@@ -360,11 +360,62 @@ func (v Status) AppendJSON(b []byte) []byte {
 	if len(v.MigrationDrift) > 0 {
 		o.strings("migration_drift", v.MigrationDrift)
 	}
+	o.strOmit("module", v.Module)
+	o.key("stile_schema")
+	o.b = v.StileSchema.AppendJSON(o.b)
+	o.key("module_schema")
+	o.b = v.ModuleSchema.AppendJSON(o.b)
 	return o.end()
 }
 
 // MarshalJSON implements json.Marshaler.
 func (v Status) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v SchemaState) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.int("version", v.Version)
+	o.int("known", v.Known)
+	o.intOmit("applied", int64(v.Applied))
+	if v.Failed != nil {
+		o.key("failed")
+		o.b = v.Failed.AppendJSON(o.b)
+	}
+	if len(v.Ahead) > 0 {
+		o.key("ahead")
+		o.b = appendArray(o.b, v.Ahead)
+	}
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v SchemaState) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v MigrationFailure) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.int("version", v.Version)
+	o.str("name", v.Name)
+	o.str("error", v.Error)
+	o.time("at", v.At)
+	o.int("attempts", v.Attempts)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v MigrationFailure) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v MigrationAhead) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.int("version", v.Version)
+	o.str("name", v.Name)
+	o.str("class", v.Class)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v MigrationAhead) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
 func (v CancelRequest) AppendJSON(b []byte) []byte {
@@ -1033,6 +1084,9 @@ func (v TenantInfo) AppendJSON(b []byte) []byte {
 	o.time("last_seen", v.LastSeen)
 	o.int("version", v.Version)
 	o.bool("ready", v.Ready)
+	o.strOmit("module", v.Module)
+	o.intOmit("schema", v.Schema)
+	o.strOmit("failed", v.Failed)
 	return o.end()
 }
 
@@ -1061,6 +1115,12 @@ func (v DirectoryNote) AppendJSON(b []byte) []byte {
 	}
 	o.bool("ready", v.Ready)
 	o.int("version", v.Version)
+	o.strOmit("module", v.Module)
+	o.intOmit("schema", v.Schema)
+	o.strOmit("failed", v.Failed)
+	if v.VersionsOnly {
+		o.bool("versions_only", true)
+	}
 	return o.end()
 }
 
@@ -2109,6 +2169,14 @@ func (v *DirectoryNote) decode(r *reader) error {
 			v.Ready, err = r.boolField(key)
 		case "version":
 			v.Version, err = r.integer(key)
+		case "module":
+			v.Module, err = r.stringField(key)
+		case "schema":
+			v.Schema, err = r.integer(key)
+		case "failed":
+			v.Failed, err = r.stringField(key)
+		case "versions_only":
+			v.VersionsOnly, err = r.boolField(key)
 		default:
 			return unknownField(key)
 		}

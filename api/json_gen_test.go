@@ -158,19 +158,23 @@ var fixtures = map[string]any{
 	"AuditResponse":        api.AuditResponse{Entries: []api.AuditEntry{{ID: 1, At: fxAt, Role: api.RoleOperator, TokenID: "ops-1", Route: "POST jobs/{id}/retry", Path: "/v1/t/acme/jobs/1/retry", Status: 200}}},
 	"QueuePause":           api.QueuePause{Paused: true},
 	"QueueState":           api.QueueState{Queue: "email", Paused: true},
-	"TenantInfo":           api.TenantInfo{Name: "acme", FirstSeen: fxAt, LastSeen: fxLater, Version: 2, Ready: true},
-	"TenantsResponse":      api.TenantsResponse{Tenants: []api.TenantInfo{{Name: "acme", FirstSeen: fxAt, LastSeen: fxLater, Version: 2, Ready: true}}, Next: "acme", Seq: 7},
-	"DirectoryNote":        api.DirectoryNote{Tenant: "acme", First: true, Ready: true, Version: 2},
+	"TenantInfo":           api.TenantInfo{Name: "acme", FirstSeen: fxAt, LastSeen: fxLater, Version: 2, Ready: true, Module: "3f2a9c0d1b4e", Schema: 12, Failed: "3_bad: no such table: x"},
+	"TenantsResponse":      api.TenantsResponse{Tenants: []api.TenantInfo{{Name: "acme", FirstSeen: fxAt, LastSeen: fxLater, Version: 2, Ready: true, Module: "3f2a9c0d1b4e", Schema: 12, Failed: "3_bad: x"}}, Next: "acme", Seq: 7},
+	"DirectoryNote":        api.DirectoryNote{Tenant: "acme", First: true, Ready: true, Version: 2, Module: "3f2a9c0d1b4e", Schema: 12, Failed: "3_bad: no such table: x", VersionsOnly: true},
 	"ReportRequest":        fxReport(),
 	"ReportResponse":       api.ReportResponse{JobID: "1", State: "retryable", Attempt: 1, Failures: 2, RunAt: fxAt, Duplicate: true},
 	"BatchReport":          api.BatchReport{JobID: "9", ReportRequest: fxReport()},
 	"BatchReportRequest":   api.BatchReportRequest{Reports: []api.BatchReport{{JobID: "9", ReportRequest: fxReport()}}},
 	"BatchReportResult":    api.BatchReportResult{JobID: "1", State: "completed", Duplicate: true, Error: fxErr},
 	"BatchReportResponse":  api.BatchReportResponse{Results: []api.BatchReportResult{{JobID: "1", State: "s", Duplicate: true, Error: fxErr}}},
-	"Status":               api.Status{Tenant: "t", Now: fxAt, SchemaVersion: 1, AlarmAt: &fxLater, MigrationDrift: []string{"migration 1_x changed"}},
-	"CancelRequest":        api.CancelRequest{Reason: "r"},
-	"ListResponse":         api.ListResponse{Jobs: []api.Job{fxJob()}, Next: "5"},
-	"QueueCounts":          api.QueueCounts{Queue: "q", Counts: map[string]int64{"running": 1, "available": 2}, OldestReadyAt: &fxAt},
+	"Status": api.Status{Tenant: "t", Now: fxAt, SchemaVersion: 1, AlarmAt: &fxLater, MigrationDrift: []string{"migration 1_x changed"},
+		Module: "3f2a9c0d1b4e", StileSchema: fxSchema, ModuleSchema: fxSchema},
+	"SchemaState":      fxSchema,
+	"MigrationFailure": *fxSchema.Failed,
+	"MigrationAhead":   fxSchema.Ahead[0],
+	"CancelRequest":    api.CancelRequest{Reason: "r"},
+	"ListResponse":     api.ListResponse{Jobs: []api.Job{fxJob()}, Next: "5"},
+	"QueueCounts":      api.QueueCounts{Queue: "q", Counts: map[string]int64{"running": 1, "available": 2}, OldestReadyAt: &fxAt},
 	"QueuesResponse": api.QueuesResponse{Queues: []api.QueueCounts{{Queue: "q", Counts: map[string]int64{"a": 1}, OldestReadyAt: &fxAt}},
 		Finished: map[string]int64{"completed": 3, "dead": 1}, Paused: []string{"email"}},
 	"Limit":                 api.Limit{Key: "k", Slots: 2, InUse: 1},
@@ -397,3 +401,7 @@ func TestGeneratorRefusesWhatItCannotWrite(t *testing.T) {
 	require.NotContains(t, string(out), "Status")
 	require.False(t, strings.Contains(string(out), `"time"`), "no import it does not use")
 }
+
+var fxSchema = api.SchemaState{Version: 3, Known: 2, Applied: 1,
+	Failed: &api.MigrationFailure{Version: 4, Name: "bad", Error: "no such table: x", At: fxAt, Attempts: 2},
+	Ahead:  []api.MigrationAhead{{Version: 3, Name: "add_col", Class: "additive"}}}

@@ -105,6 +105,13 @@ type TenantInfo struct {
 	Version int64 `json:"version"`
 	// Ready says the tenant has work a claim may find.
 	Ready bool `json:"ready"`
+	// Module is the version of the module that last served it (a hash of
+	// its bytes), Schema the version of Stile's tables, and Failed a
+	// migration that failed there ("3_add_index: its error"), as the
+	// tenant last said.
+	Module string `json:"module,omitempty"`
+	Schema int64  `json:"schema,omitempty"`
+	Failed string `json:"failed,omitempty"`
 }
 
 // TenantsResponse is a page of the directory. Next is the name to pass as
@@ -126,6 +133,13 @@ type DirectoryNote struct {
 	First   bool   `json:"first,omitempty"`
 	Ready   bool   `json:"ready"`
 	Version int64  `json:"version"`
+	// Module, Schema and Failed are as in TenantInfo.
+	Module string `json:"module,omitempty"`
+	Schema int64  `json:"schema,omitempty"`
+	Failed string `json:"failed,omitempty"`
+	// VersionsOnly says the note updates the versions and nothing else:
+	// Ready is not known, and the directory keeps what it has.
+	VersionsOnly bool `json:"versions_only,omitempty"`
 }
 
 // TenantsQuery is a query of the directory (GET TenantsPath): ?after=

@@ -39,6 +39,7 @@ const (
 	ops     = "admin operator"
 	writers = "admin writer"
 	workers = "admin worker"
+	admins  = "admin"
 )
 
 // routeRoles is the one table of which role may call which route
@@ -57,13 +58,17 @@ var routeRoles = map[Route]string{
 
 	RouteAudit: ops,
 
+	RouteMigrate: admins,
+
 	RouteDeleteJob: ops, RouteCancel: ops, RouteRetry: ops, RouteSetLimit: ops, RoutePutSchedule: ops,
 	RouteDelSchedule: ops, RouteSkip: ops, RouteRebuild: ops, RoutePauseQueue: ops, RoutePutRetention: ops,
 }
 
 // Audited reports whether r is an operator action, kept in the audit list
 // with who took it.
-func (r Route) Audited() bool { return routeRoles[r] == ops && r.Method != "GET" }
+func (r Route) Audited() bool {
+	return (routeRoles[r] == ops || routeRoles[r] == admins) && r.Method != "GET"
+}
 
 // Allows reports whether role may call r.
 func (r Route) Allows(role Role) bool {

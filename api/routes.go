@@ -54,6 +54,7 @@ var (
 	RouteStorage      = Route{"GET", "storage"}
 	RouteRetention    = Route{"GET", "retention"}
 	RoutePutRetention = Route{"PUT", "retention"}
+	RouteMigrate      = Route{"POST", "migrations"}
 )
 
 // String is the route as docs/API.md writes it: GET /v1/t/{tenant}/jobs/{id}.

@@ -432,3 +432,11 @@ func (t *Tenant) SetRetention(ctx context.Context, body any) (api.RetentionRespo
 	err := t.do(ctx, api.RoutePutRetention, nil, body, &out)
 	return out, err
 }
+
+// Migrate applies the tenant's pending migrations now, trying a failed one
+// again (POST /migrations, admin), and returns its status after.
+func (t *Tenant) Migrate(ctx context.Context) (api.Status, error) {
+	var out api.Status
+	err := t.do(ctx, api.RouteMigrate, nil, nil, &out)
+	return out, err
+}

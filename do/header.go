@@ -56,6 +56,8 @@ func (hs *Headers) Set(name, value string) {
 //	stile-token-id   request   the transport: the id of the scoped token it
 //	                           verified ("secret" for the deployment's own),
 //	                           kept with operator actions in the audit list
+//	stile-module     request   the transport: the module's version, a hash
+//	                           of its bytes (ModuleVersion), when it has one
 //	stile-db-bytes   request   the transport, on GET …/storage only
 //	                           (WantsDatabaseSize): the tenant database's
 //	                           size in bytes as the platform measures it
@@ -85,6 +87,7 @@ const (
 	HeaderDirectory   = "stile-directory"
 	HeaderTokenID     = "stile-token-id"
 	HeaderDBBytes     = "stile-db-bytes"
+	HeaderModule      = "stile-module"
 
 	ReservedPrefix = "stile-"
 

@@ -2,6 +2,8 @@ package host
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"sync"
@@ -148,4 +150,17 @@ func LogLevel(l do.Level) slog.Level {
 		return slog.LevelError
 	}
 	return slog.LevelInfo
+}
+
+// ModuleVersion is a module's version as GET /status and the directory
+// show it: the first 12 hex digits of the SHA-256 of its bytes.
+func ModuleVersion(wasm []byte) string {
+	sum := sha256.Sum256(wasm)
+	return hex.EncodeToString(sum[:6])
+}
+
+// Versioned is a Factory that knows the version of the module it runs
+// (wazerohost's): the Manager tells each request's module.
+type Versioned interface {
+	ModuleVersion() string
 }

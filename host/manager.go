@@ -166,6 +166,9 @@ func (m *Manager) Do(ctx context.Context, name string, req do.Request) (do.Respo
 	if m.cfg.Pusher != nil {
 		req.Headers = append(req.Headers, do.Header{Name: do.HeaderExecutor, Value: "process"})
 	}
+	if v, ok := m.cfg.Factory.(Versioned); ok {
+		req.Headers = append(req.Headers, do.Header{Name: do.HeaderModule, Value: v.ModuleVersion()})
+	}
 	if req.Kind == do.KindAPI && do.WantsDatabaseSize(req.Method, req.Path) {
 		req.Headers = append(req.Headers, do.Header{Name: do.HeaderDBBytes, Value: strconv.FormatInt(databaseSize(t.path), 10)})
 	}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // The tenant directory: the module tells its host (the stile-directory
@@ -23,6 +24,8 @@ const (
 func (t *Tenant) directoryNote(woke, idle bool) (do.Header, bool) {
 	first := t.dirFirst
 	t.dirFirst = false
+	versions := t.dirVersions
+	t.dirVersions = false
 	changed := false
 	switch {
 	case woke && t.dirState != dirReady:
@@ -30,18 +33,53 @@ func (t *Tenant) directoryNote(woke, idle bool) (do.Header, bool) {
 	case idle && !woke && t.dirState != dirIdle:
 		t.dirState, changed = dirIdle, true
 	}
-	if !first && !changed || t.name == "" {
+	if !first && !changed && !versions || t.name == "" {
 		return do.Header{}, false
 	}
-	n := api.DirectoryNote{Tenant: t.name, First: first, Ready: t.dirState == dirReady, Version: t.app.version()}
+	n := api.DirectoryNote{Tenant: t.name, First: first, Ready: t.dirState == dirReady, Version: t.appSchema.Version,
+		Module: t.module, Schema: t.stileSchema.Version, Failed: t.failedNote(),
+		// Only the versions changed: the directory keeps what it knows of
+		// readiness (this instance does not know it yet).
+		VersionsOnly: !first && !changed}
 	return do.Header{Name: do.HeaderDirectory, Value: string(n.AppendJSON(nil))}, true
 }
 
-// version is the highest migration of the module's own tables.
-func (a *App) version() int64 {
-	v := int64(0)
-	for _, m := range a.migrations {
-		v = max(v, int64(m.Version))
+// failedNote names the migration that failed, for the directory.
+func (t *Tenant) failedNote() string {
+	f := t.stileSchema.Failed
+	if f == nil {
+		f = t.appSchema.Failed
 	}
-	return v
+	if f == nil {
+		return ""
+	}
+	return printf.Sprintf("%d_%s: %s", f.Version, f.Name, firstLine(f.Error))
+}
+
+// settingNoted keeps what the directory was last told of the tenant's
+// versions, so that a new instance tells it only of a change.
+const settingNoted = "directory_versions"
+
+// noteVersions decides, on a new instance, whether the directory hears of
+// the tenant's versions: when they changed since it last did, or when
+// Stile's own tables cannot say.
+func (t *Tenant) noteVersions() error {
+	v := printf.Sprintf("%s %d %d %s", t.module, t.stileSchema.Version, t.appSchema.Version, t.failedNote())
+	if t.stileBlocked {
+		t.dirVersions = true
+		return nil
+	}
+	rows, err := t.db.Query(`SELECT value FROM stile_settings WHERE key = ?`, settingNoted)
+	if err != nil {
+		return printf.Errorf("read what the directory was told: %w", err)
+	}
+	if rows.Next() && rows.Text(0) == v {
+		return rows.Err()
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	t.dirVersions = true
+	return t.db.Exec(`INSERT INTO stile_settings (key, value, updated_at) VALUES (?, ?, ?)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`, settingNoted, v, t.db.Now())
 }

@@ -9,18 +9,36 @@ import (
 
 func (t *Tenant) status() route {
 	return func(now int64) (result, error) {
-		at, err := t.nextDue() // read, not the cache: status shows the truth
-		if err != nil {
-			return result{}, err
-		}
+		return result{status: statusOK, body: t.statusBody(now).AppendJSON}, nil
+	}
+}
+
+// statusBody is GET /status: the due time read from storage (not the
+// cache: status shows the truth), and both ledgers.
+func (t *Tenant) statusBody(now int64) api.Status {
+	st := api.Status{Tenant: t.name, Now: ts(now), SchemaVersion: t.schemaVersion, MigrationDrift: t.drift,
+		Module: t.module, StileSchema: t.stileSchema, ModuleSchema: t.appSchema}
+	if t.stileBlocked {
+		return st // Stile's tables may not be there to read
+	}
+	at, err := t.nextDue()
+	if err == nil {
 		if t.projDue != 0 && (at == 0 || t.projDue < at) {
 			at = t.projDue
 		}
 		if t.retainDue != 0 && (at == 0 || t.retainDue < at) {
 			at = t.retainDue
 		}
-		return result{status: statusOK, body: api.Status{Tenant: t.name, Now: ts(now),
-			SchemaVersion: t.schemaVersion, AlarmAt: tsPtr(at), MigrationDrift: t.drift}.AppendJSON}, nil
+		st.AlarmAt = tsPtr(at)
+	}
+	return st
+}
+
+// runMigrations is POST /migrations: the tenant migrated before this
+// route ran (answer), so it says how that went.
+func (t *Tenant) runMigrations() route {
+	return func(now int64) (result, error) {
+		return result{status: statusOK, body: t.statusBody(now).AppendJSON}, nil
 	}
 }
 

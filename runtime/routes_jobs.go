@@ -402,7 +402,14 @@ func (t *Tenant) retry(idText string) (route, *api.Error) {
 		return nil, e
 	}
 	return func(now int64) (result, error) {
-		j, err := t.store.Retry(now, id)
+		j, err := t.store.Get(id)
+		if err != nil {
+			return result{}, err
+		}
+		if refused := t.registered(j.Kind); refused != nil {
+			return result{}, refused
+		}
+		j, err = t.store.Retry(now, id)
 		return jobOutcome(j, err)
 	}, nil
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
@@ -32,6 +33,15 @@ type Tenant struct {
 
 	migrated      bool
 	schemaVersion int64
+	// stileSchema and appSchema are the two ledgers as migrate left them;
+	// stileBlocked says Stile's own schema is not usable (a migration
+	// failed, or a destructive one is ahead), appBlocked is the refusal of
+	// the routes that run the module's SQL (nil: they serve).
+	stileSchema, appSchema api.SchemaState
+	stileBlocked           bool
+	appBlocked             *api.Error
+	// module is the module's version, as its host says (stile-module).
+	module string
 	// drift reports applied migrations whose SQL changed since (GET /status).
 	drift []string
 
@@ -49,6 +59,9 @@ type Tenant struct {
 	// is what the directory was last told (directory.go).
 	dirFirst bool
 	dirState dirState
+	// dirVersions says the next response tells the directory the tenant's
+	// versions (noteVersions).
+	dirVersions bool
 
 	// dueEnded says the request's due work expired a lease (which may have
 	// ended a job): the response says FlagFinished.
@@ -133,6 +146,9 @@ func (t *Tenant) serve(req do.Request) do.Response {
 	t.traceparent = req.Headers.Get(do.HeaderTraceparent)
 	t.events.Traceparent = t.traceparent
 	t.dbBytes = req.Headers.Get(do.HeaderDBBytes)
+	if m := req.Headers.Get(do.HeaderModule); m != "" {
+		t.module = m
+	}
 	resp := t.answer(req)
 	if t.route.Pattern != "" {
 		resp.Headers = append(resp.Headers, do.Header{Name: do.HeaderRoute, Value: t.route.Method + " " + t.route.Pattern})
@@ -174,10 +190,16 @@ func (t *Tenant) answer(req do.Request) do.Response {
 	}
 	// Only a request that passed validation migrates: a refused one (a
 	// mistyped tenant name, say) leaves the object's storage untouched.
+	if req.Kind == do.KindAPI && t.route == api.RouteMigrate {
+		t.migrated = false // try the pending migrations again now
+	}
 	if !t.migrated {
 		if err := t.migrate(); err != nil {
 			return errorResponse(api.Internal(err.Error()))
 		}
+	}
+	if refused := t.migrationRefusal(req.Kind); refused != nil {
+		return errorResponse(refused)
 	}
 
 	now := t.db.Now()
@@ -296,20 +318,42 @@ func (t *Tenant) answer(req do.Request) do.Response {
 	return resp
 }
 
+// migrate applies Stile's migrations and then the module's, each in a
+// transaction of its own, and registers what the module declares. A
+// migration that fails is recorded (schema.ApplyChecked) and the tenant
+// goes on serving what does not need it (migrationRefusal); the error is
+// only for what keeps the tenant from serving at all.
 func (t *Tenant) migrate() error {
-	applied, err := schema.Apply(t.db, schema.Ledger, schema.Migrations())
+	t.migrated = false
+	r, err := schema.ApplyChecked(t.db, schema.Ledger, schema.Migrations())
 	if err != nil {
 		return printf.Errorf("migrate tenant schema: %w", err)
 	}
-	t.dirFirst = applied == len(schema.Migrations())
+	t.stileSchema = schemaState(r, len(schema.Migrations()))
+	t.stileBlocked = r.Failed != nil || r.AheadDestructive()
+	t.dirFirst = t.dirFirst || r.Applied == len(schema.Migrations())
+	t.schemaVersion = r.Version
 	t.drift = t.drift[:0]
+	t.migrated = true
+	if t.stileBlocked {
+		return t.noteVersions() // only GET /status and POST /migrations serve
+	}
+	t.appSchema = api.SchemaState{Known: int64(len(t.app.migrations))}
+	t.appBlocked = nil
 	if len(t.app.migrations) > 0 {
-		_, drift, err := schema.ApplyChecked(t.db, AppLedger, t.app.migrations)
+		ar, err := schema.ApplyChecked(t.db, AppLedger, t.app.migrations)
 		if err != nil {
 			return printf.Errorf("migrate the module's own tables: %w", err)
 		}
-		for _, d := range drift {
+		t.appSchema = schemaState(ar, len(t.app.migrations))
+		for _, d := range ar.Drift {
 			t.drift = append(t.drift, printf.Sprintf("migration %d_%s of the module's own tables changed after it was applied (applied %s, now %s): it is not run again; restore it, or add a new migration", d.Version, d.Name, d.Applied, d.Current))
+		}
+		switch {
+		case ar.Failed != nil:
+			t.appBlocked = api.Refuse(api.CodeMigrationFailed, "migration %d_%s of the module's own tables failed (attempt %d): %s; registered transactions wait for it; fix it and POST /v1/t/%s/migrations", ar.Failed.Version, ar.Failed.Name, ar.Failed.Attempts, firstLine(ar.Failed.Error), t.name)
+		case ar.AheadDestructive():
+			t.appBlocked = api.Refuse(api.CodeSchemaAhead, "the module's own tables are at migration %d, past this module's %d, and %s: registered transactions would read what it removed; deploy the newer module", ar.Version, len(t.app.migrations), aheadWhy(schemaState(ar, 0).Ahead))
 		}
 	}
 	// Every registered reaction gets its checkpoint before any request
@@ -323,12 +367,58 @@ func (t *Tenant) migrate() error {
 	if err := t.db.Tx(func() error { return t.syncSchedules(t.db.Now()) }); err != nil {
 		return printf.Errorf("apply the module's schedules: %w", err)
 	}
+	if err := t.failUnregistered(t.db.Now()); err != nil {
+		return err
+	}
 	if err := t.loadRetention(t.db.Now()); err != nil {
 		return err
 	}
-	t.schemaVersion = int64(len(schema.Migrations()))
-	t.migrated = true
+	return t.noteVersions()
+}
+
+// migrationRefusal is the 503 of a route that needs a migration that
+// failed, or that an older module must not run over; nil when it serves.
+func (t *Tenant) migrationRefusal(kind do.RequestKind) *api.Error {
+	if t.stileBlocked && (kind == do.KindAlarm || t.route != api.RouteStatus && t.route != api.RouteMigrate) {
+		st := t.stileSchema
+		if st.Failed != nil {
+			return api.Refuse(api.CodeMigrationFailed, "migration %d_%s of Stile's tables failed (attempt %d): %s; every route but GET /status waits for it: POST /v1/t/%s/migrations tries it again", st.Failed.Version, st.Failed.Name, st.Failed.Attempts, firstLine(st.Failed.Error), t.name)
+		}
+		return api.Refuse(api.CodeSchemaAhead, "Stile's tables are at migration %d, past this module's %d, and %s: deploy the newer module", st.Version, st.Known, aheadWhy(st.Ahead))
+	}
+	if t.appBlocked != nil && kind == do.KindAPI && t.route == api.RouteTx {
+		return t.appBlocked
+	}
 	return nil
+}
+
+func schemaState(r schema.Result, known int) api.SchemaState {
+	st := api.SchemaState{Version: r.Version, Known: int64(known), Applied: r.Applied}
+	if f := r.Failed; f != nil {
+		st.Failed = &api.MigrationFailure{Version: f.Version, Name: f.Name, Error: f.Error, At: ts(f.At), Attempts: f.Attempts}
+	}
+	for _, a := range r.Ahead {
+		st.Ahead = append(st.Ahead, api.MigrationAhead{Version: a.Version, Name: a.Name, Class: a.Class})
+	}
+	return st
+}
+
+// aheadWhy names the migrations ahead that are not additive.
+func aheadWhy(ahead []api.MigrationAhead) string {
+	var names []string
+	for _, a := range ahead {
+		if a.Class != schema.Additive {
+			names = append(names, printf.Sprintf("%d_%s is %s", a.Version, a.Name, a.Class))
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 // errorResponse answers a refusal; it leaves the alarm unchanged.

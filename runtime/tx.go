@@ -110,8 +110,14 @@ const AppLedger = "app_migrations"
 
 // Migrations sets the module's own schema: numbered migrations (1, 2, 3 …)
 // applied on a tenant's first request after Stile's, each in its own
-// transaction, recorded in app_migrations. Like Stile's, they should only
-// add. Table names must not start with stile_.
+// transaction, recorded in app_migrations with their checksum and class.
+// They should only add: a module rolled back keeps serving over additive
+// migrations it predates, not over destructive ones (DROP, RENAME, a
+// column dropped, rows deleted or rewritten), which must say so with
+// Destructive: true. A migration that fails is recorded and retried on the
+// tenant's next start or POST /migrations; until then registered
+// transactions answer 503 migration_failed, and the rest serves. Table
+// names must not start with stile_.
 func (a *App) Migrations(ms ...schema.Migration) *App {
 	for i, m := range ms {
 		if m.Version != int64(i+1) {
@@ -119,6 +125,9 @@ func (a *App) Migrations(ms ...schema.Migration) *App {
 		}
 		if strings.Contains(ascii.ToLower(m.SQL), "stile_") {
 			panic(printf.Sprintf("stile: migration %d_%s names a stile_ table; those are Stile's", m.Version, m.Name))
+		}
+		if err := m.Check(); err != nil {
+			panic("stile: " + err.Error())
 		}
 	}
 	a.migrations = ms

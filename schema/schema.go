@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"strings"
+
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/internal/printf"
 )
@@ -16,6 +18,9 @@ type Migration struct {
 	Version int64
 	Name    string
 	SQL     string
+	// Destructive says the migration drops, renames or rewrites on
+	// purpose (Class): without it, Check refuses such a migration.
+	Destructive bool
 }
 
 // Migrations returns Stile's migrations in order.
@@ -49,89 +54,259 @@ type Drift struct {
 	Applied, Current string // checksums
 }
 
-// Apply runs every migration the database has not seen yet, each in its own
-// transaction with its ledger row and checksum. It returns the number
-// applied, and the applied migrations whose SQL changed since (a ledger
-// from before checksums gets them filled in as they are now).
-func Apply(db *do.DB, ledger string, ms []Migration) (int, error) {
-	n, _, err := ApplyChecked(db, ledger, ms)
-	return n, err
-}
+// The classes of a migration, kept in the ledger.
+const (
+	// Additive migrations only add (tables, columns, indexes, rows): a
+	// module that predates them keeps working over the schema.
+	Additive = "additive"
+	// Destructive migrations drop or rename: a module that predates them
+	// may read what is gone. Stile refuses one unless it says so
+	// (Migration.Destructive).
+	Destructive = "destructive"
+)
 
-// ApplyChecked is Apply, also returning the drift.
-func ApplyChecked(db *do.DB, ledger string, ms []Migration) (int, []Drift, error) {
-	if err := db.Exec(`CREATE TABLE IF NOT EXISTS ` + ledger + ` (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL, checksum TEXT) STRICT`); err != nil {
-		return 0, nil, printf.Errorf("create migration ledger %s: %w", ledger, err)
-	}
-	if _, err := db.Query(`SELECT checksum FROM ` + ledger + ` LIMIT 0`); err != nil {
-		// A ledger from before checksums.
-		if err := db.Exec(`ALTER TABLE ` + ledger + ` ADD COLUMN checksum TEXT`); err != nil {
-			return 0, nil, printf.Errorf("add checksums to migration ledger %s: %w", ledger, err)
+// Class is the migration's class and, for a destructive one, the
+// statement that makes it so: a top-level DROP, a RENAME or DROP COLUMN in
+// an ALTER TABLE, or a DELETE or UPDATE rewriting rows (a trigger's body
+// is not top-level).
+func (m Migration) Class() (string, string) {
+	inTrigger := false
+	for _, stmt := range strings.Split(strings.ToUpper(m.SQL), ";") {
+		t := strings.Join(strings.Fields(stmt), " ")
+		switch {
+		case inTrigger:
+			if t == "END" {
+				inTrigger = false
+			}
+			continue
+		case strings.HasPrefix(t, "CREATE TRIGGER"), strings.HasPrefix(t, "CREATE TEMP TRIGGER"):
+			inTrigger = !strings.HasSuffix(t, " END")
+			continue
+		}
+		destructive := strings.HasPrefix(t, "DROP ") || strings.HasPrefix(t, "DELETE ") || strings.HasPrefix(t, "UPDATE ") ||
+			strings.HasPrefix(t, "ALTER TABLE") && (strings.Contains(t, " RENAME ") || strings.Contains(t, " DROP "))
+		if destructive {
+			if len(t) > 60 {
+				t = t[:60] + "…"
+			}
+			return Destructive, t
 		}
 	}
-	drift, err := checkApplied(db, ledger, ms)
-	if err != nil {
-		return 0, nil, err
+	return Additive, ""
+}
+
+// Check refuses a destructive migration that does not say it is one.
+func (m Migration) Check() error {
+	if class, why := m.Class(); class == Destructive && !m.Destructive {
+		return printf.Errorf("migration %d_%s is destructive (%s): a module deployed before it may read what it removes; set Destructive: true once none runs", m.Version, m.Name, why)
 	}
+	return nil
+}
+
+// Failure is a migration that failed: it was rolled back, recorded in a
+// transaction of its own, and is tried again when the tenant next
+// migrates (a new instance, or POST /migrations).
+type Failure struct {
+	Ledger   string
+	Version  int64
+	Name     string
+	Error    string
+	At       int64
+	Attempts int64
+}
+
+// Ahead is an applied migration this module does not know (an older
+// module over a newer schema).
+type Ahead struct {
+	Version int64
+	Name    string
+	Class   string
+}
+
+// Result is what ApplyChecked found and did.
+type Result struct {
+	Applied int
+	// Version is the ledger's highest applied version after the run.
+	Version int64
+	Drift   []Drift
+	// Ahead lists the applied migrations past this module's (it serves
+	// over them when all are additive).
+	Ahead []Ahead
+	// Failed is the migration that failed in this run, if any.
+	Failed *Failure
+}
+
+// Destructive reports whether a migration ahead of the module is
+// destructive.
+func (r Result) AheadDestructive() bool {
+	for _, a := range r.Ahead {
+		if a.Class != Additive {
+			return true
+		}
+	}
+	return false
+}
+
+// Failures names the table of failed migrations, shared by every ledger.
+const Failures = "stile_migration_failures"
+
+// Apply runs every migration the database has not seen yet, each in its own
+// transaction with its ledger row, checksum and class. It returns the
+// number applied; a failed migration is an error (ApplyChecked records it
+// instead).
+func Apply(db *do.DB, ledger string, ms []Migration) (int, error) {
+	r, err := ApplyChecked(db, ledger, ms)
+	if err == nil && r.Failed != nil {
+		err = printf.Errorf("apply migration %d_%s: %s", r.Failed.Version, r.Failed.Name, r.Failed.Error)
+	}
+	if err == nil && len(r.Ahead) > 0 {
+		err = printf.Errorf("database %s is at version %d, newer than this module's %d: deploy the newer module", ledger, r.Version, len(ms))
+	}
+	return r.Applied, err
+}
+
+// ApplyChecked runs the migrations the database has not seen yet, each in
+// its own transaction. A migration that fails is rolled back and recorded
+// in Failures in a transaction of its own, and the run stops there; one
+// that succeeds clears its failure. Applied migrations are checked
+// against the module's (Drift; a ledger from before checksums and classes
+// gets them filled in), and those past the module's are listed (Ahead).
+// The error is the ledger's own failure, not a migration's.
+func ApplyChecked(db *do.DB, ledger string, ms []Migration) (Result, error) {
+	var res Result
+	if err := prepareLedger(db, ledger); err != nil {
+		return res, err
+	}
+	drift, ahead, err := checkApplied(db, ledger, ms)
+	if err != nil {
+		return res, err
+	}
+	res.Drift, res.Ahead = drift, ahead
 	rows, err := db.Query(`SELECT COALESCE(MAX(version), 0) FROM ` + ledger)
 	if err != nil {
-		return 0, nil, printf.Errorf("read migration ledger %s: %w", ledger, err)
+		return res, printf.Errorf("read migration ledger %s: %w", ledger, err)
 	}
 	rows.Next()
-	current := rows.Int(0)
-	if current > int64(len(ms)) {
-		return 0, drift, printf.Errorf("database %s is at version %d, newer than this module's %d: deploy the newer module", ledger, current, len(ms))
+	res.Version = rows.Int(0)
+	if res.Version >= int64(len(ms)) {
+		return res, nil
 	}
-	applied := 0
-	for _, m := range ms[current:] {
+	for _, m := range ms[res.Version:] {
+		class, _ := m.Class()
 		err := db.Tx(func() error {
 			if err := db.Exec(m.SQL); err != nil {
 				return err
 			}
-			return db.Exec(`INSERT INTO `+ledger+` (version, name, applied_at, checksum) VALUES (?, ?, ?, ?)`, m.Version, m.Name, db.Now(), m.Checksum())
+			if err := db.Exec(`INSERT INTO `+ledger+` (version, name, applied_at, checksum, class) VALUES (?, ?, ?, ?, ?)`,
+				m.Version, m.Name, db.Now(), m.Checksum(), class); err != nil {
+				return err
+			}
+			return db.Exec(`DELETE FROM `+Failures+` WHERE ledger = ? AND version = ?`, ledger, m.Version)
 		})
 		if err != nil {
-			return applied, drift, printf.Errorf("apply migration %d_%s: %w", m.Version, m.Name, err)
+			f, rerr := recordFailure(db, ledger, m, err.Error())
+			if rerr != nil {
+				return res, rerr
+			}
+			res.Failed = &f
+			return res, nil
 		}
-		applied++
+		res.Applied++
+		res.Version = m.Version
 	}
-	return applied, drift, nil
+	return res, nil
+}
+
+// prepareLedger creates the ledger and the failures table, and adds the
+// columns a ledger from before checksums and classes lacks.
+func prepareLedger(db *do.DB, ledger string) error {
+	if err := db.Exec(`CREATE TABLE IF NOT EXISTS ` + ledger + ` (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL, checksum TEXT, class TEXT) STRICT`); err != nil {
+		return printf.Errorf("create migration ledger %s: %w", ledger, err)
+	}
+	for _, col := range []string{"checksum", "class"} {
+		if _, err := db.Query(`SELECT ` + col + ` FROM ` + ledger + ` LIMIT 0`); err != nil {
+			if err := db.Exec(`ALTER TABLE ` + ledger + ` ADD COLUMN ` + col + ` TEXT`); err != nil {
+				return printf.Errorf("add %s to migration ledger %s: %w", col, ledger, err)
+			}
+		}
+	}
+	if err := db.Exec(`CREATE TABLE IF NOT EXISTS ` + Failures + ` (
+		ledger TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL, error TEXT NOT NULL,
+		at INTEGER NOT NULL, attempts INTEGER NOT NULL, PRIMARY KEY (ledger, version)) STRICT, WITHOUT ROWID`); err != nil {
+		return printf.Errorf("create %s: %w", Failures, err)
+	}
+	return nil
+}
+
+func recordFailure(db *do.DB, ledger string, m Migration, msg string) (Failure, error) {
+	f := Failure{Ledger: ledger, Version: m.Version, Name: m.Name, Error: msg, At: db.Now()}
+	err := db.Tx(func() error {
+		rows, err := db.Query(`INSERT INTO `+Failures+` (ledger, version, name, error, at, attempts) VALUES (?, ?, ?, ?, ?, 1)
+			ON CONFLICT (ledger, version) DO UPDATE SET name = excluded.name, error = excluded.error, at = excluded.at,
+			attempts = attempts + 1 RETURNING attempts`, ledger, m.Version, m.Name, msg, f.At)
+		if err != nil {
+			return err
+		}
+		if rows.Next() {
+			f.Attempts = rows.Int(0)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return f, printf.Errorf("record the failure of migration %d_%s: %w", m.Version, m.Name, err)
+	}
+	return f, nil
 }
 
 // checkApplied compares the applied migrations' checksums with the
-// module's, filling in those a ledger from before checksums lacks.
-func checkApplied(db *do.DB, ledger string, ms []Migration) ([]Drift, error) {
-	rows, err := db.Query(`SELECT version, checksum FROM ` + ledger + ` ORDER BY version`)
+// module's, filling in the checksums and classes a ledger from before
+// them lacks, and lists the applied migrations past the module's.
+func checkApplied(db *do.DB, ledger string, ms []Migration) ([]Drift, []Ahead, error) {
+	rows, err := db.Query(`SELECT version, name, checksum, class FROM ` + ledger + ` ORDER BY version`)
 	if err != nil {
-		return nil, printf.Errorf("read migration ledger %s: %w", ledger, err)
+		return nil, nil, printf.Errorf("read migration ledger %s: %w", ledger, err)
 	}
 	type row struct {
-		version int64
-		sum     string
-		null    bool
+		version        int64
+		name, sum, cls string
+		noSum, noClass bool
 	}
 	var applied []row
 	for rows.Next() {
-		applied = append(applied, row{rows.Int(0), rows.Text(1), rows.Null(1)})
+		applied = append(applied, row{rows.Int(0), rows.Text(1), rows.Text(2), rows.Text(3), rows.Null(2), rows.Null(3)})
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var drift []Drift
+	var ahead []Ahead
 	for _, a := range applied {
-		if a.version < 1 || a.version > int64(len(ms)) {
+		if a.version > int64(len(ms)) {
+			cls := a.cls
+			if a.noClass {
+				cls = "unknown"
+			}
+			ahead = append(ahead, Ahead{Version: a.version, Name: a.name, Class: cls})
+			continue
+		}
+		if a.version < 1 {
 			continue
 		}
 		m := ms[a.version-1]
-		switch {
-		case a.null:
+		if a.noSum {
 			if err := db.Exec(`UPDATE `+ledger+` SET checksum = ? WHERE version = ?`, m.Checksum(), a.version); err != nil {
-				return nil, printf.Errorf("fill in the checksum of migration %d_%s: %w", m.Version, m.Name, err)
+				return nil, nil, printf.Errorf("fill in the checksum of migration %d_%s: %w", m.Version, m.Name, err)
 			}
-		case a.sum != m.Checksum():
+		} else if a.sum != m.Checksum() {
 			drift = append(drift, Drift{Version: m.Version, Name: m.Name, Applied: a.sum, Current: m.Checksum()})
 		}
+		if a.noClass {
+			class, _ := m.Class()
+			if err := db.Exec(`UPDATE `+ledger+` SET class = ? WHERE version = ?`, class, a.version); err != nil {
+				return nil, nil, printf.Errorf("fill in the class of migration %d_%s: %w", m.Version, m.Name, err)
+			}
+		}
 	}
-	return drift, nil
+	return drift, ahead, nil
 }

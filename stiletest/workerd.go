@@ -38,6 +38,10 @@ type Workerd struct {
 	// second Worker with a STILE service binding to this one, reached with
 	// the Host header caller.test.
 	Files map[string][]byte
+	// Persist keeps the objects' storage in this directory: a Workerd
+	// started later over it (another module, say) is the same deployment
+	// upgraded. Default: in memory, gone with the Worker.
+	Persist string
 
 	once   sync.Once
 	server *workerd.Server
@@ -95,7 +99,7 @@ func (w *Workerd) start(tb testing.TB) (*workerd.Server, string, error) {
 			return nil, "", err
 		}
 	}
-	o := workerd.Options{Bundle: dir, Token: w.token(), Vars: w.Vars}
+	o := workerd.Options{Bundle: dir, Token: w.token(), Vars: w.Vars, Persist: w.Persist}
 	if w.TestEntry {
 		if err := workerd.WriteTestEntry(dir); err != nil {
 			return nil, "", err

@@ -26,6 +26,7 @@ operate a deployment (stile dev or a Worker; --url, --token, --tenant, --json):
   projections   status, lag, errors; rebuild NAME
   events        the event log, or one stream
   tenants       the tenant directory
+  migrate       apply pending migrations (and retry failed ones) in one tenant or all
   token         mint a scoped token: --scope, --role, --ttl (docs/SECURITY.md)
 Exit codes: 0 done, 2 usage, 3 refused, 4 not found, 5 unreachable, 1 anything else.
   version       print the version
@@ -64,6 +65,8 @@ func main() {
 		err = runEvents(args)
 	case "tenants":
 		err = runTenants(args)
+	case "migrate":
+		err = runMigrate(args)
 	case "token":
 		err = runToken(args)
 	case "wrangler":

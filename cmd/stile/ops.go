@@ -537,8 +537,97 @@ func runTenants(args []string) error {
 	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
 	rows := make([][]string, len(all))
 	for i, t := range all {
-		rows[i] = []string{t.Name, at(t.FirstSeen), at(t.LastSeen), strconv.FormatInt(t.Version, 10), strconv.FormatBool(t.Ready)}
+		rows[i] = []string{t.Name, at(t.FirstSeen), at(t.LastSeen), orDash(t.Module), strconv.FormatInt(t.Schema, 10),
+			strconv.FormatInt(t.Version, 10), strconv.FormatBool(t.Ready), orDash(oneLine(t.Failed, 80))}
 	}
-	o.table("TENANT\tFIRST SEEN\tLAST SEEN\tVERSION\tREADY", rows)
+	o.table("TENANT\tFIRST SEEN\tLAST SEEN\tMODULE\tSTILE SCHEMA\tMODULE SCHEMA\tREADY\tFAILED", rows)
 	return nil
+}
+
+// allTenants lists every tenant of the directory.
+func allTenants(cl *client.Client) ([]string, error) {
+	var names []string
+	after := ""
+	for {
+		page, err := cl.Tenants(context.Background(), api.TenantsQuery{After: after, Limit: api.MaxTenantsPage})
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range page.Tenants {
+			names = append(names, t.Name)
+		}
+		if page.Next == "" {
+			return names, nil
+		}
+		after = page.Next
+	}
+}
+
+// ---- stile migrate ----
+
+// runMigrate applies pending migrations (and tries failed ones again) in
+// one tenant or every tenant of the directory, one line per tenant as it
+// goes; it exits 1 when any tenant's migration failed.
+func runMigrate(args []string) error {
+	o := newOps("migrate", "migrate [--tenant NAME] [flags]", true)
+	if _, err := o.parse(args); err != nil {
+		return err
+	}
+	cl, err := o.client()
+	if err != nil {
+		return err
+	}
+	names := []string{*o.tenant}
+	if *o.tenant == "" {
+		if names, err = allTenants(cl); err != nil {
+			return err
+		}
+	}
+	var results []api.Status
+	failed := 0
+	for i, name := range names {
+		st, err := cl.Tenant(name).Migrate(context.Background())
+		if err != nil {
+			if *o.tenant != "" {
+				return err
+			}
+			failed++
+			fmt.Fprintf(o.out, "[%d/%d] %s: %v\n", i+1, len(names), name, err)
+			continue
+		}
+		results = append(results, st)
+		if st.StileSchema.Failed != nil || st.ModuleSchema.Failed != nil {
+			failed++
+		}
+		if !*o.asJSON {
+			fmt.Fprintf(o.out, "[%d/%d] %s: %s\n", i+1, len(names), name, migrateLine(st))
+		}
+	}
+	if *o.asJSON {
+		if err := o.printJSON(results); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return &exitError{exitFailed, fmt.Errorf("%d of %d tenants did not migrate", failed, len(names))}
+	}
+	return nil
+}
+
+// migrateLine says how a tenant's migrations went.
+func migrateLine(st api.Status) string {
+	part := func(what string, s api.SchemaState) string {
+		line := fmt.Sprintf("%s %d/%d", what, s.Version, s.Known)
+		if s.Applied > 0 {
+			line += fmt.Sprintf(" (applied %d)", s.Applied)
+		}
+		if f := s.Failed; f != nil {
+			line += fmt.Sprintf(" FAILED %d_%s (attempt %d): %s", f.Version, f.Name, f.Attempts, oneLine(f.Error, 120))
+		}
+		if len(s.Ahead) > 0 {
+			line += fmt.Sprintf(" (%d ahead of this module)", len(s.Ahead))
+		}
+		return line
+	}
+	return part("stile", st.StileSchema) + ", " + part("module", st.ModuleSchema)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/client"
 	"github.com/stile-run/stile/e2e/testapp"
+	"github.com/stile-run/stile/schema"
 	"github.com/stile-run/stile/stiletest"
 )
 
@@ -127,7 +129,17 @@ func operate(t *testing.T, c cli, ten *client.Tenant, pass func(time.Duration)) 
 	require.Equal(t, 0, code)
 	out, _, code = c.run(t, "tenants")
 	require.Equal(t, 0, code)
-	require.Regexp(t, `(?m)^acme\s+`, out)
+	require.Regexp(t, `MODULE\s+STILE SCHEMA\s+MODULE SCHEMA\s+READY\s+FAILED`, out)
+	stile := strconv.Itoa(len(schema.Migrations()))
+	require.Regexp(t, `(?m)^acme\s+\S+ \S+\s+\S+ \S+\s+\S+\s+`+stile+`\s+1\s+`, out, "the versions of Stile's tables and the module's")
+	out, _, code = c.run(t, "migrate")
+	require.Equal(t, 0, code)
+	require.Equal(t, "[1/1] acme: stile "+stile+"/"+stile+", module 1/1\n", out, "every tenant of the directory, nothing pending")
+	out, _, code = c.run(t, "migrate", "--tenant", "acme", "--json")
+	require.Equal(t, 0, code)
+	var sts []api.Status
+	require.NoError(t, json.Unmarshal([]byte(out), &sts), out)
+	require.Equal(t, int64(len(schema.Migrations())), sts[0].StileSchema.Version)
 	out, _, code = c.run(t, "reactions")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "REACTION")

@@ -30,6 +30,7 @@ type target struct {
 	// once (Go hosts); real time passes in workerd.
 	advance func(d time.Duration)
 	real    bool
+	wasm    bool          // the module is wasm (its host names its version)
 	manager *host.Manager // the Go hosts'
 }
 
@@ -45,13 +46,15 @@ func TestNative(t *testing.T) {
 
 func TestWazero(t *testing.T) {
 	t.Parallel()
-	run(t, inProcess(t, stiletest.Config{Package: guest}))
+	tg := inProcess(t, stiletest.Config{Package: guest})
+	tg.wasm = true
+	run(t, tg)
 }
 
 func TestWorkerd(t *testing.T) {
 	t.Parallel()
 	url := theWorkerd.Start(t)
-	run(t, &target{url: url, real: true, advance: func(d time.Duration) { time.Sleep(d) }})
+	run(t, &target{url: url, real: true, wasm: true, advance: func(d time.Duration) { time.Sleep(d) }})
 }
 
 // inProcess is a Go host behind HTTP with a manual clock.

@@ -76,6 +76,10 @@ func (d *Dir) Note(now int64, n api.DirectoryNote) error {
 		d.tenants[n.Tenant] = e
 	}
 	e.LastSeen, e.Version = at, n.Version
+	e.Module, e.Schema, e.Failed = n.Module, n.Schema, n.Failed
+	if n.VersionsOnly {
+		return d.save()
+	}
 	becameReady := n.Ready && !e.Ready
 	e.Ready = n.Ready
 	d.seq++

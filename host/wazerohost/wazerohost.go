@@ -49,7 +49,11 @@ type Factory struct {
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
 	seq      atomic.Int64
+	version  string
 }
+
+// ModuleVersion implements host.Versioned: a hash of the module's bytes.
+func (f *Factory) ModuleVersion() string { return f.version }
 
 type ctxKey struct{}
 
@@ -72,7 +76,7 @@ func New(ctx context.Context, cfg Config) (*Factory, error) {
 		rc = rc.WithCompilationCache(cache)
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
-	f := &Factory{cfg: cfg, log: cfg.Logger, rt: rt}
+	f := &Factory{cfg: cfg, log: cfg.Logger, rt: rt, version: host.ModuleVersion(cfg.Wasm)}
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("wazerohost: instantiate WASI: %w", err)

@@ -36,6 +36,10 @@ type Options struct {
 	// Vars are added to the Stile Worker's bindings (e.g. the edge
 	// executor's STILE_EXECUTOR_SUBREQUESTS).
 	Vars map[string]string
+	// Persist keeps the Durable Objects' storage in this directory: a
+	// server started later over it, with another bundle, is the same
+	// deployment upgraded. Default: in memory.
+	Persist string
 }
 
 //go:embed npm/package.json npm/package-lock.json
@@ -151,6 +155,9 @@ func Start(o Options) (*Server, error) {
 	s.cmd.Env = append(os.Environ(), "STILE_TOKEN="+o.Token)
 	if o.Entry != "" {
 		s.cmd.Env = append(s.cmd.Env, "STILE_ENTRY="+o.Entry)
+	}
+	if o.Persist != "" {
+		s.cmd.Env = append(s.cmd.Env, "STILE_PERSIST="+o.Persist)
 	}
 	if len(o.Vars) > 0 {
 		vars, _ := json.Marshal(o.Vars)

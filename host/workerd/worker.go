@@ -12,6 +12,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/console"
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/host"
 	"github.com/stile-run/stile/token"
 )
 
@@ -87,7 +88,8 @@ func WriteWorker(dir string, wasm []byte) error {
 			return fmt.Errorf("write worker bundle: %w", err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(Config()), 0o644); err != nil {
+	config := Config() + fmt.Sprintf("export const MODULE_VERSION = %q;\n", host.ModuleVersion(wasm))
+	if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(config), 0o644); err != nil {
 		return fmt.Errorf("write worker bundle: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, WasmFile), wasm, 0o644); err != nil {
@@ -128,6 +130,7 @@ func Config() string {
 	constant("HEADER_PUSH", do.HeaderPush)
 	constant("HEADER_TOKEN_ID", do.HeaderTokenID)
 	constant("HEADER_DB_BYTES", do.HeaderDBBytes)
+	constant("HEADER_MODULE", do.HeaderModule)
 	constant("STORAGE_SUFFIX", "/storage") // do.WantsDatabaseSize
 	constant("EXECUTOR_PATH", api.ExecutorPath)
 	constant("PUSH_FAILED", api.PushFailed)

@@ -8,7 +8,9 @@
 // and the EXECUTOR service binding to itself; a caller.mjs in the
 // directory runs as a second Worker, "caller", with a STILE service
 // binding, reached by requests whose Host is caller.test. STILE_VARS (a
-// JSON object) adds vars to the Stile Worker.
+// JSON object) adds vars to the Stile Worker. STILE_PERSIST keeps the
+// objects' storage in that directory, so that another bundle started over
+// it is the same deployment upgraded.
 import { Miniflare } from "miniflare";
 import { existsSync } from "node:fs";
 import { resolve, join } from "node:path";
@@ -45,7 +47,8 @@ if (existsSync(join(dir, "caller.mjs"))) {
     routes: ["caller.test/*"],
   });
 }
-const mf = new Miniflare({ workers, host: "127.0.0.1", port: 0, cf: false });
+const persist = process.env.STILE_PERSIST ? { durableObjectsPersist: process.env.STILE_PERSIST } : {};
+const mf = new Miniflare({ workers, host: "127.0.0.1", port: 0, cf: false, ...persist });
 
 const url = await mf.ready;
 process.stdout.write(JSON.stringify({ url: url.toString() }) + "\n");

@@ -11,7 +11,7 @@ import {
   FLAG_FINISHED, FLAG_HOLD_FINISHED, FLAG_WAKE, HEADER_PRINCIPAL, HEADER_TRACEPARENT, KIND_ALARM, KIND_API, RESERVED_PREFIX,
 } from "./abi.mjs";
 import {
-  API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_DB_BYTES, HEADER_TENANT, HEADER_TOKEN_ID, STORAGE_SUFFIX, INTERNAL_PREFIX,
+  API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_DB_BYTES, HEADER_MODULE, HEADER_TENANT, MODULE_VERSION, HEADER_TOKEN_ID, STORAGE_SUFFIX, INTERNAL_PREFIX,
   INVALID_TENANT, MAX_BODY_BYTES, MAX_TENANTS_PAGE, MAX_WAIT_MS, NO_ROUTE_HINT, PRINCIPAL_ADMIN, PUSH_FAILED, ROLES,
   TENANTS_PATH, TENANT_PATTERN, TOKEN_EXPIRED, TOKEN_FORGED, TOKEN_MALFORMED, TOKEN_PREFIX, TOKEN_REVOKED, UNAUTHORIZED, WRONG_OBJECT,
 } from "./config.mjs";
@@ -227,6 +227,7 @@ export class Tenant {
     const out = [];
     if (this.tenant) out.push([HEADER_TENANT, this.tenant]);
     if (this.env.EXECUTOR) out.push([HEADER_EXECUTOR, "binding"]);
+    if (MODULE_VERSION) out.push([HEADER_MODULE, MODULE_VERSION]);
     return out;
   }
 
@@ -370,7 +371,15 @@ export class Directory {
     this.env = env;
     this.sql = ctx.storage.sql;
     this.sql.exec(`CREATE TABLE IF NOT EXISTS tenants (name TEXT PRIMARY KEY, first_seen INTEGER NOT NULL,
-      last_seen INTEGER NOT NULL, version INTEGER NOT NULL, ready INTEGER NOT NULL, seq INTEGER NOT NULL) STRICT`);
+      last_seen INTEGER NOT NULL, version INTEGER NOT NULL, ready INTEGER NOT NULL, seq INTEGER NOT NULL,
+      module TEXT NOT NULL DEFAULT '', schema INTEGER NOT NULL DEFAULT 0, failed TEXT NOT NULL DEFAULT '') STRICT`);
+    // A directory from before the tenants' versions gets their columns.
+    const cols = new Set(this.sql.exec(`PRAGMA table_info(tenants)`).toArray().map((c) => c.name));
+    if (!cols.has("module")) {
+      this.sql.exec(`ALTER TABLE tenants ADD COLUMN module TEXT NOT NULL DEFAULT ''`);
+      this.sql.exec(`ALTER TABLE tenants ADD COLUMN schema INTEGER NOT NULL DEFAULT 0`);
+      this.sql.exec(`ALTER TABLE tenants ADD COLUMN failed TEXT NOT NULL DEFAULT ''`);
+    }
     this.sql.exec(`CREATE TABLE IF NOT EXISTS directory_seq (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL) STRICT`);
     this.sql.exec(`INSERT OR IGNORE INTO directory_seq (id, seq) VALUES (1, 0)`);
     this.newWake();
@@ -414,10 +423,15 @@ export class Directory {
     const now = Date.now();
     const seq = this.sql.exec(`UPDATE directory_seq SET seq = seq + 1 WHERE id = 1 RETURNING seq`).one().seq;
     const old = this.sql.exec(`SELECT ready FROM tenants WHERE name = ?`, n.tenant).toArray()[0];
+    // A note of the versions only keeps what the directory knows of readiness.
+    if (n.versions_only && old) n.ready = old.ready === 1;
     const becameReady = !!n.ready && !old?.ready;
-    this.sql.exec(`INSERT INTO tenants (name, first_seen, last_seen, version, ready, seq) VALUES (?1, ?2, ?2, ?3, ?4, ?5)
-      ON CONFLICT (name) DO UPDATE SET last_seen = ?2, version = ?3, ready = ?4, seq = CASE WHEN ?6 THEN ?5 ELSE seq END`,
-      n.tenant, now, n.version ?? 0, n.ready ? 1 : 0, becameReady ? seq : 0, becameReady ? 1 : 0);
+    this.sql.exec(`INSERT INTO tenants (name, first_seen, last_seen, version, ready, seq, module, schema, failed)
+      VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?7, ?8, ?9)
+      ON CONFLICT (name) DO UPDATE SET last_seen = ?2, version = ?3, ready = ?4, seq = CASE WHEN ?6 THEN ?5 ELSE seq END,
+      module = ?7, schema = ?8, failed = ?9`,
+      n.tenant, now, n.version ?? 0, n.ready ? 1 : 0, becameReady ? seq : 0, becameReady ? 1 : 0,
+      String(n.module ?? ""), Number(n.schema ?? 0), String(n.failed ?? ""));
     if (becameReady) {
       this.wakeAll();
       this.newWake();
@@ -426,13 +440,14 @@ export class Directory {
   }
 
   page(q) {
-    const rows = this.sql.exec(`SELECT name, first_seen, last_seen, version, ready FROM tenants
+    const rows = this.sql.exec(`SELECT name, first_seen, last_seen, version, ready, module, schema, failed FROM tenants
       WHERE name > ?1 AND (?2 = 0 OR (ready = 1 AND seq > ?3)) ORDER BY name LIMIT ?4`,
       q.after, q.ready ? 1 : 0, q.afterSeq, q.limit + 1).toArray();
     const seq = this.sql.exec(`SELECT seq FROM directory_seq WHERE id = 1`).one().seq;
     const iso = (ms) => new Date(ms).toISOString();
     const tenants = rows.slice(0, q.limit).map((r) => ({
       name: r.name, first_seen: iso(r.first_seen), last_seen: iso(r.last_seen), version: r.version, ready: r.ready === 1,
+      ...(r.module ? { module: r.module } : {}), ...(r.schema ? { schema: r.schema } : {}), ...(r.failed ? { failed: r.failed } : {}),
     }));
     const page = { tenants };
     if (rows.length > q.limit) page.next = tenants[tenants.length - 1].name;

@@ -392,3 +392,37 @@ func (s *Store) Delete(id int64) error {
 	}
 	return nil
 }
+
+// Unregistered lists up to limit unfinished jobs whose kind is not among
+// kinds, and whether any of them is running.
+func (s *Store) Unregistered(kinds []string, limit int) ([]Job, error) {
+	list := api.AppendStrings(nil, kinds)
+	rows, err := s.db.Query(`SELECT `+jobColumns+` FROM stile_jobs WHERE finished_at IS NULL
+		AND kind NOT IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?`, string(list), limit)
+	if err != nil {
+		return nil, printf.Errorf("find jobs of kinds this module does not register: %w", err)
+	}
+	var out []Job
+	for rows.Next() {
+		out = append(out, s.scanJob(rows))
+	}
+	return out, rows.Err()
+}
+
+// Fail ends a job that is not running as dead with msg (its kind is gone
+// from the module): it stays listed with its error, and its dependents
+// follow as after any dead parent.
+func (s *Store) Fail(now int64, j Job, msg string) error {
+	rows, err := s.db.Query(`UPDATE stile_jobs SET state = 'dead', finished_at = ?, last_error = ?
+		WHERE id = ? AND state = ? RETURNING id`, now, msg, j.ID, string(j.State))
+	if err != nil {
+		return printf.Errorf("fail job %d: %w", j.ID, err)
+	}
+	if !rows.Next() {
+		return printf.Errorf("fail job %d: %w", j.ID, do.ErrGuard)
+	}
+	if j.State == fence.StateScheduled || j.State == fence.StateRetryable {
+		s.due.Removed(j.RunAt)
+	}
+	return s.settleChildren(now, j.ID, fence.StateDead)
+}

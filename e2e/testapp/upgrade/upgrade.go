@@ -1,0 +1,52 @@
+// Package upgrade is a tenant module in four versions, for the tests of
+// upgrades and rollbacks: v1 has a notes table and two job kinds; v2bad
+// adds a migration that fails; v2 fixes it (an added column) and drops the
+// kind report.build; v3 drops the column again, a destructive migration.
+// Each version's main package (v1, v2bad, v2, v3) serves it as wasm.
+package upgrade
+
+import (
+	"encoding/json"
+
+	"github.com/stile-run/stile/runtime"
+	"github.com/stile-run/stile/schema"
+)
+
+var (
+	notes = schema.Migration{Version: 1, Name: "notes", SQL: `CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL) STRICT`}
+	bad   = schema.Migration{Version: 2, Name: "tags", SQL: `CREATE INDEX notes_tags ON notes (tags)`}
+	tags  = schema.Migration{Version: 2, Name: "tags", SQL: `ALTER TABLE notes ADD COLUMN tags TEXT NOT NULL DEFAULT ''`}
+	drop  = schema.Migration{Version: 3, Name: "untag", SQL: `ALTER TABLE notes DROP COLUMN tags`, Destructive: true}
+)
+
+// App is the module at version v.
+func App(v string) *runtime.App {
+	app := runtime.NewApp().RegisterJob(runtime.JobKind{Name: "mail.send"})
+	switch v {
+	case "v1":
+		app.Migrations(notes).RegisterJob(runtime.JobKind{Name: "report.build"})
+	case "v2bad":
+		app.Migrations(notes, bad).RegisterJob(runtime.JobKind{Name: "report.build"})
+	case "v2":
+		app.Migrations(notes, tags)
+	case "v3":
+		app.Migrations(notes, tags, drop)
+	default:
+		panic("upgrade: no version " + v)
+	}
+	return app.RegisterTx("note", func(tx *runtime.Tx, input json.RawMessage) (any, error) {
+		var in struct{ Body string }
+		if err := json.Unmarshal(input, &in); err != nil {
+			return nil, err
+		}
+		if err := tx.Exec(`INSERT INTO notes (body) VALUES (?)`, in.Body); err != nil {
+			return nil, err
+		}
+		rows, err := tx.Query(`SELECT count(*) FROM notes`)
+		if err != nil {
+			return nil, err
+		}
+		rows.Next()
+		return map[string]int64{"notes": rows.Int(0)}, rows.Err()
+	})
+}

@@ -1,0 +1,178 @@
+package e2e_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/client"
+	"github.com/stile-run/stile/e2e/testapp/upgrade"
+	"github.com/stile-run/stile/stiletest"
+)
+
+// A deployment over one data directory whose module is replaced, version
+// by version (package upgrade): a failing migration, its fix with a job
+// kind removed, a rollback over an additive migration and one over a
+// destructive migration.
+func TestUpgradesNative(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	upgrades(t, func(v string) deployment {
+		return stiletest.New(t, stiletest.Config{App: upgrade.App(v), DataDir: dir, Token: token})
+	}, false)
+}
+
+func TestUpgradesWazero(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	upgrades(t, func(v string) deployment {
+		return stiletest.New(t, stiletest.Config{Package: "github.com/stile-run/stile/e2e/testapp/upgrade/" + v, DataDir: dir, Token: token})
+	}, true)
+}
+
+// TestUpgradesWorkerd replaces the Worker's module over the objects'
+// persisted storage, as a deploy does.
+func TestUpgradesWorkerd(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	upgrades(t, func(v string) deployment {
+		w := &stiletest.Workerd{Wasm: func(tb testing.TB) []byte {
+			return stiletest.BuildWasm(tb, "github.com/stile-run/stile/e2e/testapp/upgrade/"+v)
+		}, Token: token, Persist: dir}
+		w.Start(t)
+		return workerdDeployment{w}
+	}, true)
+}
+
+// deployment is one version of the module running over the deployment's
+// storage.
+type deployment interface {
+	Client() *client.Client
+	Tenant(name string) *client.Tenant
+	Close() error
+}
+
+type workerdDeployment struct{ w *stiletest.Workerd }
+
+func (d workerdDeployment) Client() *client.Client            { return d.w.Client() }
+func (d workerdDeployment) Tenant(name string) *client.Tenant { return d.w.Client().Tenant(name) }
+func (d workerdDeployment) Close() error                      { d.w.Close(); return nil }
+
+func upgrades(t *testing.T, deploy func(version string) deployment, wasm bool) {
+	ctx := context.Background()
+	const tenant = "acme"
+	note := func(ten *client.Tenant, body string) (int64, error) {
+		var out struct{ Notes int64 }
+		err := ten.Tx(ctx, "note", map[string]string{"body": body}, &out)
+		return out.Notes, err
+	}
+	status := func(ten *client.Tenant) api.Status {
+		st, err := ten.Status(ctx)
+		require.NoError(t, err)
+		return st
+	}
+	directory := func(cl *client.Client) api.TenantInfo {
+		page, err := cl.Tenants(ctx, api.TenantsQuery{})
+		require.NoError(t, err)
+		require.Len(t, page.Tenants, 1)
+		return page.Tenants[0]
+	}
+
+	// v1: a note, two report jobs and a mail job that waits for one.
+	h := deploy("v1")
+	ten := h.Tenant(tenant)
+	n, err := note(ten, "first")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	r1, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "report.build"})
+	require.NoError(t, err)
+	r2, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "report.build"})
+	require.NoError(t, err)
+	child, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "mail.send", DependsOn: []string{r1.ID}})
+	require.NoError(t, err)
+	st := status(ten)
+	require.Equal(t, api.SchemaState{Version: 1, Known: 1, Applied: 1}, st.ModuleSchema)
+	v1 := st.Module
+	if wasm {
+		require.Regexp(t, `^[0-9a-f]{12}$`, v1, "the module's version is a hash of its bytes")
+	}
+	require.NoError(t, h.Close())
+
+	// v2bad: its migration fails. The failure is recorded, registered
+	// transactions answer 503 naming it, and the rest serves.
+	h = deploy("v2bad")
+	ten = h.Tenant(tenant)
+	_, err = note(ten, "second")
+	requireCode(t, err, http.StatusServiceUnavailable, api.CodeMigrationFailed)
+	require.ErrorContains(t, err, "migration 2_tags of the module's own tables failed (attempt 1): no such column: tags")
+	st = status(ten)
+	require.NotNil(t, st.ModuleSchema.Failed)
+	require.Equal(t, int64(1), st.ModuleSchema.Version, "nothing of the failed migration stayed")
+	require.Equal(t, "tags", st.ModuleSchema.Failed.Name)
+	_, err = ten.Enqueue(ctx, api.EnqueueRequest{Kind: "mail.send"})
+	require.NoError(t, err, "routes that need no module table serve")
+	m, err := ten.Migrate(ctx)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), m.ModuleSchema.Failed.Attempts, "POST /migrations tries it again")
+	require.Contains(t, directory(h.Client()).Failed, "2_tags: no such column: tags", "the directory shows the failure")
+	require.NoError(t, h.Close())
+
+	// v2: the fix applies and clears the failure; report.build is gone,
+	// so its queued jobs end dead, saying why, and their dependent follows.
+	h = deploy("v2")
+	ten = h.Tenant(tenant)
+	n, err = note(ten, "second")
+	require.NoError(t, err)
+	require.Equal(t, int64(2), n)
+	st = status(ten)
+	require.Nil(t, st.ModuleSchema.Failed)
+	require.Equal(t, int64(2), st.ModuleSchema.Version)
+	if wasm {
+		require.NotEqual(t, v1, st.Module)
+	}
+	for _, id := range []string{r1.ID, r2.ID} {
+		j, err := ten.Job(ctx, id)
+		require.NoError(t, err, "a job of a removed kind stays visible")
+		require.Equal(t, "dead", j.State)
+		require.Contains(t, j.LastError, "this module no longer registers the job's kind (it registers mail.send)")
+	}
+	j, err := ten.Job(ctx, child.ID)
+	require.NoError(t, err)
+	require.Equal(t, "cancelled", j.State, "its dependent follows as after any dead parent")
+	_, err = ten.Retry(ctx, r1.ID)
+	requireCode(t, err, http.StatusBadRequest, api.CodeUnknownKind)
+	info := directory(h.Client())
+	require.Empty(t, info.Failed)
+	require.Equal(t, int64(2), info.Version)
+	require.Equal(t, st.Module, info.Module)
+	require.NoError(t, h.Close())
+
+	// Back to v1, over the added column: it serves, and says what is ahead.
+	h = deploy("v1")
+	ten = h.Tenant(tenant)
+	n, err = note(ten, "third")
+	require.NoError(t, err)
+	require.Equal(t, int64(3), n)
+	st = status(ten)
+	require.Equal(t, []api.MigrationAhead{{Version: 2, Name: "tags", Class: "additive"}}, st.ModuleSchema.Ahead)
+	require.NoError(t, h.Close())
+
+	// v3 drops the column (destructive, and says so); back to v2 over it,
+	// registered transactions answer 503; the rest serves.
+	h = deploy("v3")
+	n, err = note(h.Tenant(tenant), "fourth")
+	require.NoError(t, err)
+	require.Equal(t, int64(4), n)
+	require.NoError(t, h.Close())
+	h = deploy("v2")
+	ten = h.Tenant(tenant)
+	_, err = note(ten, "fifth")
+	requireCode(t, err, http.StatusServiceUnavailable, api.CodeSchemaAhead)
+	require.ErrorContains(t, err, "3_untag is destructive")
+	_, err = ten.Enqueue(ctx, api.EnqueueRequest{Kind: "mail.send"})
+	require.NoError(t, err)
+	require.NoError(t, h.Close())
+}
