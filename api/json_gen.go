@@ -1121,6 +1121,9 @@ func (v DirectoryNote) AppendJSON(b []byte) []byte {
 	if v.VersionsOnly {
 		o.bool("versions_only", true)
 	}
+	if v.Erased {
+		o.bool("erased", true)
+	}
 	return o.end()
 }
 
@@ -1153,6 +1156,18 @@ func (v AuditResponse) AppendJSON(b []byte) []byte {
 
 // MarshalJSON implements json.Marshaler.
 func (v AuditResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v Erased) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.str("tenant", v.Tenant)
+	o.time("erased_at", v.ErasedAt)
+	o.int("dropped", int64(v.Dropped))
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v Erased) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
 func (v Retention) AppendJSON(b []byte) []byte {
@@ -2177,6 +2192,8 @@ func (v *DirectoryNote) decode(r *reader) error {
 			v.Failed, err = r.stringField(key)
 		case "versions_only":
 			v.VersionsOnly, err = r.boolField(key)
+		case "erased":
+			v.Erased, err = r.boolField(key)
 		default:
 			return unknownField(key)
 		}

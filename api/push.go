@@ -140,6 +140,8 @@ type DirectoryNote struct {
 	// VersionsOnly says the note updates the versions and nothing else:
 	// Ready is not known, and the directory keeps what it has.
 	VersionsOnly bool `json:"versions_only,omitempty"`
+	// Erased says the tenant was erased: the directory forgets it.
+	Erased bool `json:"erased,omitempty"`
 }
 
 // TenantsQuery is a query of the directory (GET TenantsPath): ?after=
@@ -223,4 +225,13 @@ type AuditEntry struct {
 // AuditResponse lists operator actions, newest first.
 type AuditResponse struct {
 	Entries []AuditEntry `json:"entries"`
+}
+
+// Erased answers DELETE /v1/t/{tenant}: every row of the tenant is gone,
+// and a tombstone answers its later requests with 410.
+type Erased struct {
+	Tenant   string    `json:"tenant"`
+	ErasedAt time.Time `json:"erased_at"`
+	// Dropped counts the tables, indexes and triggers removed.
+	Dropped int `json:"dropped"`
 }

@@ -58,7 +58,7 @@ var routeRoles = map[Route]string{
 
 	RouteAudit: ops,
 
-	RouteMigrate: admins,
+	RouteMigrate: admins, RouteErase: admins,
 
 	RouteDeleteJob: ops, RouteCancel: ops, RouteRetry: ops, RouteSetLimit: ops, RoutePutSchedule: ops,
 	RouteDelSchedule: ops, RouteSkip: ops, RouteRebuild: ops, RoutePauseQueue: ops, RoutePutRetention: ops,
@@ -119,7 +119,11 @@ func RoleTable() string {
 	}
 	b.WriteString("\n")
 	for _, rt := range Routes() {
-		b.WriteString("| `" + rt.Method + " " + rt.Pattern + "` |")
+		name := rt.Pattern
+		if name == "" {
+			name = "(the tenant)"
+		}
+		b.WriteString("| `" + rt.Method + " " + name + "` |")
 		for _, r := range Roles {
 			if rt.Allows(r) {
 				b.WriteString(" ✓ |")

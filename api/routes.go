@@ -55,7 +55,13 @@ var (
 	RouteRetention    = Route{"GET", "retention"}
 	RoutePutRetention = Route{"PUT", "retention"}
 	RouteMigrate      = Route{"POST", "migrations"}
+	RouteErase        = Route{"DELETE", ""}
 )
 
 // String is the route as docs/API.md writes it: GET /v1/t/{tenant}/jobs/{id}.
-func (r Route) String() string { return r.Method + " /" + Version + "/t/{tenant}/" + r.Pattern }
+func (r Route) String() string {
+	if r.Pattern == "" {
+		return r.Method + " /" + Version + "/t/{tenant}"
+	}
+	return r.Method + " /" + Version + "/t/{tenant}/" + r.Pattern
+}

@@ -151,6 +151,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "PauseAQueue", run: scenarioPauseAQueue},
 		{name: "ScopedTokens", run: scenarioScopedTokens},
 		{name: "Retention", run: scenarioRetention},
+		{name: "Erase", run: scenarioErase},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {

@@ -68,6 +68,7 @@ var routes = []routeEntry{
 	{Route: api.RouteAudit, handle: func(t *Tenant, in input) (route, *api.Error) { return t.listAudit(), nil }},
 	{Route: api.RouteStorage, handle: func(t *Tenant, in input) (route, *api.Error) { return t.storage(), nil }},
 	{Route: api.RouteRetention, handle: func(t *Tenant, in input) (route, *api.Error) { return t.getRetention(), nil }},
+	{Route: api.RouteErase, handle: func(t *Tenant, in input) (route, *api.Error) { return t.erase(in.query) }},
 	{Route: api.RouteMigrate, handle: func(t *Tenant, in input) (route, *api.Error) { return t.runMigrations(), nil }},
 	{Route: api.RoutePutRetention, handle: func(t *Tenant, in input) (route, *api.Error) { return t.putRetention(in.body) }},
 }

@@ -42,6 +42,12 @@ type Tenant struct {
 	appBlocked             *api.Error
 	// module is the module's version, as its host says (stile-module).
 	module string
+	// erased says the tenant was erased (erase.go), at erasedAt; erasing
+	// that the request being served erases it.
+	erased      bool
+	erasing     bool
+	erasedAt    int64
+	tombChecked bool
 	// drift reports applied migrations whose SQL changed since (GET /status).
 	drift []string
 
@@ -169,6 +175,21 @@ func (t *Tenant) answer(req do.Request) do.Response {
 		}
 		t.name = name
 	}
+	if !t.migrated && !t.tombChecked {
+		// An erased tenant answers 410 to everything, even a request that
+		// would be refused: read its tombstone before anything else.
+		erased, err := t.readTombstone()
+		if err != nil {
+			return errorResponse(api.Internal(err.Error()))
+		}
+		t.erased, t.tombChecked = erased, true
+	}
+	if t.erased {
+		if t.name == "" {
+			t.name, _, _ = api.SplitTenantPath(req.Path)
+		}
+		return t.erasedResponse(req)
+	}
 	var run route
 	noticedBy := "request"
 	switch req.Kind {
@@ -211,7 +232,7 @@ func (t *Tenant) answer(req do.Request) do.Response {
 		}
 		var err error
 		res, err = run(now)
-		if err == nil && t.route.Audited() && res.status < 300 {
+		if err == nil && t.route.Audited() && res.status < 300 && !t.erasing { // an erasure erases its audit list too
 			err = t.audit(now, req, res.status)
 		}
 		// A fence's refusal (a stale code) commits: the store wrote its
@@ -233,6 +254,17 @@ func (t *Tenant) answer(req do.Request) do.Response {
 	again := t.pushAgain
 	t.pushAgain = false
 	committed := err == nil && !rolledBack
+	if t.erasing {
+		t.erasing = false
+		if committed {
+			// Nothing of the tenant is left to read: answer, clear the
+			// alarm, and tell the directory.
+			t.erased, t.erasedAt = true, now
+			t.pushTracker = nil
+			t.body = res.body(t.body[:0])
+			return do.Response{Status: res.status, AlarmAt: 0, Body: t.body, Headers: do.Headers{t.erasedNote()}}
+		}
+	}
 	if err := t.settleRetention(committed, now); err != nil {
 		return errorResponse(api.Internal(err.Error()))
 	}

@@ -70,6 +70,11 @@ func (d *Dir) Note(now int64, n api.DirectoryNote) error {
 	at := time.UnixMilli(now).UTC()
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if n.Erased {
+		delete(d.tenants, n.Tenant)
+		d.seq++
+		return d.save()
+	}
 	e, ok := d.tenants[n.Tenant]
 	if !ok {
 		e = &entry{TenantInfo: api.TenantInfo{Name: n.Tenant, FirstSeen: at}}

@@ -422,6 +422,10 @@ export class Directory {
     if (typeof n?.tenant !== "string" || !tenantRe.test(n.tenant)) return json(400, INVALID_TENANT);
     const now = Date.now();
     const seq = this.sql.exec(`UPDATE directory_seq SET seq = seq + 1 WHERE id = 1 RETURNING seq`).one().seq;
+    if (n.erased) {
+      this.sql.exec(`DELETE FROM tenants WHERE name = ?`, n.tenant);
+      return new Response(null, { status: 204 });
+    }
     const old = this.sql.exec(`SELECT ready FROM tenants WHERE name = ?`, n.tenant).toArray()[0];
     // A note of the versions only keeps what the directory knows of readiness.
     if (n.versions_only && old) n.ready = old.ready === 1;

@@ -1,0 +1,108 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/e2e/testapp"
+	"github.com/stile-run/stile/stiletest"
+)
+
+// scenarioErase: erasing needs the tenant's name repeated; it drops every
+// row, clears the alarm, leaves the directory, and every later request,
+// even a malformed one, is 410.
+func scenarioErase(s *scenario) {
+	t := s.t
+	name := s.ten.Name()
+	later := s.enqueue(api.EnqueueRequest{Kind: "test.echo", RunAt: ptrTime(s.now().Add(day))})
+	s.createPayment("p1", 10)
+	path := "/v1/t/" + name
+	for query, msg := range map[string]string{
+		"":                              "repeat its name, ?confirm=" + name,
+		"?confirm=other":                "repeat its name",
+		"?confirm=" + name + "&force=1": `unknown query parameter "force"`,
+	} {
+		status, out, err := s.tg.client().Raw(s.ctx, "DELETE", path+query, nil, nil)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusBadRequest, status, "%q: %s", query, out)
+		var e api.Error
+		require.NoError(t, json.Unmarshal(out, &e))
+		require.Contains(t, e.Message, msg)
+	}
+	require.Equal(t, "scheduled", string(s.job(later.ID).State), "a refused erasure changed nothing")
+
+	status, out, err := s.tg.client().Raw(s.ctx, "DELETE", path+"?confirm="+name, nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, status, string(out))
+	var erased api.Erased
+	require.NoError(t, json.Unmarshal(out, &erased))
+	require.Equal(t, name, erased.Tenant)
+	require.Greater(t, erased.Dropped, 20, "Stile's tables, triggers and the module's")
+
+	for _, r := range []struct{ method, path, body string }{
+		{"GET", "/status", ""}, {"POST", "/jobs", `{"kind":"test.echo"}`}, {"POST", "/jobs", `{not json`},
+		{"GET", "/jobs/" + later.ID, ""}, {"DELETE", "?confirm=" + name, ""},
+	} {
+		status, out, err := s.tg.client().Raw(s.ctx, r.method, path+r.path, []byte(r.body), nil)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusGone, status, "%s %s: %s", r.method, r.path, out)
+		var e api.Error
+		require.NoError(t, json.Unmarshal(out, &e))
+		require.Equal(t, api.CodeErased, e.Code)
+		require.Contains(t, e.Message, "tenant "+name+" was erased at ")
+	}
+	page, err := s.tg.client().Tenants(s.ctx, api.TenantsQuery{After: name[:len(name)-1], Limit: 1000})
+	require.NoError(t, err)
+	for _, ti := range page.Tenants {
+		require.NotEqual(t, name, ti.Name, "the directory forgot the tenant")
+	}
+	if p := s.tg.inProcess(); p != nil {
+		require.Zero(t, p.manager.AlarmAt(name), "the alarm is cleared")
+	}
+}
+
+// An erased tenant stays erased when its host starts again: a new
+// instance reads the tombstone before anything else, and migrates nothing.
+func TestErasedStaysErased(t *testing.T) {
+	t.Parallel()
+	for name, cfg := range map[string]stiletest.Config{
+		"native": {App: testapp.App()},
+		"wazero": {Package: testTenant},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			cfg.DataDir, cfg.Token = t.TempDir(), token
+			h := stiletest.New(t, cfg)
+			_, err := h.Tenant("gone").Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo"})
+			require.NoError(t, err)
+			status, out, err := h.Client().Raw(ctx, "DELETE", "/v1/t/gone?confirm=gone", nil, nil)
+			require.NoError(t, err)
+			require.Equal(t, 200, status, string(out))
+			require.NoError(t, h.Close())
+
+			h = stiletest.New(t, cfg)
+			_, err = h.Tenant("gone").Status(ctx)
+			requireCode(t, err, http.StatusGone, api.CodeErased)
+			page, err := h.Client().Tenants(ctx, api.TenantsQuery{})
+			require.NoError(t, err)
+			require.Empty(t, page.Tenants)
+		})
+	}
+}
+
+func ptrTime(t time.Time) *time.Time { return &t }
+
+// now is the target's time: its controlled clock, or the wall clock.
+func (s *scenario) now() time.Time {
+	if p := s.tg.inProcess(); p != nil {
+		return time.UnixMilli(p.clock.Now())
+	}
+	return time.Now()
+}
