@@ -44,6 +44,7 @@ const (
 	CodeNotStuck        Code = "not_stuck"         // 409: skip of an event that is not the reaction's first open delivery
 	CodeModuleSchedule  Code = "module_schedule"   // 409: the schedule is declared by the tenant module; change it there
 	CodeCommandRejected Code = "command_rejected"  // 422: the aggregate's decide refused the command (its error, or a panic in its code); nothing was written
+	CodeImportConflict  Code = "import_conflict"   // 409: an import page that does not fit the tenant: not empty, another import under way, a page out of order, other schema versions, a row its tables refuse
 	CodeTxFailed        Code = "tx_failed"         // 422: a registered transaction failed; it wrote nothing
 	CodeQueryFailed     Code = "query_failed"      // 422: a registered query's SQL failed with these parameters
 	CodeMigrationFailed Code = "migration_failed"  // 503: a migration the route needs failed (which, and its error); POST /migrations tries it again

@@ -992,6 +992,65 @@ func (v QueryResult) AppendJSON(b []byte) []byte {
 func (v QueryResult) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
+func (v ExportPage) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.str("format", v.Format)
+	o.str("tenant", v.Tenant)
+	o.key("mark")
+	o.b = v.Mark.AppendJSON(o.b)
+	o.int("stile_schema", v.StileSchema)
+	o.int("module_schema", v.ModuleSchema)
+	if v.First {
+		o.bool("first", true)
+	}
+	o.key("tables")
+	o.b = appendArray(o.b, v.Tables)
+	o.strOmit("next", v.Next)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v ExportPage) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v ExportMark) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.int("event_seq", v.EventSeq)
+	o.int("job_id", v.JobID)
+	o.time("at", v.At)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v ExportMark) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v ExportTable) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.str("name", v.Name)
+	o.strings("columns", v.Columns)
+	if v.First {
+		o.bool("first", true)
+	}
+	o.raw("rows", v.Rows)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v ExportTable) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v ImportResult) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.int("rows", int64(v.Rows))
+	o.bool("done", v.Done)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v ImportResult) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
 func (v Push) AppendJSON(b []byte) []byte {
 	o := startObject(b)
 	o.str("tenant", v.Tenant)
@@ -2103,6 +2162,103 @@ func DecodeDeadlineFired(b []byte) (DeadlineFired, error) {
 		err = r.closeBody(v.decode(&r))
 	}
 	return v, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *ExportPage) decode(r *reader) error {
+	return decodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "format":
+			v.Format, err = r.stringField(key)
+		case "tenant":
+			v.Tenant, err = r.stringField(key)
+		case "mark":
+			if r.isNull() {
+				return nil
+			}
+			if r.kindAt() != "object" {
+				return typeError(r, key, "an object")
+			}
+			err = v.Mark.decode(r)
+		case "stile_schema":
+			v.StileSchema, err = r.integer(key)
+		case "module_schema":
+			v.ModuleSchema, err = r.integer(key)
+		case "first":
+			v.First, err = r.boolField(key)
+		case "tables":
+			err = objectArray(r, key, func() { v.Tables = []ExportTable{} }, func() error {
+				var e ExportTable
+				err := e.decode(r)
+				v.Tables = append(v.Tables, e)
+				return err
+			})
+		case "next":
+			v.Next, err = r.stringField(key)
+		default:
+			return unknownField(key)
+		}
+		return err
+	})
+}
+
+// DecodeExportPage decodes a ExportPage strictly.
+func DecodeExportPage(b []byte) (ExportPage, error) {
+	var v ExportPage
+	r := reader{b: b}
+	err := r.open()
+	if err == nil {
+		err = r.closeBody(v.decode(&r))
+	}
+	return v, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *ExportMark) decode(r *reader) error {
+	return decodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "event_seq":
+			v.EventSeq, err = r.integer(key)
+		case "job_id":
+			v.JobID, err = r.integer(key)
+		case "at":
+			if r.isNull() {
+				return nil
+			}
+			v.At, err = timeField(r, key)
+		default:
+			return unknownField(key)
+		}
+		return err
+	})
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *ExportTable) decode(r *reader) error {
+	return decodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "name":
+			v.Name, err = r.stringField(key)
+		case "columns":
+			v.Columns, err = stringArray(r, key)
+		case "first":
+			v.First, err = r.boolField(key)
+		case "rows":
+			v.Rows, err = r.raw()
+		default:
+			return unknownField(key)
+		}
+		return err
+	})
 }
 
 // Not inlined: each call site would carry its own copy of the closure.

@@ -160,7 +160,7 @@ var fixtures = map[string]any{
 	"QueueState":           api.QueueState{Queue: "email", Paused: true},
 	"TenantInfo":           api.TenantInfo{Name: "acme", FirstSeen: fxAt, LastSeen: fxLater, Version: 2, Ready: true, Module: "3f2a9c0d1b4e", Schema: 12, Failed: "3_bad: no such table: x"},
 	"TenantsResponse":      api.TenantsResponse{Tenants: []api.TenantInfo{{Name: "acme", FirstSeen: fxAt, LastSeen: fxLater, Version: 2, Ready: true, Module: "3f2a9c0d1b4e", Schema: 12, Failed: "3_bad: x"}}, Next: "acme", Seq: 7},
-	"DirectoryNote":        api.DirectoryNote{Tenant: "acme", First: true, Ready: true, Version: 2, Module: "3f2a9c0d1b4e", Schema: 12, Failed: "3_bad: no such table: x", VersionsOnly: true},
+	"DirectoryNote":        api.DirectoryNote{Tenant: "acme", First: true, Ready: true, Version: 2, Module: "3f2a9c0d1b4e", Schema: 12, Failed: "3_bad: no such table: x", VersionsOnly: true, Erased: true},
 	"ReportRequest":        fxReport(),
 	"ReportResponse":       api.ReportResponse{JobID: "1", State: "retryable", Attempt: 1, Failures: 2, RunAt: fxAt, Duplicate: true},
 	"BatchReport":          api.BatchReport{JobID: "9", ReportRequest: fxReport()},
@@ -170,6 +170,11 @@ var fixtures = map[string]any{
 	"Status": api.Status{Tenant: "t", Now: fxAt, SchemaVersion: 1, AlarmAt: &fxLater, MigrationDrift: []string{"migration 1_x changed"},
 		Module: "3f2a9c0d1b4e", StileSchema: fxSchema, ModuleSchema: fxSchema},
 	"SchemaState":      fxSchema,
+	"Erased":           api.Erased{Tenant: "acme", ErasedAt: fxAt, Dropped: 57},
+	"ImportResult":     api.ImportResult{Rows: 412, Done: true},
+	"ExportMark":       fxExport.Mark,
+	"ExportTable":      fxExport.Tables[0],
+	"ExportPage":       fxExport,
 	"MigrationFailure": *fxSchema.Failed,
 	"MigrationAhead":   fxSchema.Ahead[0],
 	"CancelRequest":    api.CancelRequest{Reason: "r"},
@@ -220,6 +225,7 @@ var decoders = map[string]func([]byte) (any, error){
 	"PushRequest":          dec(api.DecodePushRequest),
 	"PushDone":             dec(api.DecodePushDone),
 	"QueuePause":           dec(api.DecodeQueuePause),
+	"ExportPage":           dec(api.DecodeExportPage),
 	"Retention":            dec(api.DecodeRetention),
 	"DirectoryNote":        dec(api.DecodeDirectoryNote),
 	"ReportRequest":        dec(api.DecodeReport),
@@ -405,3 +411,7 @@ func TestGeneratorRefusesWhatItCannotWrite(t *testing.T) {
 var fxSchema = api.SchemaState{Version: 3, Known: 2, Applied: 1,
 	Failed: &api.MigrationFailure{Version: 4, Name: "bad", Error: "no such table: x", At: fxAt, Attempts: 2},
 	Ahead:  []api.MigrationAhead{{Version: 3, Name: "add_col", Class: "additive"}}}
+
+var fxExport = api.ExportPage{Format: api.ExportFormat, Tenant: "acme", Mark: api.ExportMark{EventSeq: 120, JobID: 540, At: fxAt},
+	StileSchema: 12, ModuleSchema: 2, First: true, Next: "cursor",
+	Tables: []api.ExportTable{{Name: "stile_jobs", Columns: []string{"id", "kind"}, First: true, Rows: json.RawMessage(`[[1,"a"]]`)}}}

@@ -56,6 +56,8 @@ var (
 	RoutePutRetention = Route{"PUT", "retention"}
 	RouteMigrate      = Route{"POST", "migrations"}
 	RouteErase        = Route{"DELETE", ""}
+	RouteExport       = Route{"GET", "export"}
+	RouteImport       = Route{"POST", "import"}
 )
 
 // String is the route as docs/API.md writes it: GET /v1/t/{tenant}/jobs/{id}.

@@ -440,3 +440,35 @@ func (t *Tenant) Migrate(ctx context.Context) (api.Status, error) {
 	err := t.do(ctx, api.RouteMigrate, nil, nil, &out)
 	return out, err
 }
+
+// ExportPage reads one page of the tenant's export (GET /export, admin):
+// cursor "" for the first, then each page's Next; limitBytes 0 for the
+// default size.
+func (t *Tenant) ExportPage(ctx context.Context, cursor string, limitBytes int) (api.ExportPage, error) {
+	q := url.Values{}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	if limitBytes > 0 {
+		q.Set("limit_bytes", strconv.Itoa(limitBytes))
+	}
+	var out api.ExportPage
+	err := t.do(ctx, api.RouteExport, q, nil, &out)
+	return out, err
+}
+
+// Import writes one export page into the tenant (POST /import, admin):
+// the first page into an empty tenant, then the others in order.
+func (t *Tenant) Import(ctx context.Context, page api.ExportPage) (api.ImportResult, error) {
+	var out api.ImportResult
+	err := t.do(ctx, api.RouteImport, nil, page, &out)
+	return out, err
+}
+
+// Erase deletes every row of the tenant and leaves a tombstone: its later
+// requests are 410 (DELETE /v1/t/{tenant}?confirm={tenant}, admin).
+func (t *Tenant) Erase(ctx context.Context) (api.Erased, error) {
+	var out api.Erased
+	err := t.do(ctx, api.RouteErase, url.Values{"confirm": {t.name}}, nil, &out)
+	return out, err
+}

@@ -69,6 +69,8 @@ var routes = []routeEntry{
 	{Route: api.RouteStorage, handle: func(t *Tenant, in input) (route, *api.Error) { return t.storage(), nil }},
 	{Route: api.RouteRetention, handle: func(t *Tenant, in input) (route, *api.Error) { return t.getRetention(), nil }},
 	{Route: api.RouteErase, handle: func(t *Tenant, in input) (route, *api.Error) { return t.erase(in.query) }},
+	{Route: api.RouteExport, handle: func(t *Tenant, in input) (route, *api.Error) { return t.export(in.query) }},
+	{Route: api.RouteImport, handle: func(t *Tenant, in input) (route, *api.Error) { return t.importPage(in.body) }},
 	{Route: api.RouteMigrate, handle: func(t *Tenant, in input) (route, *api.Error) { return t.runMigrations(), nil }},
 	{Route: api.RoutePutRetention, handle: func(t *Tenant, in input) (route, *api.Error) { return t.putRetention(in.body) }},
 }

@@ -44,8 +44,11 @@ type Tenant struct {
 	module string
 	// erased says the tenant was erased (erase.go), at erasedAt; erasing
 	// that the request being served erases it.
-	erased      bool
-	erasing     bool
+	erased  bool
+	erasing bool
+	// importDone says the request imported an export's last page: once
+	// it commits, the tenant forgets what it read (reset).
+	importDone  bool
 	erasedAt    int64
 	tombChecked bool
 	// drift reports applied migrations whose SQL changed since (GET /status).
@@ -97,8 +100,14 @@ type Tenant struct {
 
 // NewTenant returns a tenant serving app's API over h.
 func NewTenant(app *App, h do.Host) *Tenant {
-	db := do.NewDB(h)
-	t := &Tenant{app: app, db: db}
+	t := &Tenant{}
+	t.init(app, do.NewDB(h))
+	return t
+}
+
+// init sets up a tenant that has read nothing yet.
+func (t *Tenant) init(app *App, db *do.DB) {
+	t.app, t.db = app, db
 	t.store = fencestore.New(db, &t.due)
 	t.events = eventstore.New(db)
 	t.reactions = inboxstore.New(db, t.events, &t.due)
@@ -107,7 +116,15 @@ func NewTenant(app *App, h do.Host) *Tenant {
 	if app != nil {
 		t.store.Limits = app.Limits()
 	}
-	return t
+}
+
+// reset forgets everything the tenant read, as a new instance would: after
+// an import replaced its storage.
+func (t *Tenant) reset() {
+	app, db, name, out, body := t.app, t.db, t.name, t.out, t.body
+	*t = Tenant{}
+	t.init(app, db)
+	t.name, t.out, t.body = name, out, body
 }
 
 // Handle serves one request frame and returns the response frame. The
@@ -232,7 +249,9 @@ func (t *Tenant) answer(req do.Request) do.Response {
 		}
 		var err error
 		res, err = run(now)
-		if err == nil && t.route.Audited() && res.status < 300 && !t.erasing { // an erasure erases its audit list too
+		// An erasure erases its audit list too; an import brings the
+		// exported tenant's.
+		if err == nil && t.route.Audited() && res.status < 300 && !t.erasing && t.route != api.RouteImport {
 			err = t.audit(now, req, res.status)
 		}
 		// A fence's refusal (a stale code) commits: the store wrote its
@@ -254,6 +273,16 @@ func (t *Tenant) answer(req do.Request) do.Response {
 	again := t.pushAgain
 	t.pushAgain = false
 	committed := err == nil && !rolledBack
+	if t.importDone {
+		t.importDone = false
+		if committed {
+			// The alarm follows what was imported (read below); after
+			// the answer, the tenant reads everything anew.
+			t.due.Unknown()
+			t.retainDue = now
+			defer t.reset()
+		}
+	}
 	if t.erasing {
 		t.erasing = false
 		if committed {

@@ -27,6 +27,7 @@ operate a deployment (stile dev or a Worker; --url, --token, --tenant, --json):
   events        the event log, or one stream
   tenants       the tenant directory
   migrate       apply pending migrations (and retry failed ones) in one tenant or all
+  export        a tenant's state, one JSON page a line (--out FILE); import --in FILE into an empty tenant
   token         mint a scoped token: --scope, --role, --ttl (docs/SECURITY.md)
 Exit codes: 0 done, 2 usage, 3 refused, 4 not found, 5 unreachable, 1 anything else.
   version       print the version
@@ -67,6 +68,10 @@ func main() {
 		err = runTenants(args)
 	case "migrate":
 		err = runMigrate(args)
+	case "export":
+		err = runExport(args)
+	case "import":
+		err = runImport(args)
 	case "token":
 		err = runToken(args)
 	case "wrangler":

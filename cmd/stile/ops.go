@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -630,4 +631,106 @@ func migrateLine(st api.Status) string {
 		return line
 	}
 	return part("stile", st.StileSchema) + ", " + part("module", st.ModuleSchema)
+}
+
+// ---- stile export / import ----
+
+// runExport writes a tenant's export, one page (a JSON object) per line.
+func runExport(args []string) error {
+	o := newOps("export", "export --tenant NAME [--out FILE] [flags]", true)
+	outPath := o.fs.String("out", "", "write the pages to this file, one JSON object a line (default: standard output)")
+	if _, err := o.parse(args); err != nil {
+		return err
+	}
+	ten, err := o.ten()
+	if err != nil {
+		return err
+	}
+	w := o.out
+	if *outPath != "" {
+		f, err := os.Create(*outPath)
+		if err != nil {
+			return &exitError{exitUsage, err}
+		}
+		defer f.Close()
+		w = f
+	}
+	bw := bufio.NewWriter(w)
+	pages, rows := 0, 0
+	cursor := ""
+	for {
+		p, err := ten.ExportPage(context.Background(), cursor, 0)
+		if err != nil {
+			return err
+		}
+		b, err := json.Marshal(p)
+		if err != nil {
+			return err
+		}
+		bw.Write(append(b, '\n'))
+		pages++
+		for _, tb := range p.Tables {
+			var rs []json.RawMessage
+			_ = json.Unmarshal(tb.Rows, &rs)
+			rows += len(rs)
+		}
+		if p.Next == "" {
+			break
+		}
+		cursor = p.Next
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "exported tenant %s: %d pages, %d rows\n", *o.tenant, pages, rows)
+	return nil
+}
+
+// runImport posts the pages stile export wrote, in order, into an empty
+// tenant.
+func runImport(args []string) error {
+	o := newOps("import", "import --tenant NAME [--in FILE] [flags]", true)
+	inPath := o.fs.String("in", "", "read the pages from this file (default: standard input)")
+	if _, err := o.parse(args); err != nil {
+		return err
+	}
+	ten, err := o.ten()
+	if err != nil {
+		return err
+	}
+	var r io.Reader = os.Stdin
+	if *inPath != "" {
+		f, err := os.Open(*inPath)
+		if err != nil {
+			return &exitError{exitUsage, err}
+		}
+		defer f.Close()
+		r = f
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<20), api.MaxBodyBytes+1)
+	pages, rows := 0, 0
+	done := false
+	for sc.Scan() {
+		var p api.ExportPage
+		if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
+			return &exitError{exitUsage, fmt.Errorf("line %d is not an export page: %w", pages+1, err)}
+		}
+		res, err := ten.Import(context.Background(), p)
+		if err != nil {
+			return fmt.Errorf("page %d: %w", pages+1, err)
+		}
+		pages++
+		rows += res.Rows
+		done = res.Done
+		fmt.Fprintf(os.Stderr, "[%d] %d rows\n", pages, res.Rows)
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if !done {
+		return &exitError{exitFailed, fmt.Errorf("the pages ended before the export's last: the import of tenant %s is incomplete", *o.tenant)}
+	}
+	fmt.Fprintf(o.out, "imported tenant %s: %d pages, %d rows\n", *o.tenant, pages, rows)
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -140,6 +141,19 @@ func operate(t *testing.T, c cli, ten *client.Tenant, pass func(time.Duration)) 
 	var sts []api.Status
 	require.NoError(t, json.Unmarshal([]byte(out), &sts), out)
 	require.Equal(t, int64(len(schema.Migrations())), sts[0].StileSchema.Version)
+	file := filepath.Join(t.TempDir(), "acme.jsonl")
+	_, errOut, code = c.run(t, "export", "--out", file)
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `^exported tenant acme: 1 pages, \d+ rows\n$`, errOut)
+	out, errOut, code = c.run(t, "import", "--tenant", "acme-copy", "--in", file)
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `^imported tenant acme-copy: 1 pages, \d+ rows\n$`, out)
+	out, _, code = c.run(t, "jobs", "list", "--tenant", "acme-copy")
+	require.Equal(t, 0, code)
+	require.Regexp(t, `(?m)^`+dead.ID+`\s+test.echo`, out, "the copy holds the jobs")
+	_, errOut, code = c.run(t, "import", "--tenant", "acme-copy", "--in", file)
+	require.Equal(t, 3, code, "an import into a tenant that holds rows is refused: %s", errOut)
+	require.Contains(t, errOut, "an import goes into an empty tenant")
 	out, _, code = c.run(t, "reactions")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "REACTION")

@@ -1,0 +1,519 @@
+package runtime
+
+import (
+	"encoding/base64"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/internal/printf"
+)
+
+// Export and import (GET /export, POST /import; admin). An export is pages
+// of rows of every table of the tenant, Stile's and the module's, each
+// page read in one transaction; a cursor carries the table and the last
+// key read, and the mark the first page set: events and jobs after it are
+// left out, and checkpoints past it are set back to it, so that nothing an
+// import holds is skipped. Left out too: the migration ledgers (the
+// importing module's migrations make the schema; the versions must match)
+// and the storage counters (the import's own writes count themselves).
+
+// Bounds of an export page: well under the 10 MiB request body limit, so
+// a page can be imported as it is.
+// A page holds whole chunks of rows, so it passes ?limit_bytes= by up to
+// a chunk.
+const (
+	exportPageBytes = 4 << 20
+	exportChunkRows = 100
+)
+
+// notExported are tables an export leaves out.
+var notExported = map[string]bool{"stile_storage": true, "stile_migrations": true, AppLedger: true,
+	"stile_migration_failures": true, tombstone: true}
+
+// bounded names the column of a table that the mark bounds: an event
+// sequence number or a job id.
+var bounded = map[string][2]string{
+	"stile_events": {"seq", "event"}, "stile_inbox": {"seq", "event"},
+	"stile_jobs": {"id", "job"}, "stile_job_attempts": {"job_id", "job"}, "stile_job_rejections": {"job_id", "job"},
+	"stile_job_deps": {"child_id", "job"},
+}
+
+// clamped are checkpoints set back to the event mark.
+var clamped = map[string]string{"stile_reactions": "checkpoint", "stile_projection_generations": "checkpoint"}
+
+type exportTable struct {
+	name    string
+	columns []string
+	keys    []string // the paging key: rowid, or the primary key of a WITHOUT ROWID table
+}
+
+// exportTables lists the tables to export, each after the tables its
+// foreign keys name.
+func (t *Tenant) exportTables() ([]exportTable, error) {
+	rows, err := t.db.Query(`SELECT name, sql FROM sqlite_master WHERE type = 'table'
+		AND name NOT LIKE 'sqlite\_%' ESCAPE '\' AND name NOT LIKE '\_cf\_%' ESCAPE '\' ORDER BY name`)
+	if err != nil {
+		return nil, printf.Errorf("list the tenant's tables: %w", err)
+	}
+	type found struct{ name, sql string }
+	var all []found
+	for rows.Next() {
+		if name := rows.Text(0); !notExported[name] {
+			all = append(all, found{name, rows.Text(1)})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	tables := map[string]*exportTable{}
+	parents := map[string][]string{}
+	var names []string
+	for _, f := range all {
+		tb := &exportTable{name: f.name}
+		info, err := t.db.Query(`PRAGMA table_info(` + quoteIdent(f.name) + `)`)
+		if err != nil {
+			return nil, printf.Errorf("read the columns of %s: %w", f.name, err)
+		}
+		type pk struct {
+			n    int64
+			name string
+		}
+		var pks []pk
+		for info.Next() {
+			tb.columns = append(tb.columns, info.Text(1))
+			if n := info.Int(5); n > 0 {
+				pks = append(pks, pk{n, info.Text(1)})
+			}
+		}
+		if err := info.Err(); err != nil {
+			return nil, err
+		}
+		tb.keys = []string{"rowid"}
+		if strings.Contains(strings.ToUpper(f.sql), "WITHOUT ROWID") {
+			tb.keys = make([]string, len(pks))
+			for _, p := range pks {
+				tb.keys[p.n-1] = p.name
+			}
+		}
+		fks, err := t.db.Query(`PRAGMA foreign_key_list(` + quoteIdent(f.name) + `)`)
+		if err != nil {
+			return nil, printf.Errorf("read the foreign keys of %s: %w", f.name, err)
+		}
+		for fks.Next() {
+			if p := fks.Text(2); p != f.name {
+				parents[f.name] = append(parents[f.name], p)
+			}
+		}
+		if err := fks.Err(); err != nil {
+			return nil, err
+		}
+		tables[f.name] = tb
+		names = append(names, f.name)
+	}
+	var out []exportTable
+	placed := map[string]bool{}
+	for len(out) < len(names) {
+		progress := false
+		for _, n := range names {
+			if placed[n] {
+				continue
+			}
+			ready := true
+			for _, p := range parents[n] {
+				if !placed[p] && tables[p] != nil {
+					ready = false
+				}
+			}
+			if ready {
+				placed[n], progress = true, true
+				out = append(out, *tables[n])
+			}
+		}
+		if !progress {
+			return nil, printf.Errorf("the tenant's tables refer to each other in a cycle: they cannot be exported in an order an import accepts")
+		}
+	}
+	return out, nil
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// exportCursor is where the next page starts.
+type exportCursor struct {
+	mark  api.ExportMark
+	table string
+	after []api.Cell // the last key read; nil: the table's start
+}
+
+func (c exportCursor) encode() string {
+	cells := []api.Cell{{Kind: api.CellText, Text: c.table}, {Kind: api.CellInt, Int: c.mark.EventSeq},
+		{Kind: api.CellInt, Int: c.mark.JobID}, {Kind: api.CellInt, Int: c.mark.At.UnixMilli()}}
+	return base64.RawURLEncoding.EncodeToString(api.AppendCells(nil, append(cells, c.after...)))
+}
+
+func decodeCursor(s string) (exportCursor, *api.Error) {
+	bad := api.Refuse(api.CodeInvalidRequest, "cursor %q is not one this export gave: pass the next of the page before, or none to start", s)
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return exportCursor{}, bad
+	}
+	rows, err := api.DecodeRows(append(append([]byte("["), b...), ']'), -1)
+	if err != nil || len(rows) != 1 || len(rows[0]) < 4 || rows[0][0].Kind != api.CellText {
+		return exportCursor{}, bad
+	}
+	r := rows[0]
+	c := exportCursor{table: r[0].Text, mark: api.ExportMark{EventSeq: r[1].Int, JobID: r[2].Int, At: ts(r[3].Int)}}
+	if len(r) > 4 {
+		c.after = r[4:]
+	}
+	return c, nil
+}
+
+func (t *Tenant) export(raw string) (route, *api.Error) {
+	q, refused := query(raw)
+	if refused != nil {
+		return nil, refused
+	}
+	var cur exportCursor
+	first := true
+	limit := exportPageBytes
+	for k, v := range q {
+		switch k {
+		case "cursor":
+			if cur, refused = decodeCursor(v); refused != nil {
+				return nil, refused
+			}
+			first = false
+		case "limit_bytes":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1024 || n > exportPageBytes {
+				return nil, api.Refuse(api.CodeInvalidRequest, "limit_bytes %q must be a number within 1024-%d", v, exportPageBytes)
+			}
+			limit = n
+		default:
+			return nil, api.Refuse(api.CodeInvalidRequest, "unknown query parameter %q: use cursor and limit_bytes", k)
+		}
+	}
+	return func(now int64) (result, error) {
+		if first {
+			seq, err := t.events.Head()
+			if err != nil {
+				return result{}, err
+			}
+			rows, err := t.db.Query(`SELECT COALESCE(MAX(id), 0) FROM stile_jobs`)
+			if err != nil {
+				return result{}, printf.Errorf("read the last job: %w", err)
+			}
+			rows.Next()
+			cur.mark = api.ExportMark{EventSeq: seq, JobID: rows.Int(0), At: ts(now)}
+		}
+		page, err := t.exportPage(cur, first, limit)
+		if err != nil {
+			return result{}, err
+		}
+		return result{status: statusOK, body: page.AppendJSON}, nil
+	}, nil
+}
+
+func (t *Tenant) exportPage(cur exportCursor, first bool, limit int) (api.ExportPage, error) {
+	page := api.ExportPage{Format: api.ExportFormat, Tenant: t.name, Mark: cur.mark, StileSchema: t.stileSchema.Version,
+		ModuleSchema: t.appSchema.Version, First: first, Tables: []api.ExportTable{}}
+	tables, err := t.exportTables()
+	if err != nil {
+		return page, err
+	}
+	start := 0
+	if cur.table != "" {
+		start = -1
+		for i, tb := range tables {
+			if tb.name == cur.table {
+				start = i
+			}
+		}
+		if start < 0 {
+			return page, api.Refuse(api.CodeInvalidRequest, "the export's cursor names table %s, which this tenant does not have: start the export again", cur.table)
+		}
+	}
+	size := 0
+	for i := start; i < len(tables); i++ {
+		tb := tables[i]
+		after := []api.Cell(nil)
+		if i == start {
+			after = cur.after
+		}
+		out := api.ExportTable{Name: tb.name, Columns: tb.columns, First: after == nil}
+		var rowsJSON []byte
+		for {
+			chunk, last, n, err := t.exportChunk(tb, cur.mark, after, limit-size)
+			if err != nil {
+				return page, err
+			}
+			if n > 0 {
+				if len(rowsJSON) > 0 {
+					rowsJSON = append(rowsJSON, ',')
+				}
+				rowsJSON = append(rowsJSON, chunk...)
+				size += len(chunk)
+				after = last
+			}
+			if size >= limit {
+				out.Rows = append(append([]byte("["), rowsJSON...), ']')
+				page.Tables = append(page.Tables, out)
+				page.Next = exportCursor{mark: cur.mark, table: tb.name, after: after}.encode()
+				return page, nil
+			}
+			if n < exportChunkRows {
+				break // the table is done
+			}
+		}
+		out.Rows = append(append([]byte("["), rowsJSON...), ']')
+		page.Tables = append(page.Tables, out)
+		if size >= limit && i+1 < len(tables) {
+			page.Next = exportCursor{mark: cur.mark, table: tables[i+1].name}.encode()
+			return page, nil
+		}
+	}
+	return page, nil
+}
+
+// exportChunk reads up to exportChunkRows rows of tb after the key after,
+// as comma-separated JSON rows, with the last row's key; it stops after
+// the row that takes the JSON past budget bytes.
+func (t *Tenant) exportChunk(tb exportTable, mark api.ExportMark, after []api.Cell, budget int) ([]byte, []api.Cell, int, error) {
+	var sql strings.Builder
+	sql.WriteString("SELECT ")
+	for _, k := range tb.keys {
+		sql.WriteString(quoteIdent(k) + ", ")
+	}
+	for i, c := range tb.columns {
+		if i > 0 {
+			sql.WriteString(", ")
+		}
+		if clamped[tb.name] == c {
+			sql.WriteString("MIN(" + quoteIdent(c) + ", " + strconv.FormatInt(mark.EventSeq, 10) + ")")
+			continue
+		}
+		sql.WriteString(quoteIdent(c))
+	}
+	sql.WriteString(" FROM " + quoteIdent(tb.name) + " WHERE 1")
+	var args []any
+	if after != nil {
+		sql.WriteString(" AND (" + strings.Join(quoteAll(tb.keys), ", ") + ") > (" + strings.TrimSuffix(strings.Repeat("?, ", len(after)), ", ") + ")")
+		for _, c := range after {
+			args = append(args, cellArg(c))
+		}
+	}
+	if b, ok := bounded[tb.name]; ok {
+		limit := mark.JobID
+		if b[1] == "event" {
+			limit = mark.EventSeq
+		}
+		sql.WriteString(" AND " + quoteIdent(b[0]) + " <= " + strconv.FormatInt(limit, 10))
+	}
+	sql.WriteString(" ORDER BY " + strings.Join(quoteAll(tb.keys), ", ") + " LIMIT " + strconv.Itoa(exportChunkRows))
+	rows, err := t.db.Query(sql.String(), args...)
+	if err != nil {
+		return nil, nil, 0, printf.Errorf("export table %s: %w", tb.name, err)
+	}
+	var out []byte
+	var last []api.Cell
+	n := 0
+	nk := len(tb.keys)
+	cells := make([]api.Cell, len(tb.columns))
+	for rows.Next() {
+		if n > 0 {
+			out = append(out, ',')
+		}
+		last = make([]api.Cell, nk)
+		for i := range nk {
+			last[i] = cellOf(rows.Value(i))
+		}
+		for i := range cells {
+			cells[i] = cellOf(rows.Value(nk + i))
+		}
+		out = api.AppendCells(out, cells)
+		n++
+		if len(out) >= budget {
+			break
+		}
+	}
+	return out, last, n, rows.Err()
+}
+
+func quoteAll(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = quoteIdent(n)
+	}
+	return out
+}
+
+func cellOf(v do.Value) api.Cell {
+	switch v.Kind {
+	case do.KindInt:
+		return api.Cell{Kind: api.CellInt, Int: v.Int}
+	case do.KindFloat:
+		return api.Cell{Kind: api.CellReal, Real: v.Float}
+	case do.KindText:
+		return api.Cell{Kind: api.CellText, Text: string(v.Bytes)}
+	case do.KindBlob:
+		return api.Cell{Kind: api.CellBlob, Text: string(v.Bytes)}
+	}
+	return api.Cell{Kind: api.CellNull}
+}
+
+func cellArg(c api.Cell) any {
+	switch c.Kind {
+	case api.CellInt:
+		return c.Int
+	case api.CellReal:
+		return c.Real
+	case api.CellText:
+		return c.Text
+	case api.CellBlob:
+		return []byte(c.Text)
+	}
+	return nil
+}
+
+// settingImport marks an import under way with its export's mark.
+const settingImport = "import"
+
+func markKey(m api.ExportMark) string {
+	return printf.Sprintf("%d.%d.%d", m.EventSeq, m.JobID, m.At.UnixMilli())
+}
+
+func (t *Tenant) importPage(body []byte) (route, *api.Error) {
+	page, err := api.DecodeExportPage(body)
+	if err != nil {
+		return nil, decodeErr(err)
+	}
+	if page.Format != api.ExportFormat {
+		return nil, api.Refuse(api.CodeInvalidRequest, "format %q is not %s: send a page of GET /export", page.Format, api.ExportFormat)
+	}
+	type decoded struct {
+		t    api.ExportTable
+		rows [][]api.Cell
+	}
+	var tables []decoded
+	for _, tb := range page.Tables {
+		rows, err := api.DecodeRows(tb.Rows, len(tb.Columns))
+		if err != nil {
+			return nil, api.Refuse(api.CodeInvalidJSON, "table %s: %s", tb.Name, err.Error())
+		}
+		if len(tb.Columns) == 0 || len(tb.Columns) > 100 {
+			return nil, api.Refuse(api.CodeInvalidRequest, "table %s has %d columns: an import takes 1-100", tb.Name, len(tb.Columns))
+		}
+		tables = append(tables, decoded{tb, rows})
+	}
+	return func(now int64) (result, error) {
+		if page.StileSchema != t.stileSchema.Version || page.ModuleSchema != t.appSchema.Version {
+			return result{}, api.Refuse(api.CodeImportConflict, "the export's tables are at versions %d (Stile's) and %d (the module's), and this tenant's at %d and %d: import with the module that exported", page.StileSchema, page.ModuleSchema, t.stileSchema.Version, t.appSchema.Version)
+		}
+		key := markKey(page.Mark)
+		rows, err := t.db.Query(`SELECT value FROM stile_settings WHERE key = ?`, settingImport)
+		if err != nil {
+			return result{}, printf.Errorf("read the import under way: %w", err)
+		}
+		under := ""
+		if rows.Next() {
+			under = rows.Text(0)
+		}
+		if err := rows.Err(); err != nil {
+			return result{}, err
+		}
+		switch {
+		case page.First && under == "":
+			if n, err := t.storedRows(); err != nil {
+				return result{}, err
+			} else if n > 0 {
+				return result{}, api.Refuse(api.CodeImportConflict, "tenant %s holds %d rows of jobs, events, deliveries, commands or audit: an import goes into an empty tenant (erase it, or import into another name)", t.name, n)
+			}
+		case page.First:
+			return result{}, api.Refuse(api.CodeImportConflict, "an import of another export (mark %s) is under way in tenant %s: finish it with its pages", under, t.name)
+		case under != key:
+			return result{}, api.Refuse(api.CodeImportConflict, "this page belongs to the export with mark %s, and the import under way in tenant %s is %q: import the pages in order, from the first", key, t.name, under)
+		}
+		written := 0
+		for _, tb := range tables {
+			n, err := t.importTable(tb.t, tb.rows)
+			if err != nil {
+				return result{}, err
+			}
+			written += n
+		}
+		done := page.Next == ""
+		if done {
+			err = t.db.Exec(`DELETE FROM stile_settings WHERE key = ?`, settingImport)
+			t.importDone = true
+		} else {
+			err = t.db.Exec(`INSERT INTO stile_settings (key, value, updated_at) VALUES (?, ?, ?)
+				ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`, settingImport, key, now)
+		}
+		if err != nil {
+			return result{}, printf.Errorf("record the import: %w", err)
+		}
+		return result{status: statusOK, body: api.ImportResult{Rows: written, Done: done}.AppendJSON}, nil
+	}, nil
+}
+
+// storedRows counts the rows of the counted kinds.
+func (t *Tenant) storedRows() (int64, error) {
+	rows, err := t.db.Query(`SELECT COALESCE(SUM(rows), 0) FROM stile_storage`)
+	if err != nil {
+		return 0, printf.Errorf("count the tenant's rows: %w", err)
+	}
+	rows.Next()
+	return rows.Int(0), rows.Err()
+}
+
+func (t *Tenant) importTable(tb api.ExportTable, rows [][]api.Cell) (int, error) {
+	if notExported[tb.Name] || strings.HasPrefix(tb.Name, "sqlite_") || strings.HasPrefix(tb.Name, "_cf_") {
+		return 0, api.Refuse(api.CodeInvalidRequest, "table %s is not imported: an export never holds it", tb.Name)
+	}
+	info, err := t.db.Query(`PRAGMA table_info(` + quoteIdent(tb.Name) + `)`)
+	if err != nil {
+		return 0, printf.Errorf("read the columns of %s: %w", tb.Name, err)
+	}
+	have := map[string]bool{}
+	for info.Next() {
+		have[info.Text(1)] = true
+	}
+	if err := info.Err(); err != nil {
+		return 0, err
+	}
+	if len(have) == 0 {
+		return 0, api.Refuse(api.CodeImportConflict, "this tenant has no table %s: import with the module that exported", tb.Name)
+	}
+	for _, c := range tb.Columns {
+		if !have[c] {
+			return 0, api.Refuse(api.CodeImportConflict, "table %s of this tenant has no column %s: import with the module that exported", tb.Name, c)
+		}
+	}
+	if tb.First {
+		// What migrating this tenant seeded (its identity, checkpoints,
+		// settings) gives way to the export's.
+		if err := t.db.Exec(`DELETE FROM ` + quoteIdent(tb.Name)); err != nil {
+			return 0, printf.Errorf("clear table %s: %w", tb.Name, err)
+		}
+	}
+	sql := `INSERT INTO ` + quoteIdent(tb.Name) + ` (` + strings.Join(quoteAll(tb.Columns), ", ") + `) VALUES (` +
+		strings.TrimSuffix(strings.Repeat("?, ", len(tb.Columns)), ", ") + `)`
+	args := make([]any, len(tb.Columns))
+	for i, row := range rows {
+		for j, c := range row {
+			args[j] = cellArg(c)
+		}
+		if err := t.db.Exec(sql, args...); err != nil {
+			var se *do.SQLError
+			if errors.As(err, &se) {
+				return 0, api.Refuse(api.CodeImportConflict, "row %d of table %s: %s", i, tb.Name, se.Msg)
+			}
+			return 0, printf.Errorf("import row %d of table %s: %w", i, tb.Name, err)
+		}
+	}
+	return len(rows), nil
+}
