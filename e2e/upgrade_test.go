@@ -150,12 +150,23 @@ func upgrades(t *testing.T, deploy func(version string) deployment, wasm bool) {
 	require.Equal(t, st.Module, info.Module)
 	require.NoError(t, h.Close())
 
+	// v2 with its applied migration edited: reported, not run again.
+	h = deploy("v2changed")
+	ten = h.Tenant(tenant)
+	st = status(ten)
+	require.Len(t, st.MigrationDrift, 1)
+	require.Contains(t, st.MigrationDrift[0], "migration 2_tags of the module's own tables changed after it was applied")
+	n, err = note(ten, "drifted")
+	require.NoError(t, err, "the tenant serves on")
+	require.Equal(t, int64(3), n)
+	require.NoError(t, h.Close())
+
 	// Back to v1, over the added column: it serves, and says what is ahead.
 	h = deploy("v1")
 	ten = h.Tenant(tenant)
 	n, err = note(ten, "third")
 	require.NoError(t, err)
-	require.Equal(t, int64(3), n)
+	require.Equal(t, int64(4), n)
 	st = status(ten)
 	require.Equal(t, []api.MigrationAhead{{Version: 2, Name: "tags", Class: "additive"}}, st.ModuleSchema.Ahead)
 	require.NoError(t, h.Close())
@@ -165,7 +176,7 @@ func upgrades(t *testing.T, deploy func(version string) deployment, wasm bool) {
 	h = deploy("v3")
 	n, err = note(h.Tenant(tenant), "fourth")
 	require.NoError(t, err)
-	require.Equal(t, int64(4), n)
+	require.Equal(t, int64(5), n)
 	require.NoError(t, h.Close())
 	h = deploy("v2")
 	ten = h.Tenant(tenant)

@@ -1,8 +1,9 @@
 // Package upgrade is a tenant module in four versions, for the tests of
 // upgrades and rollbacks: v1 has a notes table and two job kinds; v2bad
 // adds a migration that fails; v2 fixes it (an added column) and drops the
-// kind report.build; v3 drops the column again, a destructive migration.
-// Each version's main package (v1, v2bad, v2, v3) serves it as wasm.
+// kind report.build; v2changed is v2 with its migration edited after it
+// ran; v3 drops the column again, a destructive migration. Each version's
+// main package serves it as wasm.
 package upgrade
 
 import (
@@ -16,7 +17,9 @@ var (
 	notes = schema.Migration{Version: 1, Name: "notes", SQL: `CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL) STRICT`}
 	bad   = schema.Migration{Version: 2, Name: "tags", SQL: `CREATE INDEX notes_tags ON notes (tags)`}
 	tags  = schema.Migration{Version: 2, Name: "tags", SQL: `ALTER TABLE notes ADD COLUMN tags TEXT NOT NULL DEFAULT ''`}
-	drop  = schema.Migration{Version: 3, Name: "untag", SQL: `ALTER TABLE notes DROP COLUMN tags`, Destructive: true}
+	// edited is tags changed after it was applied: reported, never re-run.
+	edited = schema.Migration{Version: 2, Name: "tags", SQL: `ALTER TABLE notes ADD COLUMN tags TEXT NOT NULL DEFAULT 'none'`}
+	drop   = schema.Migration{Version: 3, Name: "untag", SQL: `ALTER TABLE notes DROP COLUMN tags`, Destructive: true}
 )
 
 // App is the module at version v.
@@ -29,6 +32,8 @@ func App(v string) *runtime.App {
 		app.Migrations(notes, bad).RegisterJob(runtime.JobKind{Name: "report.build"})
 	case "v2":
 		app.Migrations(notes, tags)
+	case "v2changed":
+		app.Migrations(notes, edited)
 	case "v3":
 		app.Migrations(notes, tags, drop)
 	default:
