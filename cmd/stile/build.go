@@ -47,7 +47,7 @@ func runBuild(args []string) error {
 	if err := workerd.WriteWorker(*out, wasm); err != nil {
 		return err
 	}
-	files := []string{workerd.EntryFile, workerd.ABIFile, workerd.ConfigFile, workerd.ConsoleFile, workerd.WasmFile}
+	files := []string{workerd.EntryFile, workerd.ABIFile, workerd.TokenFile, workerd.ConfigFile, workerd.ConsoleFile, workerd.WasmFile}
 	if *handlers != "" {
 		ctx := context.Background()
 		if err := wasmbuild.BuildExecutor(ctx, ".", *handlers, wasmbuild.Edge, filepath.Join(*out, workerd.ExecutorFile)); err != nil {

@@ -29,6 +29,8 @@ const (
 	// beside the bundle for users to copy into their own Worker; the
 	// Stile Worker does not import it.
 	ClientFile = "client.mjs"
+	// TokenFile verifies scoped tokens (js/token.mjs), for worker.mjs.
+	TokenFile = "token.mjs"
 	// ConsoleFile is the console's files as a module (package console),
 	// which worker.mjs serves at /console.
 	ConsoleFile = "console.mjs"
@@ -79,7 +81,7 @@ func WriteWorker(dir string, wasm []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write worker bundle: %w", err)
 	}
-	for _, name := range []string{EntryFile, ABIFile, ClientFile} {
+	for _, name := range []string{EntryFile, ABIFile, ClientFile, TokenFile} {
 		b, err := js.ReadFile("js/" + name)
 		if err != nil {
 			return err

@@ -43,6 +43,27 @@ func TestABIShimUnderNode(t *testing.T) {
 	require.Contains(t, string(out), "# fail 0")
 }
 
+// TestTokenVectorsUnderNode runs js/token_test.mjs: the Worker's token
+// verification reaches the Go host's verdicts on token/testdata/vectors.json.
+func TestTokenVectorsUnderNode(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, workerd.ConfigFile), []byte(workerd.Config()), 0o644))
+	for _, f := range []string{workerd.TokenFile, "token_test.mjs"} {
+		b, err := os.ReadFile(filepath.Join("js", f))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
+	}
+	vectors, err := filepath.Abs("../../token/testdata/vectors.json")
+	require.NoError(t, err)
+	cmd := exec.Command(node(t), "--test", "token_test.mjs")
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), "STILE_TOKEN_VECTORS="+vectors)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "# fail 0")
+	require.Regexp(t, `# pass (1[0-9]|[2-9][0-9])`, string(out), "every vector ran")
+}
+
 // TestShimImplementsEveryImport builds the default module and fails if it
 // imports a function the JS shim does not provide: workerd would refuse to
 // instantiate it.

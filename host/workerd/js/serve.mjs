@@ -20,7 +20,7 @@ const edge = existsSync(join(dir, "edge.mjs"));
 // STILE_ENTRY names another entry module in dir (the tests' faults.mjs).
 const entry = process.env.STILE_ENTRY ?? (edge ? "edge.mjs" : "worker.mjs");
 const esm = (name) => ({ type: "ESModule", path: join(dir, name) });
-const modules = [entry, "worker.mjs", "abi.mjs", "config.mjs", "console.mjs"];
+const modules = [entry, "worker.mjs", "abi.mjs", "config.mjs", "console.mjs", "token.mjs"];
 if (edge) modules.push("edge.mjs", "shim.mjs", "wasm_exec.js");
 const stile = {
   name: "stile",

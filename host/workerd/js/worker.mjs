@@ -5,6 +5,7 @@
 // from the Go API package) and tenant.wasm.
 
 import wasm from "./tenant.wasm";
+import { authenticate, covers } from "./token.mjs";
 import { CONSOLE, CONSOLE_PATH } from "./console.mjs";
 import {
   decodeResponse, encodeRequest, instantiate, validTraceparent,
@@ -12,8 +13,8 @@ import {
 } from "./abi.mjs";
 import {
   API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_DB_BYTES, HEADER_MODULE, HEADER_TENANT, MODULE_VERSION, HEADER_TOKEN_ID, STORAGE_SUFFIX, INTERNAL_PREFIX,
-  INVALID_TENANT, MAX_BODY_BYTES, MAX_TENANTS_PAGE, MAX_WAIT_MS, NO_ROUTE_HINT, PRINCIPAL_ADMIN, PUSH_FAILED, ROLES,
-  TENANTS_PATH, TENANT_PATTERN, TOKEN_EXPIRED, TOKEN_FORGED, TOKEN_MALFORMED, TOKEN_PREFIX, TOKEN_REVOKED, UNAUTHORIZED, WRONG_OBJECT,
+  INVALID_TENANT, MAX_BODY_BYTES, MAX_TENANTS_PAGE, MAX_WAIT_MS, NO_ROUTE_HINT, PRINCIPAL_ADMIN, PUSH_FAILED,
+  TENANTS_PATH, TENANT_PATTERN, WRONG_OBJECT,
 } from "./config.mjs";
 
 const tenantRe = new RegExp(TENANT_PATTERN);
@@ -37,67 +38,7 @@ function decodedPath(url) {
   }
 }
 
-// authenticate reads a request's bearer token: the deployment's secret is
-// the admin; a scoped token (package token: "stile1." payload "." HMAC-
-// SHA256 signature, base64url) is verified here with WebCrypto and gives
-// its role and scope. It returns {role, scope} or {refusal} (a 401 body).
-export async function authenticate(header, env, now = Date.now()) {
-  const secret = env.STILE_TOKEN, next = env.STILE_TOKEN_NEXT;
-  if (tokenMatches(header, secret) || (next && tokenMatches(header, next))) return { role: "admin", scope: "*", admin: true, id: "secret" };
-  const tok = header.startsWith("Bearer ") ? header.slice(7) : "";
-  if (!tok.startsWith(TOKEN_PREFIX)) return { refusal: UNAUTHORIZED };
-  const refuse = (message) => ({ refusal: JSON.stringify({ code: "unauthorized", message }) });
-  const dot = tok.lastIndexOf(".");
-  if (dot <= TOKEN_PREFIX.length) return refuse(TOKEN_MALFORMED);
-  const body = tok.slice(0, dot);
-  let sig, claims;
-  try {
-    sig = fromB64url(tok.slice(dot + 1));
-  } catch {
-    return refuse(TOKEN_MALFORMED);
-  }
-  const signed = async (s) => {
-    const key = await crypto.subtle.importKey("raw", new TextEncoder().encode(s), { name: "HMAC", hash: "SHA-256" }, false, ["verify"]);
-    return crypto.subtle.verify("HMAC", key, sig, new TextEncoder().encode(body));
-  };
-  if (!(await signed(secret)) && !(next && (await signed(next)))) return refuse(TOKEN_FORGED);
-  try {
-    claims = JSON.parse(new TextDecoder().decode(fromB64url(body.slice(TOKEN_PREFIX.length))));
-  } catch {
-    return refuse(TOKEN_MALFORMED);
-  }
-  if (typeof claims?.exp !== "number" || !ROLES.includes(claims.role) || typeof claims.scope !== "string") return refuse(TOKEN_MALFORMED);
-  if (Math.floor(now / 1000) >= claims.exp) {
-    return refuse(`${TOKEN_EXPIRED} at ${new Date(claims.exp * 1000).toISOString().replace(/\.\d{3}Z$/, "Z")}`);
-  }
-  // STILE_REVOKED lists revoked token ids (stile token revoke).
-  const revoked = (env.STILE_REVOKED ?? "").split(/[\s,]+/).filter(Boolean);
-  if (revoked.includes(claims.id)) return refuse(TOKEN_REVOKED);
-  return { role: claims.role, scope: claims.scope, id: String(claims.id ?? "") };
-}
-
-function fromB64url(s) {
-  const bin = atob(s.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((s.length + 3) % 4));
-  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
-}
-
-// covers says whether a token's scope includes tenant.
-function covers(scope, tenant) {
-  if (scope === "*") return true;
-  if (scope.endsWith("*")) return tenant.startsWith(scope.slice(0, -1));
-  return scope === tenant;
-}
-
 const forbidden = (message) => json(403, { code: "forbidden", message });
-
-// Constant-time comparison of the bearer token.
-function tokenMatches(header, token) {
-  if (!token || !header.startsWith("Bearer ")) return false;
-  const a = new TextEncoder().encode(header.slice(7)), b = new TextEncoder().encode(token);
-  let diff = a.length ^ b.length;
-  for (let i = 0; i < b.length; i++) diff |= (a[i] ?? 0) ^ b[i];
-  return diff === 0;
-}
 
 export default {
   async fetch(request, env) {
