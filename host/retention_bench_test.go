@@ -16,13 +16,22 @@ import (
 // under a controlled clock, each iteration one simulated day of 480 jobs
 // (one every three minutes, some failing to dead), and reports what the
 // tenant stores at the end and at most: with retention the size levels off
-// after a week (dead jobs are kept seven days) instead of growing with
-// every day. Run it over months: go test ./host -bench RetentionMonths
-// -benchtime 90x.
+// after a week (dead jobs are kept seven days), while the tenant that keeps
+// everything grows with every day. Run it over months: go test ./host
+// -run XXX -bench RetentionMonths -benchtime 90x.
 func BenchmarkRetentionMonths(b *testing.B) {
+	b.Run("defaults", func(b *testing.B) { retentionMonths(b, false) })
+	b.Run("kept-forever", func(b *testing.B) { retentionMonths(b, true) })
+}
+
+func retentionMonths(b *testing.B, forever bool) {
 	ctx := context.Background()
 	hh := stiletest.New(b, stiletest.Config{App: testapp.App()})
 	ten := hh.Tenant("steady")
+	if forever {
+		_, err := ten.SetRetention(ctx, api.Retention{})
+		require.NoError(b, err)
+	}
 	var maxRows, maxBytes int64
 	b.ResetTimer()
 	for day := 0; day < b.N; day++ {

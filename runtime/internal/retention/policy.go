@@ -29,10 +29,22 @@ func Overridden(set api.RetentionFields) []string {
 	return out
 }
 
-// Recheck is the shortest time between two looks when the last one left
-// rows it had to keep (a unique window, an unfinished dependent): they
-// may be the oldest for a while, and must not make the alarm spin.
-const Recheck = 5 * 60 * 1000
+// Slack is the shortest time between two looks that deleted less than a
+// slice: a twenty-fourth of the shortest window, within a second and an
+// hour. Under a steady flow the oldest row comes due every few moments;
+// looking at each would be an alarm per row. And a row kept past its
+// window (a unique window, an unfinished dependent) stays the oldest for a
+// while: it must not make the alarm spin. So a row goes up to a slack
+// after its window: a completed job kept a day goes within 25 hours.
+func Slack(p api.Retention) int64 {
+	shortest := int64(0)
+	for _, w := range p.Values() {
+		if *w != 0 && (shortest == 0 || *w < shortest) {
+			shortest = *w
+		}
+	}
+	return min(max(shortest/24, 1000), 3600_000)
+}
 
 // Slice bounds the rows of each kind one look deletes, so that no request
 // waits long behind a purge (the object serializes them with the alarm).
@@ -69,8 +81,8 @@ func Cutoff(p api.Retention, k Kind, now int64) (int64, bool) {
 
 // Next is when to look again after a look at now: at once when a slice
 // was full, else when the oldest row of a kind comes due, but no sooner
-// than Recheck from now; 0 when nothing can come due until more is
-// written (AfterWrite).
+// than Slack from now; 0 when nothing can come due until more is written
+// (AfterWrite).
 func Next(p api.Retention, oldest Oldest, full bool, now int64) int64 {
 	if full {
 		return now
@@ -88,16 +100,17 @@ func Next(p api.Retention, oldest Oldest, full bool, now int64) int64 {
 	if at == 0 {
 		return 0
 	}
-	return max(at, now+Recheck)
+	return max(at, now+Slack(p))
 }
 
 // AfterWrite is when to look next after a write at now, given the look
 // planned (due, not 0): a row written now may go once the shortest window
-// has passed, which may be before due.
+// (and the slack) has passed, which may be before due.
 func AfterWrite(p api.Retention, due, now int64) int64 {
+	slack := Slack(p)
 	for _, w := range p.Values() {
-		if *w != 0 && now+*w < due {
-			due = now + *w
+		if *w != 0 && now+*w+slack < due {
+			due = now + *w + slack
 		}
 	}
 	return due

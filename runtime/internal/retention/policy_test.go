@@ -29,7 +29,9 @@ func TestNext(t *testing.T) {
 	o := Oldest{Completed: now - hour, Dead: now - 2*hour}
 	require.Equal(t, now-hour+24*hour, Next(p, o, false, now), "the earliest kind's oldest row")
 	o = Oldest{Completed: now - 48*hour}
-	require.Equal(t, now+Recheck, Next(p, o, false, now), "a row kept past its window does not make the alarm spin")
+	require.Equal(t, now+hour, Next(p, o, false, now), "a row kept past its window does not make the alarm spin")
+	o = Oldest{Completed: now - 24*hour + 60_000}
+	require.Equal(t, now+hour, Next(p, o, false, now), "rows coming due a minute apart go together, within the slack")
 	o = Oldest{Cancelled: now - 48*hour}
 	require.Zero(t, Next(p, o, false, now), "a kind kept forever is never due")
 }
@@ -37,9 +39,15 @@ func TestNext(t *testing.T) {
 func TestAfterWriteBringsTheLookForward(t *testing.T) {
 	p := api.Retention{CompletedMs: 24 * hour, DeadMs: 7 * 24 * hour}
 	now := int64(1000 * hour)
-	require.Equal(t, now+24*hour, AfterWrite(p, now+7*24*hour, now), "a job completed now goes in a day")
+	require.Equal(t, now+25*hour, AfterWrite(p, now+7*24*hour, now), "a job completed now goes in a day, and the slack")
 	require.Equal(t, now+hour, AfterWrite(p, now+hour, now), "an earlier look stays")
 	require.Equal(t, now+5, AfterWrite(api.Retention{}, now+5, now))
+}
+
+func TestSlack(t *testing.T) {
+	require.Equal(t, int64(hour), Slack(api.DefaultRetention), "a day's window: an hour")
+	require.Equal(t, int64(2500), Slack(api.Retention{AuditMs: 60_000}), "a minute's: 2.5 s")
+	require.Equal(t, int64(1000), Slack(api.Retention{}), "none: a second")
 }
 
 func TestCutoff(t *testing.T) {
