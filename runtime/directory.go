@@ -69,17 +69,10 @@ func (t *Tenant) noteVersions() error {
 		t.dirVersions = true
 		return nil
 	}
-	rows, err := t.db.Query(`SELECT value FROM stile_settings WHERE key = ?`, settingNoted)
-	if err != nil {
-		return printf.Errorf("read what the directory was told: %w", err)
-	}
-	if rows.Next() && rows.Text(0) == v {
-		return rows.Err()
-	}
-	if err := rows.Err(); err != nil {
+	noted, _, err := t.setting(settingNoted)
+	if err != nil || noted == v {
 		return err
 	}
 	t.dirVersions = true
-	return t.db.Exec(`INSERT INTO stile_settings (key, value, updated_at) VALUES (?, ?, ?)
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`, settingNoted, v, t.db.Now())
+	return t.setSetting(t.db.Now(), settingNoted, v)
 }

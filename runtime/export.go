@@ -414,15 +414,8 @@ func (t *Tenant) importPage(body []byte) (route, *api.Error) {
 			return result{}, api.Refuse(api.CodeImportConflict, "the export's tables are at versions %d (Stile's) and %d (the module's), and this tenant's at %d and %d: import with the module that exported", page.StileSchema, page.ModuleSchema, t.stileSchema.Version, t.appSchema.Version)
 		}
 		key := markKey(page.Mark)
-		rows, err := t.db.Query(`SELECT value FROM stile_settings WHERE key = ?`, settingImport)
+		under, _, err := t.setting(settingImport)
 		if err != nil {
-			return result{}, printf.Errorf("read the import under way: %w", err)
-		}
-		under := ""
-		if rows.Next() {
-			under = rows.Text(0)
-		}
-		if err := rows.Err(); err != nil {
 			return result{}, err
 		}
 		switch {
@@ -447,14 +440,13 @@ func (t *Tenant) importPage(body []byte) (route, *api.Error) {
 		}
 		done := page.Next == ""
 		if done {
-			err = t.db.Exec(`DELETE FROM stile_settings WHERE key = ?`, settingImport)
+			err = t.clearSetting(settingImport)
 			t.importDone = true
 		} else {
-			err = t.db.Exec(`INSERT INTO stile_settings (key, value, updated_at) VALUES (?, ?, ?)
-				ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`, settingImport, key, now)
+			err = t.setSetting(now, settingImport, key)
 		}
 		if err != nil {
-			return result{}, printf.Errorf("record the import: %w", err)
+			return result{}, err
 		}
 		return result{status: statusOK, body: api.ImportResult{Rows: written, Done: done}.AppendJSON}, nil
 	}, nil

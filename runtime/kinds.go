@@ -25,14 +25,8 @@ const unregisteredSlice = 500
 func (t *Tenant) failUnregistered(now int64) error {
 	kinds := t.app.Kinds()
 	joined := strings.Join(kinds, " ")
-	rows, err := t.db.Query(`SELECT value FROM stile_settings WHERE key = ?`, settingKinds)
-	if err != nil {
-		return printf.Errorf("read the kinds of the last module: %w", err)
-	}
-	if rows.Next() && rows.Text(0) == joined {
-		return rows.Err()
-	}
-	if err := rows.Err(); err != nil {
+	last, _, err := t.setting(settingKinds)
+	if err != nil || last == joined {
 		return err
 	}
 	msg := printf.Sprintf("this module no longer registers the job's kind (it registers %s): it cannot run; deploy a module that registers it, then retry the job", kindList(kinds))
@@ -66,8 +60,7 @@ func (t *Tenant) failUnregistered(now int64) error {
 	if running {
 		return nil // look again on the next start
 	}
-	return t.db.Exec(`INSERT INTO stile_settings (key, value, updated_at) VALUES (?, ?, ?)
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`, settingKinds, joined, now)
+	return t.setSetting(now, settingKinds, joined)
 }
 
 // registered refuses to retry a job whose kind this module does not

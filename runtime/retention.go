@@ -50,26 +50,21 @@ const (
 
 // loadRetention reads the tenant's override and the next look.
 func (t *Tenant) loadRetention(now int64) error {
-	rows, err := t.db.Query(`SELECT key, value FROM stile_settings WHERE key IN (?, ?)`, settingRetention, settingRetentionSet)
-	if err != nil {
-		return printf.Errorf("read the tenant's retention: %w", err)
-	}
 	var over api.Retention
 	var set api.RetentionFields
-	for rows.Next() {
-		switch rows.Text(0) {
-		case settingRetention:
-			if over, err = api.DecodeRetention([]byte(rows.Text(1))); err != nil {
-				return printf.Errorf("read the tenant's retention: %w", err)
-			}
-		case settingRetentionSet:
-			n, _ := strconv.ParseUint(rows.Text(1), 10, 64)
-			set = api.RetentionFields(n)
+	if v, ok, err := t.setting(settingRetention); err != nil {
+		return err
+	} else if ok {
+		if over, err = api.DecodeRetention([]byte(v)); err != nil {
+			return printf.Errorf("read the tenant's retention: %w", err)
 		}
 	}
-	if err := rows.Err(); err != nil {
+	v, _, err := t.setting(settingRetentionSet)
+	if err != nil {
 		return err
 	}
+	n, _ := strconv.ParseUint(v, 10, 64) // unset: none
+	set = api.RetentionFields(n)
 	t.retentionOver, t.retentionSet = over, set
 	t.retention = retention.Effective(t.app.retentionPolicy(), over, set)
 	oldest, err := retention.ReadOldest(t.db)
@@ -135,10 +130,11 @@ func (t *Tenant) putRetention(body []byte) (route, *api.Error) {
 		return nil, e
 	}
 	return func(now int64) (result, error) {
-		if err := t.db.Exec(`INSERT INTO stile_settings (key, value, updated_at) VALUES (?, ?, ?), (?, ?, ?)
-			ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`,
-			settingRetention, string(r.AppendJSON(nil)), now, settingRetentionSet, strconv.FormatUint(uint64(set), 10), now); err != nil {
-			return result{}, printf.Errorf("save the tenant's retention: %w", err)
+		if err := t.setSetting(now, settingRetention, string(r.AppendJSON(nil))); err != nil {
+			return result{}, err
+		}
+		if err := t.setSetting(now, settingRetentionSet, strconv.FormatUint(uint64(set), 10)); err != nil {
+			return result{}, err
 		}
 		// In memory only once committed: the tenant looks again now.
 		t.pendingRetention = &pendingRetention{over: r, set: set}
