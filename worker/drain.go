@@ -81,7 +81,7 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 		defer stop.Stop()
 	}
 	var res DrainResult
-	var running sync.WaitGroup
+	running := newRunGroup()
 	res.End = api.PushDrained
 	failures := 0
 	for {
@@ -117,7 +117,7 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 			received := w.cfg.Clock.Now()
 			w.releaseSlots(n - len(resp.Jobs))
 			if cerr == nil {
-				w.startJobs(hctx, ten, resp, received, &running)
+				w.startJobs(hctx, ten, resp, received, running)
 				got += len(resp.Jobs)
 				res.Jobs += len(resp.Jobs)
 			}
@@ -126,7 +126,7 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 		if len(names) > 0 && err == nil && cap(w.slots) > len(w.slots) && (b.Subrequests == 0 || b.Used()+4 < b.Subrequests) {
 			resp, cerr := ten.ClaimReactions(ctx, api.ReactionClaimRequest{Worker: w.cfg.ID, Handlers: names, Limit: api.MaxDeliveries})
 			if cerr == nil {
-				if !w.startRuns(ctx, hctx, ten, resp, w.cfg.Clock.Now(), &running) {
+				if !w.startRuns(ctx, hctx, ten, resp, w.cfg.Clock.Now(), running) {
 					res.End = api.PushBudgetSpent
 				}
 				got += len(resp.Deliveries)
@@ -145,12 +145,18 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 		}
 		failures = 0
 		if got == 0 {
-			if len(w.slots) == 0 {
+			if running.Running() == 0 {
 				break // drained
 			}
-			// What runs may make more ready (a retry, a dependent, a
-			// dispatched command's reactions): look again when one ends.
-			w.waitFreed(ctx)
+			// What this drain runs may make more ready (a retry, a
+			// dependent, a dispatched command's reactions): look again when
+			// a part of it ends. (Waiting for any slot to free instead made
+			// drains of several tenants wake each other in a loop: a claim
+			// that finds nothing gives its slots back.)
+			select {
+			case <-running.ended:
+			case <-ctx.Done():
+			}
 		}
 	}
 	running.Wait()
@@ -194,7 +200,7 @@ func (w *Worker) waitFreed(ctx context.Context) {
 // tenants that became ready and drains each, one drain per tenant at a
 // time (a tenant that becomes ready again while drained is drained once
 // more), until ctx ends.
-func (w *Worker) feed(ctx, hctx context.Context, cancelHandlers context.CancelCauseFunc, running *sync.WaitGroup) {
+func (w *Worker) feed(ctx, hctx context.Context, cancelHandlers context.CancelCauseFunc, running *runGroup) {
 	var mu sync.Mutex
 	draining := map[string]bool{} // tenant -> ready again while drained
 	start := func(tenant string) {
@@ -207,9 +213,9 @@ func (w *Worker) feed(ctx, hctx context.Context, cancelHandlers context.CancelCa
 			return
 		}
 		draining[tenant] = false
-		running.Add(1)
+		running.add()
 		go func() {
-			defer running.Done()
+			defer running.done()
 			for {
 				if _, err := w.drain(ctx, hctx, cancelHandlers, api.PushRequest{Tenant: tenant}, Budget{}); err != nil {
 					w.log.Warn("drain failed", "tenant", tenant, "err", err)

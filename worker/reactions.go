@@ -148,7 +148,7 @@ func (w *Worker) reactionNames() []string {
 
 // reactionLoop claims deliveries for one tenant and runs each handler's
 // run of deliveries in order, one slot per run.
-func (w *Worker) reactionLoop(ctx, hctx context.Context, tenant string, names []string, runs *sync.WaitGroup) {
+func (w *Worker) reactionLoop(ctx, hctx context.Context, tenant string, names []string, runs *runGroup) {
 	ten := w.cl.Tenant(tenant)
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
@@ -177,7 +177,7 @@ func (w *Worker) reactionLoop(ctx, hctx context.Context, tenant string, names []
 // startRuns runs the deliveries of a claim, each handler's run in order on
 // a slot of its own (waited for); false if ctx ended before every run had
 // a slot (those not started run out their leases for another claim).
-func (w *Worker) startRuns(ctx, hctx context.Context, ten *client.Tenant, resp api.ReactionClaimResponse, received time.Time, runs *sync.WaitGroup) bool {
+func (w *Worker) startRuns(ctx, hctx context.Context, ten *client.Tenant, resp api.ReactionClaimResponse, received time.Time, runs *runGroup) bool {
 	byHandler := map[string][]api.Delivery{}
 	var order []string
 	for _, d := range resp.Deliveries {
@@ -193,9 +193,9 @@ func (w *Worker) startRuns(ctx, hctx context.Context, ten *client.Tenant, resp a
 		case <-ctx.Done():
 			return false
 		}
-		runs.Add(1)
+		runs.add()
 		go func() {
-			defer runs.Done()
+			defer runs.done()
 			defer w.freeSlot()
 			for _, d := range ds {
 				local := received.Add(d.LeaseUntil.Sub(resp.Now))

@@ -148,6 +148,10 @@ type Config struct {
 	// Tracer, if set, is told of each job a handler runs
 	// (worker/otelworker implements it with OpenTelemetry).
 	Tracer Tracer
+	// SingleReports sends each job's report in a request of its own. By
+	// default a tenant's reports are batched adaptively (reporter.go): at
+	// once when none is in flight, else together with the others that wait.
+	SingleReports bool
 	// Clock keeps the worker's leases, heartbeats and time limits. Default:
 	// the wall clock; a test gives the clock it moves by hand
 	// (stiletest.Harness.WorkerClock), so that advancing it drives the
@@ -216,6 +220,7 @@ type Worker struct {
 	slots     chan struct{}
 	freed     chan struct{} // a slot was given back (capacity 1)
 	requests  atomic.Int64  // HTTP requests the worker sent
+	reporters map[string]*reporter
 }
 
 // New returns a worker. It does nothing until Run.
@@ -251,7 +256,12 @@ func New(cfg Config) (*Worker, error) {
 		cfg.ShutdownGrace = 30 * time.Second
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
+		// Connections are kept for every handler's heartbeats and
+		// reports: http.DefaultTransport keeps 2 per host, and opened a
+		// connection for most requests of a busy worker.
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = cfg.Concurrency + 4
+		cfg.HTTPClient = &http.Client{Transport: tr}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -260,7 +270,7 @@ func New(cfg Config) (*Worker, error) {
 		cfg.Clock = wallClock{}
 	}
 	w := &Worker{cfg: cfg, log: cfg.Logger.With("worker", cfg.ID), handlers: map[string]Handler{}, reactions: map[string]ReactionHandler{},
-		slots: make(chan struct{}, cfg.Concurrency), freed: make(chan struct{}, 1)}
+		slots: make(chan struct{}, cfg.Concurrency), freed: make(chan struct{}, 1), reporters: map[string]*reporter{}}
 	hc := *cfg.HTTPClient
 	hc.Transport = &counting{next: hc.Transport, n: &w.requests}
 	w.cl = client.New(cfg.URL, cfg.Token, &hc)
@@ -269,6 +279,9 @@ func New(cfg Config) (*Worker, error) {
 
 // ID is the worker's id.
 func (w *Worker) ID() string { return w.cfg.ID }
+
+// Requests is how many HTTP requests the worker has sent.
+func (w *Worker) Requests() int64 { return w.requests.Load() }
 
 // Handle registers the handler of a job kind. The worker claims only kinds
 // it has handlers for.
@@ -297,13 +310,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Handlers get a context that outlives ctx by the grace period.
 	hctx, cancelHandlers := context.WithCancelCause(context.Background())
 	defer cancelHandlers(nil)
-	var jobs sync.WaitGroup
+	jobs := newRunGroup()
 	var loops sync.WaitGroup
 	if len(w.cfg.Tenants) == 0 {
 		loops.Add(1)
 		go func() {
 			defer loops.Done()
-			w.feed(ctx, hctx, cancelHandlers, &jobs)
+			w.feed(ctx, hctx, cancelHandlers, jobs)
 		}()
 	}
 	for _, tenant := range w.cfg.Tenants {
@@ -311,14 +324,14 @@ func (w *Worker) Run(ctx context.Context) error {
 			loops.Add(1)
 			go func() {
 				defer loops.Done()
-				w.claimLoop(ctx, hctx, tenant, kinds, &jobs)
+				w.claimLoop(ctx, hctx, tenant, kinds, jobs)
 			}()
 		}
 		if len(names) > 0 {
 			loops.Add(1)
 			go func() {
 				defer loops.Done()
-				w.reactionLoop(ctx, hctx, tenant, names, &jobs)
+				w.reactionLoop(ctx, hctx, tenant, names, jobs)
 			}()
 		}
 	}
@@ -335,7 +348,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-func (w *Worker) claimLoop(ctx, hctx context.Context, tenant string, kinds []string, jobs *sync.WaitGroup) {
+func (w *Worker) claimLoop(ctx, hctx context.Context, tenant string, kinds []string, jobs *runGroup) {
 	ten := w.cl.Tenant(tenant)
 	backoff := time.Duration(0)
 	for ctx.Err() == nil {
@@ -394,11 +407,11 @@ func (w *Worker) freeSlot() {
 }
 
 // startJobs runs each claimed job on one of the slots taken for the claim.
-func (w *Worker) startJobs(hctx context.Context, ten *client.Tenant, resp api.ClaimResponse, received time.Time, jobs *sync.WaitGroup) {
+func (w *Worker) startJobs(hctx context.Context, ten *client.Tenant, resp api.ClaimResponse, received time.Time, jobs *runGroup) {
 	for _, c := range resp.Jobs {
-		jobs.Add(1)
+		jobs.add()
 		go func() {
-			defer jobs.Done()
+			defer jobs.done()
 			defer w.freeSlot()
 			w.run(hctx, ten, c, received.Add(c.LeaseUntil.Sub(resp.Now)))
 		}()
@@ -585,6 +598,9 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 // twice).
 // It returns the error of a report that was refused or never arrived.
 func (w *Worker) report(ctx context.Context, ten *client.Tenant, id string, r api.ReportRequest, lease *leaseClock, log *slog.Logger) error {
+	if !w.cfg.SingleReports {
+		return w.reporter(ten).send(ctx, id, r, lease, log)
+	}
 	delay := 100 * time.Millisecond
 	for {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

@@ -41,7 +41,10 @@ func runBench(args []string) error {
 	events := fs.Int("events", 20000, "events per measurement of the event log and reactions")
 	rebuildEvents := fs.Int("rebuild-events", 1_000_000, "events in the log of the projection rebuild measurement")
 	applyEvents := fs.Int("apply-events", 100_000, "events per measurement of projection batches")
-	only := fs.String("only", "", "comma-separated parts to run: jobs, depth, events, projections, latency, workerd, edge (default: all)")
+	only := fs.String("only", "", "comma-separated parts to run: jobs, drain, depth, events, projections, latency, workerd, edge (default: all)")
+	drainJobs := fs.Int("drain-jobs", 20000, "no-op jobs in the worker's backlog in the drain measurement")
+	drainConc := fs.Int("drain-concurrency", 100, "handlers of the worker in the drain measurement")
+	drainRuns := fs.Int("drain-runs", 3, "runs of each drain measurement (the median is printed)")
 	edgeBacklog := fs.Int("edge-backlog", 2000, "jobs in the edge executor's backlog measurement")
 	edgeJobs := fs.Int("edge-latency-jobs", 100, "jobs in the edge executor's light-load measurement")
 	edgeRate := fs.Int("edge-latency-rate", 20, "jobs/s enqueued in the edge executor's light-load measurement")
@@ -169,6 +172,19 @@ func runBench(args []string) error {
 			return err
 		}
 		print(fmt.Sprintf("batched, %d jobs per request, %d jobs", *batch, bjobs), bjobs, rs)
+	}
+
+	if part("drain") {
+		if err := benchDrain(ctx, *drainJobs, *drainConc, *drainRuns, []drainConfig{
+			{"stile dev (wazero), batched reports", wazeroHost(true), 1, false},
+			{"stile dev, one report per request", wazeroHost(true), 1, true},
+			{"stile dev, no runaway guard", wazeroHost(false), 1, false},
+			{"native host, batched reports", nativeHost, 1, false},
+			{"native host, one report per request", nativeHost, 1, true},
+			{"stile dev, 4 tenants at once", wazeroHost(true), 4, false},
+		}); err != nil {
+			return err
+		}
 	}
 
 	if part("depth") {

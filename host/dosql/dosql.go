@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/ncruces/go-sqlite3"
 	"github.com/ncruces/go-sqlite3/ext/fts5"
@@ -200,11 +201,19 @@ func (db *DB) hostExec(sql string) error {
 	return stmt.Exec()
 }
 
+// statements counts the calls of Query, in every DB of the process.
+var statements atomic.Int64
+
+// Statements is how many SQL calls the process's tenant databases have
+// answered (the benchmarks' statements per job).
+func Statements() int64 { return statements.Load() }
+
 // Query runs tenant SQL with an encoded parameter list and returns an
 // encoded row set. Like Durable Object storage it accepts several
 // statements in one call (only the last may have parameters) and returns
 // the rows of the last. Errors are *do.SQLError in Durable Object form.
 func (db *DB) Query(sql string, params []byte) ([]byte, error) {
+	statements.Add(1)
 	args, err := do.DecodeParams(params)
 	if err != nil {
 		return nil, &do.SQLError{Msg: err.Error()}
