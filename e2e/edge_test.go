@@ -30,8 +30,21 @@ var quietLog = slog.New(slog.DiscardHandler)
 var callerWorker []byte
 
 // edgeSubrequests is the edge executor's subrequest budget in these tests:
-// low, so a backlog of 40 jobs takes several invocations.
+// low, so a backlog of a few hundred jobs takes several invocations.
 const edgeSubrequests = 24
+
+// maxJobsPerInvocation bounds how many jobs one invocation with a budget
+// of s subrequests can start, however well its reports batch: a claim is
+// sized to (s-used-3)/2 (two requests kept for each job it starts) and
+// costs one request itself, so the claims take at most the sum of
+// (s-3-u)/2 over u = 0, 1, 2, ...
+func maxJobsPerInvocation(s int) int {
+	n := 0
+	for u := 0; (s-3-u)/2 > 0; u++ {
+		n += (s - 3 - u) / 2
+	}
+	return n
+}
 
 // theEdge is the test module's bundle with its handlers (./testhandlers)
 // as the edge executor, under syumai/workers in workerd, and a second
@@ -285,8 +298,12 @@ func edgeRefused(t *testing.T, e *edge) {
 func edgeBacklog(t *testing.T, e *edge) {
 	before := e.faults(t, map[string]int{"maxCalls": 0})
 	ten := e.cl.Tenant("edge-backlog")
+	// Reports go in batches, so a backlog beyond one budget is one that
+	// no invocation could start on its own, however few requests it used.
+	per := maxJobsPerInvocation(edgeSubrequests)
+	backlog := 2*per + 20
 	var reqs []api.EnqueueRequest
-	for range 40 {
+	for range backlog {
 		reqs = append(reqs, api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{}`)})
 	}
 	js, err := ten.EnqueueBatch(context.Background(), reqs)
@@ -298,7 +315,8 @@ func edgeBacklog(t *testing.T, e *edge) {
 	}
 	after := e.faults(t, nil)
 	require.LessOrEqual(t, after.MaxCalls, edgeSubrequests, "no invocation made more calls than its subrequest budget")
-	require.GreaterOrEqual(t, after.Invocations-before.Invocations, 40*2/edgeSubrequests, "the backlog took several invocations")
+	require.GreaterOrEqual(t, after.Invocations-before.Invocations, (backlog+per-1)/per,
+		"%d jobs with at most %d per invocation took several invocations", backlog, per)
 	noPushes(t, ten)
 }
 

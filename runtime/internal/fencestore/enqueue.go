@@ -143,8 +143,8 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 	}
 	rows, err := s.db.Query(`INSERT INTO stile_jobs (kind, queue, priority, args, state, max_attempts,
 		lease_ms, timeout_ms, backoff_ms, backoff_max_ms, run_at, created_at, finished_at, last_error,
-		tags, unique_key, unique_window_ms, concurrency_key, pending_parents, run_regardless, traceparent)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		tags, unique_key, unique_window_ms, concurrency_key, pending_parents, run_regardless, traceparent, dependents)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0) RETURNING id`,
 		n.Kind, n.Queue, n.Priority, string(n.Args), string(state), n.MaxAttempts,
 		n.LeaseMs, n.TimeoutMs, n.BackoffMs, n.BackoffMaxMs, n.RunAt, now, finished, lastErr,
 		string(tags), unique, n.UniqueWindowMs, key, pending, n.RunRegardless, nullIfEmpty(n.Traceparent))
@@ -163,6 +163,12 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 		if err := s.db.Exec(`INSERT INTO stile_job_deps (child_id, parent_id, resolved, resolved_at) VALUES (?, ?, ?, ?)`,
 			id, e.parent, resolved, at); err != nil {
 			return Enqueued{}, printf.Errorf("enqueue job %d: record its dependency on job %d: %w", id, e.parent, err)
+		}
+		if e.resolved == "" {
+			// The parent's end must now settle this job.
+			if err := s.db.Exec(`UPDATE stile_jobs SET dependents = 1 WHERE id = ? AND dependents = 0`, e.parent); err != nil {
+				return Enqueued{}, printf.Errorf("enqueue job %d: mark job %d as waited for: %w", id, e.parent, err)
+			}
 		}
 	}
 	switch state {

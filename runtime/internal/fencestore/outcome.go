@@ -161,7 +161,7 @@ func (s *Store) finish(now int64, j Job, next fence.Next, e ending) (Job, error)
 			return j, err
 		}
 	}
-	if next.State.Terminal() {
+	if next.State.Terminal() && j.Dependents {
 		if err := s.settleChildren(now, j.ID, next.State); err != nil {
 			return j, err
 		}
@@ -340,8 +340,10 @@ func (s *Store) Cancel(now, id int64, reason string) (Job, error) {
 		if j.State == fence.StateScheduled || j.State == fence.StateRetryable {
 			s.due.Removed(j.RunAt)
 		}
-		if err := s.settleChildren(now, id, fence.StateCancelled); err != nil {
-			return j, err
+		if j.Dependents {
+			if err := s.settleChildren(now, id, fence.StateCancelled); err != nil {
+				return j, err
+			}
 		}
 	}
 	return s.Get(id) // the whole job, as it is now
@@ -423,6 +425,9 @@ func (s *Store) Fail(now int64, j Job, msg string) error {
 	}
 	if j.State == fence.StateScheduled || j.State == fence.StateRetryable {
 		s.due.Removed(j.RunAt)
+	}
+	if !j.Dependents {
+		return nil
 	}
 	return s.settleChildren(now, j.ID, fence.StateDead)
 }

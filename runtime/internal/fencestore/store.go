@@ -124,6 +124,8 @@ type Job struct {
 	Heartbeats, LastHeartbeatAt int64
 	// Traceparent is the enqueuing request's traceparent.
 	Traceparent string
+	// Dependents says jobs may wait for this one: its end settles them.
+	Dependents bool
 }
 
 // Backoff is the job's retry schedule.
@@ -135,7 +137,7 @@ func (j *Job) Backoff() fence.Backoff {
 // no output (either may be a megabyte).
 const fenceColumns = `id, state, attempt, failures, max_attempts, lease_ms, backoff_ms, backoff_max_ms,
 	run_at, worker, lease_token, claimed_at, lease_until, last_error, timeout_ms, cancel_requested,
-	concurrency_key, tags, heartbeats, last_heartbeat_at`
+	concurrency_key, tags, heartbeats, last_heartbeat_at, dependents`
 
 // jobColumns are fenceColumns and the rest of the row.
 const jobColumns = fenceColumns + `, kind, queue, priority, args, created_at, output, finished_at,
@@ -163,22 +165,23 @@ func (s *Store) scanFence(r *do.Rows, j *Job) {
 	j.Tags = r.Bytes(17)
 	j.Heartbeats = r.Int(18)
 	j.LastHeartbeatAt = r.Int(19)
+	j.Dependents = r.Int(20) != 0
 }
 
 func (s *Store) scanJob(r *do.Rows) Job {
 	var j Job
 	s.scanFence(r, &j)
-	j.Kind = s.intern(r.TextBytes(20))
-	j.Queue = s.intern(r.TextBytes(21))
-	j.Priority = int(r.Int(22))
-	j.Args = r.Bytes(23)
-	j.CreatedAt = r.Int(24)
-	j.Output = r.Bytes(25)
-	j.FinishedAt = r.Int(26)
-	j.UniqueKey = r.Text(27)
-	j.PendingParents = r.Int(28)
-	j.RunRegardless = r.Int(29) == 1
-	j.Traceparent = r.Text(30)
+	j.Kind = s.intern(r.TextBytes(21))
+	j.Queue = s.intern(r.TextBytes(22))
+	j.Priority = int(r.Int(23))
+	j.Args = r.Bytes(24)
+	j.CreatedAt = r.Int(25)
+	j.Output = r.Bytes(26)
+	j.FinishedAt = r.Int(27)
+	j.UniqueKey = r.Text(28)
+	j.PendingParents = r.Int(29)
+	j.RunRegardless = r.Int(30) == 1
+	j.Traceparent = r.Text(31)
 	return j
 }
 

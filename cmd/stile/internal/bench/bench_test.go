@@ -47,3 +47,5 @@ func BenchmarkCycleWazero(b *testing.B)        { cycle(b, wazeroManager(b, true)
 func BenchmarkCycleWazeroNoGuard(b *testing.B) { cycle(b, wazeroManager(b, false), 1) }
 func BenchmarkBatchNative(b *testing.B)        { cycle(b, nativeManager(b), 100) }
 func BenchmarkBatchWazero(b *testing.B)        { cycle(b, wazeroManager(b, true), 100) }
+
+func BenchmarkBatchWazeroNoGuard(b *testing.B) { cycle(b, wazeroManager(b, false), 100) }
