@@ -57,10 +57,21 @@ func (w *Worker) reporter(ten *client.Tenant) *reporter {
 func (rp *reporter) send(ctx context.Context, id string, r api.ReportRequest, lease *leaseClock, log *slog.Logger) error {
 	p := &pendingReport{ctx: ctx, id: id, r: r, lease: lease, log: log, done: make(chan error, 1)}
 	rp.mu.Lock()
-	rp.queue = append(rp.queue, p)
-	if !rp.inflight {
-		rp.inflight = true
+	if rp.inflight {
+		rp.queue = append(rp.queue, p)
+		rp.mu.Unlock()
+		return <-p.done
+	}
+	// None in flight: this report goes now, alone, from this goroutine
+	// (no hand-off at light load); what queued meanwhile goes next.
+	rp.inflight = true
+	rp.mu.Unlock()
+	rp.deliver([]*pendingReport{p})
+	rp.mu.Lock()
+	if len(rp.queue) > 0 {
 		go rp.flush()
+	} else {
+		rp.inflight = false
 	}
 	rp.mu.Unlock()
 	return <-p.done

@@ -86,7 +86,7 @@ func runBench(args []string) error {
 	}
 	wazeroHost := func(guard bool) func() (*host.Manager, error) {
 		return func() (*host.Manager, error) {
-			f, err := wazerohost.New(ctx, wazerohost.Config{Wasm: wasm, CacheDir: cacheDir(dir), Logger: quiet, NoCloseOnContextDone: !guard})
+			f, err := wazerohost.New(ctx, wazerohost.Config{Wasm: wasm, CacheDir: cacheDir(dir), Logger: quiet, NoRunawayGuard: !guard})
 			if err != nil {
 				return nil, err
 			}
@@ -183,6 +183,9 @@ func runBench(args []string) error {
 			{"native host, one report per request", nativeHost, 1, true},
 			{"stile dev, 4 tenants at once", wazeroHost(true), 4, false},
 		}); err != nil {
+			return err
+		}
+		if err := drainLatency(ctx, wazeroHost(true), *latJobs, *latRate, *drainConc); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"text/tabwriter"
+	"time"
 
 	"github.com/stile-run/stile/cmd/stile/internal/bench"
 	"github.com/stile-run/stile/host"
@@ -70,4 +71,54 @@ func drainOnce(ctx context.Context, c drainConfig, jobs, concurrency int) (bench
 	}
 	return bench.Drain(ctx, bench.DrainConfig{URL: h.C.BaseURL(), Token: "bench-token", Tenants: tenants,
 		Jobs: jobs / c.tenants, Concurrency: concurrency, SingleReports: c.single})
+}
+
+// drainLatency is the light-load figure beside the drain: enqueue →
+// completed through the worker library at rate jobs/s, batched and one
+// report per request, in alternating rounds on fresh hosts (so a noisy
+// minute does not fall on one of them), pooled per mode.
+func drainLatency(ctx context.Context, open func() (*host.Manager, error), jobs, rate, concurrency int) error {
+	const rounds = 3
+	fmt.Printf("latency enqueue → completed, stile dev, the worker library long-polling, %d jobs at %d/s, %d handlers, %d alternating rounds\n",
+		jobs, rate, concurrency, rounds)
+	tw := tabwriter.NewWriter(os.Stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "  reports\tp50\tp90\tp99\tmax\t")
+	var lat [2][]time.Duration
+	for range rounds {
+		for mode, single := range []bool{false, true} {
+			l, err := latencyOnce(ctx, open, max(1, jobs/rounds), rate, concurrency, single)
+			if err != nil {
+				return err
+			}
+			lat[mode] = append(lat[mode], l...)
+		}
+	}
+	for mode, name := range []string{"batched", "one per request"} {
+		l := lat[mode]
+		slices.Sort(l)
+		r := func(d time.Duration) time.Duration { return d.Round(10 * time.Microsecond) }
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t\n", name, r(bench.Percentile(l, 50)), r(bench.Percentile(l, 90)),
+			r(bench.Percentile(l, 99)), r(l[len(l)-1]))
+	}
+	tw.Flush()
+	fmt.Println()
+	return nil
+}
+
+func latencyOnce(ctx context.Context, open func() (*host.Manager, error), jobs, rate, concurrency int, single bool) ([]time.Duration, error) {
+	m, err := open()
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	h, stop, err := bench.Serve(m, "bench-token")
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	c := bench.DrainConfig{URL: h.C.BaseURL(), Token: "bench-token", Tenants: []string{"latency"}, Concurrency: concurrency, SingleReports: single}
+	if _, err := bench.WorkerLatency(ctx, c, 20, time.Millisecond); err != nil { // warm up
+		return nil, err
+	}
+	return bench.WorkerLatency(ctx, c, jobs, time.Second/time.Duration(rate))
 }

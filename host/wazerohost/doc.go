@@ -7,7 +7,8 @@
 // The module is compiled once per process (with an on-disk compilation
 // cache, so a restart takes milliseconds). A trap rolls back the open
 // transaction and the instance is discarded; the next request gets a new
-// one. A call that outlives its context is stopped (see docs/DESIGN.md,
-// "Why close modules when a call's context ends?"). `stile dev`, `stile
+// one. A call that outlives its context is stopped: the module is rewritten
+// so its loops check in with the host (internal/loopguard; see
+// docs/DESIGN.md, "How a runaway call is stopped"). `stile dev`, `stile
 // bench`, stiletest and the suites import it.
 package wazerohost

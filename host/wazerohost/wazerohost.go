@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/tetratelabs/wazero"
@@ -20,6 +21,7 @@ import (
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/host"
 	"github.com/stile-run/stile/host/dosql"
+	"github.com/stile-run/stile/host/wazerohost/internal/loopguard"
 )
 
 // Config configures the wazero factory.
@@ -34,9 +36,11 @@ type Config struct {
 	// the host function panic, which traps the module mid-call exactly as
 	// a guest panic would. Tests use it; nothing of it is in the module.
 	Fault func(tenant, sql string) bool
-	// NoCloseOnContextDone turns off the runaway-call guard (it costs CPU
-	// on every loop iteration; see docs/DESIGN.md). Benchmarks compare.
-	NoCloseOnContextDone bool
+	// NoRunawayGuard turns off the runaway-call guard, which stops a call
+	// past its context's end (see docs/DESIGN.md, "How a runaway call is
+	// stopped"). Without it a spinning guest freezes the process; only
+	// benchmarks turn it off, to show what it costs.
+	NoRunawayGuard bool
 }
 
 // MemoryLimitPages caps each instance at 128 MiB, a Durable Object's limit.
@@ -46,6 +50,7 @@ const MemoryLimitPages = 128 << 20 >> 16
 type Factory struct {
 	cfg      Config
 	log      *slog.Logger
+	guard    string // how runaway calls are stopped: guardLoops, guardContext or ""
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
 	seq      atomic.Int64
@@ -65,8 +70,19 @@ func New(ctx context.Context, cfg Config) (*Factory, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	wasm, guard := cfg.Wasm, ""
+	if !cfg.NoRunawayGuard {
+		var err error
+		if wasm, err = loopguard.Instrument(cfg.Wasm, do.ImportModule, do.ImportNow); err == nil {
+			guard = guardLoops
+		} else {
+			// wazero's own guard: correct, and several times slower.
+			cfg.Logger.Warn("the runaway guard falls back to wazero's close-on-context-done", "err", err)
+			wasm, guard = cfg.Wasm, guardContext
+		}
+	}
 	rc := wazero.NewRuntimeConfig().
-		WithCloseOnContextDone(!cfg.NoCloseOnContextDone).
+		WithCloseOnContextDone(guard == guardContext).
 		WithMemoryLimitPages(MemoryLimitPages)
 	if cfg.CacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(cfg.CacheDir)
@@ -76,7 +92,7 @@ func New(ctx context.Context, cfg Config) (*Factory, error) {
 		rc = rc.WithCompilationCache(cache)
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
-	f := &Factory{cfg: cfg, log: cfg.Logger, rt: rt, version: host.ModuleVersion(cfg.Wasm)}
+	f := &Factory{cfg: cfg, log: cfg.Logger, rt: rt, guard: guard, version: host.ModuleVersion(cfg.Wasm)}
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("wazerohost: instantiate WASI: %w", err)
@@ -85,7 +101,7 @@ func New(ctx context.Context, cfg Config) (*Factory, error) {
 		rt.Close(ctx)
 		return nil, err
 	}
-	compiled, err := rt.CompileModule(ctx, cfg.Wasm)
+	compiled, err := rt.CompileModule(ctx, wasm)
 	if err != nil {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("wazerohost: compile tenant module: %w", err)
@@ -103,6 +119,21 @@ func New(ctx context.Context, cfg Config) (*Factory, error) {
 	f.compiled = compiled
 	return f, nil
 }
+
+// The ways a runaway call is stopped.
+const (
+	// guardLoops: the module is rewritten (internal/loopguard) to call
+	// ImportNow every loopguard.Interval loop headers, and hostNow panics
+	// once the call's context has ended.
+	guardLoops = "loops"
+	// guardContext: wazero checks the context at every loop header, in Go.
+	guardContext = "context"
+)
+
+// RunawayGuard says how this factory stops a call past its context's end:
+// "loops", "context" (wazero's fallback, for a module the rewriter cannot
+// read) or "" (turned off).
+func (f *Factory) RunawayGuard() string { return f.guard }
 
 // Imports lists the host functions of package do's ABI, by name.
 var Imports = []string{do.ImportSQL, do.ImportTake, do.ImportTx, do.ImportNow, do.ImportLog}
@@ -195,11 +226,30 @@ type engine struct {
 	stderr   *lineLog
 	pending  []byte // an ImportSQL/ImportTx payload too large for the guest's buffer
 	stack    [2]uint64
+	// deadline is the running call's context deadline in Unix nanoseconds
+	// (0: none); hostNow stops the call once it has passed.
+	deadline int64
+}
+
+// errRunaway is the panic value that stops a call past its deadline.
+var errRunaway = errors.New("the call ran past its deadline (a Durable Object's CPU limit) and was stopped")
+
+// stopIfOver panics with errRunaway when the running call's context has
+// ended. It runs in hostNow: every loopguard.Interval loop headers and at
+// each clock read.
+func (e *engine) stopIfOver(ctx context.Context) {
+	if e.deadline != 0 && time.Now().UnixNano() > e.deadline || ctx.Err() != nil {
+		panic(errRunaway)
+	}
 }
 
 // Handle implements host.Engine.
 func (e *engine) Handle(ctx context.Context, frame []byte) (out []byte, err error) {
 	ctx = context.WithValue(ctx, ctxKey{}, e)
+	e.deadline = 0
+	if dl, ok := ctx.Deadline(); ok {
+		e.deadline = dl.UnixNano()
+	}
 	defer func() {
 		if err != nil {
 			rbErr := e.db.RollbackAll()
@@ -338,7 +388,11 @@ func hostTx(ctx context.Context, mod api.Module, stack []uint64) {
 }
 
 func hostNow(ctx context.Context, _ api.Module, stack []uint64) {
-	stack[0] = api.EncodeI64(engineOf(ctx).clock.Now())
+	e := engineOf(ctx)
+	if e.f.guard == guardLoops {
+		e.stopIfOver(ctx)
+	}
+	stack[0] = api.EncodeI64(e.clock.Now())
 }
 
 func hostLog(ctx context.Context, mod api.Module, stack []uint64) {

@@ -26,7 +26,7 @@ func nativeManager(b *testing.B) *host.Manager {
 // runaway-call guard.
 func wazeroManager(b *testing.B, guard bool) *host.Manager {
 	f, err := wazerohost.New(context.Background(), wazerohost.Config{Wasm: stiletest.BuildWasm(b, wasmbuild.DefaultPackage),
-		Logger: slog.New(slog.DiscardHandler), CacheDir: filepath.Join(os.TempDir(), "stile-bench-cache"), NoCloseOnContextDone: !guard})
+		Logger: slog.New(slog.DiscardHandler), CacheDir: filepath.Join(os.TempDir(), "stile-bench-cache"), NoRunawayGuard: !guard})
 	require.NoError(b, err)
 	return stiletest.New(b, stiletest.Config{Factory: f}).Manager()
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -80,4 +81,59 @@ func Drain(ctx context.Context, c DrainConfig) (DrainResult, error) {
 		return r, fmt.Errorf("the drain ran %d jobs of %d", r.Jobs, want)
 	}
 	return r, nil
+}
+
+// WorkerLatency runs the worker library (Run, long-polling one tenant)
+// while n no-op jobs are enqueued one at a time, one every `every`, and
+// returns each job's time from its enqueue to its completion as the
+// enqueuer sees it (client.Wait returning), sorted.
+func WorkerLatency(ctx context.Context, c DrainConfig, n int, every time.Duration) ([]time.Duration, error) {
+	if len(c.Tenants) != 1 {
+		return nil, fmt.Errorf("the latency measurement needs one tenant, not %d", len(c.Tenants))
+	}
+	w, err := worker.New(worker.Config{URL: c.URL, Token: c.Token, Concurrency: c.Concurrency, ID: "bench-latency",
+		Tenants: c.Tenants, SingleReports: c.SingleReports})
+	if err != nil {
+		return nil, err
+	}
+	w.Handle("echo", func(context.Context, *worker.Job) (any, error) { return nil, nil })
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ran := make(chan error, 1)
+	go func() { ran <- w.Run(wctx) }()
+
+	ten := client.New(c.URL, c.Token, nil).Tenant(c.Tenants[0])
+	lat := make([]time.Duration, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		t0 := time.Now()
+		j, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "echo"})
+		if err != nil {
+			return nil, fmt.Errorf("enqueue job %d: %w", i, err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			done, err := ten.Wait(ctx, j.ID)
+			lat[i] = time.Since(t0)
+			if err == nil && done.State != "completed" {
+				err = fmt.Errorf("job %s ended %s", j.ID, done.State)
+			}
+			errs[i] = err
+		}()
+		time.Sleep(every)
+	}
+	wg.Wait()
+	stop()
+	if err := <-ran; err != nil {
+		return nil, fmt.Errorf("the worker stopped: %w", err)
+	}
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.Sort(lat)
+	return lat, nil
 }
