@@ -205,6 +205,12 @@ func (m *Manager) Do(ctx context.Context, name string, req do.Request) (do.Respo
 		case <-m.stop:
 			return resp, nil
 		}
+		if ctx.Err() != nil {
+			// The caller left as the wake came (select picks either): a
+			// claim made now would hold jobs no one receives until their
+			// leases end.
+			return resp, nil
+		}
 	}
 }
 

@@ -107,6 +107,19 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 			w.waitFreed(ctx)
 			continue
 		}
+		if free < minClaim(cap(w.slots)) && running.Running() > 0 {
+			// A few slots free while this drain's own jobs still run: claim
+			// once more are free, not a job or two per request (several
+			// drains sharing the slots would otherwise split them into
+			// claims of one). Its own last job ending wakes it too, should
+			// another drain take the freed slots' signal.
+			select {
+			case <-w.freed:
+			case <-running.ended:
+			case <-ctx.Done():
+			}
+			continue
+		}
 		got := 0
 		var err error
 		if n := 0; len(kinds) > 0 {
@@ -187,6 +200,10 @@ func (w *Worker) takeFree(n int) int {
 	}
 	return taken
 }
+
+// minClaim is the fewest free slots a drain claims for while its own
+// jobs still run: an eighth of the worker's concurrency.
+func minClaim(concurrency int) int { return max(1, concurrency/8) }
 
 // waitFreed waits until a slot is given back, or ctx ends.
 func (w *Worker) waitFreed(ctx context.Context) {

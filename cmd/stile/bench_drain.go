@@ -117,8 +117,5 @@ func latencyOnce(ctx context.Context, open func() (*host.Manager, error), jobs, 
 	}
 	defer stop()
 	c := bench.DrainConfig{URL: h.C.BaseURL(), Token: "bench-token", Tenants: []string{"latency"}, Concurrency: concurrency, SingleReports: single}
-	if _, err := bench.WorkerLatency(ctx, c, 20, time.Millisecond); err != nil { // warm up
-		return nil, err
-	}
-	return bench.WorkerLatency(ctx, c, jobs, time.Second/time.Duration(rate))
+	return bench.WorkerLatency(ctx, c, 20, jobs, time.Second/time.Duration(rate))
 }

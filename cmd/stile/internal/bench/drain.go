@@ -84,10 +84,12 @@ func Drain(ctx context.Context, c DrainConfig) (DrainResult, error) {
 }
 
 // WorkerLatency runs the worker library (Run, long-polling one tenant)
-// while n no-op jobs are enqueued one at a time, one every `every`, and
-// returns each job's time from its enqueue to its completion as the
-// enqueuer sees it (client.Wait returning), sorted.
-func WorkerLatency(ctx context.Context, c DrainConfig, n int, every time.Duration) ([]time.Duration, error) {
+// while warm+n no-op jobs are enqueued one at a time, one every `every`,
+// and returns the time of each of the last n from its enqueue to its
+// completion as the enqueuer sees it (client.Wait returning), sorted. The
+// warm-up runs on the same worker: a worker stopped while its claim is
+// held can leave the next job claimed by no one until its lease ends.
+func WorkerLatency(ctx context.Context, c DrainConfig, warm, n int, every time.Duration) ([]time.Duration, error) {
 	if len(c.Tenants) != 1 {
 		return nil, fmt.Errorf("the latency measurement needs one tenant, not %d", len(c.Tenants))
 	}
@@ -103,10 +105,10 @@ func WorkerLatency(ctx context.Context, c DrainConfig, n int, every time.Duratio
 	go func() { ran <- w.Run(wctx) }()
 
 	ten := client.New(c.URL, c.Token, nil).Tenant(c.Tenants[0])
-	lat := make([]time.Duration, n)
-	errs := make([]error, n)
+	lat := make([]time.Duration, warm+n)
+	errs := make([]error, warm+n)
 	var wg sync.WaitGroup
-	for i := range n {
+	for i := range warm + n {
 		t0 := time.Now()
 		j, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "echo"})
 		if err != nil {
@@ -134,6 +136,7 @@ func WorkerLatency(ctx context.Context, c DrainConfig, n int, every time.Duratio
 			return nil, err
 		}
 	}
+	lat = lat[warm:]
 	slices.Sort(lat)
 	return lat, nil
 }
