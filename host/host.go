@@ -24,6 +24,13 @@ type Engine interface {
 	Close() error
 }
 
+// Sized is an Engine that can say how much memory it holds (its guest's
+// linear memory, its database's caches), so a Manager can bound the memory
+// of its open engines (Config.MaxMemory).
+type Sized interface {
+	MemoryBytes() int64
+}
+
 // Factory opens engines.
 type Factory interface {
 	// Open starts the module of tenant over the SQLite file at path.

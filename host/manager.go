@@ -29,8 +29,12 @@ type Config struct {
 	// the alarm schedule (alarms.json).
 	DataDir string
 	// MaxOpen bounds the engines kept open; the least recently used idle
-	// one is closed beyond it (an idle instance costs ~5 MiB). Default 256.
+	// one is closed beyond it. Default 256.
 	MaxOpen int
+	// MaxMemory, if set, bounds the memory of the open engines (as those
+	// implementing Sized report it, after each call): opening or growing
+	// one beyond it closes the least recently used idle ones.
+	MaxMemory int64
 	// CallTimeout bounds one call into a module (the Durable Object's CPU
 	// limit is 30 s by default). Default 30 s.
 	CallTimeout time.Duration
@@ -76,7 +80,39 @@ type Manager struct {
 	stop    chan struct{}
 	done    sync.WaitGroup
 	pushes  sync.WaitGroup // deliveries in progress
+	closing sync.WaitGroup // evicted engines closing in the background
 	closed  atomic.Bool
+
+	openNow   atomic.Int64 // engines open
+	memory    atomic.Int64 // their Sized memory
+	opens     atomic.Int64 // engines opened, ever
+	evictions atomic.Int64 // idle engines closed to stay within MaxOpen or MaxMemory
+}
+
+// Stats is a snapshot of a manager's engines.
+type Stats struct {
+	Tenants   int   // tenants seen since the manager started
+	Open      int   // engines open now
+	Memory    int64 // bytes the open engines report (Sized)
+	Opens     int64 // engines opened since the start (first uses and reopenings)
+	Evictions int64 // idle engines closed to stay within MaxOpen or MaxMemory
+}
+
+// IsOpen says whether tenant's engine is open (a request would not need
+// to open it).
+func (m *Manager) IsOpen(name string) bool {
+	m.mu.Lock()
+	t := m.tenants[name]
+	m.mu.Unlock()
+	return t != nil && t.isOpen.Load()
+}
+
+// Stats reports the manager's engines.
+func (m *Manager) Stats() Stats {
+	m.mu.Lock()
+	n := len(m.tenants)
+	m.mu.Unlock()
+	return Stats{Tenants: n, Open: int(m.openNow.Load()), Memory: m.memory.Load(), Opens: m.opens.Load(), Evictions: m.evictions.Load()}
 }
 
 type tenant struct {
@@ -84,7 +120,10 @@ type tenant struct {
 	path     string
 	mu       sync.Mutex // serializes calls into engine
 	engine   Engine
-	lastUse  int64 // Manager.uses at the last call; guarded by Manager.mu
+	lastUse  int64         // Manager.uses at the last call; guarded by Manager.mu
+	isOpen   atomic.Bool   // engine != nil, readable without mu
+	closing  chan struct{} // closed once an evicted engine has closed; guarded by t.mu
+	memory   atomic.Int64  // what the open engine last reported (Sized)
 	alarmAt  atomic.Int64
 	failures atomic.Int64 // consecutive failed alarm runs
 	restarts atomic.Int64 // engines discarded after a trap
@@ -237,11 +276,13 @@ func (m *Manager) call(ctx context.Context, t *tenant, frame []byte) (do.Respons
 	if err != nil {
 		// A trapped or broken engine is discarded; its transaction was
 		// rolled back and the next call instantiates a fresh one.
-		t.engine.Close()
-		t.engine = nil
+		m.closeEngine(t)
 		t.restarts.Add(1)
 		m.log.Warn("tenant module failed; instance discarded", "tenant", t.name, "err", err)
 		return do.Response{}, fmt.Errorf("tenant %s: %w", t.name, err)
+	}
+	if m.measure(t) && m.cfg.MaxMemory > 0 && m.memory.Load() > m.cfg.MaxMemory {
+		m.evict(t)
 	}
 	resp, err := do.DecodeResponse(out)
 	if err != nil {
@@ -307,40 +348,101 @@ func (m *Manager) deliver(tenant, header string) {
 }
 
 func (m *Manager) open(ctx context.Context, t *tenant) error {
+	if t.closing != nil {
+		<-t.closing // its database must be closed before it opens again
+		t.closing = nil
+	}
 	m.evict(t)
 	e, err := m.cfg.Factory.Open(ctx, t.name, t.path, m.cfg.Clock)
 	if err != nil {
 		return fmt.Errorf("open tenant %s: %w", t.name, err)
 	}
 	t.engine = e
+	t.isOpen.Store(true)
+	m.openNow.Add(1)
+	m.opens.Add(1)
+	m.measure(t)
 	return nil
 }
 
-// evict closes least recently used idle engines so that opening one more
-// stays within MaxOpen. t is the tenant about to open (its lock is held).
-func (m *Manager) evict(opening *tenant) {
-	for {
+// measure records what t's engine says it holds (t.mu is held); false if
+// the engine does not say.
+func (m *Manager) measure(t *tenant) bool {
+	s, ok := t.engine.(Sized)
+	if !ok {
+		return false
+	}
+	n := s.MemoryBytes()
+	m.memory.Add(n - t.memory.Swap(n))
+	return true
+}
+
+// closeEngine closes t's engine (t.mu is held) and forgets its memory.
+func (m *Manager) closeEngine(t *tenant) error {
+	err := t.engine.Close()
+	t.engine = nil
+	t.isOpen.Store(false)
+	m.openNow.Add(-1)
+	m.memory.Add(-t.memory.Swap(0))
+	return err
+}
+
+// over says whether the open engines exceed a bound, counting one more
+// engine about to open when opening.
+func (m *Manager) over(opening bool) bool {
+	open, mem := m.openNow.Load(), m.memory.Load()
+	if opening {
+		open++
+		if n := m.openNow.Load(); n > 0 {
+			mem += mem / n // the newcomer costs about the average
+		}
+	}
+	return open > int64(m.cfg.MaxOpen) || (m.cfg.MaxMemory > 0 && mem > m.cfg.MaxMemory)
+}
+
+// evict closes least recently used idle engines until the open ones are
+// within MaxOpen and MaxMemory, counting t: the tenant about to open (or
+// that just grew), whose lock is held and which is never evicted.
+func (m *Manager) evict(t *tenant) {
+	skip := map[*tenant]bool{}
+	for m.over(!t.isOpen.Load()) {
 		m.mu.Lock()
-		open, lru := 0, (*tenant)(nil)
-		for _, t := range m.tenants {
-			if t == opening || t.engine == nil {
+		var lru *tenant
+		for _, o := range m.tenants {
+			if o == t || !o.isOpen.Load() || skip[o] {
 				continue
 			}
-			open++
-			if lru == nil || t.lastUse < lru.lastUse {
-				lru = t
+			if lru == nil || o.lastUse < lru.lastUse {
+				lru = o
 			}
 		}
 		m.mu.Unlock()
-		if open < m.cfg.MaxOpen || lru == nil {
-			return
+		if lru == nil {
+			return // nothing idle to close: the bounds are soft
 		}
 		if !lru.mu.TryLock() {
-			return // busy; it will be idle soon, and the limit is soft
+			skip[lru] = true // busy: the next least recently used
+			continue
 		}
-		if lru.engine != nil {
-			lru.engine.Close()
+		if e := lru.engine; e != nil {
+			// Detached now, closed in the background: closing an instance
+			// and its database takes a millisecond or two that the request
+			// opening another need not wait for.
 			lru.engine = nil
+			lru.isOpen.Store(false)
+			m.openNow.Add(-1)
+			m.memory.Add(-lru.memory.Swap(0))
+			m.evictions.Add(1)
+			m.closing.Add(1)
+			done := make(chan struct{})
+			lru.closing = done
+			go func() {
+				defer m.closing.Done()
+				defer close(done)
+				if err := e.Close(); err != nil {
+					m.log.Warn("closing an idle tenant failed", "tenant", lru.name, "err", err)
+				}
+			}()
 		}
 		lru.mu.Unlock()
 	}
@@ -485,12 +587,12 @@ func (m *Manager) Close() error {
 	for _, t := range ts {
 		t.mu.Lock()
 		if t.engine != nil {
-			errs = append(errs, t.engine.Close())
-			t.engine = nil
+			errs = append(errs, m.closeEngine(t))
 		}
 		t.mu.Unlock()
 	}
 	m.pushes.Wait() // no call is in progress: none can start another
+	m.closing.Wait()
 	errs = append(errs, m.alarms.save(m.alarmSnapshot()), m.cfg.Factory.Close())
 	return errors.Join(errs...)
 }

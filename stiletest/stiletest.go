@@ -59,9 +59,10 @@ type Config struct {
 	// Fault, when set, is asked before each tenant statement; true traps
 	// the module there, mid-transaction (the hosts' test-only option).
 	Fault func(tenant, sql string) bool
-	// MaxOpen and CallTimeout are the host.Config's (default 256 engines
-	// and 30 s).
+	// MaxOpen, MaxMemory and CallTimeout are the host.Config's (default
+	// 256 engines, no memory bound and 30 s).
 	MaxOpen     int
+	MaxMemory   int64
 	CallTimeout time.Duration
 	// Handlers registers the handlers WorkOne and WorkAll run, in the
 	// test's goroutine: a handler package's Register.
@@ -185,7 +186,7 @@ func start(cfg Config) (*Harness, error) {
 		clock = manual
 	}
 	m, err := host.NewManager(host.Config{Factory: factory, Clock: clock, DataDir: cfg.DataDir,
-		MaxOpen: cfg.MaxOpen, CallTimeout: cfg.CallTimeout, ScheduleAlarms: cfg.RealClock, Logger: cfg.Logger,
+		MaxOpen: cfg.MaxOpen, MaxMemory: cfg.MaxMemory, CallTimeout: cfg.CallTimeout, ScheduleAlarms: cfg.RealClock, Logger: cfg.Logger,
 		Pusher: cfg.Pusher})
 	if err != nil {
 		factory.Close()

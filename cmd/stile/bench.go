@@ -41,10 +41,14 @@ func runBench(args []string) error {
 	events := fs.Int("events", 20000, "events per measurement of the event log and reactions")
 	rebuildEvents := fs.Int("rebuild-events", 1_000_000, "events in the log of the projection rebuild measurement")
 	applyEvents := fs.Int("apply-events", 100_000, "events per measurement of projection batches")
-	only := fs.String("only", "", "comma-separated parts to run: jobs, drain, depth, events, projections, latency, workerd, edge (default: all)")
+	only := fs.String("only", "", "comma-separated parts to run: jobs, drain, tenants, depth, events, projections, latency, workerd, edge (default: all)")
 	drainJobs := fs.Int("drain-jobs", 20000, "no-op jobs in the worker's backlog in the drain measurement")
 	drainConc := fs.Int("drain-concurrency", 100, "handlers of the worker in the drain measurement")
 	drainRuns := fs.Int("drain-runs", 3, "runs of each drain measurement (the median is printed)")
+	tenantsN := fs.Int("tenants", 1000, "tenants touched in the tenants measurement")
+	tenantReqs := fs.Int("tenant-requests", 10000, "requests spread over the tenants in the tenants measurement")
+	maxMemory := fs.String("max-memory", "768MiB", "bound on the open instances' memory in the tenants measurement (as stile dev --max-memory)")
+	maxOpen := fs.Int("max-open", 0, "bound on open instances in the tenants measurement (0: the host's default)")
 	edgeBacklog := fs.Int("edge-backlog", 2000, "jobs in the edge executor's backlog measurement")
 	edgeJobs := fs.Int("edge-latency-jobs", 100, "jobs in the edge executor's light-load measurement")
 	edgeRate := fs.Int("edge-latency-rate", 20, "jobs/s enqueued in the edge executor's light-load measurement")
@@ -186,6 +190,16 @@ func runBench(args []string) error {
 			return err
 		}
 		if err := drainLatency(ctx, wazeroHost(true), *latJobs, *latRate, *drainConc); err != nil {
+			return err
+		}
+	}
+
+	if part("tenants") {
+		limit, err := parseBytes(*maxMemory)
+		if err != nil {
+			return fmt.Errorf("--max-memory: %w", err)
+		}
+		if err := benchTenants(ctx, wasm, dir, *tenantsN, *tenantReqs, limit, *maxOpen, quiet); err != nil {
 			return err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -42,8 +43,16 @@ func runDev(args []string) error {
 	logFormat := fs.String("log-format", "text", "text or json")
 	nextToken := fs.String("next-token", os.Getenv("STILE_TOKEN_NEXT"), "a second secret accepted while you rotate the token (default $STILE_TOKEN_NEXT)")
 	handlers := fs.String("handlers", "", "a handler package (exports Register(*worker.Worker)) run natively in a child process, pushed work as the edge executor is")
+	maxMemory := fs.String("max-memory", "1GiB", "bound on the memory of open tenant instances (least recently used idle ones close beyond it; 0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	memBound, err := parseBytes(*maxMemory)
+	if err != nil {
+		return fmt.Errorf("--max-memory: %w", err)
+	}
+	if memBound > 0 {
+		debug.SetMemoryLimit(memoryLimitFor(memBound))
 	}
 	if fs.NArg() > 1 {
 		fs.Usage()
@@ -98,7 +107,8 @@ func runDev(args []string) error {
 			return r.Push(ctx, p)
 		})
 	}
-	m, err := host.NewManager(host.Config{Factory: factory, DataDir: *data, ScheduleAlarms: true, Logger: log, Pusher: pusher})
+	m, err := host.NewManager(host.Config{Factory: factory, DataDir: *data, ScheduleAlarms: true, Logger: log, Pusher: pusher,
+		MaxMemory: memBound})
 	if err != nil {
 		factory.Close()
 		return err

@@ -371,3 +371,15 @@ func (h dbHost) Tx(body func() error) error {
 	}
 	return nil
 }
+
+// MemoryBytes is what the connection's SQLite says it holds: its page
+// cache, schema and prepared statements (sqlite3_db_status).
+func (db *DB) MemoryBytes() int64 {
+	var n int64
+	for _, op := range []sqlite3.DBStatus{sqlite3.DBSTATUS_CACHE_USED, sqlite3.DBSTATUS_SCHEMA_USED, sqlite3.DBSTATUS_STMT_USED} {
+		if cur, _, err := db.conn.Status(op, false); err == nil {
+			n += cur
+		}
+	}
+	return n
+}

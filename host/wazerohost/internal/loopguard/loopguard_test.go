@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/stile-run/stile/host/wazerohost/internal/wasmbin"
 )
 
 // counter is a hand-assembled module:
@@ -26,7 +28,7 @@ import (
 func counter(t *testing.T) []byte {
 	t.Helper()
 	sec := func(id byte, body ...byte) []byte {
-		return append(appendULEB([]byte{id}, uint32(len(body))), body...)
+		return append(wasmbin.AppendULEB([]byte{id}, uint32(len(body))), body...)
 	}
 	wasm := []byte{0, 'a', 's', 'm', 1, 0, 0, 0}
 	wasm = append(wasm, sec(1, 3, // types
@@ -48,8 +50,8 @@ func counter(t *testing.T) []byte {
 		0x20, 1, 0x0B}
 	seven := []byte{0, 0x23, 0, 0x0B}
 	code := []byte{2}
-	code = append(appendULEB(code, uint32(len(count))), count...)
-	code = append(appendULEB(code, uint32(len(seven))), seven...)
+	code = append(wasmbin.AppendULEB(code, uint32(len(count))), count...)
+	code = append(wasmbin.AppendULEB(code, uint32(len(seven))), seven...)
 	return append(wasm, sec(10, code...)...)
 }
 
