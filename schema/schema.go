@@ -177,17 +177,11 @@ func ApplyChecked(db *do.DB, ledger string, ms []Migration) (Result, error) {
 	if err := prepareLedger(db, ledger); err != nil {
 		return res, err
 	}
-	drift, ahead, err := checkApplied(db, ledger, ms)
+	drift, ahead, version, err := checkApplied(db, ledger, ms)
 	if err != nil {
 		return res, err
 	}
-	res.Drift, res.Ahead = drift, ahead
-	rows, err := db.Query(`SELECT COALESCE(MAX(version), 0) FROM ` + ledger)
-	if err != nil {
-		return res, printf.Errorf("read migration ledger %s: %w", ledger, err)
-	}
-	rows.Next()
-	res.Version = rows.Int(0)
+	res.Drift, res.Ahead, res.Version = drift, ahead, version
 	if res.Version >= int64(len(ms)) {
 		return res, nil
 	}
@@ -220,6 +214,26 @@ func ApplyChecked(db *do.DB, ledger string, ms []Migration) (Result, error) {
 // prepareLedger creates the ledger and the failures table, and adds the
 // columns a ledger from before checksums and classes lacks.
 func prepareLedger(db *do.DB, ledger string) error {
+	// One read when both tables are there as this version makes them (as
+	// on every open but a tenant's first): a reopened tenant's first
+	// request runs no DDL.
+	rows, err := db.Query(`SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name IN (?, ?)`, ledger, Failures)
+	if err != nil {
+		return printf.Errorf("look for migration ledger %s: %w", ledger, err)
+	}
+	current := 0
+	for rows.Next() {
+		if name, sql := rows.Text(0), rows.Text(1); name == Failures ||
+			strings.Contains(sql, "checksum TEXT") && strings.Contains(sql, "class TEXT") {
+			current++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return printf.Errorf("look for migration ledger %s: %w", ledger, err)
+	}
+	if current == 2 {
+		return nil
+	}
 	if err := db.Exec(`CREATE TABLE IF NOT EXISTS ` + ledger + ` (
 		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL, checksum TEXT, class TEXT) STRICT`); err != nil {
 		return printf.Errorf("create migration ledger %s: %w", ledger, err)
@@ -262,10 +276,10 @@ func recordFailure(db *do.DB, ledger string, m Migration, msg string) (Failure, 
 // checkApplied compares the applied migrations' checksums with the
 // module's, filling in the checksums and classes a ledger from before
 // them lacks, and lists the applied migrations past the module's.
-func checkApplied(db *do.DB, ledger string, ms []Migration) ([]Drift, []Ahead, error) {
+func checkApplied(db *do.DB, ledger string, ms []Migration) ([]Drift, []Ahead, int64, error) {
 	rows, err := db.Query(`SELECT version, name, checksum, class FROM ` + ledger + ` ORDER BY version`)
 	if err != nil {
-		return nil, nil, printf.Errorf("read migration ledger %s: %w", ledger, err)
+		return nil, nil, 0, printf.Errorf("read migration ledger %s: %w", ledger, err)
 	}
 	type row struct {
 		version        int64
@@ -277,7 +291,11 @@ func checkApplied(db *do.DB, ledger string, ms []Migration) ([]Drift, []Ahead, e
 		applied = append(applied, row{rows.Int(0), rows.Text(1), rows.Text(2), rows.Text(3), rows.Null(2), rows.Null(3)})
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
+	}
+	var version int64
+	if len(applied) > 0 {
+		version = applied[len(applied)-1].version
 	}
 	var drift []Drift
 	var ahead []Ahead
@@ -296,7 +314,7 @@ func checkApplied(db *do.DB, ledger string, ms []Migration) ([]Drift, []Ahead, e
 		m := ms[a.version-1]
 		if a.noSum {
 			if err := db.Exec(`UPDATE `+ledger+` SET checksum = ? WHERE version = ?`, m.Checksum(), a.version); err != nil {
-				return nil, nil, printf.Errorf("fill in the checksum of migration %d_%s: %w", m.Version, m.Name, err)
+				return nil, nil, 0, printf.Errorf("fill in the checksum of migration %d_%s: %w", m.Version, m.Name, err)
 			}
 		} else if a.sum != m.Checksum() {
 			drift = append(drift, Drift{Version: m.Version, Name: m.Name, Applied: a.sum, Current: m.Checksum()})
@@ -304,9 +322,9 @@ func checkApplied(db *do.DB, ledger string, ms []Migration) ([]Drift, []Ahead, e
 		if a.noClass {
 			class, _ := m.Class()
 			if err := db.Exec(`UPDATE `+ledger+` SET class = ? WHERE version = ?`, class, a.version); err != nil {
-				return nil, nil, printf.Errorf("fill in the class of migration %d_%s: %w", m.Version, m.Name, err)
+				return nil, nil, 0, printf.Errorf("fill in the class of migration %d_%s: %w", m.Version, m.Name, err)
 			}
 		}
 	}
-	return drift, ahead, nil
+	return drift, ahead, version, nil
 }

@@ -245,7 +245,7 @@ func runBench(args []string) error {
 		}
 	}
 	if part("workerd") {
-		if err := benchWorkerd(ctx, dir, wasm, *jobs/4, *batch, *events/4, *latJobs, *latRate); err != nil {
+		if err := benchWorkerd(ctx, dir, wasm, *jobs/4, *batch, *events/4, *latJobs, *latRate, *drainJobs, *drainConc, *drainRuns); err != nil {
 			return err
 		}
 	}
@@ -328,7 +328,7 @@ func latency(ctx context.Context, where string, d bench.Driver, jobs, rate int) 
 
 // benchWorkerd measures the same module in real workerd (Miniflare 4): the
 // Durable Object's own path, V8 instead of wazero.
-func benchWorkerd(ctx context.Context, dir string, wasm []byte, jobs, batch, events, latJobs, latRate int) error {
+func benchWorkerd(ctx context.Context, dir string, wasm []byte, jobs, batch, events, latJobs, latRate, drainJobs, drainConc, drainRuns int) error {
 	bundleDir := filepath.Join(dir, "worker")
 	if err := workerd.WriteWorker(bundleDir, wasm); err != nil {
 		return err
@@ -364,7 +364,10 @@ func benchWorkerd(ctx context.Context, dir string, wasm []byte, jobs, batch, eve
 	}
 	fmt.Printf("  events appended/s: %s one per request, %s %d per request (%d events)\n", figures[0], figures[1], batch, events)
 	fmt.Printf("  reactions settled/s: %s one per claim and settle, %s %d per request\n\n", figures[2], figures[3], batch)
-	return latency(ctx, "workerd", d, latJobs, latRate)
+	if err := latency(ctx, "workerd", d, latJobs, latRate); err != nil {
+		return err
+	}
+	return drainWorkerd(ctx, srv.URL, drainJobs, drainConc, drainRuns)
 }
 
 // benchDepth measures one-job claims against a shallow queue, a deep one,

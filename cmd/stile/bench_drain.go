@@ -119,3 +119,41 @@ func latencyOnce(ctx context.Context, open func() (*host.Manager, error), jobs, 
 	c := bench.DrainConfig{URL: h.C.BaseURL(), Token: "bench-token", Tenants: []string{"latency"}, Concurrency: concurrency, SingleReports: single}
 	return bench.WorkerLatency(ctx, c, 20, jobs, time.Second/time.Duration(rate))
 }
+
+// drainWorkerd is the drain against one Durable Object in workerd
+// (Miniflare), a fresh tenant per run: the worker library over loopback
+// HTTP, batched and one report per request.
+func drainWorkerd(ctx context.Context, url string, jobs, concurrency, runs int) error {
+	fmt.Printf("  drain: the worker library, %d handlers, %d no-op jobs of one tenant (median of %d runs)\n", concurrency, jobs, runs)
+	tw := tabwriter.NewWriter(os.Stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "    reports\tjobs/s\trequests/job\tcores\truns (jobs/s)\t")
+	run := 0
+	for _, single := range []bool{false, true} {
+		var rs []bench.DrainResult
+		for range runs {
+			run++
+			r, err := bench.Drain(ctx, bench.DrainConfig{URL: url, Token: "bench-token", Tenants: []string{fmt.Sprintf("drain-%d", run)},
+				Jobs: jobs, Concurrency: concurrency, SingleReports: single})
+			if err != nil {
+				return fmt.Errorf("workerd drain: %w", err)
+			}
+			rs = append(rs, r)
+		}
+		slices.SortFunc(rs, func(a, b bench.DrainResult) int { return int(a.D - b.D) })
+		m := rs[len(rs)/2]
+		all := ""
+		for i := range rs {
+			all += " " + bench.Rate(rs[i].Jobs, rs[len(rs)-1-i].D)
+		}
+		name := "batched"
+		if single {
+			name = "one per request"
+		}
+		fmt.Fprintf(tw, "    %s\t%s\t%.3f\t%.2f\t%s\t\n", name, bench.Rate(m.Jobs, m.D), float64(m.Requests)/float64(m.Jobs),
+			m.CPU.Seconds()/m.D.Seconds(), all[1:])
+	}
+	tw.Flush()
+	fmt.Println("    (cores: this process, the worker; workerd's own CPU is not counted)")
+	fmt.Println()
+	return nil
+}

@@ -38,6 +38,11 @@ type Config struct {
 	// the host function panic, which traps the module mid-call exactly as
 	// a guest panic would. Tests use it; nothing of it is in the module.
 	Fault func(tenant, sql string) bool
+	// Spares is how many instances are kept instantiated and initialized
+	// ahead of need, so opening a tenant only attaches its database; they
+	// are made in the background after each open. Default 2; negative:
+	// none.
+	Spares int
 	// NoRunawayGuard turns off the runaway-call guard, which stops a call
 	// past its context's end (see docs/DESIGN.md, "How a runaway call is
 	// stopped"). Without it a spinning guest freezes the process; only
@@ -57,6 +62,11 @@ type Factory struct {
 	compiled wazero.CompiledModule
 	seq      atomic.Int64
 	version  string
+
+	spares    chan *engine // initialized instances no tenant has yet
+	refilling atomic.Bool
+	closed    atomic.Bool
+	bg        sync.WaitGroup // the refill in progress
 }
 
 // ModuleVersion implements host.Versioned: a hash of the module's bytes.
@@ -102,7 +112,11 @@ func New(ctx context.Context, cfg Config) (*Factory, error) {
 		rc = rc.WithCompilationCache(cache)
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
-	f := &Factory{cfg: cfg, log: cfg.Logger, rt: rt, guard: guard, version: host.ModuleVersion(cfg.Wasm)}
+	if cfg.Spares == 0 {
+		cfg.Spares = 2
+	}
+	f := &Factory{cfg: cfg, log: cfg.Logger, rt: rt, guard: guard, version: host.ModuleVersion(cfg.Wasm),
+		spares: make(chan *engine, max(cfg.Spares, 0))}
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("wazerohost: instantiate WASI: %w", err)
@@ -187,35 +201,83 @@ func (f *Factory) instantiateImports(ctx context.Context) error {
 }
 
 // Close implements host.Factory.
-func (f *Factory) Close() error { return f.rt.Close(context.Background()) }
+func (f *Factory) Close() error {
+	f.closed.Store(true)
+	f.bg.Wait()
+	for len(f.spares) > 0 {
+		(<-f.spares).mod.Close(context.Background())
+	}
+	return f.rt.Close(context.Background())
+}
 
-// Open implements host.Factory: a fresh instance over the tenant's file.
+// Open implements host.Factory: an instance over the tenant's file, a
+// spare one if there is one.
 func (f *Factory) Open(ctx context.Context, tenant, path string, clock host.Clock) (host.Engine, error) {
 	db, err := dosql.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	e := &engine{f: f, name: tenant, db: db, clock: clock}
-	e.stderr = &lineLog{log: f.log, tenant: tenant}
+	var e *engine
+	select {
+	case e = <-f.spares:
+	default:
+		if e, err = f.instantiate(ctx); err != nil {
+			db.Close()
+			return nil, err
+		}
+	}
+	e.name, e.db, e.clock = tenant, db, clock
+	e.stderr.named(tenant)
+	f.refill()
+	return e, nil
+}
+
+// instantiate makes an instance with no tenant yet and initializes it.
+func (f *Factory) instantiate(ctx context.Context) (*engine, error) {
+	e := &engine{f: f, clock: host.RealClock{}, stderr: &lineLog{log: f.log}}
 	ictx := context.WithValue(ctx, ctxKey{}, e)
 	mod, err := f.rt.InstantiateModule(experimental.WithMemoryAllocator(ictx, memoryAllocator), f.compiled, wazero.NewModuleConfig().
-		WithName(fmt.Sprintf("tenant-%s-%d", tenant, f.seq.Add(1))).
+		WithName(fmt.Sprintf("instance-%d", f.seq.Add(1))).
 		WithStartFunctions(). // a reactor: _initialize is called below
 		WithSysWalltime().WithSysNanotime().WithSysNanosleep().
 		WithRandSource(rand.Reader).
 		WithStdout(e.stderr).WithStderr(e.stderr))
 	if err != nil {
-		db.Close()
 		return nil, fmt.Errorf("instantiate tenant module: %w", err)
 	}
 	e.mod = mod
 	e.buffer = mod.ExportedFunction(do.ExportBuffer)
 	e.handle = mod.ExportedFunction(do.ExportHandle)
 	if _, err := mod.ExportedFunction("_initialize").Call(ictx); err != nil {
-		e.Close()
+		mod.Close(context.Background())
 		return nil, fmt.Errorf("initialize tenant module: %w%s", err, e.stderr.tail())
 	}
 	return e, nil
+}
+
+// refill makes spares in the background until there are Config.Spares.
+func (f *Factory) refill() {
+	if cap(f.spares) == 0 || f.closed.Load() || !f.refilling.CompareAndSwap(false, true) {
+		return
+	}
+	f.bg.Add(1)
+	go func() {
+		defer f.bg.Done()
+		defer f.refilling.Store(false)
+		for len(f.spares) < cap(f.spares) && !f.closed.Load() {
+			e, err := f.instantiate(context.Background())
+			if err != nil {
+				f.log.Warn("could not make a spare instance", "err", err)
+				return
+			}
+			select {
+			case f.spares <- e:
+			default:
+				e.mod.Close(context.Background())
+				return
+			}
+		}
+	}()
 }
 
 // engine is one tenant's instance.
@@ -424,8 +486,8 @@ func hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 // last lines, so a trap's error can quote the panic message that preceded it.
 type lineLog struct {
 	log    *slog.Logger
-	tenant string
 	mu     sync.Mutex
+	tenant string
 	buf    []byte
 	last   []string
 }
@@ -450,6 +512,13 @@ func (l *lineLog) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// named sets the tenant the lines are logged for.
+func (l *lineLog) named(tenant string) {
+	l.mu.Lock()
+	l.tenant = tenant
+	l.mu.Unlock()
 }
 
 // tail quotes the module's last output lines, if any.
