@@ -171,9 +171,17 @@ func modelRun(t *testing.T, p *inProcess, ops int) {
 			md.advance(time.Duration(md.rng.IntN(400)) * time.Millisecond)
 		case r < 95:
 			md.advance(time.Duration(500+md.rng.IntN(1500)) * time.Millisecond) // past leases: stalls
-		default:
+		case r < 99 || md.rng.IntN(5) > 0:
 			md.counts["alarm"]++
 			md.m.FireDue(context.Background())
+		default: // one operation in 500
+			// A new instance: what the old one kept in memory (the
+			// earliest due time and how many share it, the store's
+			// caches) must come back from storage alone.
+			if !md.m.Evict(md.tenant) {
+				md.fail("the idle tenant was not evicted")
+			}
+			md.counts["new instance"]++
 		}
 		md.checkAlarm()
 	}

@@ -495,6 +495,28 @@ func (m *Manager) setAlarm(t *tenant, at int64) {
 // AlarmAt is the tenant's alarm time in Unix ms (0: none).
 func (m *Manager) AlarmAt(name string) int64 { return m.tenant(name).alarmAt.Load() }
 
+// Evict closes tenant's engine if it is open and idle, as the bounds on
+// open engines do, and says whether it did; the next request opens a new
+// one over the same file. Tests use it to show that what an instance keeps
+// in memory is rebuilt from storage.
+func (m *Manager) Evict(name string) bool {
+	m.mu.Lock()
+	t := m.tenants[name]
+	m.mu.Unlock()
+	if t == nil || !t.mu.TryLock() {
+		return false
+	}
+	defer t.mu.Unlock()
+	if t.engine == nil {
+		return false
+	}
+	if err := m.closeEngine(t); err != nil {
+		m.log.Warn("closing a tenant failed", "tenant", name, "err", err)
+	}
+	m.evictions.Add(1)
+	return true
+}
+
 // Restarts counts the engines of tenant discarded after a failure.
 func (m *Manager) Restarts(name string) int64 { return m.tenant(name).restarts.Load() }
 

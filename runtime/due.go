@@ -22,22 +22,39 @@ import (
 // deadlines and scheduled commands, and projections' catch-up. The alarm
 // is set to the earliest due time of committed state, tracked by dueCache.
 
-// dueCache tracks the earliest due time (0: nothing is due, ever).
+// dueCache tracks the earliest due time (0: nothing is due, ever) and,
+// when it can, how many of the job store's items are due then: jobs
+// claimed together share their lease's end, and the reports of all but the
+// last of them leave the earliest time where it is, with no re-read.
 type dueCache struct {
 	at    int64
 	known bool
+	// n counts the items due at at, when counted; uncounted (the
+	// reactions' earliest is the same time, whose items are not tracked
+	// one by one), removing one at at means reading again.
+	n       int64
+	counted bool
 }
 
 // Added implements fencestore.DueTracker.
 func (d *dueCache) Added(at int64) {
-	if d.known && (d.at == 0 || at < d.at) {
-		d.at = at
+	switch {
+	case !d.known:
+	case d.at == 0 || at < d.at:
+		d.at, d.n, d.counted = at, 1, true
+	case at == d.at && d.counted:
+		d.n++
 	}
 }
 
-// Removed implements fencestore.DueTracker: if the earliest went, re-read.
+// Removed implements fencestore.DueTracker: if the earliest went, re-read,
+// unless others are counted due at the same time.
 func (d *dueCache) Removed(at int64) {
-	if d.known && at <= d.at {
+	switch {
+	case !d.known || at > d.at:
+	case at == d.at && d.counted && d.n > 1:
+		d.n--
+	default:
 		d.known = false
 	}
 }
@@ -83,29 +100,37 @@ func (t *Tenant) refreshDue() error {
 	if t.due.known {
 		return nil
 	}
-	at, err := t.nextDue()
+	d, err := t.readDue()
 	if err != nil {
 		return err
 	}
-	t.due = dueCache{at: at, known: true}
+	t.due = d
 	return nil
 }
 
 // nextDue reads the earliest due time of the jobs and the reactions from
 // storage (0: nothing is due).
 func (t *Tenant) nextDue() (int64, error) {
-	at, err := t.store.NextDue()
+	d, err := t.readDue()
+	return d.at, err
+}
+
+// readDue reads the earliest due time from storage, with the count of the
+// job store's items due then when the reactions have nothing as early.
+func (t *Tenant) readDue() (dueCache, error) {
+	at, n, err := t.store.NextDue()
 	if err != nil {
-		return 0, err
+		return dueCache{}, err
 	}
 	rat, err := t.reactions.NextDue()
 	if err != nil {
-		return 0, err
+		return dueCache{}, err
 	}
-	if rat != 0 && (at == 0 || rat < at) {
-		at = rat
+	d := dueCache{at: at, known: true, n: n, counted: at != 0}
+	if rat != 0 && (at == 0 || rat <= at) {
+		d.at, d.counted = rat, false
 	}
-	return at, nil
+	return d, nil
 }
 
 // mrandFloat is jitter for retry backoffs; it needs spread, not secrecy.

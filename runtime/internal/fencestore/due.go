@@ -80,22 +80,30 @@ func (s *Store) ApplyDue(now int64, noticedBy string, jitter func() float64) (Du
 const noAlarm = 1<<53 - 1
 
 // NextDue is the earliest time due work exists (a lease to expire, a job to
-// make available, a schedule's period), or 0 if none. The tenant's alarm is set to it after
-// every request, from committed state.
-func (s *Store) NextDue() (int64, error) {
-	rows, err := s.db.Query(`SELECT MIN(
+// make available, a schedule's period), or 0 if none, and how many of the
+// store's items are due at exactly that time (so a tracker can let all but
+// the last of them go without reading again: jobs claimed together share
+// their lease's end). The tenant's alarm is set to it after every request,
+// from committed state. Each count is a range of a partial index.
+func (s *Store) NextDue() (at, n int64, err error) {
+	rows, err := s.db.Query(`WITH m(t) AS (SELECT MIN(
 		COALESCE((SELECT MIN(run_at) FROM stile_jobs WHERE state IN ('scheduled', 'retryable')), ?1),
 		COALESCE((SELECT MIN(lease_until) FROM stile_jobs WHERE state = 'running'), ?1),
-		COALESCE((SELECT MIN(next_at) FROM stile_schedules WHERE paused = 0), ?1))`, noAlarm)
+		COALESCE((SELECT MIN(next_at) FROM stile_schedules WHERE paused = 0), ?1)))
+		SELECT t,
+			(SELECT count(*) FROM stile_jobs WHERE state IN ('scheduled', 'retryable') AND run_at = t) +
+			(SELECT count(*) FROM stile_jobs WHERE state = 'running' AND lease_until = t) +
+			(SELECT count(*) FROM stile_schedules WHERE paused = 0 AND next_at = t)
+		FROM m`, noAlarm)
 	if err != nil {
-		return 0, printf.Errorf("compute next due time: %w", err)
+		return 0, 0, printf.Errorf("compute next due time: %w", err)
 	}
 	if !rows.Next() {
-		return 0, printf.Errorf("compute next due time: %w", do.ErrNoRow)
+		return 0, 0, printf.Errorf("compute next due time: %w", do.ErrNoRow)
 	}
-	at := rows.Int(0)
+	at, n = rows.Int(0), rows.Int(1)
 	if at >= noAlarm {
-		return 0, rows.Err()
+		return 0, 0, rows.Err()
 	}
-	return at, rows.Err()
+	return at, n, rows.Err()
 }
