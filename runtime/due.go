@@ -81,7 +81,14 @@ func (t *Tenant) alarmAt() int64 {
 }
 
 func (t *Tenant) applyDue(now int64, noticedBy string) error {
-	if t.due.known && (t.due.at == 0 || now < t.due.at) {
+	if !t.due.known {
+		// Two reads, where applying every kind of due work blindly is
+		// seven statements: on a new instance, mostly nothing is due yet.
+		if err := t.refreshDue(); err != nil {
+			return err
+		}
+	}
+	if t.due.at == 0 || now < t.due.at {
 		return nil
 	}
 	res, err := t.store.ApplyDue(now, noticedBy, mrandFloat)

@@ -8,6 +8,10 @@ import "github.com/stile-run/stile/internal/printf"
 
 // setting reads a setting ("" and false when it is not set).
 func (t *Tenant) setting(key string) (string, bool, error) {
+	if t.settings != nil {
+		v, ok := t.settings[key]
+		return v, ok, nil
+	}
 	rows, err := t.db.Query(`SELECT value FROM stile_settings WHERE key = ?`, key)
 	if err != nil {
 		return "", false, printf.Errorf("read setting %s: %w", key, err)
@@ -24,6 +28,9 @@ func (t *Tenant) setSetting(now int64, key, value string) error {
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`, key, value, now); err != nil {
 		return printf.Errorf("write setting %s: %w", key, err)
 	}
+	if t.settings != nil {
+		t.settings[key] = value
+	}
 	return nil
 }
 
@@ -32,5 +39,28 @@ func (t *Tenant) clearSetting(key string) error {
 	if err := t.db.Exec(`DELETE FROM stile_settings WHERE key = ?`, key); err != nil {
 		return printf.Errorf("clear setting %s: %w", key, err)
 	}
+	delete(t.settings, key)
 	return nil
 }
+
+// readSettings reads every setting at once into t.settings, which setting
+// then answers from until forgetSettings: a new instance's start reads
+// four, in one statement instead of four.
+func (t *Tenant) readSettings() error {
+	rows, err := t.db.Query(`SELECT key, value FROM stile_settings`)
+	if err != nil {
+		return printf.Errorf("read settings: %w", err)
+	}
+	t.settings = map[string]string{}
+	for rows.Next() {
+		t.settings[rows.Text(0)] = rows.Text(1)
+	}
+	if err := rows.Err(); err != nil {
+		t.settings = nil
+		return printf.Errorf("read settings: %w", err)
+	}
+	return nil
+}
+
+// forgetSettings makes setting read storage again.
+func (t *Tenant) forgetSettings() { t.settings = nil }

@@ -32,6 +32,7 @@ type Tenant struct {
 	projDue int64
 
 	migrated      bool
+	settings      map[string]string // every setting, while migrate runs (readSettings)
 	schemaVersion int64
 	// stileSchema and appSchema are the two ledgers as migrate left them;
 	// stileBlocked says Stile's own schema is not usable (a migration
@@ -399,6 +400,10 @@ func (t *Tenant) migrate() error {
 	if t.stileBlocked {
 		return t.noteVersions() // only GET /status and POST /migrations serve
 	}
+	if err := t.readSettings(); err != nil {
+		return err
+	}
+	defer t.forgetSettings()
 	t.appSchema = api.SchemaState{Known: int64(len(t.app.migrations))}
 	t.appBlocked = nil
 	if len(t.app.migrations) > 0 {
