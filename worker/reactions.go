@@ -298,40 +298,30 @@ func callReaction(ctx context.Context, h ReactionHandler, r *Reaction) (err erro
 	return h(ctx, r)
 }
 
-// settle sends a settlement, retrying what may succeed if sent again
+// settle sends a settlement, batched with the tenant's others (one run of
+// a reaction waits for its settlement before its next delivery, so only
+// different runs share a request), retrying what may succeed if sent again
 // until the lease runs out (a retried settlement that committed answers as
 // a duplicate). It returns the inbox's answer, or the error of a
 // settlement that was refused or could not be sent.
 func (w *Worker) settle(ctx context.Context, ten *client.Tenant, s api.Settlement, leaseUntil time.Time, log *slog.Logger) (api.SettleResult, error) {
-	wait := 100 * time.Millisecond
-	for {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		results, err := ten.Settle(sctx, s)
-		cancel()
+	res, err := w.batchers(ten).settlements.do(settleItem{ctx, s}, func(err error) bool {
 		switch {
-		case err == nil && len(results) == 1:
-			res := results[0]
-			if res.Error != nil {
-				if res.Error.Code.Stale() {
-					log.Warn("settlement refused by the inbox; another claim holds the delivery", "code", res.Error.Code, "err", res.Error.Message)
-				} else {
-					log.Warn("settlement failed", "code", res.Error.Code, "err", res.Error.Message)
-				}
-			}
-			return res, nil
-		case err == nil:
-			log.Error("settle answered no result")
-			return api.SettleResult{}, errors.New("settle answered no result")
 		case !client.Retryable(err):
 			log.Error("settlement rejected", "err", err)
-			return api.SettleResult{}, err
-		}
-		if w.cfg.Clock.Now().After(leaseUntil) {
+		case w.cfg.Clock.Now().After(leaseUntil):
 			log.Error("giving up on the settlement: the lease is over, the delivery will run again", "err", err)
-			return api.SettleResult{}, err
+		default:
+			return true
 		}
-		log.Warn("settle failed; retrying", "in", wait, "err", err)
-		time.Sleep(wait)
-		wait = min(wait*2, 5*time.Second)
+		return false
+	})
+	if err == nil && res.Error != nil {
+		if res.Error.Code.Stale() {
+			log.Warn("settlement refused by the inbox; another claim holds the delivery", "code", res.Error.Code, "err", res.Error.Message)
+		} else {
+			log.Warn("settlement failed", "code", res.Error.Code, "err", res.Error.Message)
+		}
 	}
+	return res, err
 }

@@ -1,13 +1,16 @@
 package worker_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -345,4 +348,72 @@ func TestKeyForScheduleAndCancelDeadline(t *testing.T) {
 	got, err := ten.GetCommand(context.Background(), inbox.KeyFor(deliveryKey, "scheduled/0"))
 	require.NoError(t, err, "the scheduled command's id is derived from the delivery's key")
 	require.Equal(t, testapp.PaymentCaptured, got.Events[0].Type)
+}
+
+// slowFirstSettle holds the first settlement in transit, so the ones made
+// meanwhile are sent together after it.
+type slowFirstSettle struct {
+	once    sync.Once
+	batches atomic.Int64 // settle requests with more than one settlement
+}
+
+func (s *slowFirstSettle) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, "/settle") {
+		s.once.Do(func() { time.Sleep(300 * time.Millisecond) })
+		if r.ContentLength > 0 {
+			body, _ := io.ReadAll(r.Body)
+			if strings.Count(string(body), `"claim_id"`) > 1 {
+				s.batches.Add(1)
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestABatchWithARefusedSettlementAnswersTheOthers: three runs settle at
+// once; the two that wait behind the first go in one request, which the
+// API refuses as a whole for the one that is invalid. Each is then sent
+// alone: the valid one succeeds on its first run, the invalid one fails.
+func TestABatchWithARefusedSettlementAnswersTheOthers(t *testing.T) {
+	t.Parallel()
+	url, ten := setup(t)
+	transport := &slowFirstSettle{}
+	var expiryRuns, auditRuns atomic.Int64
+	stop := startReactions(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}, Concurrency: 6,
+		HTTPClient: &http.Client{Transport: transport}},
+		map[string]worker.ReactionHandler{
+			testapp.RefundPolicy: func(ctx context.Context, r *worker.Reaction) error { return nil }, // settles first, held
+			testapp.AuditPolicy: func(ctx context.Context, r *worker.Reaction) error {
+				time.Sleep(50 * time.Millisecond)
+				if auditRuns.Add(1) == 1 {
+					return r.SetState(map[string]int{"n": 1}) // a policy has no state: refused
+				}
+				return nil
+			},
+			testapp.ExpiryProcess: func(ctx context.Context, r *worker.Reaction) error {
+				time.Sleep(50 * time.Millisecond)
+				expiryRuns.Add(1)
+				return nil
+			},
+		})
+	defer stop()
+	_, err := ten.Append(context.Background(), "payment:p1", api.AppendRequest{Events: []api.NewEvent{
+		{Type: testapp.RefundRequested, Data: json.RawMessage(`{}`)}, {Type: testapp.PaymentCreated, Data: json.RawMessage(`{}`)}}})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return auditRuns.Load() == 2 }, 20*time.Second, 20*time.Millisecond, "the refused audit ran again")
+	require.Eventually(t, func() bool {
+		rs, err := ten.Reactions(context.Background())
+		if err != nil {
+			return false
+		}
+		for _, r := range rs.Reactions {
+			if r.Name == testapp.ExpiryProcess {
+				return r.Checkpoint >= 2
+			}
+		}
+		return false
+	}, 10*time.Second, 20*time.Millisecond, "the expiry delivery settled")
+	require.Equal(t, int64(1), expiryRuns.Load(), "the valid settlement was not refused with the invalid one")
+	require.Positive(t, transport.batches.Load(), "two settlements went in one request")
 }

@@ -220,7 +220,7 @@ type Worker struct {
 	slots     chan struct{}
 	freed     chan struct{} // a slot was given back (capacity 1)
 	requests  atomic.Int64  // HTTP requests the worker sent
-	reporters map[string]*reporter
+	reporters map[string]*tenantBatchers
 }
 
 // New returns a worker. It does nothing until Run.
@@ -270,7 +270,7 @@ func New(cfg Config) (*Worker, error) {
 		cfg.Clock = wallClock{}
 	}
 	w := &Worker{cfg: cfg, log: cfg.Logger.With("worker", cfg.ID), handlers: map[string]Handler{}, reactions: map[string]ReactionHandler{},
-		slots: make(chan struct{}, cfg.Concurrency), freed: make(chan struct{}, 1), reporters: map[string]*reporter{}}
+		slots: make(chan struct{}, cfg.Concurrency), freed: make(chan struct{}, 1), reporters: map[string]*tenantBatchers{}}
 	hc := *cfg.HTTPClient
 	hc.Transport = &counting{next: hc.Transport, n: &w.requests}
 	w.cl = client.New(cfg.URL, cfg.Token, &hc)
@@ -595,35 +595,11 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 
 // report sends the outcome, retrying transport failures while the lease
 // lasts (a retried report is recognised as a duplicate, never applied
-// twice).
-// It returns the error of a report that was refused or never arrived.
+// twice), batched with the tenant's other reports unless
+// Config.SingleReports. It returns the error of a report that was refused
+// or never arrived.
 func (w *Worker) report(ctx context.Context, ten *client.Tenant, id string, r api.ReportRequest, lease *leaseClock, log *slog.Logger) error {
-	if !w.cfg.SingleReports {
-		return w.reporter(ten).send(ctx, id, r, lease, log)
-	}
-	delay := 100 * time.Millisecond
-	for {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		_, err := ten.Report(rctx, id, r)
-		cancel()
-		switch {
-		case err == nil:
-			return nil
-		case errors.Is(err, api.ErrStale):
-			log.Warn("report refused by the fence; another attempt owns the job", "code", client.Code(err), "err", err)
-			return err
-		case !client.Retryable(err):
-			log.Error("report rejected", "err", err)
-			return err
-		}
-		if w.cfg.Clock.Now().After(lease.get()) {
-			log.Error("giving up on the report: the lease is over, the job will be retried", "err", err)
-			return err
-		}
-		log.Warn("report failed; retrying", "in", delay, "err", err)
-		time.Sleep(delay)
-		delay = min(delay*2, 5*time.Second)
-	}
+	return w.sendReport(ctx, ten, id, r, lease, log)
 }
 
 // counting counts the requests sent through it.

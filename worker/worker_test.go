@@ -335,3 +335,71 @@ func TestShutdownReleasesUnfinishedJobs(t *testing.T) {
 	require.Equal(t, int64(0), got.Failures, "without spending its retry budget")
 	require.Equal(t, "snoozed", got.Attempts[0].Outcome)
 }
+
+// slowFirstReport holds the first report in transit, so the reports made
+// meanwhile are sent together after it, in one batch.
+type slowFirstReport struct {
+	once sync.Once
+	next http.RoundTripper
+}
+
+func (s *slowFirstReport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, "/report") {
+		s.once.Do(func() { time.Sleep(300 * time.Millisecond) })
+	}
+	return s.next.RoundTrip(r)
+}
+
+// TestABatchWithARefusedReportAnswersTheOthers: one job's output is over
+// the API's limit, which refuses a batch of reports as a whole; the batch's
+// other reports are each sent again alone and recorded on their first
+// attempt, and only the oversized one is refused.
+func TestABatchWithARefusedReportAnswersTheOthers(t *testing.T) {
+	t.Parallel()
+	url, ten := setup(t)
+	batches := new(atomic.Int64)
+	transport := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if strings.HasSuffix(r.URL.Path, "/reports") {
+			batches.Add(1)
+		}
+		return http.DefaultTransport.RoundTrip(r)
+	})
+	stop := start(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}, Concurrency: 10, ID: "w1",
+		HTTPClient: &http.Client{Transport: &slowFirstReport{next: transport}}},
+		map[string]worker.Handler{"test.echo": func(ctx context.Context, j *worker.Job) (any, error) {
+			var args map[string]bool
+			if err := j.Decode(&args); err != nil {
+				return nil, err
+			}
+			if args["big"] {
+				return strings.Repeat("x", api.MaxOutputBytes+1), nil
+			}
+			if !args["first"] {
+				time.Sleep(50 * time.Millisecond) // report while the first is held
+			}
+			return "ok", nil
+		}})
+	defer stop()
+	first, err := ten.Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{"first":true}`)})
+	require.NoError(t, err)
+	reqs := []api.EnqueueRequest{{Kind: "test.echo", Args: json.RawMessage(`{"big":true}`), MaxAttempts: 1}}
+	for range 5 {
+		reqs = append(reqs, api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{}`)})
+	}
+	time.Sleep(30 * time.Millisecond) // the first is claimed and reporting
+	js, err := ten.EnqueueBatch(context.Background(), reqs)
+	require.NoError(t, err)
+	waitState(t, ten, first.ID, "completed")
+	for _, j := range js[1:] {
+		done := waitState(t, ten, j.ID, "completed")
+		require.Equal(t, int64(1), done.Attempt, "recorded on its first attempt, not refused with the big one")
+	}
+	require.Positive(t, batches.Load(), "the reports went in a batch")
+	big, err := ten.Job(context.Background(), js[0].ID)
+	require.NoError(t, err)
+	require.NotEqual(t, "completed", big.State, "the oversized output was refused")
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
