@@ -242,11 +242,14 @@ func (t *Tenant) fireScheduled(now int64, sc inboxstore.ScheduledCommand) error 
 
 // projectionsDue reads when projection work is next due: now if a
 // generation has events to apply (or a rebuild to swap in), a stalled
-// one's retry time, or 0.
-func (t *Tenant) projectionsDue(now int64) (int64, error) {
-	gens, err := t.projections.All()
-	if err != nil {
-		return 0, err
+// one's retry time, or 0. gens are the generations as stored, or nil to
+// read them.
+func (t *Tenant) projectionsDue(now int64, gens []projectionstore.Generation) (int64, error) {
+	if gens == nil {
+		var err error
+		if gens, err = t.projections.All(); err != nil {
+			return 0, err
+		}
 	}
 	next := int64(0)
 	for _, g := range gens {

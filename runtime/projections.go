@@ -281,6 +281,7 @@ func (t *Tenant) syncProjections(now int64) error {
 	if err != nil {
 		return err
 	}
+	changed := false
 	for _, p := range t.app.projections {
 		var live, building *projectionstore.Generation
 		for i := range gens {
@@ -297,6 +298,7 @@ func (t *Tenant) syncProjections(now int64) error {
 			if err := t.createGeneration(now, p, projectionstore.Live); err != nil {
 				return err
 			}
+			changed = true
 		case live.Fingerprint == p.fingerprint:
 			// A rebuild of another definition is pointless now (a deploy
 			// rolled back); one of this definition was asked for: it goes on.
@@ -304,19 +306,25 @@ func (t *Tenant) syncProjections(now int64) error {
 				if err := t.dropGeneration(p, building.Generation); err != nil {
 					return err
 				}
+				changed = true
 			}
 		case building == nil || building.Fingerprint != p.fingerprint:
 			if building != nil {
 				if err := t.dropGeneration(p, building.Generation); err != nil {
 					return err
 				}
+				changed = true
 			}
 			if err := t.createGeneration(now, p, projectionstore.Building); err != nil {
 				return err
 			}
+			changed = true
 		}
 	}
-	due, err := t.projectionsDue(now)
+	if changed {
+		gens = nil // read them again
+	}
+	due, err := t.projectionsDue(now, gens)
 	t.projDue = due
 	return err
 }

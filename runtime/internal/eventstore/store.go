@@ -237,22 +237,26 @@ func (s *Store) ReadSeqs(seqs []int64) ([]Event, error) {
 }
 
 // CountAfter counts the events of the given types after seq after, up to
-// max (a reaction's lag, bounded so reading it stays cheap).
+// max (a reaction's lag, bounded so reading it stays cheap), in one
+// statement: a range of the (type, seq) index per type.
 func (s *Store) CountAfter(after int64, types []string, max int64) (int64, error) {
-	var n int64
-	for _, t := range types {
-		rows, err := s.db.Query(`SELECT count(*) FROM (SELECT 1 FROM stile_events WHERE type = ? AND seq > ? LIMIT ?)`, t, after, max)
-		if err != nil {
-			return 0, printf.Errorf("count events of type %s: %w", t, err)
-		}
-		rows.Next()
-		n += rows.Int(0)
-		if err := rows.Err(); err != nil {
-			return 0, err
-		}
-		if n >= max {
-			break // the rest would not change the answer
-		}
+	if len(types) == 0 {
+		return 0, nil
 	}
-	return min(n, max), nil
+	sql := make([]byte, 0, 128)
+	sql = append(sql, "SELECT count(*) FROM (SELECT 1 FROM stile_events WHERE type IN (?"...)
+	args := make([]any, 0, len(types)+2)
+	args = append(args, types[0])
+	for _, t := range types[1:] {
+		sql = append(sql, ", ?"...)
+		args = append(args, t)
+	}
+	sql = append(sql, ") AND seq > ? LIMIT ?)"...)
+	rows, err := s.db.Query(string(sql), append(args, after, max)...)
+	if err != nil {
+		return 0, printf.Errorf("count events of types %s: %w", strings.Join(types, ", "), err)
+	}
+	rows.Next()
+	n := rows.Int(0)
+	return min(n, max), rows.Err()
 }
