@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -520,9 +521,10 @@ func (m *Manager) Evict(name string) bool {
 // Restarts counts the engines of tenant discarded after a failure.
 func (m *Manager) Restarts(name string) int64 { return m.tenant(name).restarts.Load() }
 
-// FireDue runs the alarm of every tenant whose alarm time has come, one
-// tenant after another, and returns how many ran. A failed alarm is retried
-// with a growing delay, as Durable Objects retry theirs.
+// FireDue runs the alarm of every tenant whose alarm time has come, as
+// many tenants at once as there are cores, and returns how many ran once
+// all have. A failed alarm is retried with a growing delay, as Durable
+// Objects retry theirs.
 func (m *Manager) FireDue(ctx context.Context) int {
 	now := m.cfg.Clock.Now()
 	m.mu.Lock()
@@ -533,16 +535,28 @@ func (m *Manager) FireDue(ctx context.Context) int {
 		}
 	}
 	m.mu.Unlock()
+	// Tenants' alarms run in parallel, a core each: one tenant's long
+	// alarm (a retention slice, a projection catching up) does not hold
+	// back the others'.
+	sem := make(chan struct{}, max(1, goruntime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
 	for _, t := range due {
-		if _, err := m.Do(ctx, t.name, do.Request{Kind: do.KindAlarm}); err != nil {
-			n := t.failures.Add(1)
-			retry := now + min(int64(2000)<<min(n-1, 5), 60_000)
-			t.alarmAt.Store(retry)
-			m.log.Warn("alarm failed; retrying", "tenant", t.name, "attempt", n, "err", err)
-			continue
-		}
-		t.failures.Store(0)
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if _, err := m.Do(ctx, t.name, do.Request{Kind: do.KindAlarm}); err != nil {
+				n := t.failures.Add(1)
+				retry := now + min(int64(2000)<<min(n-1, 5), 60_000)
+				t.alarmAt.Store(retry)
+				m.log.Warn("alarm failed; retrying", "tenant", t.name, "attempt", n, "err", err)
+				return
+			}
+			t.failures.Store(0)
+		}()
 	}
+	wg.Wait()
 	if len(due) > 0 {
 		if err := m.alarms.save(m.alarmSnapshot()); err != nil {
 			m.log.Warn("could not persist alarms", "err", err)
