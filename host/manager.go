@@ -94,7 +94,7 @@ type Manager struct {
 type Stats struct {
 	Tenants   int   // tenants seen since the manager started
 	Open      int   // engines open now
-	Memory    int64 // bytes the open engines report (Sized)
+	Memory    int64 // bytes the open engines reported (Sized): at open, and after each call under MaxMemory
 	Opens     int64 // engines opened since the start (first uses and reopenings)
 	Evictions int64 // idle engines closed to stay within MaxOpen or MaxMemory
 }
@@ -282,7 +282,9 @@ func (m *Manager) call(ctx context.Context, t *tenant, frame []byte) (do.Respons
 		m.log.Warn("tenant module failed; instance discarded", "tenant", t.name, "err", err)
 		return do.Response{}, fmt.Errorf("tenant %s: %w", t.name, err)
 	}
-	if m.measure(t) && m.cfg.MaxMemory > 0 && m.memory.Load() > m.cfg.MaxMemory {
+	// Instances grow with their work: with a bound, measure after each
+	// call (without one, what open measured is what Stats reports).
+	if m.cfg.MaxMemory > 0 && m.measure(t) && m.memory.Load() > m.cfg.MaxMemory {
 		m.evict(t)
 	}
 	resp, err := do.DecodeResponse(out)
