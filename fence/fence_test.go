@@ -120,3 +120,22 @@ func TestAfterFailure(t *testing.T) {
 	n = fence.AfterFailure(j, b, 50, 0)
 	require.Equal(t, fence.Next{State: fence.StateDead, Failures: 3, RunAt: 50}, n)
 }
+
+// A job whose cancel was requested never runs again: a report that would
+// retry or snooze it ends it cancelled; one that completes it stands.
+func TestReportAfterACancelRequest(t *testing.T) {
+	t.Parallel()
+	b := fence.Backoff{BaseMs: 100, MaxMs: 1000}
+	j := running() // Failures 1 of MaxAttempts 3
+	j.CancelRequested = true
+	for _, r := range []fence.Report{{Outcome: fence.OutcomeFailed}, {Outcome: fence.OutcomeSnoozed, SnoozeMs: 500}} {
+		n := fence.AfterReport(j, r, b, 50, 0)
+		require.Equal(t, fence.StateCancelled, n.State, "%s after a cancel request", r.Outcome)
+		require.Equal(t, int64(50), n.RunAt)
+	}
+	require.Equal(t, int64(2), fence.AfterReport(j, fence.Report{Outcome: fence.OutcomeFailed}, b, 50, 0).Failures, "the failed attempt counts")
+	require.Equal(t, fence.StateCompleted, fence.AfterReport(j, fence.Report{Outcome: fence.OutcomeCompleted}, b, 50, 0).State)
+	require.Equal(t, fence.StateDead, fence.AfterReport(j, fence.Report{Outcome: fence.OutcomeFailed, Final: true}, b, 50, 0).State)
+	j.CancelRequested = false
+	require.Equal(t, fence.StateScheduled, fence.AfterReport(j, fence.Report{Outcome: fence.OutcomeSnoozed, SnoozeMs: 500}, b, 50, 0).State)
+}

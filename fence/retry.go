@@ -65,8 +65,19 @@ type Report struct {
 // AfterReport decides the job's next state once a report was accepted at
 // now. A snooze runs the job again later without spending its retry budget
 // (the next claim still takes a new attempt number); a final failure ends
-// it dead whatever its budget; a cancelled report ends it cancelled.
+// it dead whatever its budget; a cancelled report ends it cancelled. Once a
+// cancel was requested the job never runs again: a report that would retry
+// or snooze it ends it cancelled (the attempt's failure still counts),
+// while one that completes it stands, since the work finished first.
 func AfterReport(j Job, r Report, b Backoff, now int64, jitter float64) Next {
+	n := afterReport(j, r, b, now, jitter)
+	if j.CancelRequested && !n.State.Terminal() {
+		n.State, n.RunAt = StateCancelled, now
+	}
+	return n
+}
+
+func afterReport(j Job, r Report, b Backoff, now int64, jitter float64) Next {
 	switch r.Outcome {
 	case OutcomeCompleted:
 		return Next{State: StateCompleted, Failures: j.Failures, RunAt: j.RunAtOr(now)}
