@@ -307,7 +307,7 @@ func callReaction(ctx context.Context, h ReactionHandler, r *Reaction) (err erro
 func (w *Worker) settle(ctx context.Context, ten *client.Tenant, s api.Settlement, leaseUntil time.Time, log *slog.Logger) (api.SettleResult, error) {
 	res, err := w.batchers(ten).settlements.do(settleItem{ctx, s}, func(err error) bool {
 		switch {
-		case !client.Retryable(err):
+		case !client.Retryable(err) || errors.Is(err, errNoAnswer):
 			log.Error("settlement rejected", "err", err)
 		case w.cfg.Clock.Now().After(leaseUntil):
 			log.Error("giving up on the settlement: the lease is over, the delivery will run again", "err", err)

@@ -359,7 +359,7 @@ type slowFirstSettle struct {
 
 func (s *slowFirstSettle) RoundTrip(r *http.Request) (*http.Response, error) {
 	if strings.HasSuffix(r.URL.Path, "/settle") {
-		s.once.Do(func() { time.Sleep(300 * time.Millisecond) })
+		s.once.Do(func() { time.Sleep(500 * time.Millisecond) })
 		if r.ContentLength > 0 {
 			body, _ := io.ReadAll(r.Body)
 			if strings.Count(string(body), `"claim_id"`) > 1 {

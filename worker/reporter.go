@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/stile-run/stile/api"
@@ -13,6 +14,10 @@ import (
 // Reports and settlements are batched per tenant (batcher): sent at once
 // when none is in flight, else together with the others waiting, each
 // fenced on its own.
+
+// errNoAnswer: the API answered a batch without a result for an item. A
+// broken server, not a lost request: not sent again.
+var errNoAnswer = errors.New("the API answered the batch without a result for this item")
 
 // maxReportBatch bounds the reports of one request.
 const maxReportBatch = 100
@@ -71,7 +76,7 @@ func sendReports(ten *client.Tenant, items []reportItem) ([]struct{}, []error) {
 		batch[i] = api.BatchReport{JobID: it.id, ReportRequest: it.r}
 	}
 	res, err := ten.ReportBatch(ctx, batch)
-	if err != nil && !client.Retryable(err) {
+	if refusedForContent(err) {
 		// The API refused the request as a whole for what one report
 		// holds (an output over the limit): each goes alone, so the
 		// others are not refused with it.
@@ -85,7 +90,7 @@ func sendReports(ten *client.Tenant, items []reportItem) ([]struct{}, []error) {
 		case err != nil:
 			errs[i] = err
 		case i >= len(res):
-			errs[i] = errors.New("the batch answered no result for this report")
+			errs[i] = errNoAnswer
 		case res[i].Error != nil:
 			e := *res[i].Error
 			e.Status = e.Code.Status()
@@ -104,7 +109,7 @@ func sendSettlements(ten *client.Tenant, items []settleItem) ([]api.SettleResult
 		ss[i] = it.s
 	}
 	res, err := ten.Settle(ctx, ss...)
-	if err != nil && len(items) > 1 && !client.Retryable(err) {
+	if len(items) > 1 && refusedForContent(err) {
 		// Refused as a whole for what one settlement holds (a command the
 		// API cannot take): each goes alone, for its own answer.
 		return eachAlone(items, func(it settleItem) (api.SettleResult, error) {
@@ -121,36 +126,27 @@ func sendSettlements(ten *client.Tenant, items []settleItem) ([]api.SettleResult
 		case err != nil:
 			errs[i] = err
 		case i >= len(res):
-			errs[i] = errors.New("settle answered no result")
+			errs[i] = errNoAnswer
 		}
 	}
 	return res, errs
 }
 
-// sendReport sends a job's report and waits for the answer: nil once recorded
-// (or a duplicate), else the refusal or the last failure. It is sent again
-// while it fails in transit and the lease lasts.
-func (w *Worker) sendReport(ctx context.Context, ten *client.Tenant, id string, r api.ReportRequest, lease *leaseClock, log *slog.Logger) error {
+// report sends a job's outcome and waits for the answer: nil once
+// recorded (or a duplicate), else the refusal or the last failure. It goes
+// with the tenant's other reports unless Config.SingleReports, and is sent
+// again while it fails in transit and the lease lasts (a retried report
+// that committed is answered as a duplicate, never applied twice).
+func (w *Worker) report(ctx context.Context, ten *client.Tenant, id string, r api.ReportRequest, lease *leaseClock, log *slog.Logger) error {
+	b, item := w.batchers(ten).reports, reportItem{ctx, id, r}
+	again := func(e error) bool { return w.reportAgain(e, lease, log) }
+	var err error
 	if w.cfg.SingleReports {
-		return w.sendReportAlone(ctx, ten, id, r, lease, log)
+		_, err = b.alone(item, again)
+	} else {
+		_, err = b.do(item, again)
 	}
-	_, err := w.batchers(ten).reports.do(reportItem{ctx, id, r}, func(e error) bool { return w.reportAgain(e, lease, log) })
 	return err
-}
-
-// sendReportAlone is sendReport with one report per request, never
-// gathered with others (Config.SingleReports).
-func (w *Worker) sendReportAlone(ctx context.Context, ten *client.Tenant, id string, r api.ReportRequest, lease *leaseClock, log *slog.Logger) error {
-	delay := 100 * time.Millisecond
-	for {
-		_, errs := sendReports(ten, []reportItem{{ctx, id, r}})
-		if errs[0] == nil || !w.reportAgain(errs[0], lease, log) {
-			return errs[0]
-		}
-		log.Warn("report failed; retrying", "in", delay, "err", errs[0])
-		time.Sleep(delay)
-		delay = min(delay*2, 5*time.Second)
-	}
 }
 
 // reportAgain decides a failed report: sent again while it may succeed
@@ -159,7 +155,7 @@ func (w *Worker) reportAgain(e error, lease *leaseClock, log *slog.Logger) bool 
 	switch {
 	case errors.Is(e, api.ErrStale):
 		log.Warn("report refused by the fence; another attempt owns the job", "code", client.Code(e), "err", e)
-	case !client.Retryable(e):
+	case !client.Retryable(e) || errors.Is(e, errNoAnswer):
 		log.Error("report rejected", "err", e)
 	case w.cfg.Clock.Now().After(lease.get()):
 		log.Error("giving up on the report: the lease is over, the job will be retried", "err", e)
@@ -176,4 +172,12 @@ func eachAlone[T, R any](items []T, send func(T) (R, error)) ([]R, []error) {
 		res[i], errs[i] = send(it)
 	}
 	return res, errs
+}
+
+// refusedForContent says the API refused a request for what it holds (400,
+// 413): what one item of a batch holds can refuse the others with it. A
+// refused token or a broken server would refuse each alone too.
+func refusedForContent(err error) bool {
+	var e *api.Error
+	return errors.As(err, &e) && (e.Status == http.StatusBadRequest || e.Status == http.StatusRequestEntityTooLarge)
 }

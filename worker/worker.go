@@ -259,7 +259,10 @@ func New(cfg Config) (*Worker, error) {
 		// Connections are kept for every handler's heartbeats and
 		// reports: http.DefaultTransport keeps 2 per host, and opened a
 		// connection for most requests of a busy worker.
-		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr := &http.Transport{Proxy: http.ProxyFromEnvironment}
+		if d, ok := http.DefaultTransport.(*http.Transport); ok {
+			tr = d.Clone() // unless a program replaced it
+		}
 		tr.MaxIdleConnsPerHost = cfg.Concurrency + 4
 		cfg.HTTPClient = &http.Client{Transport: tr}
 	}
@@ -591,15 +594,6 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 			}
 		}
 	}
-}
-
-// report sends the outcome, retrying transport failures while the lease
-// lasts (a retried report is recognised as a duplicate, never applied
-// twice), batched with the tenant's other reports unless
-// Config.SingleReports. It returns the error of a report that was refused
-// or never arrived.
-func (w *Worker) report(ctx context.Context, ten *client.Tenant, id string, r api.ReportRequest, lease *leaseClock, log *slog.Logger) error {
-	return w.sendReport(ctx, ten, id, r, lease, log)
 }
 
 // counting counts the requests sent through it.

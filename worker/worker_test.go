@@ -345,7 +345,7 @@ type slowFirstReport struct {
 
 func (s *slowFirstReport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if strings.HasSuffix(r.URL.Path, "/report") {
-		s.once.Do(func() { time.Sleep(300 * time.Millisecond) })
+		s.once.Do(func() { time.Sleep(500 * time.Millisecond) })
 	}
 	return s.next.RoundTrip(r)
 }
@@ -357,12 +357,17 @@ func (s *slowFirstReport) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestABatchWithARefusedReportAnswersTheOthers(t *testing.T) {
 	t.Parallel()
 	url, ten := setup(t)
-	batches := new(atomic.Int64)
+	var refusedBatches, singlesAfter atomic.Int64
 	transport := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		if strings.HasSuffix(r.URL.Path, "/reports") {
-			batches.Add(1)
+		resp, err := http.DefaultTransport.RoundTrip(r)
+		switch {
+		case err != nil:
+		case strings.HasSuffix(r.URL.Path, "/reports") && resp.StatusCode >= 400:
+			refusedBatches.Add(1)
+		case strings.HasSuffix(r.URL.Path, "/report") && refusedBatches.Load() > 0:
+			singlesAfter.Add(1)
 		}
-		return http.DefaultTransport.RoundTrip(r)
+		return resp, err
 	})
 	stop := start(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}, Concurrency: 10, ID: "w1",
 		HTTPClient: &http.Client{Transport: &slowFirstReport{next: transport}}},
@@ -394,10 +399,12 @@ func TestABatchWithARefusedReportAnswersTheOthers(t *testing.T) {
 		done := waitState(t, ten, j.ID, "completed")
 		require.Equal(t, int64(1), done.Attempt, "recorded on its first attempt, not refused with the big one")
 	}
-	require.Positive(t, batches.Load(), "the reports went in a batch")
+	require.Positive(t, refusedBatches.Load(), "the batch holding the oversized output was refused as a whole")
+	require.GreaterOrEqual(t, singlesAfter.Load(), int64(len(js)), "then each of its reports went alone")
 	big, err := ten.Job(context.Background(), js[0].ID)
 	require.NoError(t, err)
-	require.NotEqual(t, "completed", big.State, "the oversized output was refused")
+	require.Equal(t, "running", big.State, "the oversized output was refused: the job waits out its lease")
+	require.Empty(t, big.Output)
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
