@@ -128,12 +128,13 @@ func TestReportAfterACancelRequest(t *testing.T) {
 	b := fence.Backoff{BaseMs: 100, MaxMs: 1000}
 	j := running() // Failures 1 of MaxAttempts 3
 	j.CancelRequested = true
+	j.RunAt = 20
 	for _, r := range []fence.Report{{Outcome: fence.OutcomeFailed}, {Outcome: fence.OutcomeSnoozed, SnoozeMs: 500}} {
 		n := fence.AfterReport(j, r, b, 50, 0)
-		require.Equal(t, fence.StateCancelled, n.State, "%s after a cancel request", r.Outcome)
-		require.Equal(t, int64(50), n.RunAt)
+		require.Equal(t, fence.Next{State: fence.StateCancelled, Failures: 1, RunAt: 20}, n,
+			"%s after a cancel request ends the job cancelled, as an expiry after it does", r.Outcome)
+		require.Equal(t, fence.AfterExpiry(j, b, 50, 0), n)
 	}
-	require.Equal(t, int64(2), fence.AfterReport(j, fence.Report{Outcome: fence.OutcomeFailed}, b, 50, 0).Failures, "the failed attempt counts")
 	require.Equal(t, fence.StateCompleted, fence.AfterReport(j, fence.Report{Outcome: fence.OutcomeCompleted}, b, 50, 0).State)
 	require.Equal(t, fence.StateDead, fence.AfterReport(j, fence.Report{Outcome: fence.OutcomeFailed, Final: true}, b, 50, 0).State)
 	j.CancelRequested = false

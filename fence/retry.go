@@ -67,12 +67,13 @@ type Report struct {
 // (the next claim still takes a new attempt number); a final failure ends
 // it dead whatever its budget; a cancelled report ends it cancelled. Once a
 // cancel was requested the job never runs again: a report that would retry
-// or snooze it ends it cancelled (the attempt's failure still counts),
-// while one that completes it stands, since the work finished first.
+// or snooze it ends it cancelled, as a lease running out after the request
+// does (a cancel is not a failure), while one that completes it stands,
+// since the work finished first.
 func AfterReport(j Job, r Report, b Backoff, now int64, jitter float64) Next {
 	n := afterReport(j, r, b, now, jitter)
 	if j.CancelRequested && !n.State.Terminal() {
-		n.State, n.RunAt = StateCancelled, now
+		return Next{State: StateCancelled, Failures: j.Failures, RunAt: j.RunAtOr(now)}
 	}
 	return n
 }

@@ -164,12 +164,8 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 			id, e.parent, resolved, at); err != nil {
 			return Enqueued{}, printf.Errorf("enqueue job %d: record its dependency on job %d: %w", id, e.parent, err)
 		}
-		if e.resolved == "" {
-			// The parent's end must now settle this job.
-			if err := s.db.Exec(`UPDATE stile_jobs SET dependents = 1 WHERE id = ? AND dependents = 0`, e.parent); err != nil {
-				return Enqueued{}, printf.Errorf("enqueue job %d: mark job %d as waited for: %w", id, e.parent, err)
-			}
-		}
+		// An unresolved edge marks the parent as waited for (a trigger of
+		// migration 0013), so its end settles this job.
 	}
 	switch state {
 	case fence.StateScheduled:
