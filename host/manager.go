@@ -87,7 +87,7 @@ type Manager struct {
 	openNow   atomic.Int64 // engines open
 	memory    atomic.Int64 // their Sized memory
 	opens     atomic.Int64 // engines opened, ever
-	evictions atomic.Int64 // idle engines closed to stay within MaxOpen or MaxMemory
+	evictions atomic.Int64 // idle engines closed to stay within MaxOpen or MaxMemory, or by Evict
 }
 
 // Stats is a snapshot of a manager's engines.
@@ -381,13 +381,17 @@ func (m *Manager) measure(t *tenant) bool {
 }
 
 // closeEngine closes t's engine (t.mu is held) and forgets its memory.
-func (m *Manager) closeEngine(t *tenant) error {
-	err := t.engine.Close()
+func (m *Manager) closeEngine(t *tenant) error { return m.detach(t).Close() }
+
+// detach takes t's engine out of the open ones (t.mu is held) and returns
+// it, for its caller to close.
+func (m *Manager) detach(t *tenant) Engine {
+	e := t.engine
 	t.engine = nil
 	t.isOpen.Store(false)
 	m.openNow.Add(-1)
 	m.memory.Add(-t.memory.Swap(0))
-	return err
+	return e
 }
 
 // over says whether the open engines exceed a bound, counting one more
@@ -427,14 +431,11 @@ func (m *Manager) evict(t *tenant) {
 			skip[lru] = true // busy: the next least recently used
 			continue
 		}
-		if e := lru.engine; e != nil {
+		if lru.engine != nil {
 			// Detached now, closed in the background: closing an instance
 			// and its database takes a millisecond or two that the request
 			// opening another need not wait for.
-			lru.engine = nil
-			lru.isOpen.Store(false)
-			m.openNow.Add(-1)
-			m.memory.Add(-lru.memory.Swap(0))
+			e := m.detach(lru)
 			m.evictions.Add(1)
 			m.closing.Add(1)
 			done := make(chan struct{})

@@ -65,6 +65,10 @@ func TestEvictionKeepsData(t *testing.T) {
 		resp := call(t, m, tenant, "POST", "jobs", api.EnqueueRequest{Kind: "test.echo"})
 		require.Equal(t, 201, resp.Status)
 	}
+	st := m.Stats()
+	require.Equal(t, int64(6), st.Opens, "each request found its tenant closed")
+	require.Equal(t, int64(4), st.Evictions)
+	require.Equal(t, 2, st.Open)
 	for _, tenant := range []string{"a", "b", "c"} {
 		var j api.Job
 		require.NoError(t, json.Unmarshal(call(t, m, tenant, "GET", "jobs/2", nil).Body, &j))

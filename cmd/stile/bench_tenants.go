@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"runtime/debug"
 	"time"
 
 	"github.com/stile-run/stile/cmd/stile/internal/bench"
@@ -23,9 +22,6 @@ func benchTenants(ctx context.Context, wasm []byte, dir string, n, requests int,
 	}
 	if maxOpen <= 0 {
 		maxOpen = n // only the memory bound applies
-	}
-	if maxMemory > 0 {
-		defer debug.SetMemoryLimit(debug.SetMemoryLimit(memoryLimitFor(maxMemory)))
 	}
 	m, err := host.NewManager(host.Config{Factory: f, DataDir: filepath.Join(dir, "tenants-bench"), Logger: quiet,
 		MaxMemory: maxMemory, MaxOpen: maxOpen})
@@ -63,8 +59,3 @@ func benchTenants(ctx context.Context, wasm []byte, dir string, n, requests int,
 	fmt.Println()
 	return nil
 }
-
-// memoryLimitFor is the Go runtime's soft memory limit for a process
-// whose open instances may hold maxMemory: that and a quarter more for the
-// host itself (compiled code, the HTTP server, garbage not yet collected).
-func memoryLimitFor(maxMemory int64) int64 { return maxMemory + maxMemory/4 }

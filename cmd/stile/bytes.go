@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -22,7 +23,7 @@ func parseBytes(s string) (int64, error) {
 		}
 	}
 	n, err := strconv.ParseFloat(num, 64)
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || math.IsNaN(n) || math.IsInf(n, 0) || n*float64(mul) > math.MaxInt64 {
 		return 0, fmt.Errorf("%q is not a size: write bytes or a number with KiB, MiB or GiB (e.g. 512MiB)", s)
 	}
 	return int64(n * float64(mul)), nil

@@ -12,7 +12,7 @@ func TestParseBytes(t *testing.T) {
 		require.NoError(t, err, in)
 		require.Equal(t, want, got, in)
 	}
-	for _, bad := range []string{"", "lots", "-1MiB", "1TiB"} {
+	for _, bad := range []string{"", "lots", "-1MiB", "1TiB", "NaN", "Inf", "1e30GiB"} {
 		_, err := parseBytes(bad)
 		require.ErrorContains(t, err, "is not a size", bad)
 	}

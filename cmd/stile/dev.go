@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -50,9 +49,6 @@ func runDev(args []string) error {
 	memBound, err := parseBytes(*maxMemory)
 	if err != nil {
 		return fmt.Errorf("--max-memory: %w", err)
-	}
-	if memBound > 0 {
-		debug.SetMemoryLimit(memoryLimitFor(memBound))
 	}
 	if fs.NArg() > 1 {
 		fs.Usage()

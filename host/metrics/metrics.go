@@ -133,6 +133,11 @@ func (c *tenants) Collect(ch chan<- prometheus.Metric) {
 	}
 	now := time.Now()
 	for _, t := range dir.Tenants {
+		if !c.m.IsOpen(t.Name) {
+			// A scrape does not open closed tenants: it would evict open
+			// ones under the memory bound, at every scrape.
+			continue
+		}
 		var q api.QueuesResponse
 		if c.get(ctx, t.Name, api.RouteQueues, &q) {
 			for _, qc := range q.Queues {

@@ -204,10 +204,15 @@ func (f *Factory) instantiateImports(ctx context.Context) error {
 func (f *Factory) Close() error {
 	f.closed.Store(true)
 	f.bg.Wait()
-	for len(f.spares) > 0 {
-		(<-f.spares).mod.Close(context.Background())
+	for {
+		select {
+		case e := <-f.spares:
+			e.mod.Close(context.Background())
+			continue
+		default:
+		}
+		return f.rt.Close(context.Background())
 	}
-	return f.rt.Close(context.Background())
 }
 
 // Open implements host.Factory: an instance over the tenant's file, a
@@ -232,7 +237,11 @@ func (f *Factory) Open(ctx context.Context, tenant, path string, clock host.Cloc
 	return e, nil
 }
 
-// instantiate makes an instance with no tenant yet and initializes it.
+// initTimeout bounds a module's start, as CallTimeout bounds a call.
+const initTimeout = 30 * time.Second
+
+// instantiate makes an instance with no tenant yet and initializes it. A
+// module's start may not touch storage: it has no tenant yet.
 func (f *Factory) instantiate(ctx context.Context) (*engine, error) {
 	e := &engine{f: f, clock: host.RealClock{}, stderr: &lineLog{log: f.log}}
 	ictx := context.WithValue(ctx, ctxKey{}, e)
@@ -248,6 +257,9 @@ func (f *Factory) instantiate(ctx context.Context) (*engine, error) {
 	e.mod = mod
 	e.buffer = mod.ExportedFunction(do.ExportBuffer)
 	e.handle = mod.ExportedFunction(do.ExportHandle)
+	// A start that spins is stopped as a call is (the guard's deadline).
+	ictx, cancel := context.WithTimeout(ictx, initTimeout)
+	defer cancel()
 	if _, err := mod.ExportedFunction("_initialize").Call(ictx); err != nil {
 		mod.Close(context.Background())
 		return nil, fmt.Errorf("initialize tenant module: %w%s", err, e.stderr.tail())
@@ -263,10 +275,17 @@ func (f *Factory) refill() {
 	f.bg.Add(1)
 	go func() {
 		defer f.bg.Done()
-		defer f.refilling.Store(false)
+		failed := false
+		defer func() {
+			f.refilling.Store(false)
+			if !failed && len(f.spares) < cap(f.spares) {
+				f.refill() // an open took one as this refill ended
+			}
+		}()
 		for len(f.spares) < cap(f.spares) && !f.closed.Load() {
 			e, err := f.instantiate(context.Background())
 			if err != nil {
+				failed = true
 				f.log.Warn("could not make a spare instance", "err", err)
 				return
 			}
@@ -372,6 +391,15 @@ func engineOf(ctx context.Context) *engine {
 	return e
 }
 
+// withDB is e, once it serves a tenant: a module's start (package inits)
+// runs before, and may not use storage.
+func (e *engine) withDB(fn string) *engine {
+	if e.db == nil {
+		panic(fn + " called while the module starts (a package init): storage is reachable only from requests")
+	}
+	return e
+}
+
 // payload hands a result to the guest: written into its buffer when it
 // fits, else kept pending for ImportTake. n is the payload's length,
 // negated minus one for an error.
@@ -394,7 +422,7 @@ type faultTrap struct{ sql string }
 func (t faultTrap) String() string { return "injected fault at: " + t.sql }
 
 func hostSQL(ctx context.Context, mod api.Module, stack []uint64) {
-	e := engineOf(ctx)
+	e := engineOf(ctx).withDB("stile.sql")
 	mem := mod.Memory()
 	sqlB, ok1 := mem.Read(api.DecodeU32(stack[0]), api.DecodeU32(stack[1]))
 	params, ok2 := mem.Read(api.DecodeU32(stack[2]), api.DecodeU32(stack[3]))
@@ -425,7 +453,7 @@ func hostTake(ctx context.Context, mod api.Module, stack []uint64) {
 }
 
 func hostTx(ctx context.Context, mod api.Module, stack []uint64) {
-	e := engineOf(ctx)
+	e := engineOf(ctx).withDB("stile.tx")
 	id := api.DecodeU32(stack[0])
 	fail := func(err error) {
 		msg := []byte(err.Error())
