@@ -77,6 +77,7 @@ type Manager struct {
 	tenants map[string]*tenant
 	uses    int64
 	alarms  *alarmFile
+	ownDir  bool // the directory was opened here, and is closed with the manager
 	kick    chan struct{}
 	stop    chan struct{}
 	done    sync.WaitGroup
@@ -157,18 +158,19 @@ func NewManager(cfg Config) (*Manager, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "tenants"), 0o755); err != nil {
 		return nil, fmt.Errorf("host: create data directory: %w", err)
 	}
+	ownDir := false
 	if cfg.Directory == nil {
 		d, err := directory.Open(filepath.Join(cfg.DataDir, "directory.json"))
 		if err != nil {
 			return nil, fmt.Errorf("host: %w", err)
 		}
-		cfg.Directory = d
+		cfg.Directory, ownDir = d, true
 	}
 	alarms, err := loadAlarms(filepath.Join(cfg.DataDir, "alarms.json"))
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{cfg: cfg, log: cfg.Logger, tenants: map[string]*tenant{}, alarms: alarms,
+	m := &Manager{cfg: cfg, log: cfg.Logger, tenants: map[string]*tenant{}, alarms: alarms, ownDir: ownDir,
 		kick: make(chan struct{}, 1), stop: make(chan struct{})}
 	// Alarms survive a restart: tenants that had one get it back.
 	for name, at := range alarms.snapshot() {
@@ -633,6 +635,9 @@ func (m *Manager) Close() error {
 	m.pushes.Wait() // no call is in progress: none can start another
 	m.closing.Wait()
 	errs = append(errs, m.alarms.save(m.alarmSnapshot()), m.cfg.Factory.Close())
+	if m.ownDir {
+		errs = append(errs, m.cfg.Directory.Close())
+	}
 	return errors.Join(errs...)
 }
 

@@ -1,6 +1,7 @@
 package directory
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,13 +10,15 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/stile-run/stile/api"
 )
 
-// entry is one tenant, as the file keeps it.
+// entry is one tenant, as the files keep it.
 type entry struct {
 	api.TenantInfo
 	// Seq is the directory's change counter when the tenant last became
@@ -23,43 +26,124 @@ type entry struct {
 	Seq int64 `json:"seq"`
 }
 
+// MarshalJSON writes the tenant's fields and Seq. (Without it the
+// embedded TenantInfo's MarshalJSON would be promoted, and Seq lost: a
+// tenant ready before a restart was then missing from ready queries.)
+func (e *entry) MarshalJSON() ([]byte, error) {
+	b := e.TenantInfo.AppendJSON(nil)
+	b = append(b[:len(b)-1], `,"seq":`...)
+	return append(strconv.AppendInt(b, e.Seq, 10), '}'), nil
+}
+
 type file struct {
 	Seq     int64    `json:"seq"`
 	Tenants []*entry `json:"tenants"`
 }
 
+// change is one line of the journal: a tenant's entry after a note, or
+// the name of an erased tenant, and the directory's counter after it.
+type change struct {
+	Seq    int64  `json:"seq"`
+	Entry  *entry `json:"entry,omitempty"`
+	Erased string `json:"erased,omitempty"`
+}
+
 // Dir is the directory of one data directory. It is safe for concurrent
 // use.
+//
+// It is kept in two files: a snapshot (directory.json) and a journal
+// beside it (directory.journal), one JSON line per note. A note appends
+// one line, so its cost does not grow with the number of tenants; the
+// snapshot is rewritten, and the journal emptied, once the journal holds
+// more lines than compactEvery or than twice the tenants. The journal's
+// last line for a tenant is what the snapshot written after it says, so
+// replaying a journal over a newer snapshot (a crash between writing the
+// snapshot and emptying the journal) changes nothing.
 type Dir struct {
-	path    string
+	path    string // the snapshot
 	mu      sync.Mutex
 	seq     int64
 	tenants map[string]*entry
 	wake    chan struct{} // closed and replaced when a tenant becomes ready
+	journal *os.File      // opened at the first note
+	lines   int           // in the journal
+}
+
+// compactEvery is the fewest journal lines that trigger a new snapshot.
+const compactEvery = 1024
+
+// journalPath is where the journal of the snapshot at path is kept.
+func journalPath(path string) string {
+	return strings.TrimSuffix(path, filepath.Ext(path)) + ".journal"
 }
 
 // Open reads the directory at path (directory.json in the data
-// directory), or starts an empty one.
+// directory) and its journal, or starts an empty one. A journal left by
+// an earlier process is folded into a new snapshot at once; its last line
+// may be cut short (the process died writing it) and is then ignored.
 func Open(path string) (*Dir, error) {
 	d := &Dir{path: path, tenants: map[string]*entry{}, wake: make(chan struct{})}
 	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return d, nil
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
 		return nil, fmt.Errorf("read the tenant directory: %w", err)
+	default:
+		var f file
+		if err := json.Unmarshal(b, &f); err != nil {
+			return nil, fmt.Errorf("read the tenant directory %s: %w", path, err)
+		}
+		d.seq = f.Seq
+		for _, e := range f.Tenants {
+			if api.ValidTenant(e.Name) {
+				d.tenants[e.Name] = e
+			}
+		}
 	}
-	var f file
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("read the tenant directory %s: %w", path, err)
+	replayed, err := d.replay()
+	if err != nil {
+		return nil, err
 	}
-	d.seq = f.Seq
-	for _, e := range f.Tenants {
-		if api.ValidTenant(e.Name) {
-			d.tenants[e.Name] = e
+	if replayed {
+		if err := d.compact(); err != nil {
+			return nil, err
 		}
 	}
 	return d, nil
+}
+
+// replay applies the journal's lines to what the snapshot said, and
+// reports whether there were any.
+func (d *Dir) replay() (bool, error) {
+	jp := journalPath(d.path)
+	b, err := os.ReadFile(jp)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the tenant directory's journal: %w", err)
+	}
+	lines := bytes.Split(b, []byte("\n"))
+	for i, line := range lines {
+		if len(line) == 0 {
+			continue
+		}
+		var c change
+		if err := json.Unmarshal(line, &c); err != nil {
+			if i == len(lines)-1 {
+				break // cut short by a crash: the note it held is lost
+			}
+			return false, fmt.Errorf("read the tenant directory's journal %s, line %d: %w", jp, i+1, err)
+		}
+		d.seq = max(d.seq, c.Seq)
+		switch {
+		case c.Erased != "":
+			delete(d.tenants, c.Erased)
+		case c.Entry != nil && api.ValidTenant(c.Entry.Name):
+			d.tenants[c.Entry.Name] = c.Entry
+		}
+	}
+	return len(b) > 0, nil
 }
 
 // Note records what a tenant said at now (Unix ms).
@@ -73,7 +157,7 @@ func (d *Dir) Note(now int64, n api.DirectoryNote) error {
 	if n.Erased {
 		delete(d.tenants, n.Tenant)
 		d.seq++
-		return d.save()
+		return d.record(change{Seq: d.seq, Erased: n.Tenant})
 	}
 	e, ok := d.tenants[n.Tenant]
 	if !ok {
@@ -82,21 +166,48 @@ func (d *Dir) Note(now int64, n api.DirectoryNote) error {
 	}
 	e.LastSeen, e.Version = at, n.Version
 	e.Module, e.Schema, e.Failed = n.Module, n.Schema, n.Failed
-	if n.VersionsOnly {
-		return d.save()
+	if !n.VersionsOnly {
+		becameReady := n.Ready && !e.Ready
+		e.Ready = n.Ready
+		d.seq++
+		if becameReady {
+			e.Seq = d.seq
+			close(d.wake)
+			d.wake = make(chan struct{})
+		}
 	}
-	becameReady := n.Ready && !e.Ready
-	e.Ready = n.Ready
-	d.seq++
-	if becameReady {
-		e.Seq = d.seq
-		close(d.wake)
-		d.wake = make(chan struct{})
-	}
-	return d.save()
+	return d.record(change{Seq: d.seq, Entry: e})
 }
 
-func (d *Dir) save() error {
+// record appends a change to the journal, and folds the journal into a
+// new snapshot when it has grown long.
+func (d *Dir) record(c change) error {
+	if d.journal == nil {
+		if err := os.MkdirAll(filepath.Dir(d.path), 0o755); err != nil {
+			return fmt.Errorf("write the tenant directory: %w", err)
+		}
+		f, err := os.OpenFile(journalPath(d.path), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("write the tenant directory: %w", err)
+		}
+		d.journal = f
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	if _, err := d.journal.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write the tenant directory's journal: %w", err)
+	}
+	d.lines++
+	if d.lines > max(compactEvery, 2*len(d.tenants)) {
+		return d.compact()
+	}
+	return nil
+}
+
+// compact writes the snapshot, then empties the journal.
+func (d *Dir) compact() error {
 	f := file{Seq: d.seq, Tenants: make([]*entry, 0, len(d.tenants))}
 	for _, e := range d.tenants {
 		f.Tenants = append(f.Tenants, e)
@@ -113,7 +224,35 @@ func (d *Dir) save() error {
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return fmt.Errorf("write the tenant directory: %w", err)
 	}
-	return os.Rename(tmp, d.path)
+	if err := os.Rename(tmp, d.path); err != nil {
+		return fmt.Errorf("write the tenant directory: %w", err)
+	}
+	if d.journal != nil {
+		err = d.journal.Truncate(0)
+	} else {
+		err = os.Truncate(journalPath(d.path), 0)
+		if errors.Is(err, os.ErrNotExist) {
+			err = nil
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("empty the tenant directory's journal: %w", err)
+	}
+	d.lines = 0
+	return nil
+}
+
+// Close folds the journal into the snapshot and closes it.
+func (d *Dir) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.journal == nil {
+		return nil
+	}
+	err := d.compact()
+	err = errors.Join(err, d.journal.Close())
+	d.journal = nil
+	return err
 }
 
 // List answers a query, waiting as it asks.

@@ -1,0 +1,117 @@
+package directory_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/host/directory"
+)
+
+func list(t *testing.T, d *directory.Dir, q api.TenantsQuery) api.TenantsResponse {
+	t.Helper()
+	q.Limit = api.MaxTenantsPage
+	resp, err := d.List(context.Background(), q)
+	require.NoError(t, err)
+	return resp
+}
+
+func names(r api.TenantsResponse) []string {
+	var n []string
+	for _, t := range r.Tenants {
+		n = append(n, t.Name)
+	}
+	return n
+}
+
+// A directory reopened from its files, with or without a clean close, says
+// what it said before: the journal holds every note since the snapshot.
+func TestReopenedDirectoryKeepsEveryNote(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "directory.json")
+	d, err := directory.Open(path)
+	require.NoError(t, err)
+	require.NoError(t, d.Note(1000, api.DirectoryNote{Tenant: "a", First: true, Ready: true, Version: 1}))
+	require.NoError(t, d.Note(2000, api.DirectoryNote{Tenant: "b", First: true, Version: 1}))
+	require.NoError(t, d.Note(3000, api.DirectoryNote{Tenant: "c", First: true, Ready: true, Version: 1}))
+	require.NoError(t, d.Note(4000, api.DirectoryNote{Tenant: "c", Erased: true}))
+	require.NoError(t, d.Note(5000, api.DirectoryNote{Tenant: "b", Version: 2, Module: "m2", VersionsOnly: true}))
+	before := list(t, d, api.TenantsQuery{})
+	ready := list(t, d, api.TenantsQuery{Ready: true})
+
+	// No Close: as if the process had died. The snapshot was never written.
+	_, err = os.Stat(path)
+	require.ErrorIs(t, err, os.ErrNotExist)
+	again, err := directory.Open(path)
+	require.NoError(t, err)
+	require.Equal(t, before, list(t, again, api.TenantsQuery{}))
+	require.Equal(t, ready, list(t, again, api.TenantsQuery{Ready: true}))
+	require.Equal(t, []string{"a", "b"}, names(before))
+	require.Equal(t, []string{"a"}, names(ready))
+	require.Equal(t, "m2", before.Tenants[1].Module)
+	require.EqualValues(t, 2, before.Tenants[1].Version)
+
+	// Opening folded the journal into the snapshot, and a clean close
+	// leaves nothing in it.
+	require.FileExists(t, path)
+	require.NoError(t, again.Note(6000, api.DirectoryNote{Tenant: "d", First: true, Version: 1}))
+	require.NoError(t, again.Close())
+	j, err := os.ReadFile(filepath.Join(filepath.Dir(path), "directory.journal"))
+	require.NoError(t, err)
+	require.Empty(t, j)
+	third, err := directory.Open(path)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "b", "d"}, names(list(t, third, api.TenantsQuery{})))
+}
+
+// A journal whose last line was cut short (the process died writing it)
+// loses that note only; a damaged line before the end is refused.
+func TestJournalCutShortLosesOnlyItsLastNote(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "directory.json")
+	d, err := directory.Open(path)
+	require.NoError(t, err)
+	require.NoError(t, d.Note(1000, api.DirectoryNote{Tenant: "a", First: true, Version: 1}))
+	require.NoError(t, d.Note(2000, api.DirectoryNote{Tenant: "b", First: true, Version: 1}))
+	journal := filepath.Join(dir, "directory.journal")
+	b, err := os.ReadFile(journal)
+	require.NoError(t, err)
+
+	require.NoError(t, os.WriteFile(journal, b[:len(b)-10], 0o644))
+	cut, err := directory.Open(path)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a"}, names(list(t, cut, api.TenantsQuery{})))
+
+	require.NoError(t, os.Remove(path))
+	require.NoError(t, os.WriteFile(journal, append([]byte("{not json\n"), b...), 0o644))
+	_, err = directory.Open(path)
+	require.ErrorContains(t, err, "directory.journal, line 1")
+}
+
+// Many notes keep the journal short: it is folded into the snapshot once
+// it outgrows the tenants, and the directory still says every note's
+// outcome after a reopen.
+func TestJournalIsFoldedIntoTheSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "directory.json")
+	d, err := directory.Open(path)
+	require.NoError(t, err)
+	for i := range 5000 {
+		name := fmt.Sprintf("t-%02d", i%50)
+		require.NoError(t, d.Note(int64(i), api.DirectoryNote{Tenant: name, First: i < 50, Ready: i%2 == 0, Version: int64(i)}))
+	}
+	require.FileExists(t, path)
+	info, err := os.Stat(filepath.Join(dir, "directory.journal"))
+	require.NoError(t, err)
+	require.Less(t, info.Size(), int64(1100*300), "the journal was never folded")
+	want := list(t, d, api.TenantsQuery{})
+	require.Len(t, want.Tenants, 50)
+	again, err := directory.Open(path)
+	require.NoError(t, err)
+	require.Equal(t, want, list(t, again, api.TenantsQuery{}))
+	require.EqualValues(t, 4999, want.Tenants[49].Version)
+}
