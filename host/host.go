@@ -24,6 +24,14 @@ type Engine interface {
 	Close() error
 }
 
+// Evictable is an Engine that closes more cheaply when it is expected to
+// open again: it may leave work for its next open (a database's
+// write-ahead log not yet copied into the file). A Manager calls Evict,
+// not Close, for an idle engine it closes to stay within its bounds.
+type Evictable interface {
+	Evict() error
+}
+
 // Sized is an Engine that can say how much memory it holds (its guest's
 // linear memory, its database's caches), so a Manager can bound the memory
 // of its open engines (Config.MaxMemory).

@@ -385,6 +385,15 @@ func (m *Manager) measure(t *tenant) bool {
 // closeEngine closes t's engine (t.mu is held) and forgets its memory.
 func (m *Manager) closeEngine(t *tenant) error { return m.detach(t).Close() }
 
+// evictEngine closes an engine that is expected to open again: with
+// Evict, if it is Evictable.
+func evictEngine(e Engine) error {
+	if ev, ok := e.(Evictable); ok {
+		return ev.Evict()
+	}
+	return e.Close()
+}
+
 // detach takes t's engine out of the open ones (t.mu is held) and returns
 // it, for its caller to close.
 func (m *Manager) detach(t *tenant) Engine {
@@ -445,7 +454,7 @@ func (m *Manager) evict(t *tenant) {
 			go func() {
 				defer m.closing.Done()
 				defer close(done)
-				if err := e.Close(); err != nil {
+				if err := evictEngine(e); err != nil {
 					m.log.Warn("closing an idle tenant failed", "tenant", lru.name, "err", err)
 				}
 			}()
@@ -516,7 +525,7 @@ func (m *Manager) Evict(name string) bool {
 	if t.engine == nil {
 		return false
 	}
-	if err := m.closeEngine(t); err != nil {
+	if err := evictEngine(m.detach(t)); err != nil {
 		m.log.Warn("closing a tenant failed", "tenant", name, "err", err)
 	}
 	m.evictions.Add(1)

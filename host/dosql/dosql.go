@@ -3,6 +3,7 @@ package dosql
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 
 // DB is one tenant's database. It is not safe for concurrent use.
 type DB struct {
+	path  string
 	conn  *sqlite3.Conn
 	stmts map[string]*sqlite3.Stmt // tenant statements, prepared
 	own   map[string]*sqlite3.Stmt // the host's transaction statements
@@ -56,7 +58,7 @@ func Open(path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	db := &DB{conn: conn, stmts: map[string]*sqlite3.Stmt{}, own: map[string]*sqlite3.Stmt{}}
+	db := &DB{path: path, conn: conn, stmts: map[string]*sqlite3.Stmt{}, own: map[string]*sqlite3.Stmt{}}
 	setup := []string{
 		// Durable Object storage is durable at commit; WAL with NORMAL is
 		// durable except against power loss, which a dev server accepts.
@@ -95,6 +97,26 @@ func Open(path string) (*DB, error) {
 		return nil, fmt.Errorf("open %s: set authorizer: %w", path, err)
 	}
 	return db, nil
+}
+
+// keptLogBytes bounds the write-ahead log CloseForReopen leaves: the next
+// open reads all of it (SQLite rebuilds the log's index from it).
+const keptLogBytes = 1 << 20
+
+// CloseForReopen closes the database as Close does, except that a
+// write-ahead log of up to keptLogBytes is left beside the file for the
+// next open instead of being copied into it: SQLite's checkpoint at close
+// costs two syncs and the page writes, and the next open's first commit
+// then starts a new log, whose header it syncs. A longer log is
+// checkpointed as Close does. The log is SQLite's own: its shell and any
+// later open read the database with it.
+func (db *DB) CloseForReopen() error {
+	if info, err := os.Stat(db.path + "-wal"); err == nil && info.Size() <= keptLogBytes {
+		if _, err := db.conn.Config(sqlite3.DBCONFIG_NO_CKPT_ON_CLOSE, true); err != nil {
+			return errors.Join(fmt.Errorf("close %s: keep the log: %w", db.path, err), db.Close())
+		}
+	}
+	return db.Close()
 }
 
 // Close closes the database, rolling back any open transaction.

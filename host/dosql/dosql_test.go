@@ -1,6 +1,7 @@
 package dosql_test
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -135,4 +136,43 @@ func TestStatementCacheSurvivesReuse(t *testing.T) {
 		q(t, db, `SELECT a FROM t WHERE a = `+strings.Repeat(" ", i%40)+`?`, i)
 	}
 	require.Equal(t, int64(300), count(t, db))
+}
+
+// A database closed for a reopen leaves its short log beside the file,
+// and the next open reads every commit through it; a plain close copies
+// the log into the file and removes it; a long log is copied even when
+// closing for a reopen.
+func TestCloseForReopenKeepsAShortLog(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "t.sqlite")
+	db, err := dosql.Open(path)
+	require.NoError(t, err)
+	q(t, db, `CREATE TABLE t (a INTEGER, b BLOB)`)
+	q(t, db, `INSERT INTO t VALUES (1, zeroblob(100))`)
+	require.NoError(t, db.CloseForReopen())
+	info, err := os.Stat(path + "-wal")
+	require.NoError(t, err, "the log was not kept")
+	require.NotZero(t, info.Size())
+
+	db, err = dosql.Open(path)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, count(t, db))
+	q(t, db, `INSERT INTO t VALUES (2, zeroblob(100))`)
+	require.NoError(t, db.Close())
+	_, err = os.Stat(path + "-wal")
+	require.ErrorIs(t, err, os.ErrNotExist, "a plain close leaves no log")
+
+	db, err = dosql.Open(path)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, count(t, db))
+	for range 40 { // 40 × 40 KB: past the log CloseForReopen keeps
+		q(t, db, `INSERT INTO t VALUES (3, zeroblob(40000))`)
+	}
+	require.NoError(t, db.CloseForReopen())
+	_, err = os.Stat(path + "-wal")
+	require.ErrorIs(t, err, os.ErrNotExist, "a long log was kept")
+	db, err = dosql.Open(path)
+	require.NoError(t, err)
+	defer db.Close()
+	require.EqualValues(t, 42, count(t, db))
 }

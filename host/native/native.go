@@ -99,6 +99,9 @@ func (e *engine) Handle(_ context.Context, frame []byte) (out []byte, err error)
 // Close implements host.Engine.
 func (e *engine) Close() error { return e.db.Close() }
 
+// Evict implements host.Evictable.
+func (e *engine) Evict() error { return e.db.CloseForReopen() }
+
 // Query implements do.Host.
 func (e *engine) Query(sql string, params []byte) ([]byte, error) {
 	if e.cfg.Fault != nil && e.cfg.Fault(e.name, sql) {

@@ -375,12 +375,17 @@ func (e *engine) MemoryBytes() int64 {
 }
 
 // Close implements host.Engine.
-func (e *engine) Close() error {
+func (e *engine) Close() error { return e.close(e.db.Close) }
+
+// Evict implements host.Evictable.
+func (e *engine) Evict() error { return e.close(e.db.CloseForReopen) }
+
+func (e *engine) close(closeDB func() error) error {
 	var errs []error
 	if e.mod != nil {
 		errs = append(errs, e.mod.Close(context.Background()))
 	}
-	return errors.Join(append(errs, e.db.Close())...)
+	return errors.Join(append(errs, closeDB())...)
 }
 
 func engineOf(ctx context.Context) *engine {
