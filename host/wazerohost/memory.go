@@ -5,6 +5,10 @@ package wazerohost
 type goMemory struct {
 	buf []byte
 	max uint64
+	// image is written at offset at when the memory is first allocated
+	// (the module's data, for a module that no longer writes it).
+	image []byte
+	at    uint64
 }
 
 func (m *goMemory) Reallocate(size uint64) []byte {
@@ -17,6 +21,10 @@ func (m *goMemory) Reallocate(size uint64) []byte {
 	}
 	b := make([]byte, size, min(m.max, max(size, 2*uint64(cap(m.buf)))))
 	copy(b, m.buf)
+	if m.image != nil && m.at+uint64(len(m.image)) <= size {
+		copy(b[m.at:], m.image)
+		m.image = nil
+	}
 	m.buf = b
 	return b
 }

@@ -63,6 +63,12 @@ type Factory struct {
 	seq      atomic.Int64
 	version  string
 
+	// alloc makes each instance's linear memory; closeImage releases the
+	// module data it lays into them, if it does (imageAllocator).
+	alloc      experimental.MemoryAllocator
+	closeImage func() error
+	sharedData bool
+
 	spares    chan *engine // initialized instances no tenant has yet
 	refilling atomic.Bool
 	closed    atomic.Bool
@@ -83,13 +89,26 @@ func New(ctx context.Context, cfg Config) (*Factory, error) {
 		cfg.Logger = slog.Default()
 	}
 	// Go's linker writes tens of thousands of data segments, each applied
-	// on every instantiation: merged, reopening a tenant is faster.
-	wasm, err := datamerge.Merge(cfg.Wasm)
-	if err != nil {
-		if !errors.Is(err, datamerge.ErrUnsupported) {
-			return nil, fmt.Errorf("wazerohost: %w", err)
+	// on every instantiation. Where it can, the factory lays the data into
+	// each new memory itself, copy-on-write from one image
+	// (imageAllocator); elsewhere the segments are merged into a few.
+	alloc, closeImage := memoryAllocator, func() error { return nil }
+	wasm, lo, image, err := datamerge.Split(cfg.Wasm)
+	imaged := false
+	if err == nil && len(image) > 0 {
+		if a, c, err := imageAllocator(lo, image); err == nil {
+			alloc, closeImage, imaged = a, c, true
+		} else {
+			cfg.Logger.Debug("module data is copied into each instance", "err", err)
 		}
-		wasm = cfg.Wasm
+	}
+	if !imaged {
+		if wasm, err = datamerge.Merge(cfg.Wasm); err != nil {
+			if !errors.Is(err, datamerge.ErrUnsupported) {
+				return nil, fmt.Errorf("wazerohost: %w", err)
+			}
+			wasm = cfg.Wasm
+		}
 	}
 	guard := ""
 	if !cfg.NoRunawayGuard {
@@ -112,32 +131,32 @@ func New(ctx context.Context, cfg Config) (*Factory, error) {
 		rc = rc.WithCompilationCache(cache)
 	}
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
+	fail := func(err error) (*Factory, error) {
+		rt.Close(ctx)
+		closeImage()
+		return nil, err
+	}
 	if cfg.Spares == 0 {
 		cfg.Spares = 2
 	}
 	f := &Factory{cfg: cfg, log: cfg.Logger, rt: rt, guard: guard, version: host.ModuleVersion(cfg.Wasm),
-		spares: make(chan *engine, max(cfg.Spares, 0))}
+		spares: make(chan *engine, max(cfg.Spares, 0)), alloc: alloc, closeImage: closeImage, sharedData: imaged}
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
-		rt.Close(ctx)
-		return nil, fmt.Errorf("wazerohost: instantiate WASI: %w", err)
+		return fail(fmt.Errorf("wazerohost: instantiate WASI: %w", err))
 	}
 	if err := f.instantiateImports(ctx); err != nil {
-		rt.Close(ctx)
-		return nil, err
+		return fail(err)
 	}
 	compiled, err := rt.CompileModule(ctx, wasm)
 	if err != nil {
-		rt.Close(ctx)
-		return nil, fmt.Errorf("wazerohost: compile tenant module: %w", err)
+		return fail(fmt.Errorf("wazerohost: compile tenant module: %w", err))
 	}
 	if err := CheckImports(compiled); err != nil {
-		rt.Close(ctx)
-		return nil, err
+		return fail(err)
 	}
 	for _, name := range []string{"_initialize", do.ExportBuffer, do.ExportHandle, do.ExportTxBody} {
 		if _, ok := compiled.ExportedFunctions()[name]; !ok {
-			rt.Close(ctx)
-			return nil, fmt.Errorf("wazerohost: the module does not export %s: build it with -buildmode=c-shared from a package that imports github.com/stile-run/stile/runtime", name)
+			return fail(fmt.Errorf("wazerohost: the module does not export %s: build it with -buildmode=c-shared from a package that imports github.com/stile-run/stile/runtime", name))
 		}
 	}
 	f.compiled = compiled
@@ -153,6 +172,11 @@ const (
 	// guardContext: wazero checks the context at every loop header, in Go.
 	guardContext = "context"
 )
+
+// SharedData says whether the module's data is laid into each instance's
+// memory copy-on-write from one image (Linux), rather than copied by its
+// data segments.
+func (f *Factory) SharedData() bool { return f.sharedData }
 
 // RunawayGuard says how this factory stops a call past its context's end:
 // "loops", "context" (wazero's fallback, for a module the rewriter cannot
@@ -211,7 +235,7 @@ func (f *Factory) Close() error {
 			continue
 		default:
 		}
-		return f.rt.Close(context.Background())
+		return errors.Join(f.rt.Close(context.Background()), f.closeImage())
 	}
 }
 
@@ -245,7 +269,7 @@ const initTimeout = 30 * time.Second
 func (f *Factory) instantiate(ctx context.Context) (*engine, error) {
 	e := &engine{f: f, clock: host.RealClock{}, stderr: &lineLog{log: f.log}}
 	ictx := context.WithValue(ctx, ctxKey{}, e)
-	mod, err := f.rt.InstantiateModule(experimental.WithMemoryAllocator(ictx, memoryAllocator), f.compiled, wazero.NewModuleConfig().
+	mod, err := f.rt.InstantiateModule(experimental.WithMemoryAllocator(ictx, f.alloc), f.compiled, wazero.NewModuleConfig().
 		WithName(fmt.Sprintf("instance-%d", f.seq.Add(1))).
 		WithStartFunctions(). // a reactor: _initialize is called below
 		WithSysWalltime().WithSysNanotime().WithSysNanosleep().

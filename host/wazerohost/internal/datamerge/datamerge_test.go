@@ -92,3 +92,21 @@ func TestLeavesWhatItCannotMerge(t *testing.T) {
 	_, err = Merge([]byte("nope"))
 	require.Error(t, err)
 }
+
+// A module split from its data, with the image laid at lo, holds what the
+// original module's memory holds.
+func TestSplitImageIsTheData(t *testing.T) {
+	plain := module(seg{10, "abc"}, seg{12, "XY"}, seg{700, "z"}, seg{5, "\x00"})
+	stripped, lo, image, err := Split(plain)
+	require.NoError(t, err)
+	require.Equal(t, uint32(0), segments(t, stripped))
+	require.Equal(t, uint32(5), lo, "from the lowest segment, zeros included")
+	mem := memoryOf(t, stripped)
+	require.Equal(t, make([]byte, 1<<16), mem, "the stripped module writes nothing")
+	copy(mem[lo:], image)
+	require.Equal(t, memoryOf(t, plain), mem)
+
+	_, _, image, err = Split(module())
+	require.NoError(t, err)
+	require.Empty(t, image)
+}

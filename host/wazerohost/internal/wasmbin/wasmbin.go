@@ -16,6 +16,7 @@ const (
 	SecCustom    = 0
 	SecType      = 1
 	SecImport    = 2
+	SecMemory    = 5
 	SecGlobal    = 6
 	SecCode      = 10
 	SecData      = 11
