@@ -90,26 +90,34 @@ func runBench(args []string) error {
 
 	// hosts: each measurement gets a fresh manager over fresh files.
 	n := new(int)
-	newManager := func(factory host.Factory) (*host.Manager, error) {
+	newManager := func(factory host.Factory, maxMemory int64) (*host.Manager, error) {
 		*n++
-		return host.NewManager(host.Config{Factory: factory, DataDir: filepath.Join(dir, fmt.Sprint(*n)), Logger: quiet})
+		return host.NewManager(host.Config{Factory: factory, DataDir: filepath.Join(dir, fmt.Sprint(*n)), Logger: quiet, MaxMemory: maxMemory})
+	}
+	devBound, err := parseBytes(defaultMaxMemory)
+	if err != nil {
+		return err
 	}
 	nativeHost := func() (*host.Manager, error) {
 		f, err := native.New(native.Config{App: app.App(), Logger: quiet})
 		if err != nil {
 			return nil, err
 		}
-		return newManager(f)
+		return newManager(f, 0)
 	}
-	wazeroHost := func(guard bool) func() (*host.Manager, error) {
+	wazeroBound := func(guard bool, maxMemory int64) func() (*host.Manager, error) {
 		return func() (*host.Manager, error) {
 			f, err := wazerohost.New(ctx, wazerohost.Config{Wasm: wasm, CacheDir: cacheDir(dir), Logger: quiet, NoRunawayGuard: !guard})
 			if err != nil {
 				return nil, err
 			}
-			return newManager(f)
+			return newManager(f, maxMemory)
 		}
 	}
+	wazeroHost := func(guard bool) func() (*host.Manager, error) { return wazeroBound(guard, 0) }
+	// devHost is stile dev as it runs by default: under wazero, with its
+	// bound on open instances' memory (so each call is measured).
+	devHost := func(guard bool) func() (*host.Manager, error) { return wazeroBound(guard, devBound) }
 	type result struct {
 		name string
 		d    time.Duration
@@ -193,16 +201,16 @@ func runBench(args []string) error {
 
 	if part("drain") {
 		if err := benchDrain(ctx, *drainJobs, *drainConc, *drainRuns, []drainConfig{
-			{"stile dev (wazero), batched reports", wazeroHost(true), 1, false},
-			{"stile dev, one report per request", wazeroHost(true), 1, true},
-			{"stile dev, no runaway guard", wazeroHost(false), 1, false},
+			{"stile dev (wazero), batched reports", devHost(true), 1, false},
+			{"stile dev, one report per request", devHost(true), 1, true},
+			{"stile dev, no runaway guard", devHost(false), 1, false},
 			{"native host, batched reports", nativeHost, 1, false},
 			{"native host, one report per request", nativeHost, 1, true},
-			{"stile dev, 4 tenants at once", wazeroHost(true), 4, false},
+			{"stile dev, 4 tenants at once", devHost(true), 4, false},
 		}); err != nil {
 			return err
 		}
-		if err := drainLatency(ctx, wazeroHost(true), *latJobs, *latRate, *drainConc); err != nil {
+		if err := drainLatency(ctx, devHost(true), *latJobs, *latRate, *drainConc); err != nil {
 			return err
 		}
 	}

@@ -42,7 +42,7 @@ func runDev(args []string) error {
 	logFormat := fs.String("log-format", "text", "text or json")
 	nextToken := fs.String("next-token", os.Getenv("STILE_TOKEN_NEXT"), "a second secret accepted while you rotate the token (default $STILE_TOKEN_NEXT)")
 	handlers := fs.String("handlers", "", "a handler package (exports Register(*worker.Worker)) run natively in a child process, pushed work as the edge executor is")
-	maxMemory := fs.String("max-memory", "1GiB", "bound on the memory of open tenant instances (least recently used idle ones close beyond it; 0: none)")
+	maxMemory := fs.String("max-memory", defaultMaxMemory, "bound on the memory of open tenant instances (least recently used idle ones close beyond it; 0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -220,6 +220,9 @@ func findToken(data, flagValue string, generate bool) (string, error) {
 }
 
 // cacheDir keeps wazero's compiled code: the user cache, else <data>/cache.
+// defaultMaxMemory is stile dev's bound on open instances' memory.
+const defaultMaxMemory = "1GiB"
+
 func cacheDir(data string) string {
 	if d, err := os.UserCacheDir(); err == nil {
 		return filepath.Join(d, "stile", "wazero")
