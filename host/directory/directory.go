@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -66,6 +67,7 @@ type Dir struct {
 	tenants map[string]*entry
 	wake    chan struct{} // closed and replaced when a tenant becomes ready
 	journal *os.File      // opened at the first note
+	size    int64         // of the journal: where the next line goes
 	lines   int           // in the journal
 }
 
@@ -104,7 +106,17 @@ func Open(path string) (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	if replayed {
+	// Directories written before the ready sequence was kept say 0 for
+	// every tenant, which no ready query finds: a ready one gets a
+	// sequence now.
+	renumbered := false
+	for _, name := range slices.Sorted(maps.Keys(d.tenants)) {
+		if e := d.tenants[name]; e.Ready && e.Seq == 0 {
+			d.seq++
+			e.Seq, renumbered = d.seq, true
+		}
+	}
+	if replayed || renumbered {
 		if err := d.compact(); err != nil {
 			return nil, err
 		}
@@ -186,19 +198,31 @@ func (d *Dir) record(c change) error {
 		if err := os.MkdirAll(filepath.Dir(d.path), 0o755); err != nil {
 			return fmt.Errorf("write the tenant directory: %w", err)
 		}
-		f, err := os.OpenFile(journalPath(d.path), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		// Written at offsets of its own, not O_APPEND: a file opened to
+		// append cannot be truncated everywhere (Windows).
+		f, err := os.OpenFile(journalPath(d.path), os.O_WRONLY|os.O_CREATE, 0o644)
 		if err != nil {
 			return fmt.Errorf("write the tenant directory: %w", err)
 		}
-		d.journal = f
+		info, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("write the tenant directory: %w", err)
+		}
+		d.journal, d.size = f, info.Size()
 	}
 	b, err := json.Marshal(c)
 	if err != nil {
 		return err
 	}
-	if _, err := d.journal.Write(append(b, '\n')); err != nil {
+	b = append(b, '\n')
+	if _, err := d.journal.WriteAt(b, d.size); err != nil {
+		// A line written in part would make the next one unreadable:
+		// cut it off (the note is lost, as its caller is told).
+		d.journal.Truncate(d.size)
 		return fmt.Errorf("write the tenant directory's journal: %w", err)
 	}
+	d.size += int64(len(b))
 	d.lines++
 	if d.lines > max(compactEvery, 2*len(d.tenants)) {
 		return d.compact()
@@ -221,11 +245,17 @@ func (d *Dir) compact() error {
 	if err := os.MkdirAll(filepath.Dir(d.path), 0o755); err != nil {
 		return fmt.Errorf("write the tenant directory: %w", err)
 	}
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	// The snapshot reaches the disk before the journal it replaces is
+	// emptied: a power loss between them must not lose both.
+	if err := writeSynced(tmp, b); err != nil {
 		return fmt.Errorf("write the tenant directory: %w", err)
 	}
 	if err := os.Rename(tmp, d.path); err != nil {
 		return fmt.Errorf("write the tenant directory: %w", err)
+	}
+	if dir, err := os.Open(filepath.Dir(d.path)); err == nil {
+		dir.Sync() // the rename, where the system can sync a directory
+		dir.Close()
 	}
 	if d.journal != nil {
 		err = d.journal.Truncate(0)
@@ -238,8 +268,18 @@ func (d *Dir) compact() error {
 	if err != nil {
 		return fmt.Errorf("empty the tenant directory's journal: %w", err)
 	}
-	d.lines = 0
+	d.lines, d.size = 0, 0
 	return nil
+}
+
+// writeSynced writes a file and syncs it.
+func writeSynced(path string, b []byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	return errors.Join(err, f.Sync(), f.Close())
 }
 
 // Close folds the journal into the snapshot and closes it.

@@ -115,3 +115,21 @@ func TestJournalIsFoldedIntoTheSnapshot(t *testing.T) {
 	require.Equal(t, want, list(t, again, api.TenantsQuery{}))
 	require.EqualValues(t, 4999, want.Tenants[49].Version)
 }
+
+// A directory written before the ready sequence was kept (every entry
+// without "seq") still answers ready queries for its ready tenants.
+func TestOldSnapshotReadyTenantsAreFound(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "directory.json")
+	old := `{"seq":7,"tenants":[{"name":"a","first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-01T00:00:00Z","version":1,"ready":true},` +
+		`{"name":"b","first_seen":"2026-01-01T00:00:00Z","last_seen":"2026-01-01T00:00:00Z","version":1,"ready":false}]}`
+	require.NoError(t, os.WriteFile(path, []byte(old), 0o644))
+	d, err := directory.Open(path)
+	require.NoError(t, err)
+	ready := list(t, d, api.TenantsQuery{Ready: true})
+	require.Equal(t, []string{"a"}, names(ready))
+	require.Greater(t, ready.Seq, int64(7))
+	again, err := directory.Open(path)
+	require.NoError(t, err)
+	require.Equal(t, ready, list(t, again, api.TenantsQuery{Ready: true}), "the new sequence was kept")
+}
