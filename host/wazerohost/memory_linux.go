@@ -5,6 +5,7 @@ package wazerohost
 import (
 	"fmt"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -39,20 +40,37 @@ func imageAllocator(lo uint32, image []byte) (alloc experimental.MemoryAllocator
 		file.Close()
 		return nil, nil, fmt.Errorf("seal the module data file: %w", err)
 	}
+	var mu sync.Mutex // held while the file is mapped, and to close it
+	closed := false
 	alloc = experimental.MemoryAllocatorFunc(func(_, max uint64) experimental.LinearMemory {
+		copied := &goMemory{max: max, image: image, at: uint64(lo)}
 		b, err := syscall.Mmap(-1, 0, int(max), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
 		if err != nil {
-			return &goMemory{max: max, image: image, at: uint64(lo)}
+			return copied
 		}
-		if start+size > uint64(len(b)) {
-			copy(b[lo:], image)
-			return &mappedMemory{buf: b}
+		mu.Lock()
+		defer mu.Unlock()
+		if closed || start+size > uint64(len(b)) {
+			syscall.Munmap(b)
+			return copied
 		}
 		if _, err := unix.MmapPtr(fd, 0, unsafe.Pointer(&b[start]), uintptr(size),
 			unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED); err != nil {
-			copy(b[lo:], image) // no mapping to be had: the data copied, as wazero would
+			// A fixed mapping that failed may have unmapped the range: the
+			// reservation is given up, and the data copied as wazero would.
+			syscall.Munmap(b)
+			return copied
 		}
 		return &mappedMemory{buf: b}
 	})
-	return alloc, file.Close, nil
+	close = func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if closed {
+			return nil
+		}
+		closed = true
+		return file.Close()
+	}
+	return alloc, close, nil
 }
