@@ -73,6 +73,7 @@ type Factory struct {
 	refilling atomic.Bool
 	closed    atomic.Bool
 	bg        sync.WaitGroup // the refill in progress
+	bgMu      sync.Mutex     // orders a refill's start against Close
 }
 
 // ModuleVersion implements host.Versioned: a hash of the module's bytes.
@@ -226,7 +227,9 @@ func (f *Factory) instantiateImports(ctx context.Context) error {
 
 // Close implements host.Factory.
 func (f *Factory) Close() error {
+	f.bgMu.Lock()
 	f.closed.Store(true)
+	f.bgMu.Unlock()
 	f.bg.Wait()
 	for {
 		select {
@@ -293,6 +296,10 @@ func (f *Factory) instantiate(ctx context.Context) (*engine, error) {
 
 // refill makes spares in the background until there are Config.Spares.
 func (f *Factory) refill() {
+	// Under bgMu, so Close cannot begin waiting between the check of
+	// closed and the Add.
+	f.bgMu.Lock()
+	defer f.bgMu.Unlock()
 	if cap(f.spares) == 0 || f.closed.Load() || !f.refilling.CompareAndSwap(false, true) {
 		return
 	}
