@@ -49,7 +49,7 @@ func runBench(args []string) error {
 	tenantsN := fs.Int("tenants", 1000, "tenants touched in the tenants measurement")
 	tenantReqs := fs.Int("tenant-requests", 10000, "requests spread over the tenants in the tenants measurement")
 	maxMemory := fs.String("max-memory", "768MiB", "bound on the open instances' memory in the tenants measurement (as stile dev --max-memory)")
-	maxOpen := fs.Int("max-open", 0, "bound on open instances in the tenants measurement (0: the host's default)")
+	maxOpen := fs.Int("max-open", 0, "bound on open instances in the tenants measurement (0: none, only --max-memory)")
 	edgeBacklog := fs.Int("edge-backlog", 2000, "jobs in the edge executor's backlog measurement")
 	edgeJobs := fs.Int("edge-latency-jobs", 100, "jobs in the edge executor's light-load measurement")
 	edgeRate := fs.Int("edge-latency-rate", 20, "jobs/s enqueued in the edge executor's light-load measurement")

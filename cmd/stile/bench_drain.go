@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -37,15 +38,7 @@ func benchDrain(ctx context.Context, jobs, concurrency, runs int, cs []drainConf
 			}
 			rs = append(rs, r)
 		}
-		slices.SortFunc(rs, func(a, b bench.DrainResult) int { return int(a.D - b.D) })
-		m := rs[len(rs)/2]
-		all := ""
-		for i := range rs {
-			if i > 0 {
-				all += " "
-			}
-			all += bench.Rate(rs[i].Jobs, rs[len(rs)-1-i].D)
-		}
+		m, all := medianRun(rs)
 		fmt.Fprintf(tw, "  %s\t%s\t%.3f\t%.1f\t%.2f\t%s\t\n", c.name, bench.Rate(m.Jobs, m.D), float64(m.Requests)/float64(m.Jobs),
 			float64(m.Statements)/float64(m.Jobs), m.CPU.Seconds()/m.D.Seconds(), all)
 	}
@@ -139,21 +132,28 @@ func drainWorkerd(ctx context.Context, url string, jobs, concurrency, runs int) 
 			}
 			rs = append(rs, r)
 		}
-		slices.SortFunc(rs, func(a, b bench.DrainResult) int { return int(a.D - b.D) })
-		m := rs[len(rs)/2]
-		all := ""
-		for i := range rs {
-			all += " " + bench.Rate(rs[i].Jobs, rs[len(rs)-1-i].D)
-		}
+		m, all := medianRun(rs)
 		name := "batched"
 		if single {
 			name = "one per request"
 		}
 		fmt.Fprintf(tw, "    %s\t%s\t%.3f\t%.2f\t%s\t\n", name, bench.Rate(m.Jobs, m.D), float64(m.Requests)/float64(m.Jobs),
-			m.CPU.Seconds()/m.D.Seconds(), all[1:])
+			m.CPU.Seconds()/m.D.Seconds(), all)
 	}
 	tw.Flush()
 	fmt.Println("    (cores: this process, the worker; workerd's own CPU is not counted)")
 	fmt.Println()
 	return nil
+}
+
+// medianRun returns the median of the runs by rate, and every run's rate,
+// slowest first.
+func medianRun(rs []bench.DrainResult) (bench.DrainResult, string) {
+	rs = slices.Clone(rs)
+	slices.SortFunc(rs, func(a, b bench.DrainResult) int { return int(b.D - a.D) })
+	rates := make([]string, len(rs))
+	for i, r := range rs {
+		rates[i] = bench.Rate(r.Jobs, r.D)
+	}
+	return rs[len(rs)/2], strings.Join(rates, " ")
 }

@@ -219,10 +219,10 @@ func findToken(data, flagValue string, generate bool) (string, error) {
 	return token, nil
 }
 
-// cacheDir keeps wazero's compiled code: the user cache, else <data>/cache.
 // defaultMaxMemory is stile dev's bound on open instances' memory.
 const defaultMaxMemory = "1GiB"
 
+// cacheDir keeps wazero's compiled code: the user cache, else <data>/cache.
 func cacheDir(data string) string {
 	if d, err := os.UserCacheDir(); err == nil {
 		return filepath.Join(d, "stile", "wazero")

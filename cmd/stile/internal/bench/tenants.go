@@ -37,8 +37,8 @@ func Tenants(ctx context.Context, m *host.Manager, n, requests int, seed uint64)
 	name := func(i int) string { return fmt.Sprintf("tenant-%04d", i) }
 	enqueue := do.Request{Kind: do.KindAPI, Method: "POST", Body: []byte(`{"kind":"echo","args":{}}`)}
 	list := do.Request{Kind: do.KindAPI, Method: "GET", Query: "limit=10"}
-	call := func(i int, req do.Request, path string) (time.Duration, error) {
-		req.Path = "/" + api.Version + "/t/" + name(i) + path
+	call := func(i int, req do.Request) (time.Duration, error) {
+		req.Path = "/" + api.Version + "/t/" + name(i) + "/jobs"
 		start := time.Now()
 		resp, err := m.Do(ctx, name(i), req)
 		d := time.Since(start)
@@ -51,7 +51,7 @@ func Tenants(ctx context.Context, m *host.Manager, n, requests int, seed uint64)
 		return d, nil
 	}
 	for i := range n {
-		d, err := call(i, enqueue, "/jobs")
+		d, err := call(i, enqueue)
 		if err != nil {
 			return r, err
 		}
@@ -62,11 +62,11 @@ func Tenants(ctx context.Context, m *host.Manager, n, requests int, seed uint64)
 	for k := range requests {
 		i := rng.IntN(n)
 		was := m.IsOpen(name(i))
-		req, path := enqueue, "/jobs"
+		req := enqueue
 		if k%2 == 1 {
-			req, path = list, "/jobs"
+			req = list
 		}
-		d, err := call(i, req, path)
+		d, err := call(i, req)
 		if err != nil {
 			return r, err
 		}
