@@ -107,9 +107,10 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 			w.waitFreed(ctx)
 			continue
 		}
-		if free < minClaim(cap(w.slots)) && running.Running() > 0 {
+		if slots := cap(w.slots) - len(w.slots); len(kinds) > 0 && slots < minClaim(cap(w.slots)) && running.Running() > 0 {
 			// A few slots free while this drain's own jobs still run: claim
-			// once more are free, not a job or two per request (several
+			// jobs once more are free (what the budget allows is not a slot
+			// count: near its end this would wait for every job), not a job or two per request (several
 			// drains sharing the slots would otherwise split them into
 			// claims of one). Its own last job ending wakes it too, should
 			// another drain take the freed slots' signal.

@@ -355,20 +355,26 @@ func TestKeyForScheduleAndCancelDeadline(t *testing.T) {
 type slowFirstSettle struct {
 	once    sync.Once
 	batches atomic.Int64 // settle requests with more than one settlement
+	refused atomic.Int64 // of those, refused as a whole (400)
 }
 
 func (s *slowFirstSettle) RoundTrip(r *http.Request) (*http.Response, error) {
+	batch := false
 	if strings.HasSuffix(r.URL.Path, "/settle") {
 		s.once.Do(func() { time.Sleep(500 * time.Millisecond) })
 		if r.ContentLength > 0 {
 			body, _ := io.ReadAll(r.Body)
-			if strings.Count(string(body), `"claim_id"`) > 1 {
+			if batch = strings.Count(string(body), `"claim_id"`) > 1; batch {
 				s.batches.Add(1)
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if batch && err == nil && resp.StatusCode == http.StatusBadRequest {
+		s.refused.Add(1)
+	}
+	return resp, err
 }
 
 // TestABatchWithARefusedSettlementAnswersTheOthers: three runs settle at
@@ -416,4 +422,5 @@ func TestABatchWithARefusedSettlementAnswersTheOthers(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond, "the expiry delivery settled")
 	require.Equal(t, int64(1), expiryRuns.Load(), "the valid settlement was not refused with the invalid one")
 	require.Positive(t, transport.batches.Load(), "two settlements went in one request")
+	require.Positive(t, transport.refused.Load(), "the batch was refused as a whole, so its settlements went alone")
 }

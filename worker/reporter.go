@@ -61,10 +61,22 @@ func (w *Worker) batchers(ten *client.Tenant) *tenantBatchers {
 	return b
 }
 
+// sendContext is a send's context: a request for one item is traced under
+// that item's job or delivery, a batch's under none of them (its first
+// item's would be arbitrary). It outlives the items' own contexts, which
+// end with their handlers, for 30 s.
+func sendContext(first context.Context, n int) (context.Context, context.CancelFunc) {
+	ctx := context.WithoutCancel(first)
+	if n > 1 {
+		ctx = context.Background()
+	}
+	return context.WithTimeout(ctx, 30*time.Second)
+}
+
 // sendReports makes one request: POST /jobs/{id}/report for one, POST
 // /reports for several.
 func sendReports(ten *client.Tenant, items []reportItem) ([]struct{}, []error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(items[0].ctx), 30*time.Second)
+	ctx, cancel := sendContext(items[0].ctx, len(items))
 	defer cancel()
 	errs := make([]error, len(items))
 	if len(items) == 1 {
@@ -102,7 +114,7 @@ func sendReports(ten *client.Tenant, items []reportItem) ([]struct{}, []error) {
 
 // sendSettlements makes one POST /settle for the settlements.
 func sendSettlements(ten *client.Tenant, items []settleItem) ([]api.SettleResult, []error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(items[0].ctx), 30*time.Second)
+	ctx, cancel := sendContext(items[0].ctx, len(items))
 	defer cancel()
 	ss := make([]api.Settlement, len(items))
 	for i, it := range items {

@@ -259,12 +259,13 @@ func New(cfg Config) (*Worker, error) {
 		// Connections are kept for every handler's heartbeats and
 		// reports: http.DefaultTransport keeps 2 per host, and opened a
 		// connection for most requests of a busy worker.
-		tr := &http.Transport{Proxy: http.ProxyFromEnvironment}
+		// A program that replaced http.DefaultTransport keeps its own.
+		cfg.HTTPClient = http.DefaultClient
 		if d, ok := http.DefaultTransport.(*http.Transport); ok {
-			tr = d.Clone() // unless a program replaced it
+			tr := d.Clone()
+			tr.MaxIdleConnsPerHost = cfg.Concurrency + 4
+			cfg.HTTPClient = &http.Client{Transport: tr}
 		}
-		tr.MaxIdleConnsPerHost = cfg.Concurrency + 4
-		cfg.HTTPClient = &http.Client{Transport: tr}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
