@@ -11,21 +11,25 @@ const Version = "v1"
 // Limits. Requests beyond them are refused with 400 (413 for bodies) and
 // change nothing.
 const (
-	MaxBodyBytes     = 10 << 20 // a request body
-	MaxArgsBytes     = 1 << 20  // a job's JSON args
-	MaxOutputBytes   = 512 << 10
-	MaxErrorBytes    = 16 << 10 // longer failure messages are truncated, not refused
-	MaxBatchJobs     = 1000     // jobs in one enqueue batch
-	MaxBatchReports  = 1000     // reports in one batch
-	MaxClaim         = 100      // jobs in one claim
-	MaxClaimQueues   = 16
-	MaxClaimKinds    = 64
-	MaxWait          = 60 * time.Second // longest long-poll hold of a claim
-	MaxNameBytes     = 128              // kinds, queues, worker ids
-	MaxLease         = 24 * time.Hour
-	MinLease         = 100 * time.Millisecond
-	MaxMaxAttempts   = 1000
-	DefaultQueue     = "default"
+	MaxBodyBytes    = 10 << 20 // a request body
+	MaxArgsBytes    = 1 << 20  // a job's JSON args
+	MaxOutputBytes  = 512 << 10
+	MaxErrorBytes   = 16 << 10 // longer failure messages are truncated, not refused
+	MaxBatchJobs    = 1000     // jobs in one enqueue batch
+	MaxBatchReports = 1000     // reports in one batch
+	MaxClaim        = 100      // jobs in one claim
+	MaxClaimQueues  = 16
+	MaxClaimKinds   = 64
+	MaxWait         = 60 * time.Second // longest long-poll hold of a claim
+	MaxNameBytes    = 128              // kinds, queues, worker ids
+	MaxLease        = 24 * time.Hour
+	MinLease        = 100 * time.Millisecond
+	MaxMaxAttempts  = 1000
+	DefaultQueue    = "default"
+	// AnyQueue, alone in a claim's queues, claims from every queue that
+	// has ready jobs (paused ones excepted): what executors do, so that a
+	// kind runs whatever queue the module or the enqueue put it on.
+	AnyQueue         = "*"
 	DefaultPriority  = 0 // 0 runs first, 9 last
 	MaxPriority      = 9
 	RejectionsPerJob = 20 // newest refused reports kept per job
@@ -123,6 +127,10 @@ type Job struct {
 	// RanAgain says, in one line, why the job's handler ran more than once,
 	// when it did (GET /jobs/{id} only).
 	RanAgain string `json:"ran_again,omitempty"`
+	// Waiting says, in one line, why a ready job is not running when
+	// the tenant knows: its queue is paused, or no executor handles its
+	// kind (GET /jobs/{id} only).
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // Dependency is a parent of a job and, once it ended, how.
@@ -162,13 +170,20 @@ type Rejection struct {
 //
 //stile:json DecodeClaim fields
 type ClaimRequest struct {
-	Worker string   `json:"worker"`
-	Queues []string `json:"queues,omitempty"` // default: ["default"]
-	Kinds  []string `json:"kinds,omitempty"`  // default: every kind
-	Limit  int      `json:"limit,omitempty"`  // default 1
+	Worker string `json:"worker"`
+	// Queues to claim from; default ["default"]; [AnyQueue] for every
+	// queue with ready jobs.
+	Queues []string `json:"queues,omitempty"`
+	Kinds  []string `json:"kinds,omitempty"` // default: every kind
+	Limit  int      `json:"limit,omitempty"` // default 1
 	// WaitMs > 0 makes an empty claim long-poll: the host holds the request
 	// until work arrives or WaitMs passes (at most MaxWait).
 	WaitMs int64 `json:"wait_ms,omitempty"`
+	// Push names the push (PushRequest.ID) the claim drains for: the
+	// tenant learns from it whether the push still claims, or only
+	// finishes what it took, and so whether new work needs a push of its
+	// own.
+	Push string `json:"push,omitempty"`
 }
 
 // ClaimResponse carries the claimed jobs. Now is the server's clock, so a
@@ -361,6 +376,10 @@ type QueueCounts struct {
 	// OldestReadyAt is when the queue's oldest ready job became due: its
 	// backlog has waited since.
 	OldestReadyAt *time.Time `json:"oldest_ready_at,omitempty"`
+	// Unhandled lists kinds of the queue's ready jobs that no executor
+	// handles: claims came since the tenant's instance started, and none
+	// named them (counted among the first MaxPushCount ready jobs).
+	Unhandled []string `json:"unhandled,omitempty"`
 }
 
 // QueuesResponse counts unfinished jobs per queue, and finished ones per

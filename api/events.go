@@ -117,6 +117,8 @@ type ReactionClaimRequest struct {
 	Handlers []string `json:"handlers,omitempty"`
 	Limit    int      `json:"limit,omitempty"`
 	WaitMs   int64    `json:"wait_ms,omitempty"`
+	// Push names the push the claim drains for, as ClaimRequest.Push.
+	Push string `json:"push,omitempty"`
 }
 
 // Delivery is one event handed to one reaction, with the claim its

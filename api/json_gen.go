@@ -104,6 +104,7 @@ func (v Job) AppendJSON(b []byte) []byte {
 		o.b = appendArray(o.b, v.Rejections)
 	}
 	o.strOmit("ran_again", v.RanAgain)
+	o.strOmit("waiting", v.Waiting)
 	return o.end()
 }
 
@@ -169,6 +170,7 @@ func (v ClaimRequest) AppendJSON(b []byte) []byte {
 	}
 	o.intOmit("limit", int64(v.Limit))
 	o.intOmit("wait_ms", v.WaitMs)
+	o.strOmit("push", v.Push)
 	return o.end()
 }
 
@@ -445,6 +447,9 @@ func (v QueueCounts) AppendJSON(b []byte) []byte {
 	o.str("queue", v.Queue)
 	o.counts("counts", v.Counts)
 	o.timeOmit("oldest_ready_at", v.OldestReadyAt)
+	if len(v.Unhandled) > 0 {
+		o.strings("unhandled", v.Unhandled)
+	}
 	return o.end()
 }
 
@@ -709,6 +714,7 @@ func (v ReactionClaimRequest) AppendJSON(b []byte) []byte {
 	}
 	o.intOmit("limit", int64(v.Limit))
 	o.intOmit("wait_ms", v.WaitMs)
+	o.strOmit("push", v.Push)
 	return o.end()
 }
 
@@ -1129,6 +1135,7 @@ func (v PushFlight) AppendJSON(b []byte) []byte {
 	o.str("id", v.ID)
 	o.time("started_at", v.StartedAt)
 	o.time("expires_at", v.ExpiresAt)
+	o.str("state", v.State)
 	return o.end()
 }
 
@@ -1473,6 +1480,7 @@ const (
 	ClaimRequestKinds  ClaimRequestFields = 1 << 2 // kinds
 	ClaimRequestLimit  ClaimRequestFields = 1 << 3 // limit
 	ClaimRequestWaitMs ClaimRequestFields = 1 << 4 // wait_ms
+	ClaimRequestPush   ClaimRequestFields = 1 << 5 // push
 )
 
 // Not inlined: each call site would carry its own copy of the closure.
@@ -1502,6 +1510,9 @@ func (v *ClaimRequest) decode(r *reader) error {
 		case "wait_ms":
 			bit = ClaimRequestWaitMs
 			v.WaitMs, err = r.integer(key)
+		case "push":
+			bit = ClaimRequestPush
+			v.Push, err = r.stringField(key)
 		default:
 			return unknownField(key)
 		}
@@ -1907,6 +1918,7 @@ const (
 	ReactionClaimRequestHandlers ReactionClaimRequestFields = 1 << 1 // handlers
 	ReactionClaimRequestLimit    ReactionClaimRequestFields = 1 << 2 // limit
 	ReactionClaimRequestWaitMs   ReactionClaimRequestFields = 1 << 3 // wait_ms
+	ReactionClaimRequestPush     ReactionClaimRequestFields = 1 << 4 // push
 )
 
 // Not inlined: each call site would carry its own copy of the closure.
@@ -1933,6 +1945,9 @@ func (v *ReactionClaimRequest) decode(r *reader) error {
 		case "wait_ms":
 			bit = ReactionClaimRequestWaitMs
 			v.WaitMs, err = r.integer(key)
+		case "push":
+			bit = ReactionClaimRequestPush
+			v.Push, err = r.stringField(key)
 		default:
 			return unknownField(key)
 		}

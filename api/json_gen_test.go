@@ -54,7 +54,7 @@ func fxJob() api.Job {
 		PendingParents: 2, RunRegardless: true, CancelRequestedAt: &fxLater, Existing: true, Running: &run,
 		DependsOn:  []api.Dependency{fxDependency()},
 		Attempts:   []api.Attempt{fxAttempt()},
-		Rejections: []api.Rejection{fxRejection()}, RanAgain: "ran 2 times: …"}
+		Rejections: []api.Rejection{fxRejection()}, RanAgain: "ran 2 times: …", Waiting: "its queue q is paused"}
 }
 
 func fxDependency() api.Dependency {
@@ -138,7 +138,7 @@ var fixtures = map[string]any{
 	"Dependency":           fxDependency(),
 	"Attempt":              fxAttempt(),
 	"Rejection":            fxRejection(),
-	"ClaimRequest":         api.ClaimRequest{Worker: "w", Queues: []string{"a"}, Kinds: []string{"k"}, Limit: 3, WaitMs: 4},
+	"ClaimRequest":         api.ClaimRequest{Worker: "w", Queues: []string{"a"}, Kinds: []string{"k"}, Limit: 3, WaitMs: 4, Push: "p1"},
 	"ClaimResponse":        api.ClaimResponse{Now: fxAt, Jobs: []api.ClaimedJob{fxClaimedJob()}},
 	"ClaimedJob":           fxClaimedJob(),
 	"Claim":                fxClaim(),
@@ -148,8 +148,8 @@ var fixtures = map[string]any{
 	"PushRequest":          api.PushRequest{Tenant: "acme", ID: "p1", Jobs: 3, Kinds: []string{"email"}, Reactions: []string{"log"}},
 	"PushDone":             api.PushDone{End: api.PushFailed, Error: "503"},
 	"PushDoneResponse":     api.PushDoneResponse{Ended: true},
-	"PushStatus":           api.PushStatus{InFlight: []api.PushFlight{{ID: "p1", StartedAt: fxAt, ExpiresAt: fxLater}}, Pending: true, RetryAt: &fxLater, Failures: 2},
-	"PushFlight":           api.PushFlight{ID: "p1", StartedAt: fxAt, ExpiresAt: fxLater},
+	"PushStatus":           api.PushStatus{InFlight: []api.PushFlight{{ID: "p1", StartedAt: fxAt, ExpiresAt: fxLater, State: api.PushClaiming}}, Pending: true, RetryAt: &fxLater, Failures: 2},
+	"PushFlight":           api.PushFlight{ID: "p1", StartedAt: fxAt, ExpiresAt: fxLater, State: api.PushFinishing},
 	"AuditEntry":           api.AuditEntry{ID: 1, At: fxAt, Role: api.RoleOperator, TokenID: "ops-1", Route: "POST jobs/{id}/retry", Path: "/v1/t/acme/jobs/1/retry", Status: 200},
 	"Retention":            api.Retention{CompletedMs: 1, CancelledMs: 2, DeadMs: 3, DeliveriesMs: 4, CommandsMs: 5, AuditMs: 6},
 	"RetentionResponse":    api.RetentionResponse{Effective: api.DefaultRetention, Module: api.DefaultRetention, Overridden: []string{"dead_ms"}, NextPurgeAt: &fxAt},
@@ -179,8 +179,8 @@ var fixtures = map[string]any{
 	"MigrationAhead":   fxSchema.Ahead[0],
 	"CancelRequest":    api.CancelRequest{Reason: "r"},
 	"ListResponse":     api.ListResponse{Jobs: []api.Job{fxJob()}, Next: "5"},
-	"QueueCounts":      api.QueueCounts{Queue: "q", Counts: map[string]int64{"running": 1, "available": 2}, OldestReadyAt: &fxAt},
-	"QueuesResponse": api.QueuesResponse{Queues: []api.QueueCounts{{Queue: "q", Counts: map[string]int64{"a": 1}, OldestReadyAt: &fxAt}},
+	"QueueCounts":      api.QueueCounts{Queue: "q", Counts: map[string]int64{"running": 1, "available": 2}, OldestReadyAt: &fxAt, Unhandled: []string{"k"}},
+	"QueuesResponse": api.QueuesResponse{Queues: []api.QueueCounts{{Queue: "q", Counts: map[string]int64{"a": 1}, OldestReadyAt: &fxAt, Unhandled: []string{"k"}}},
 		Finished: map[string]int64{"completed": 3, "dead": 1}, Paused: []string{"email"}},
 	"Limit":                 api.Limit{Key: "k", Slots: 2, InUse: 1},
 	"SetLimitRequest":       api.SetLimitRequest{Slots: &fxInt64},
@@ -196,7 +196,7 @@ var fixtures = map[string]any{
 	"EventsResponse":        api.EventsResponse{Events: []api.Event{fxEvent()}, Next: 2, Head: 99},
 	"Command":               fxCommand(),
 	"CommandResult":         api.CommandResult{ID: "c", Stream: "s", Version: 5, Events: []api.Event{fxEvent()}, JobIDs: []string{"j"}, Duplicate: true},
-	"ReactionClaimRequest":  api.ReactionClaimRequest{Worker: "w", Handlers: []string{"h"}, Limit: 2, WaitMs: 3},
+	"ReactionClaimRequest":  api.ReactionClaimRequest{Worker: "w", Handlers: []string{"h"}, Limit: 2, WaitMs: 3, Push: "p1"},
 	"Delivery":              fxDelivery(),
 	"ReactionClaimResponse": api.ReactionClaimResponse{Now: fxAt, Deliveries: []api.Delivery{fxDelivery()}},
 	"ScheduledCommand":      api.ScheduledCommand{At: fxAt, Command: fxCommand()},

@@ -63,8 +63,8 @@ type PushDoneResponse struct {
 // PushStatus lists a tenant's pushes in flight (GET /pushes).
 type PushStatus struct {
 	InFlight []PushFlight `json:"in_flight"`
-	// Pending says work became ready while MaxParallel pushes were in
-	// flight: the next push to end starts another.
+	// Pending says work became ready that the pushes in flight did not
+	// leave room for: the next push to end looks again.
 	Pending bool `json:"pending,omitempty"`
 	// RetryAt is when a failed push is retried, if one failed.
 	RetryAt  *time.Time `json:"retry_at,omitempty"`
@@ -76,7 +76,24 @@ type PushFlight struct {
 	ID        string    `json:"id"`
 	StartedAt time.Time `json:"started_at"`
 	ExpiresAt time.Time `json:"expires_at"`
+	// State is PushStarting, PushClaiming or PushFinishing.
+	State string `json:"state"`
 }
+
+// States of a push in flight (PushFlight.State): whether work that becomes
+// ready needs a push of its own (docs/DESIGN.md, "How are pushes
+// scheduled?").
+const (
+	// PushStarting: its executor has not claimed yet; its first claim
+	// sees all the work ready by then.
+	PushStarting = "starting"
+	// PushClaiming: its last claim took all it asked for and left work:
+	// it claims again as its handler slots free up.
+	PushClaiming = "claiming"
+	// PushFinishing: its claims found nothing more it could take; it only
+	// runs what it took. New work gets a push of its own.
+	PushFinishing = "finishing"
+)
 
 // ExecutorPath is where an executor takes pushes, on the Worker that
 // serves the API (a service binding from the Tenant class reaches it).

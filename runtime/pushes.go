@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/stile-run/stile/api"
@@ -19,9 +20,13 @@ import (
 // PushPolicy bounds a tenant's pushes to executors; the zero value of a
 // field keeps its default (see App.Pushes).
 type PushPolicy struct {
-	// MaxParallel is the most executors working for one tenant at once
-	// (default 4).
+	// MaxParallel is the most executors claiming for one tenant at once:
+	// how many a deep backlog gets (default 4).
 	MaxParallel int
+	// MaxInFlight is the most pushes in flight for one tenant, those that
+	// only finish the jobs they took included (default 16, at least
+	// MaxParallel).
+	MaxInFlight int
 	// PerExecutor is how many ready jobs warrant one more executor
 	// (default 100).
 	PerExecutor int64
@@ -45,6 +50,10 @@ func (a *App) Pushes(p PushPolicy) *App {
 	if p.MaxParallel > 0 {
 		d.MaxParallel = p.MaxParallel
 	}
+	if p.MaxInFlight > 0 {
+		d.MaxInFlight = p.MaxInFlight
+	}
+	d.MaxInFlight = max(d.MaxInFlight, d.MaxParallel)
 	d.PerExecutor, d.TTL = pick(p.PerExecutor, d.PerExecutor), pick(p.TTL, d.TTL)
 	d.RetryMin, d.RetryMax = pick(p.RetryMin, d.RetryMin), pick(p.RetryMax, d.RetryMax)
 	d.RetryMax = max(d.RetryMax, d.RetryMin)
@@ -74,39 +83,68 @@ func (t *Tenant) tracker(now int64) *push.Tracker {
 const maxPushNames = 640
 
 // planPushes decides, after a committed request, the pushes its response
-// asks the transport to deliver; nil for none. woke says the commit made
-// work ready; again that an ended push asked to look again.
-func (t *Tenant) planPushes(now int64, woke, again bool) (do.Header, bool, error) {
+// asks the transport to deliver; nil for none. jobsWoke and reactionsWoke
+// say the commit made work ready; again that an ended push asked to look
+// again. What is ready is read only when a push could start, and only
+// through what is ready (Store.Ready, inboxstore.Claimable): a tenant
+// keeping a day of finished jobs decides as fast as a fresh one.
+func (t *Tenant) planPushes(now int64, jobsWoke, reactionsWoke, again bool) (do.Header, bool, error) {
 	tr := t.tracker(now)
+	woke := jobsWoke || reactionsWoke
 	if !woke && !again && !tr.Due(now) {
 		return do.Header{}, false, nil
 	}
-	if !tr.Room(now) {
+	switch tr.Look(now) {
+	case push.Covered:
+		return do.Header{}, false, nil
+	case push.Blocked:
 		if woke {
 			tr.Defer()
 		}
 		return do.Header{}, false, nil
 	}
-	jobs, kinds, err := t.store.ReadyKinds(api.MaxPushCount)
+	jobs, counts, err := t.store.Ready(api.MaxPushCount)
 	if err != nil {
 		return do.Header{}, false, err
 	}
 	var reactions []string
-	for _, h := range t.app.handlers() {
-		st, err := t.reactions.Status(h, 1, 0)
-		if err != nil {
-			return do.Header{}, false, err
-		}
-		if st.Lag > 0 {
-			reactions = append(reactions, h.Name)
+	// With jobs ready a push starts anyway, and its executor claims every
+	// reaction it handles: the reactions are counted only when they may be
+	// all there is.
+	if jobs == 0 || reactionsWoke || again {
+		for _, h := range t.app.handlers() {
+			ok, err := t.reactions.Claimable(now, h)
+			if err != nil {
+				return do.Header{}, false, err
+			}
+			if ok {
+				reactions = append(reactions, h.Name)
+			}
 		}
 	}
 	ids := tr.Start(now, push.Ready{Jobs: jobs, Reactions: len(reactions)})
 	if len(ids) == 0 {
 		return do.Header{}, false, nil
 	}
+	var kinds []string
+	for _, c := range counts {
+		if !slices.Contains(kinds, c.Kind) {
+			kinds = append(kinds, c.Kind)
+		}
+	}
+	slices.Sort(kinds)
 	p := api.Push{Tenant: t.name, IDs: ids, Jobs: jobs, Kinds: fitNames(kinds), Reactions: fitNames(reactions)}
 	return do.Header{Name: do.HeaderPush, Value: string(p.AppendJSON(nil))}, true, nil
+}
+
+// claimedFor records a claim made for a push (its id in the claim): more
+// says the claim took all it asked for and left work it could take. A
+// claim that took fewer found everything it could: its push only finishes
+// what it took from then on.
+func (t *Tenant) claimedFor(pushID string, jobs, more bool) {
+	if pushID != "" && t.pushTracker != nil {
+		t.pushTracker.Claimed(pushID, jobs, more)
+	}
 }
 
 // fitNames keeps the names that fit maxPushNames bytes between them.
@@ -120,6 +158,14 @@ func fitNames(names []string) []string {
 	return names
 }
 
+// validPush refuses a claim's push id that cannot be one.
+func validPush(id string) *api.Error {
+	if id != "" && !api.ValidName(id) {
+		return api.Refuse(api.CodeInvalidRequest, "push %q is invalid: pass the id of the push being drained (api.PushRequest.ID)", id)
+	}
+	return nil
+}
+
 // ---- routes ----
 
 func (t *Tenant) listPushes() route {
@@ -127,7 +173,7 @@ func (t *Tenant) listPushes() route {
 		tr := t.tracker(now)
 		st := api.PushStatus{InFlight: []api.PushFlight{}, Pending: tr.Pending()}
 		for _, f := range tr.Flights() {
-			st.InFlight = append(st.InFlight, api.PushFlight{ID: f.ID, StartedAt: ts(f.Started), ExpiresAt: ts(f.Expires)})
+			st.InFlight = append(st.InFlight, api.PushFlight{ID: f.ID, StartedAt: ts(f.Started), ExpiresAt: ts(f.Expires), State: string(f.State())})
 		}
 		at, failures := tr.Retry()
 		st.RetryAt, st.Failures = tsPtr(at), failures

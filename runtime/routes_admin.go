@@ -69,6 +69,20 @@ func (t *Tenant) queues() route {
 			return result{}, err
 		}
 		resp.Paused = slices.Sorted(maps.Keys(paused))
+		if t.claims.since != 0 && !t.claims.every {
+			// Kinds of ready jobs no claim named: checked among the jobs a
+			// push would count.
+			_, ready, err := t.store.Ready(api.MaxPushCount)
+			if err != nil {
+				return result{}, err
+			}
+			for _, c := range ready {
+				i := slices.IndexFunc(resp.Queues, func(q api.QueueCounts) bool { return q.Queue == c.Queue })
+				if i >= 0 && t.claims.unhandled(c.Kind) {
+					resp.Queues[i].Unhandled = append(resp.Queues[i].Unhandled, c.Kind)
+				}
+			}
+		}
 		return result{status: statusOK, body: resp.AppendJSON}, nil
 	}
 }

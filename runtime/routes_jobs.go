@@ -281,6 +281,9 @@ func (t *Tenant) getJob(idText, query string) (route, *api.Error) {
 			refused[i] = fence.RefusedReport{Attempt: r.Attempt, Request: r.Request, Code: r.Code}
 		}
 		v.RanAgain = fence.RanAgain(ended, v.Running != nil, refused)
+		if v.Waiting, err = t.waiting(v); err != nil {
+			return result{}, err
+		}
 		deps, err := t.store.Deps(id)
 		if err != nil {
 			return result{}, err

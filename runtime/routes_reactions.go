@@ -42,11 +42,18 @@ func (t *Tenant) claimReactions(body []byte) (route, *api.Error) {
 	if r.WaitMs < 0 || r.WaitMs > api.MaxWait.Milliseconds() {
 		return nil, api.Refuse(api.CodeInvalidRequest, "wait_ms %d is outside 0-%d", r.WaitMs, api.MaxWait.Milliseconds())
 	}
+	if e := validPush(r.Push); e != nil {
+		return nil, e
+	}
 	return func(now int64) (result, error) {
 		ds, err := t.reactions.Claim(now, r.Worker, hs, r.Limit)
 		if err != nil {
 			return result{}, err
 		}
+		// A claim that filled its limit may have left deliveries; one that
+		// did not found all its reactions could take (a reaction's later
+		// events wait behind its run in flight).
+		t.claimedFor(r.Push, false, len(ds) == r.Limit)
 		tenantID, err := t.events.TenantID()
 		if err != nil {
 			return result{}, err

@@ -30,9 +30,15 @@ func (t *Tenant) claim(body []byte) (route, *api.Error) {
 		return nil, api.Refuse(api.CodeInvalidRequest, "%d queues exceed the limit of %d per claim", len(r.Queues), api.MaxClaimQueues)
 	}
 	for _, q := range r.Queues {
-		if !api.ValidName(q) {
-			return nil, api.Refuse(api.CodeInvalidRequest, "queue %q is invalid: use %s", q, api.NameRule)
+		if q == api.AnyQueue && len(r.Queues) > 1 {
+			return nil, api.Refuse(api.CodeInvalidRequest, "queue %q (every queue) stands alone in a claim's queues", api.AnyQueue)
 		}
+		if q != api.AnyQueue && !api.ValidName(q) {
+			return nil, api.Refuse(api.CodeInvalidRequest, "queue %q is invalid: use %s, or %q alone for every queue", q, api.NameRule, api.AnyQueue)
+		}
+	}
+	if e := validPush(r.Push); e != nil {
+		return nil, e
 	}
 	if len(r.Kinds) > api.MaxClaimKinds {
 		return nil, api.Refuse(api.CodeInvalidRequest, "%d kinds exceed the limit of %d per claim", len(r.Kinds), api.MaxClaimKinds)
@@ -52,9 +58,22 @@ func (t *Tenant) claim(body []byte) (route, *api.Error) {
 		return nil, api.Refuse(api.CodeInvalidRequest, "wait_ms %d is outside 0-%d", r.WaitMs, api.MaxWait.Milliseconds())
 	}
 	return func(now int64) (result, error) {
-		claimed, err := t.store.Claim(now, fencestore.ClaimRequest{Worker: r.Worker, Queues: r.Queues, Kinds: r.Kinds, Limit: r.Limit})
+		req := fencestore.ClaimRequest{Worker: r.Worker, Queues: r.Queues, Kinds: r.Kinds, Limit: r.Limit}
+		claimed, err := t.store.Claim(now, req)
 		if err != nil {
 			return result{}, err
+		}
+		t.claims.note(now, r.Kinds)
+		if r.Push != "" {
+			// Whether the push still claims decides whether work that
+			// becomes ready needs a push of its own (pushes.go).
+			more := false
+			if len(claimed) == r.Limit {
+				if more, err = t.store.MoreReady(req); err != nil {
+					return result{}, err
+				}
+			}
+			t.claimedFor(r.Push, true, more)
 		}
 		resp := api.ClaimResponse{Now: ts(now), Jobs: make([]api.ClaimedJob, len(claimed))}
 		for i, c := range claimed {

@@ -64,6 +64,8 @@ type Tenant struct {
 	// pushAgain says an ended push asked to look for ready work again.
 	pushTracker *push.Tracker
 	pushAgain   bool
+	// claims is what executors' claims named (executors.go).
+	claims claimsSeen
 
 	// dirFirst says this request created the tenant's storage; dirState
 	// is what the directory was last told (directory.go).
@@ -350,7 +352,7 @@ func (t *Tenant) answer(req do.Request) do.Response {
 			resp.Flags |= do.FlagWake
 		}
 		if req.Headers.Get(do.HeaderExecutor) != "" && t.name != "" {
-			h, ok, perr := t.planPushes(now, jobsWoke || reactionsWoke, again)
+			h, ok, perr := t.planPushes(now, jobsWoke, reactionsWoke, again)
 			if perr != nil {
 				return errorResponse(api.Internal("plan pushes: " + perr.Error()))
 			}

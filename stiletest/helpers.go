@@ -191,25 +191,14 @@ func (s *Scope) WorkAll(tb testing.TB) []worker.Ran {
 	return rs
 }
 
-// worker is a worker with Config.Handlers claiming from every queue the
-// tenant has jobs in.
+// worker is a worker with Config.Handlers, as an executor builds it: it
+// claims from every queue, the kinds and reactions it has handlers for.
 func (s *Scope) worker(tb testing.TB) *worker.Worker {
 	tb.Helper()
 	if s.h.handlers == nil {
 		tb.Fatal("stiletest: WorkOne and WorkAll run Config.Handlers: set it to your handler package's Register")
 	}
-	qs, err := s.Client().Queues(context.Background())
-	if err != nil {
-		tb.Fatalf("stiletest: read the queues of %s: %v", s.tenant, err)
-	}
-	queues := []string{api.DefaultQueue}
-	for _, q := range qs.Queues {
-		if !slices.Contains(queues, q.Queue) && len(queues) < api.MaxClaimQueues {
-			queues = append(queues, q.Queue)
-		}
-	}
-	w, err := worker.New(worker.Config{URL: s.h.URL, Token: s.h.token, ID: "stiletest", Queues: queues,
-		Clock: s.h.WorkerClock(), Logger: s.h.log})
+	w, err := worker.New(worker.Config{URL: s.h.URL, Token: s.h.token, ID: "stiletest", Clock: s.h.WorkerClock(), Logger: s.h.log})
 	if err != nil {
 		tb.Fatalf("stiletest: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/client"
 )
 
 // Budget bounds what one executor invocation may spend (a Worker
@@ -68,12 +69,23 @@ func (w *Worker) Drain(ctx context.Context, p api.PushRequest, b Budget) (DrainR
 	}
 	hctx, cancelHandlers := context.WithCancelCause(context.Background())
 	defer cancelHandlers(nil)
-	return w.drain(ctx, hctx, cancelHandlers, p, b)
+	return w.drain(ctx, hctx, cancelHandlers, p, b, drainMode{})
+}
+
+// drainMode is how a drain runs what it claims: by default on the
+// worker's slots, in goroutines of their own, claiming as many as slots are
+// free; inline (WorkOne, WorkAll) one at a time in the calling goroutine,
+// a job if any is ready, else a delivery, until max ran (0: no bound), each
+// recorded in ran.
+type drainMode struct {
+	inline bool
+	max    int
+	ran    *[]Ran
 }
 
 // drain is Drain with the handlers' context given: Run's feed gives its
 // own, which its shutdown grace cancels.
-func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelCauseFunc, p api.PushRequest, b Budget) (DrainResult, error) {
+func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelCauseFunc, p api.PushRequest, b Budget, mode drainMode) (DrainResult, error) {
 	kinds, names := w.kinds(), w.reactionNames()
 	ten := w.cl.Tenant(p.Tenant)
 	if !b.Until.IsZero() {
@@ -95,7 +107,13 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 			res.End = api.PushBudgetSpent
 			break
 		}
+		if mode.inline && mode.max > 0 && len(*mode.ran) >= mode.max {
+			break
+		}
 		free := cap(w.slots) - len(w.slots)
+		if mode.inline {
+			free = min(free, 1)
+		}
 		if b.Subrequests > 0 {
 			free = min(free, int((b.Subrequests-b.Used()-2*int64(len(w.slots))-3)/2))
 		}
@@ -127,20 +145,43 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 			if n = w.takeFree(free); n == 0 {
 				continue // taken meanwhile: look again
 			}
-			resp, cerr := ten.Claim(ctx, api.ClaimRequest{Worker: w.cfg.ID, Queues: w.cfg.Queues, Kinds: kinds, Limit: n})
+			// The push's id tells the tenant whether this push still claims
+			// (pushes.go in package runtime); every queue, so a kind runs
+			// whatever queue it was put on.
+			resp, cerr := ten.Claim(ctx, api.ClaimRequest{Worker: w.cfg.ID, Queues: w.cfg.Queues, Kinds: kinds, Limit: n, Push: p.ID})
 			received := w.cfg.Clock.Now()
-			w.releaseSlots(n - len(resp.Jobs))
+			if mode.inline {
+				// Its slot is held while it runs here, and given back after.
+				for _, c := range resp.Jobs {
+					rep := w.run(hctx, ten, c, received.Add(c.LeaseUntil.Sub(resp.Now)))
+					*mode.ran = append(*mode.ran, Ran{Tenant: p.Tenant, JobID: c.ID, Kind: c.Kind, Outcome: rep.Outcome, Error: rep.Error, Output: rep.Output})
+				}
+				w.releaseSlots(n)
+			} else {
+				w.releaseSlots(n - len(resp.Jobs))
+			}
 			if cerr == nil {
-				w.startJobs(hctx, ten, resp, received, running)
+				if !mode.inline {
+					w.startJobs(hctx, ten, resp, received, running)
+				}
 				got += len(resp.Jobs)
 				res.Jobs += len(resp.Jobs)
 			}
 			err = cerr
 		}
-		if len(names) > 0 && err == nil && cap(w.slots) > len(w.slots) && (b.Subrequests == 0 || b.Used()+4 < b.Subrequests) {
-			resp, cerr := ten.ClaimReactions(ctx, api.ReactionClaimRequest{Worker: w.cfg.ID, Handlers: names, Limit: api.MaxDeliveries})
+		if len(names) > 0 && err == nil && !(mode.inline && got > 0) && cap(w.slots) > len(w.slots) && (b.Subrequests == 0 || b.Used()+4 < b.Subrequests) {
+			limit := api.MaxDeliveries
+			if mode.inline {
+				limit = 1
+			}
+			resp, cerr := ten.ClaimReactions(ctx, api.ReactionClaimRequest{Worker: w.cfg.ID, Handlers: names, Limit: limit, Push: p.ID})
 			if cerr == nil {
-				if !w.startRuns(ctx, hctx, ten, resp, w.cfg.Clock.Now(), running) {
+				if mode.inline {
+					for _, d := range resp.Deliveries {
+						s, _ := w.runReaction(hctx, ten, d, w.cfg.Clock.Now().Add(d.LeaseUntil.Sub(resp.Now)))
+						*mode.ran = append(*mode.ran, Ran{Tenant: p.Tenant, Reaction: d.Handler, Seq: d.Event.Seq, Outcome: s.Outcome, Error: s.Error, Settlement: &s})
+					}
+				} else if !w.startRuns(ctx, hctx, ten, resp, w.cfg.Clock.Now(), running) {
 					res.End = api.PushBudgetSpent
 				}
 				got += len(resp.Deliveries)
@@ -149,6 +190,15 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 			err = cerr
 		}
 		if err != nil {
+			if !client.Retryable(err) {
+				// The tenant refused the claim itself (a kind or reaction the
+				// module does not register, say): asking again cannot help.
+				// The push ends, so the tenant is not pushed again for it.
+				w.log.Error("the tenant refused the claim", "tenant", p.Tenant, "push", p.ID, "err", err)
+				running.Wait()
+				w.endPush(ten, p, api.PushDrained)
+				return res, fmt.Errorf("drain %s for push %s: the claim was refused: %w", p.Tenant, p.ID, err)
+			}
 			failures++
 			w.log.Warn("claim for a push failed", "tenant", p.Tenant, "push", p.ID, "err", err)
 			if failures >= 3 {
@@ -174,16 +224,21 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 		}
 	}
 	running.Wait()
+	w.endPush(ten, p, res.End)
+	return res, nil
+}
+
+// endPush ends p (none: work found in the directory, or run by WorkOne).
+func (w *Worker) endPush(ten *client.Tenant, p api.PushRequest, end string) {
 	if p.ID == "" {
-		return res, nil // work found in the directory, not pushed
+		return
 	}
 	ectx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := ten.EndPush(ectx, p.ID, res.End, ""); err != nil {
+	if _, err := ten.EndPush(ectx, p.ID, end, ""); err != nil {
 		// The push expires instead: the tenant pushes again after its TTL.
 		w.log.Warn("could not end the push", "tenant", p.Tenant, "push", p.ID, "err", err)
 	}
-	return res, nil
 }
 
 // takeFree takes up to n free slots without blocking (at least one, which
@@ -214,37 +269,52 @@ func (w *Worker) waitFreed(ctx context.Context) {
 	}
 }
 
+// maxFeedDrains bounds the drains of one tenant that feed runs at once.
+const maxFeedDrains = 4
+
 // feed is Run without a tenant list: it long-polls the directory for
-// tenants that became ready and drains each, one drain per tenant at a
-// time (a tenant that becomes ready again while drained is drained once
-// more), until ctx ends.
+// tenants that became ready and drains each, until ctx ends. A tenant that
+// becomes ready again while drained gets another drain, up to
+// maxFeedDrains at once (the directory says a tenant is ready again only
+// after a claim of it found nothing: the drains running then only finish
+// what they took, and the new work would wait behind them); beyond that,
+// it is drained once more when one ends.
 func (w *Worker) feed(ctx, hctx context.Context, cancelHandlers context.CancelCauseFunc, running *runGroup) {
 	var mu sync.Mutex
-	draining := map[string]bool{} // tenant -> ready again while drained
+	type drains struct {
+		n     int
+		again bool // ready again while maxFeedDrains ran
+	}
+	draining := map[string]*drains{}
 	start := func(tenant string) {
 		mu.Lock()
 		defer mu.Unlock()
-		if again, busy := draining[tenant]; busy {
-			if !again {
-				draining[tenant] = true
-			}
+		d := draining[tenant]
+		if d == nil {
+			d = &drains{}
+			draining[tenant] = d
+		}
+		if d.n >= maxFeedDrains {
+			d.again = true
 			return
 		}
-		draining[tenant] = false
+		d.n++
 		running.add()
 		go func() {
 			defer running.done()
 			for {
-				if _, err := w.drain(ctx, hctx, cancelHandlers, api.PushRequest{Tenant: tenant}, Budget{}); err != nil {
+				if _, err := w.drain(ctx, hctx, cancelHandlers, api.PushRequest{Tenant: tenant}, Budget{}, drainMode{}); err != nil {
 					w.log.Warn("drain failed", "tenant", tenant, "err", err)
 				}
 				mu.Lock()
-				if !draining[tenant] || ctx.Err() != nil {
-					delete(draining, tenant)
+				if !d.again || ctx.Err() != nil {
+					if d.n--; d.n == 0 {
+						delete(draining, tenant)
+					}
 					mu.Unlock()
 					return
 				}
-				draining[tenant] = false
+				d.again = false
 				mu.Unlock()
 			}
 		}()

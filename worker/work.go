@@ -30,59 +30,46 @@ type Ran struct {
 
 // WorkOne claims one job of the tenant (else one reaction delivery) that
 // the worker has a handler for, runs it now, in the calling goroutine,
-// and reports or settles it, through the very code Run uses; false if
-// nothing was ready. Tests call it (stiletest.Harness.WorkOne); a program
-// calls Run.
+// and reports or settles it, through the claims, runs, reports and
+// settlements a drain for a push makes (every queue, the worker's kinds
+// and reactions); false if nothing was ready. Tests call it
+// (stiletest.Harness.WorkOne); a program calls Run.
 func (w *Worker) WorkOne(ctx context.Context, tenant string) (Ran, bool, error) {
-	if !api.ValidTenant(tenant) {
-		return Ran{}, false, fmt.Errorf("work: tenant %q: %s", tenant, api.InvalidTenant.Message)
+	rs, err := w.work(ctx, tenant, 1)
+	if err != nil || len(rs) == 0 {
+		return Ran{}, false, err
 	}
-	kinds, names := w.kinds(), w.reactionNames()
-	if len(kinds) == 0 && len(names) == 0 {
-		return Ran{}, false, errors.New("worker: no handlers registered")
-	}
-	ten := w.cl.Tenant(tenant)
-	if len(kinds) > 0 {
-		resp, err := ten.Claim(ctx, api.ClaimRequest{Worker: w.cfg.ID, Queues: w.cfg.Queues, Kinds: kinds, Limit: 1})
-		if err != nil {
-			return Ran{}, false, fmt.Errorf("claim a job of %s: %w", tenant, err)
-		}
-		if len(resp.Jobs) == 1 {
-			c := resp.Jobs[0]
-			rep := w.run(ctx, ten, c, w.cfg.Clock.Now().Add(c.LeaseUntil.Sub(resp.Now)))
-			return Ran{Tenant: tenant, JobID: c.ID, Kind: c.Kind, Outcome: rep.Outcome, Error: rep.Error, Output: rep.Output}, true, nil
-		}
-	}
-	if len(names) > 0 {
-		resp, err := ten.ClaimReactions(ctx, api.ReactionClaimRequest{Worker: w.cfg.ID, Handlers: names, Limit: 1})
-		if err != nil {
-			return Ran{}, false, fmt.Errorf("claim a delivery of %s: %w", tenant, err)
-		}
-		if len(resp.Deliveries) == 1 {
-			d := resp.Deliveries[0]
-			s, _ := w.runReaction(ctx, ten, d, w.cfg.Clock.Now().Add(d.LeaseUntil.Sub(resp.Now)))
-			return Ran{Tenant: tenant, Reaction: d.Handler, Seq: d.Event.Seq, Outcome: s.Outcome, Error: s.Error, Settlement: &s}, true, nil
-		}
-	}
-	return Ran{}, false, nil
+	return rs[0], true, nil
 }
 
 // MaxWorkAll bounds WorkAll: a handler that keeps making work for itself
 // (snoozing for 0, say) ends it there.
 const MaxWorkAll = 10_000
 
-// WorkAll calls WorkOne until nothing is ready (or MaxWorkAll ran) and
-// returns what ran, in order.
+// WorkAll runs what WorkOne would, one after another, until nothing is
+// ready (or MaxWorkAll ran): work the handlers make ready meanwhile, in any
+// queue, runs too. It returns what ran, in order.
 func (w *Worker) WorkAll(ctx context.Context, tenant string) ([]Ran, error) {
-	var out []Ran
-	for len(out) < MaxWorkAll {
-		r, ok, err := w.WorkOne(ctx, tenant)
-		if err != nil || !ok {
-			return out, err
-		}
-		out = append(out, r)
+	rs, err := w.work(ctx, tenant, MaxWorkAll)
+	if err == nil && len(rs) >= MaxWorkAll {
+		err = fmt.Errorf("work: %d runs and %s still has ready work: does a handler keep making its own?", MaxWorkAll, tenant)
 	}
-	return out, fmt.Errorf("work: %d runs and %s still has ready work: does a handler keep making its own?", MaxWorkAll, tenant)
+	return rs, err
+}
+
+// work drains tenant inline, up to max runs.
+func (w *Worker) work(ctx context.Context, tenant string, max int) ([]Ran, error) {
+	if !api.ValidTenant(tenant) {
+		return nil, fmt.Errorf("work: tenant %q: %s", tenant, api.InvalidTenant.Message)
+	}
+	if len(w.kinds()) == 0 && len(w.reactionNames()) == 0 {
+		return nil, errors.New("worker: no handlers registered")
+	}
+	var ran []Ran
+	hctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	_, err := w.drain(ctx, hctx, cancel, api.PushRequest{Tenant: tenant}, Budget{}, drainMode{inline: true, max: max, ran: &ran})
+	return ran, err
 }
 
 // TryJob runs a job handler alone, with no tenant: it returns the report

@@ -129,7 +129,10 @@ type Config struct {
 	// ID names this worker in claims and in the attempt history. Default:
 	// hostname-pid-random.
 	ID string
-	// Queues to claim from. Default: ["default"].
+	// Queues to claim from. Default: every queue with ready jobs
+	// ([api.AnyQueue]): a worker claims only the kinds it has handlers for,
+	// whatever queue the module or the enqueue put them on. Name queues to
+	// split them between workers.
 	Queues []string
 	// Concurrency is how many handlers run at once, across tenants.
 	// Default 10.
@@ -243,7 +246,7 @@ func New(cfg Config) (*Worker, error) {
 		return nil, fmt.Errorf("worker: id %q is invalid: use %s", cfg.ID, api.NameRule)
 	}
 	if len(cfg.Queues) == 0 {
-		cfg.Queues = []string{api.DefaultQueue}
+		cfg.Queues = []string{api.AnyQueue}
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 10

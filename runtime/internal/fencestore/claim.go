@@ -1,16 +1,18 @@
 package fencestore
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
+	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/internal/printf"
 )
 
 // ClaimRequest selects the jobs a worker may take.
 type ClaimRequest struct {
 	Worker string
-	Queues []string // at least one
+	Queues []string // at least one; [api.AnyQueue] for every queue with ready jobs
 	Kinds  []string // empty: any kind
 	Limit  int
 }
@@ -23,49 +25,28 @@ const MaxKeysPerClaim = 64
 // priority, run_at, id: each gets the next attempt number, the worker, a
 // fresh random lease token (SQLite's randomblob: 128 bits from the host's
 // random source) and a lease until now + its lease_ms. A job under a
-// concurrency limit is taken only into a free slot.
+// concurrency limit is taken only into a free slot. Queues
+// [api.AnyQueue] claims from every queue with ready jobs.
 //
 // Jobs are read along index ranges cut at what can be taken: one range per
 // queue for jobs without a key, one per queue and key with free slots for
 // the others. A key that is full is never read, however many jobs wait on
 // it.
 func (s *Store) Claim(now int64, req ClaimRequest) ([]Job, error) {
-	paused, err := s.PausedQueues()
-	if err != nil {
-		return nil, err
-	}
-	if len(paused) > 0 {
-		var running []string
-		for _, q := range req.Queues {
-			if !paused[q] {
-				running = append(running, q)
-			}
-		}
-		if len(running) == 0 {
-			return nil, nil
-		}
-		req.Queues = running
-	}
 	free, err := s.freeSlots()
 	if err != nil {
 		return nil, err
 	}
-	kinds, kindArgs := "", []any{}
-	if len(req.Kinds) > 0 {
-		kinds = " AND kind IN (?" + strings.Repeat(", ?", len(req.Kinds)-1) + ")"
-		for _, k := range req.Kinds {
-			kindArgs = append(kindArgs, k)
-		}
+	if req.Queues, err = s.claimQueues(req.Queues, free); err != nil || len(req.Queues) == 0 {
+		return nil, err
 	}
-	const unkeyed = `SELECT id, priority, run_at FROM stile_jobs
-		WHERE state = 'available' AND concurrency_key IS NULL AND queue = ?`
-	const order = ` ORDER BY priority, run_at, id LIMIT ?`
+	kinds, kindArgs := kindFilter(req.Kinds)
 	var ids string
 	args := []any{req.Worker, now}
 	taken := map[string]int{}
 	if len(free) == 0 && len(req.Queues) == 1 {
 		// The common case, one statement: one queue, no limit with room.
-		ids = `SELECT id FROM (` + unkeyed + kinds + order + `)`
+		ids = `SELECT id FROM (` + unkeyedReady + kinds + claimOrder + `)`
 		args = append(append(append(args, req.Queues[0]), kindArgs...), req.Limit)
 	} else {
 		type cand struct {
@@ -84,12 +65,11 @@ func (s *Store) Claim(now int64, req ClaimRequest) ([]Job, error) {
 			return rows.Err()
 		}
 		for _, q := range req.Queues {
-			if err := read(unkeyed+kinds+order, "", []any{q}, req.Limit); err != nil {
+			if err := read(unkeyedReady+kinds+claimOrder, "", []any{q}, req.Limit); err != nil {
 				return nil, err
 			}
 			for _, f := range free {
-				if err := read(`SELECT id, priority, run_at FROM stile_jobs WHERE state = 'available'
-					AND concurrency_key = ? AND queue = ?`+kinds+order, f.key, []any{f.key, q}, min(req.Limit, f.free)); err != nil {
+				if err := read(keyedReady+kinds+claimOrder, f.key, []any{f.key, q}, min(req.Limit, f.free)); err != nil {
 					return nil, err
 				}
 			}
@@ -150,6 +130,121 @@ func (s *Store) Claim(now int64, req ClaimRequest) ([]Job, error) {
 		return claimsBefore(int64(x.Priority), x.RunAt, x.ID, int64(y.Priority), y.RunAt, y.ID)
 	})
 	return out, nil
+}
+
+// The ranges a claim reads: ready jobs of one queue without a key, and of
+// one key and queue, in the claim order.
+const (
+	unkeyedReady = `SELECT id, priority, run_at FROM stile_jobs
+		WHERE state = 'available' AND concurrency_key IS NULL AND queue = ?`
+	keyedReady = `SELECT id, priority, run_at FROM stile_jobs WHERE state = 'available'
+		AND concurrency_key = ? AND queue = ?`
+	claimOrder = ` ORDER BY priority, run_at, id LIMIT ?`
+)
+
+// kindFilter is the SQL and arguments that restrict a read to kinds (none:
+// every kind).
+func kindFilter(kinds []string) (string, []any) {
+	if len(kinds) == 0 {
+		return "", nil
+	}
+	args := make([]any, len(kinds))
+	for i, k := range kinds {
+		args[i] = k
+	}
+	return " AND kind IN (?" + strings.Repeat(", ?", len(kinds)-1) + ")", args
+}
+
+// MaxAnyQueues bounds the queues a claim of api.AnyQueue reads, in name
+// order.
+const MaxAnyQueues = 64
+
+// claimQueues is the queues a claim reads: those it names, or with
+// api.AnyQueue every queue with ready jobs (of the free keys, for keyed
+// ones), found by stepping from one queue to the next along the ready
+// indexes; paused queues left out.
+func (s *Store) claimQueues(queues []string, free []freeSlot) ([]string, error) {
+	if len(queues) == 1 && queues[0] == api.AnyQueue {
+		found, err := s.readyQueues(`concurrency_key IS NULL`)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range free {
+			more, err := s.readyQueues(`concurrency_key = ?2`, f.key)
+			if err != nil {
+				return nil, err
+			}
+			for _, q := range more {
+				if !slices.Contains(found, q) {
+					found = append(found, q)
+				}
+			}
+		}
+		queues = found
+	}
+	paused, err := s.PausedQueues()
+	if err != nil || len(paused) == 0 {
+		return queues, err
+	}
+	running := make([]string, 0, len(queues))
+	for _, q := range queues {
+		if !paused[q] {
+			running = append(running, q)
+		}
+	}
+	return running, nil
+}
+
+// readyQueues lists the queues with ready jobs that match where (a term on
+// the key, whose ?2 is key, if given), up to MaxAnyQueues: each step is one seek
+// into the ready index, so the cost is the number of queues, not of jobs.
+func (s *Store) readyQueues(where string, key ...any) ([]string, error) {
+	next := `SELECT queue FROM stile_jobs WHERE state = 'available' AND ` + where
+	rows, err := s.db.Query(`WITH RECURSIVE q(name) AS (
+		SELECT (`+next+` ORDER BY queue LIMIT 1)
+		UNION ALL SELECT (`+next+` AND queue > q.name ORDER BY queue LIMIT 1) FROM q WHERE q.name IS NOT NULL
+		LIMIT ?1)
+		SELECT name FROM q WHERE name IS NOT NULL`, append([]any{MaxAnyQueues}, key...)...)
+	if err != nil {
+		return nil, printf.Errorf("find the queues with ready jobs: %w", err)
+	}
+	var out []string
+	for rows.Next() {
+		out = append(out, s.intern(rows.TextBytes(0)))
+	}
+	return out, rows.Err()
+}
+
+// MoreReady reports whether a claim like req would find another job now:
+// after a claim that took all it asked for, whether it left work.
+func (s *Store) MoreReady(req ClaimRequest) (bool, error) {
+	free, err := s.freeSlots()
+	if err != nil {
+		return false, err
+	}
+	queues, err := s.claimQueues(req.Queues, free)
+	if err != nil {
+		return false, err
+	}
+	kinds, kindArgs := kindFilter(req.Kinds)
+	probe := func(sql string, lead ...any) (bool, error) {
+		rows, err := s.db.Query(sql, append(append(lead, kindArgs...), 1)...)
+		if err != nil {
+			return false, printf.Errorf("look for more ready jobs: %w", err)
+		}
+		return rows.Len() > 0, rows.Err()
+	}
+	for _, q := range queues {
+		if ok, err := probe(unkeyedReady+kinds+claimOrder, q); ok || err != nil {
+			return ok, err
+		}
+		for _, f := range free {
+			if ok, err := probe(keyedReady+kinds+claimOrder, f.key, q); ok || err != nil {
+				return ok, err
+			}
+		}
+	}
+	return false, nil
 }
 
 // claimsBefore is the claim order: priority, then run_at, then id (the

@@ -1,6 +1,7 @@
 package fencestore
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/stile-run/stile/api"
@@ -166,21 +167,71 @@ func (s *Store) freeSlots() ([]freeSlot, error) {
 	return out, rows.Err()
 }
 
-// ReadyKinds counts the jobs a claim could take now, by kind, up to limit
-// jobs in all: what a push tells an executor (api.Push). Jobs of a paused
-// queue are not ready: no claim takes them.
-func (s *Store) ReadyKinds(limit int) (total int64, kinds []string, err error) {
-	rows, err := s.db.Query(`SELECT kind, count(*) FROM
-		(SELECT kind FROM stile_jobs WHERE state = 'available'
-			AND queue NOT IN (SELECT name FROM stile_queues WHERE paused = 1) LIMIT ?1) GROUP BY kind ORDER BY kind`, limit)
+// ReadyCount is how many jobs of one kind in one queue a claim could take.
+type ReadyCount struct {
+	Queue, Kind string
+	Count       int64
+}
+
+// Ready counts the jobs a claim could take now, by queue and kind, up to
+// limit jobs of each of the two ready indexes: what a push tells an
+// executor (api.Push), and what GET /queues checks against the kinds
+// executors claim. Jobs of a paused queue and of a full concurrency key
+// are not ready: no claim takes them. Its cost is bounded by the ready
+// jobs it counts, never by the jobs a tenant keeps: it reads the queues
+// with ready jobs one seek each, then ranges of the ready indexes.
+func (s *Store) Ready(limit int) (total int64, counts []ReadyCount, err error) {
+	queues, err := s.readyQueues(`concurrency_key IS NULL`)
 	if err != nil {
-		return 0, nil, printf.Errorf("count ready jobs: %w", err)
+		return 0, nil, err
 	}
-	for rows.Next() {
-		kinds = append(kinds, rows.Text(0))
-		total += rows.Int(1)
+	paused, err := s.PausedQueues()
+	if err != nil {
+		return 0, nil, err
 	}
-	return total, kinds, rows.Err()
+	var args []any
+	for _, q := range queues {
+		if !paused[q] {
+			args = append(args, q)
+		}
+	}
+	count := func(sql string, args ...any) error {
+		rows, err := s.db.Query(sql, args...)
+		if err != nil {
+			return printf.Errorf("count ready jobs: %w", err)
+		}
+		for rows.Next() {
+			q, k := s.intern(rows.TextBytes(0)), s.intern(rows.TextBytes(1))
+			if paused[q] {
+				continue
+			}
+			total++
+			i := slices.IndexFunc(counts, func(c ReadyCount) bool { return c.Queue == q && c.Kind == k })
+			if i < 0 {
+				counts = append(counts, ReadyCount{Queue: q, Kind: k})
+				i = len(counts) - 1
+			}
+			counts[i].Count++
+		}
+		return rows.Err()
+	}
+	if len(args) > 0 {
+		if err := count(`SELECT queue, kind FROM stile_jobs WHERE state = 'available' AND concurrency_key IS NULL
+			AND queue IN (?`+strings.Repeat(", ?", len(args)-1)+`) LIMIT ?`, append(args, limit)...); err != nil {
+			return 0, nil, err
+		}
+	}
+	if err := count(`SELECT queue, kind FROM stile_jobs WHERE state = 'available'
+		AND concurrency_key IN (SELECT key FROM stile_concurrency WHERE in_use < slots) LIMIT ?`, limit); err != nil {
+		return 0, nil, err
+	}
+	slices.SortFunc(counts, func(a, b ReadyCount) int {
+		if c := strings.Compare(a.Queue, b.Queue); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Kind, b.Kind)
+	})
+	return total, counts, nil
 }
 
 // OldestReady is, per queue, when its oldest ready job became due (its

@@ -449,6 +449,28 @@ func (s *Store) NextDue() (int64, error) {
 	return at, rows.Err()
 }
 
+// Claimable reports whether a claim for h would hand out a delivery at
+// now: its open head may be delivered again (a lease ran out, a retry came
+// due), or nothing is open and events wait past its checkpoint. It reads
+// the head through the open index and at most one event per type: what
+// is ready, never what was settled.
+func (s *Store) Claimable(now int64, h Handler) (bool, error) {
+	open, err := s.open(h.Name, 1)
+	if err != nil {
+		return false, err
+	}
+	if len(open) > 0 {
+		v, _ := inbox.Head(&open[0], now)
+		return v == inbox.Redeliver, nil
+	}
+	cp, err := s.Checkpoint(h.Name)
+	if err != nil {
+		return false, err
+	}
+	n, err := s.ev.CountAfter(cp, h.Types, 1)
+	return n > 0, err
+}
+
 // Status is a handler's checkpoint, lag and first open deliveries.
 type Status struct {
 	Checkpoint int64

@@ -9,11 +9,15 @@ import (
 
 // Policy bounds the pushes of one tenant.
 type Policy struct {
-	// MaxParallel is the most pushes in flight at once: executors a deep
+	// MaxParallel is the most pushes that claim at once: executors a deep
 	// backlog gets in parallel. Each tenant has its own bound, and each
 	// push is an executor invocation of its own, so a busy tenant takes no
 	// executor from another.
 	MaxParallel int
+	// MaxInFlight is the most pushes in flight at once, counting those
+	// that only finish the work they took (their claims found nothing
+	// more): how many invocations a tenant may have running.
+	MaxInFlight int
 	// PerExecutor is how many ready jobs one executor is expected to take
 	// before another is asked.
 	PerExecutor int64
@@ -24,24 +28,57 @@ type Policy struct {
 	RetryMin, RetryMax int64
 }
 
-// DefaultPolicy is the policy of a module that sets none: 4 executors per
-// tenant at most, one more per 100 ready jobs, a push trusted for 35 s
-// (an executor's budget is 25 s by default, and Cloudflare ends a
-// Worker's work 30 s after its response: an older push is dead), failed
-// pushes retried from 1 s doubling to 60 s.
-var DefaultPolicy = Policy{MaxParallel: 4, PerExecutor: 100, TTL: 35_000, RetryMin: 1_000, RetryMax: 60_000}
+// DefaultPolicy is the policy of a module that sets none: 4 executors
+// claiming per tenant at most, 16 pushes in flight in all, one more
+// claiming executor per 100 ready jobs, a push trusted for 35 s (an
+// executor's budget is 25 s by default, and Cloudflare ends a Worker's
+// work 30 s after its response: an older push is dead), failed pushes
+// retried from 1 s doubling to 60 s.
+var DefaultPolicy = Policy{MaxParallel: 4, MaxInFlight: 16, PerExecutor: 100, TTL: 35_000, RetryMin: 1_000, RetryMax: 60_000}
+
+// State is where a push in flight is, as far as its tenant knows: what
+// decides whether work that becomes ready needs a push of its own.
+type State string
+
+const (
+	// Starting: the push was sent and its executor has not claimed yet.
+	// Its first claim will see everything ready by then.
+	Starting State = "starting"
+	// Claiming: its last claim took all it asked for and left work it
+	// could have taken: it claims again as its handler slots free up.
+	Claiming State = "claiming"
+	// Finishing: its claims took everything it could; it only runs what
+	// it took, and claims again only when some of that ends. Work that
+	// becomes ready now is not its to see.
+	Finishing State = "finishing"
+)
 
 // Flight is a push in flight.
 type Flight struct {
 	ID               string
 	Started, Expires int64
+	// claimed says the push's executor claimed at least once; jobsMore
+	// and reactionsMore that its last claim of each left work it could
+	// have taken.
+	claimed, jobsMore, reactionsMore bool
+}
+
+// State is the flight's state.
+func (f Flight) State() State {
+	switch {
+	case !f.claimed:
+		return Starting
+	case f.jobsMore || f.reactionsMore:
+		return Claiming
+	}
+	return Finishing
 }
 
 // Tracker holds a tenant's pushes in flight.
 type Tracker struct {
 	Policy   Policy
 	flights  []Flight
-	pending  bool  // work became ready while no push could start
+	pending  bool  // work became ready that no push covered
 	retryAt  int64 // a failed push's retry (0: none)
 	failures int64
 	seq      int64
@@ -50,12 +87,16 @@ type Tracker struct {
 
 // New returns a tracker whose push ids start with prefix (distinct per
 // instance, so an id of a lost instance is never reused).
-func New(p Policy, prefix string) *Tracker { return &Tracker{Policy: p, prefix: prefix} }
+func New(p Policy, prefix string) *Tracker {
+	p.MaxParallel = max(p.MaxParallel, 1)
+	p.MaxInFlight = max(p.MaxInFlight, p.MaxParallel)
+	return &Tracker{Policy: p, prefix: prefix}
+}
 
 // Ready is what a tenant found ready to claim.
 type Ready struct {
 	Jobs      int64
-	Reactions int // reactions with events to deliver
+	Reactions int // reactions with a delivery a claim would hand out
 }
 
 func (r Ready) empty() bool { return r.Jobs == 0 && r.Reactions == 0 }
@@ -75,11 +116,33 @@ func (t *Tracker) Due(now int64) bool {
 	return false
 }
 
-// Room reports whether a push could start at now (expired flights do not
-// count). When work woke and there is none, the runtime calls Defer.
-func (t *Tracker) Room(now int64) bool {
+// Cover says, before the runtime counts what is ready, whether new work
+// could get a push at now.
+type Cover byte
+
+const (
+	// Open: a push may start; count what is ready and call Start.
+	Open Cover = iota
+	// Covered: a push that has not claimed yet will see the work.
+	Covered
+	// Blocked: no push may start (a failed push's backoff, or MaxInFlight
+	// pushes in flight); the runtime calls Defer so the next end looks
+	// again.
+	Blocked
+)
+
+// Look says whether work that became ready at now could get a push.
+func (t *Tracker) Look(now int64) Cover {
 	t.expire(now)
-	return len(t.flights) < t.Policy.MaxParallel && (t.retryAt == 0 || now >= t.retryAt)
+	switch {
+	case t.retryAt != 0 && now < t.retryAt:
+		return Blocked
+	case slices.ContainsFunc(t.flights, func(f Flight) bool { return !f.claimed }):
+		return Covered
+	case len(t.flights) >= t.Policy.MaxInFlight:
+		return Blocked
+	}
+	return Open
 }
 
 // Defer records that work became ready that no new push covers: the next
@@ -88,8 +151,15 @@ func (t *Tracker) Defer() { t.pending = true }
 
 // Start decides the pushes to start at now for what is ready, records
 // them in flight, and returns their ids (none: nothing to push, or the
-// pushes in flight suffice). Work ready while pushes are in flight and no
-// more are wanted is deferred to the next end.
+// pushes in flight suffice).
+//
+// A push that has not claimed yet covers everything ready (its first
+// claim sees it). A claiming push covers its share of a backlog: the
+// backlog wants one executor per PerExecutor ready jobs, up to
+// MaxParallel, and those claiming count against it. A finishing push
+// covers nothing: work ready now gets a push of its own, up to
+// MaxInFlight in all. Work the bounds leave waiting is deferred to the
+// next end.
 func (t *Tracker) Start(now int64, r Ready) []string {
 	t.expire(now)
 	if t.retryAt != 0 && now < t.retryAt {
@@ -100,14 +170,24 @@ func (t *Tracker) Start(now int64, r Ready) []string {
 	if r.empty() {
 		return nil
 	}
+	claiming := 0
+	for _, f := range t.flights {
+		switch f.State() {
+		case Starting:
+			return nil
+		case Claiming:
+			claiming++
+		}
+	}
 	want := 1
 	if per := max(t.Policy.PerExecutor, 1); r.Jobs > per {
 		want = int((r.Jobs + per - 1) / per)
 	}
-	want = min(want, t.Policy.MaxParallel) - len(t.flights)
+	want = min(want, t.Policy.MaxParallel) - claiming
+	want = min(want, t.Policy.MaxInFlight-len(t.flights))
 	if want <= 0 {
-		// The executors in flight may have just taken their last claim:
-		// the first of them to end looks again.
+		// The claiming executors take it as their slots free up; should
+		// their claims miss it, the first of them to end looks again.
 		t.pending = true
 		return nil
 	}
@@ -120,11 +200,29 @@ func (t *Tracker) Start(now int64, r Ready) []string {
 	return ids
 }
 
+// Claimed records a claim made for push id (of jobs, or of reaction
+// deliveries): more says it took all it asked for and left work it could
+// have taken. A claim for a push no longer in flight changes nothing.
+func (t *Tracker) Claimed(id string, jobs, more bool) {
+	i := slices.IndexFunc(t.flights, func(f Flight) bool { return f.ID == id })
+	if i < 0 {
+		return
+	}
+	f := &t.flights[i]
+	f.claimed = true
+	if jobs {
+		f.jobsMore = more
+	} else {
+		f.reactionsMore = more
+	}
+}
+
 // End ends a push in flight (how: api.PushDrained, api.PushBudgetSpent or api.PushFailed); ended
 // is false if it was not in flight (ended twice, or expired), and nothing
 // changes. again says the runtime should count what is ready and Start:
-// the executor left work, or work became ready while it ran. A failed push
-// is retried after a backoff that doubles with each failure in a row.
+// the executor left work, or work became ready while it ran that no push
+// took. A failed push is retried after a backoff that doubles with each
+// failure in a row.
 func (t *Tracker) End(now int64, id, how string) (ended, again bool) {
 	i := slices.IndexFunc(t.flights, func(f Flight) bool { return f.ID == id })
 	if i < 0 {

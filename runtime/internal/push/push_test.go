@@ -8,17 +8,63 @@ import (
 	"github.com/stile-run/stile/api"
 )
 
-var policy = Policy{MaxParallel: 3, PerExecutor: 10, TTL: 1000, RetryMin: 100, RetryMax: 350}
+var policy = Policy{MaxParallel: 3, MaxInFlight: 5, PerExecutor: 10, TTL: 1000, RetryMin: 100, RetryMax: 350}
 
 func TestStartSizesToTheBacklogUpToTheBound(t *testing.T) {
 	tr := New(policy, "p")
 	require.Empty(t, tr.Start(0, Ready{}), "nothing ready: no push")
-	require.Equal(t, []string{"p1"}, tr.Start(0, Ready{Reactions: 1}), "reactions alone: one executor")
-	require.Equal(t, []string{"p2"}, tr.Start(0, Ready{Jobs: 20}), "20 jobs at 10 each: two in flight")
-	require.Equal(t, []string{"p3"}, tr.Start(0, Ready{Jobs: 500}), "a deep backlog: up to MaxParallel")
-	require.False(t, tr.Room(0))
+	require.Equal(t, []string{"p1", "p2", "p3"}, tr.Start(0, Ready{Jobs: 500}), "a deep backlog: MaxParallel executors")
+	require.Equal(t, Covered, tr.Look(0), "pushes that have not claimed see what becomes ready")
 	require.Empty(t, tr.Start(0, Ready{Jobs: 500}))
+	for _, id := range []string{"p1", "p2", "p3"} {
+		tr.Claimed(id, true, true)
+	}
+	require.Equal(t, Open, tr.Look(1))
+	require.Empty(t, tr.Start(1, Ready{Jobs: 500}), "claiming executors cover the backlog")
 	require.True(t, tr.Pending(), "work the bound left waiting is looked at when a push ends")
+
+	small := New(policy, "q")
+	require.Equal(t, []string{"q1"}, small.Start(0, Ready{Reactions: 1}), "reactions alone: one executor")
+	small.Claimed("q1", false, false)
+	require.Equal(t, []string{"q2", "q3"}, small.Start(0, Ready{Jobs: 20}), "20 jobs at 10 each: two claiming")
+}
+
+func TestAFinishingPushCoversNothing(t *testing.T) {
+	tr := New(policy, "p")
+	ids := tr.Start(0, Ready{Jobs: 1})
+	require.Equal(t, Starting, tr.Flights()[0].State())
+	tr.Claimed(ids[0], true, false)
+	require.Equal(t, Finishing, tr.Flights()[0].State(), "its claim took everything: it only runs what it took")
+	// A job that becomes ready behind a slow one gets a push of its own.
+	require.Equal(t, Open, tr.Look(5))
+	require.Equal(t, []string{"p2"}, tr.Start(5, Ready{Jobs: 1}))
+	require.False(t, tr.Pending())
+
+	// A push whose claim of jobs left more claims again: it covers them.
+	tr.Claimed("p2", true, true)
+	require.Equal(t, Claiming, tr.Flights()[1].State())
+	require.Empty(t, tr.Start(6, Ready{Jobs: 3}))
+	// Its reactions claim does not undo what its jobs claim said.
+	tr.Claimed("p2", false, false)
+	require.Equal(t, Claiming, tr.Flights()[1].State())
+	tr.Claimed("p2", true, false)
+	require.Equal(t, Finishing, tr.Flights()[1].State())
+
+	// Finishing pushes count against MaxInFlight.
+	for range 3 {
+		ids := tr.Start(7, Ready{Jobs: 1})
+		require.Len(t, ids, 1)
+		tr.Claimed(ids[0], true, false)
+	}
+	require.Equal(t, Blocked, tr.Look(7), "MaxInFlight pushes in flight")
+	require.Empty(t, tr.Start(7, Ready{Jobs: 1}))
+	require.True(t, tr.Pending())
+	_, again := tr.End(8, ids[0], api.PushDrained)
+	require.True(t, again, "the first end looks again")
+
+	tr.Claimed("unknown", true, true)
+	tr.Claimed(ids[0], true, true) // ended: nothing changes
+	require.Len(t, tr.Flights(), 4)
 }
 
 func TestEndLooksAgainWhenWorkWasLeftOrDeferred(t *testing.T) {
@@ -31,7 +77,8 @@ func TestEndLooksAgainWhenWorkWasLeftOrDeferred(t *testing.T) {
 	require.False(t, ended, "a push ends once")
 
 	ids = tr.Start(10, Ready{Jobs: 1})
-	require.Empty(t, tr.Start(11, Ready{Jobs: 1}), "one in flight suffices for one job")
+	tr.Claimed(ids[0], true, true)
+	require.Empty(t, tr.Start(11, Ready{Jobs: 1}), "a claiming push covers one more job")
 	_, again = tr.End(12, ids[0], api.PushDrained)
 	require.True(t, again, "work woke while it ran: its last claim may have missed it")
 
@@ -46,7 +93,7 @@ func TestFailedPushBacksOffAndExpiryReplacesALostOne(t *testing.T) {
 	_, again := tr.End(0, ids[0], api.PushFailed)
 	require.False(t, again)
 	require.Equal(t, int64(100), tr.NextAt(), "the alarm retries the failed push")
-	require.False(t, tr.Room(50))
+	require.Equal(t, Blocked, tr.Look(50))
 	require.Empty(t, tr.Start(50, Ready{Jobs: 1}), "no push before the retry is due")
 	require.True(t, tr.Due(100))
 	ids = tr.Start(100, Ready{Jobs: 1})
@@ -76,4 +123,10 @@ func TestFailedPushBacksOffAndExpiryReplacesALostOne(t *testing.T) {
 	require.Equal(t, []string{"q2"}, ok.Start(1000, Ready{Jobs: 1}))
 	ended, _ := ok.End(1001, ids[0], api.PushDrained)
 	require.False(t, ended, "the expired push's late end changes nothing")
+}
+
+func TestNewKeepsTheBoundsConsistent(t *testing.T) {
+	tr := New(Policy{MaxParallel: 8, MaxInFlight: 2, PerExecutor: 1, TTL: 10}, "p")
+	require.Equal(t, 8, tr.Policy.MaxInFlight, "MaxInFlight is at least MaxParallel")
+	require.Len(t, tr.Start(0, Ready{Jobs: 100}), 8)
 }

@@ -1,0 +1,72 @@
+package runtime
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/internal/printf"
+)
+
+// claimsSeen is what the job claims of executors and workers named since
+// this instance started: the kinds someone handles. A ready job of a kind
+// no claim named, while claims come, waits for an executor that may never
+// exist (a handler package that forgot a kind, a typo in a registration):
+// GET /queues and GET /jobs/{id} say so. It is kept in memory, and is
+// empty on a new instance until the first claim.
+type claimsSeen struct {
+	since int64 // the first claim (0: none yet)
+	every bool  // a claim named no kinds: it takes every kind
+	kinds map[string]bool
+}
+
+// note records a claim naming kinds (none: every kind). Claims name only
+// kinds the module registers, so the map stays as small as the module.
+func (c *claimsSeen) note(now int64, kinds []string) {
+	if c.since == 0 {
+		c.since = now
+	}
+	if len(kinds) == 0 {
+		c.every = true
+		return
+	}
+	if c.kinds == nil {
+		c.kinds = map[string]bool{}
+	}
+	for _, k := range kinds {
+		c.kinds[k] = true
+	}
+}
+
+// unhandled reports whether claims came and none named kind.
+func (c *claimsSeen) unhandled(kind string) bool {
+	return c.since != 0 && !c.every && !c.kinds[kind]
+}
+
+// why says in one line that no executor handles kind.
+func (c *claimsSeen) why(kind string) string {
+	named := slices.Sorted(maps.Keys(c.kinds))
+	return printf.Sprintf("no executor handles kind %q: the executors that claimed since this tenant's instance started take %s; register a handler for it",
+		kind, strings.Join(named, ", "))
+}
+
+// waiting says why a ready job is not running, when the tenant knows: its
+// queue is paused, or no executor handles its kind; "" otherwise.
+func (t *Tenant) waiting(j api.Job) (string, error) {
+	if fence.State(j.State) != fence.StateAvailable {
+		return "", nil
+	}
+	paused, err := t.store.PausedQueues()
+	if err != nil {
+		return "", err
+	}
+	if paused[j.Queue] {
+		return printf.Sprintf("its queue %q is paused: claims take nothing from it until PUT /v1/t/%s/queues/%s resumes it", j.Queue, t.name, j.Queue), nil
+	}
+	if t.claims.unhandled(j.Kind) {
+		return t.claims.why(j.Kind), nil
+	}
+	return "", nil
+}
