@@ -152,10 +152,12 @@ func waitFinal(t *testing.T, ten *client.Tenant, id string) api.Job {
 
 func noPushes(t *testing.T, ten *client.Tenant) {
 	t.Helper()
+	var st api.PushStatus
+	var err error
 	require.Eventually(t, func() bool {
-		st, err := ten.Pushes(context.Background())
+		st, err = ten.Pushes(context.Background())
 		return err == nil && len(st.InFlight) == 0 && !st.Pending
-	}, 10*time.Second, 20*time.Millisecond, "every push ends")
+	}, 10*time.Second, 20*time.Millisecond, "every push ends (last: %+v, %v)", &st, &err)
 }
 
 // The edge tests share the executor faults of one Miniflare: they run one
@@ -170,6 +172,7 @@ func TestEdge(t *testing.T) {
 	t.Run("ManyTenantsOneDeployment", func(t *testing.T) { edgeTenants(t, e) })
 	t.Run("BindingCarriesTheToken", func(t *testing.T) { edgeBindingToken(t, e) })
 	t.Run("IdleTenantsHearNothing", func(t *testing.T) { edgeIdle(t, e) })
+	t.Run("Pushed", func(t *testing.T) { pushedSuite(t, e.cl, "edge", false) })
 }
 
 // edgeIdle: 100 idle tenants in workerd. The objects receive nothing (no

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stile-run/stile/api"
@@ -47,6 +48,7 @@ type Handler struct {
 	cfg     Config
 	token   []byte
 	running sync.WaitGroup
+	busy    atomic.Int64 // accepted pushes whose work runs
 }
 
 // New returns the handler of pushes for w, whose handlers are registered.
@@ -110,8 +112,10 @@ func Validate(p api.PushRequest) *api.Error {
 func (h *Handler) Accept(p api.PushRequest) {
 	b := h.cfg.Budget()
 	h.running.Add(1)
+	h.busy.Add(1)
 	h.cfg.Background(func() {
 		defer h.running.Done()
+		defer h.busy.Add(-1)
 		res, err := h.w.Drain(context.Background(), p, b)
 		if err != nil {
 			h.cfg.Logger.Warn("push not drained", "tenant", p.Tenant, "push", p.ID, "err", err)
@@ -123,6 +127,9 @@ func (h *Handler) Accept(p api.PushRequest) {
 
 // Wait waits for the work of every accepted push.
 func (h *Handler) Wait() { h.running.Wait() }
+
+// Busy is how many accepted pushes have work running.
+func (h *Handler) Busy() int64 { return h.busy.Load() }
 
 func refuse(rw http.ResponseWriter, e *api.Error) {
 	rw.Header().Set("Content-Type", "application/json")

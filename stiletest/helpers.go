@@ -52,6 +52,11 @@ func (h *Harness) WorkAll(tb testing.TB) []worker.Ran {
 	return h.scope().WorkAll(tb)
 }
 
+func (h *Harness) WaitIdle(tb testing.TB) {
+	tb.Helper()
+	h.scope().WaitIdle(tb)
+}
+
 func (h *Harness) CatchUp(tb testing.TB) {
 	tb.Helper()
 	h.scope().CatchUp(tb)
@@ -204,6 +209,26 @@ func (s *Scope) worker(tb testing.TB) *worker.Worker {
 	}
 	s.h.handlers(w)
 	return w
+}
+
+// WaitIdle waits, with Config.Pushed, until the tenant has no push in
+// flight or pending and the executor runs nothing: what was ready has run
+// (work due later, a retry's backoff say, is not waited for). It fails
+// after 30 s with what was still in flight.
+func (s *Scope) WaitIdle(tb testing.TB) {
+	tb.Helper()
+	if s.h.executor == nil {
+		tb.Fatal("stiletest: WaitIdle waits for the pushed executor: set Config.Pushed")
+	}
+	var st api.PushStatus
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		st, err = s.Client().Pushes(context.Background())
+		if err == nil && len(st.InFlight) == 0 && !st.Pending && s.h.executor.Busy() == 0 {
+			return
+		}
+	}
+	tb.Fatalf("stiletest: tenant %s did not go idle in 30 s: pushes %+v (err %v), %d pushes running in the executor", s.tenant, st, err, s.h.executor.Busy())
 }
 
 // CatchUp brings the tenant's projections to the head of its event log

@@ -9,10 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/client"
+	"github.com/stile-run/stile/executor"
 	"github.com/stile-run/stile/host"
 	"github.com/stile-run/stile/host/native"
 	"github.com/stile-run/stile/host/wazerohost"
@@ -79,6 +82,18 @@ type Config struct {
 	// (host.Config.Pusher): an executor.Local runs a worker's handlers on
 	// each push, in-process, as the edge executor does on Cloudflare.
 	Pusher host.Pusher
+	// Pushed runs Config.Handlers as the tenants' executor, in-process:
+	// every commit that makes work ready (an enqueue, an event, and from
+	// the alarm a retry, a run_at, a scheduled command, a deadline) pushes
+	// it to them, and they claim, run and report through the code the edge
+	// executor and `stile dev --handlers` run. Use it with RealClock to see
+	// an app run as in production, handlers in the background; wait for
+	// outcomes (client.Wait, WaitIdle), not for WorkAll. Exclusive with
+	// Pusher.
+	Pushed bool
+	// Concurrency is how many handlers the Pushed executor runs at once
+	// (default 10, as `stile dev --handlers`).
+	Concurrency int
 }
 
 // DefaultToken is the API token when Config.Token is empty.
@@ -89,8 +104,10 @@ var defaultNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // Errors of a Config that names no module, or more than one.
 var (
-	ErrNoModule   = errors.New("stiletest: Config names no module: set App, Wasm, Package or Factory")
-	ErrTwoModules = errors.New("stiletest: Config names more than one module: set one of App, Wasm, Package and Factory")
+	ErrNoModule         = errors.New("stiletest: Config names no module: set App, Wasm, Package or Factory")
+	ErrTwoModules       = errors.New("stiletest: Config names more than one module: set one of App, Wasm, Package and Factory")
+	ErrPushedNoHandlers = errors.New("stiletest: Config.Pushed runs Config.Handlers: set it to your handler package's Register")
+	ErrPushedAndPusher  = errors.New("stiletest: Config.Pushed brings its own executor: leave Config.Pusher unset")
 )
 
 // Harness is one tenant host behind HTTP on a loopback port.
@@ -110,6 +127,10 @@ type Harness struct {
 	handlers func(*worker.Worker)
 	tenant   string // the helpers' tenant
 	log      *slog.Logger
+	// executor runs pushes with Config.Pushed (nil without); pushedTo is
+	// where pushes go, cleared when the harness closes.
+	executor *executor.Handler
+	pushedTo *atomic.Pointer[executor.Handler]
 
 	closeOnce sync.Once
 	closeErr  error
@@ -171,6 +192,24 @@ func Start(cfg Config) (*Harness, error) {
 }
 
 func start(cfg Config) (*Harness, error) {
+	// With Pushed, pushes go to the executor once the server's URL is
+	// known (its worker calls the API); none can come before.
+	pushedTo := new(atomic.Pointer[executor.Handler])
+	if cfg.Pushed {
+		switch {
+		case cfg.Handlers == nil:
+			return nil, ErrPushedNoHandlers
+		case cfg.Pusher != nil:
+			return nil, ErrPushedAndPusher
+		}
+		cfg.Pusher = host.PushFunc(func(ctx context.Context, p api.PushRequest) error {
+			ex := pushedTo.Load()
+			if ex == nil {
+				return errors.New("stiletest: the harness is closing")
+			}
+			return executor.Local{H: ex}.Push(ctx, p)
+		})
+	}
 	factory, err := openFactory(cfg)
 	if err != nil {
 		return nil, err
@@ -214,8 +253,20 @@ func start(cfg Config) (*Harness, error) {
 	if tenant == "" {
 		tenant = "acme"
 	}
-	return &Harness{URL: ts.URL, token: token, clock: clock, manual: manual, manager: m, server: ts,
-		client: client.New(ts.URL, token, nil), handlers: cfg.Handlers, tenant: tenant, log: cfg.Logger}, nil
+	h := &Harness{URL: ts.URL, token: token, clock: clock, manual: manual, manager: m, server: ts,
+		client: client.New(ts.URL, token, nil), handlers: cfg.Handlers, tenant: tenant, log: cfg.Logger, pushedTo: pushedTo}
+	if cfg.Pushed {
+		w, err := worker.New(worker.Config{URL: ts.URL, Token: token, ID: "stiletest-executor", Concurrency: cfg.Concurrency,
+			Clock: h.WorkerClock(), Logger: cfg.Logger})
+		if err != nil {
+			h.Close()
+			return nil, fmt.Errorf("stiletest: %w", err)
+		}
+		cfg.Handlers(w)
+		h.executor = executor.New(w, executor.Config{Token: token, Logger: cfg.Logger})
+		pushedTo.Store(h.executor)
+	}
+	return h, nil
 }
 
 // openFactory opens the host of the one module cfg names.
@@ -304,6 +355,12 @@ func (h *Harness) Advance(d time.Duration) int {
 // more than once; New's harness closes itself when the test ends.
 func (h *Harness) Close() error {
 	h.closeOnce.Do(func() {
+		if h.executor != nil {
+			// No push is taken any more, and the handlers' work ends with
+			// its reports, before the server that takes them closes.
+			h.pushedTo.Store(nil)
+			h.executor.Wait()
+		}
 		h.server.CloseClientConnections()
 		h.server.Close()
 		err := h.manager.Close()

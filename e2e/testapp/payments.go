@@ -71,6 +71,9 @@ func registerPayments(app *runtime.App) *runtime.App {
 			var d struct {
 				Amount   int64  `json:"amount"`
 				RefundID string `json:"refund_id"`
+				// Provider is passed on to the payment's reactions (a
+				// provider double the test watches).
+				Provider string `json:"provider"`
 			}
 			if len(c.Data) > 0 {
 				if err := json.Unmarshal(c.Data, &d); err != nil {
@@ -82,7 +85,10 @@ func registerPayments(app *runtime.App) *runtime.App {
 				if p.Created {
 					return runtime.Decision{}, errors.New("the payment exists")
 				}
-				dec := runtime.Emit(event(PaymentCreated, map[string]int64{"amount": d.Amount}))
+				dec := runtime.Emit(event(PaymentCreated, struct {
+					Amount   int64  `json:"amount"`
+					Provider string `json:"provider,omitempty"`
+				}{d.Amount, d.Provider}))
 				if c.Type == "CreateWithReceipt" {
 					dec = dec.Enqueue(api.EnqueueRequest{Kind: "test.echo", Args: c.Data, Tags: []string{"receipt"}})
 				}

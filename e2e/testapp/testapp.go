@@ -49,6 +49,8 @@ func App() *runtime.App {
 		RegisterJob(runtime.JobKind{Name: "test.fast", MaxAttempts: 3, Lease: time.Second,
 			Backoff: 200 * time.Millisecond, MaxBackoff: time.Second}).
 		RegisterJob(runtime.JobKind{Name: "test.other", Queue: "other", Priority: 3}).
+		// A kind of its own queue, run by executors like any other.
+		RegisterJob(runtime.JobKind{Name: "test.email", Queue: "email"}).
 		// A runaway guest on demand: its validator never returns when args
 		// are {"spin":true}, so tests can show the host stops it.
 		RegisterJob(runtime.JobKind{Name: "test.spin", Validate: func(args json.RawMessage) error {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/worker"
@@ -21,18 +22,115 @@ type Args struct {
 	// Hang makes the first attempt call the provider, then wait until its
 	// context ends (the test kills the invocation meanwhile).
 	Hang bool `json:"hang,omitempty"`
+	// SleepMs makes the handler take that long (or until its context
+	// ends): a slow job.
+	SleepMs int `json:"sleep_ms,omitempty"`
+	// FailTimes makes the first attempts fail, that many.
+	FailTimes int64 `json:"fail_times,omitempty"`
 }
 
-// RefundPolicy is testapp.RefundPolicy, spelt out: importing the tenant
-// module's package would link all of package runtime into the executor.
-const RefundPolicy = "refund"
+// RefundPolicy, AuditPolicy and ExpiryProcess are testapp's, spelt out:
+// importing the tenant module's package would link all of package runtime
+// into the executor.
+const (
+	RefundPolicy  = "refund"
+	AuditPolicy   = "audit"
+	ExpiryProcess = "expiry"
+)
+
+// NoteArgs is what the audit policy reads from a Noted event's data (a
+// bulk aggregate's Note command carries it as it is).
+type NoteArgs struct {
+	// FailFirst fails the delivery's first attempt: it runs again after
+	// the policy's backoff.
+	FailFirst bool `json:"fail_first,omitempty"`
+	// ScheduleMs schedules a Note command on stream bulk:scheduled that
+	// long after now, whose mark is Mark + "-fired".
+	ScheduleMs int64 `json:"schedule_ms,omitempty"`
+	// Provider, if set, is called once the delivery succeeds, with Mark
+	// as the idempotency key.
+	Provider string `json:"provider,omitempty"`
+	Mark     string `json:"mark,omitempty"`
+}
+
+// audit handles the audit policy: PaymentCreated and Noted events, of
+// which a Noted one may ask it to fail once or to schedule a command.
+func audit(ctx context.Context, r *worker.Reaction) error {
+	if r.Event.Type != "Noted" {
+		return nil
+	}
+	var n NoteArgs
+	_ = json.Unmarshal(r.Event.Data, &n)
+	if n.FailFirst && r.Attempt == 1 {
+		return errors.New("failing the first attempt, as asked")
+	}
+	if n.ScheduleMs > 0 {
+		data, _ := json.Marshal(NoteArgs{Mark: n.Mark + "-fired", Provider: n.Provider})
+		r.Schedule(time.Now().Add(time.Duration(n.ScheduleMs)*time.Millisecond),
+			api.Command{Aggregate: "bulk", AggregateID: "scheduled", Type: "Note", Data: data})
+	}
+	if n.Provider != "" {
+		if _, err := call(ctx, n.Provider, n.Mark, r.Event.Stream); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ExpireAmount is the amount of a payment whose expiry process sets a
+// deadline ExpireAfter after its creation; at the deadline the process
+// expires it. Other payments get no deadline.
+const (
+	ExpireAmount = 4242
+	ExpireAfter  = 300 * time.Millisecond
+)
+
+// expiry handles the expiry process of a payment.
+func expiry(ctx context.Context, r *worker.Reaction) error {
+	switch {
+	case r.Event.Type == "PaymentCreated":
+		var d struct {
+			Amount   int64  `json:"amount"`
+			Provider string `json:"provider"`
+		}
+		_ = json.Unmarshal(r.Event.Data, &d)
+		if d.Amount == ExpireAmount {
+			r.SetDeadline("expire", time.Now().Add(ExpireAfter))
+			return r.SetState(map[string]string{"provider": d.Provider})
+		}
+	case strings.HasPrefix(r.Event.Type, api.DeadlineEventPrefix):
+		var f api.DeadlineFired
+		if err := json.Unmarshal(r.Event.Data, &f); err != nil {
+			return err
+		}
+		var st struct {
+			Provider string `json:"provider"`
+		}
+		if _, err := r.DecodeState(&st); err != nil {
+			return err
+		}
+		if st.Provider != "" {
+			// The test learns of the deadline here, without calling the
+			// tenant (a call would apply its due work itself).
+			if _, err := call(ctx, st.Provider, "expired:"+f.Correlation, r.Event.Stream); err != nil {
+				return err
+			}
+		}
+		r.Dispatch(api.Command{Aggregate: "payment", AggregateID: f.Correlation, Type: "Expire"})
+		r.Done()
+	}
+	return nil
+}
 
 // Register adds the handlers to w: the handler contract `stile build
 // --handlers` compiles into an executor.
 func Register(w *worker.Worker) {
 	w.Handle("test.echo", echo)
 	w.Handle("test.fast", echo)
+	w.Handle("test.email", echo)
 	w.HandleReaction(RefundPolicy, refund)
+	w.HandleReaction(AuditPolicy, audit)
+	w.HandleReaction(ExpiryProcess, expiry)
 }
 
 func echo(ctx context.Context, j *worker.Job) (any, error) {
@@ -40,6 +138,16 @@ func echo(ctx context.Context, j *worker.Job) (any, error) {
 	if len(j.Args) > 0 && string(j.Args) != "null" {
 		if err := j.Decode(&a); err != nil {
 			return nil, worker.Final(err)
+		}
+	}
+	if j.Attempt <= a.FailTimes {
+		return nil, fmt.Errorf("failing attempt %d of %d, as asked", j.Attempt, a.FailTimes)
+	}
+	if a.SleepMs > 0 {
+		select {
+		case <-time.After(time.Duration(a.SleepMs) * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 	}
 	if a.Provider == "" {

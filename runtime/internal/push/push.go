@@ -168,6 +168,7 @@ func (t *Tracker) Start(now int64, r Ready) []string {
 	}
 	t.retryAt = 0
 	if r.empty() {
+		t.pending = false // nothing is left to look for
 		return nil
 	}
 	claiming := 0
@@ -191,6 +192,7 @@ func (t *Tracker) Start(now int64, r Ready) []string {
 		t.pending = true
 		return nil
 	}
+	t.pending = false // the new pushes see everything ready by then
 	ids := make([]string, want)
 	for i := range ids {
 		t.seq++

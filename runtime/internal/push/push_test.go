@@ -125,6 +125,25 @@ func TestFailedPushBacksOffAndExpiryReplacesALostOne(t *testing.T) {
 	require.False(t, ended, "the expired push's late end changes nothing")
 }
 
+func TestPendingLastsOnlyWhileSomethingIsLeftToLookFor(t *testing.T) {
+	tr := New(policy, "p")
+	ids := tr.Start(0, Ready{Jobs: 1})
+	tr.Claimed(ids[0], true, true)
+	require.Empty(t, tr.Start(1, Ready{Jobs: 1}))
+	require.True(t, tr.Pending())
+	// The push outlives its TTL (a job longer than it): it expires, and
+	// the look that follows finds nothing ready. Nothing is pending then:
+	// no push is left to end and look again.
+	require.True(t, tr.Due(1000))
+	require.Empty(t, tr.Start(1000, Ready{}))
+	require.False(t, tr.Pending())
+	require.Empty(t, tr.Flights())
+
+	tr.Defer()
+	require.Len(t, tr.Start(1001, Ready{Jobs: 1}), 1)
+	require.False(t, tr.Pending(), "a new push sees what was deferred")
+}
+
 func TestNewKeepsTheBoundsConsistent(t *testing.T) {
 	tr := New(Policy{MaxParallel: 8, MaxInFlight: 2, PerExecutor: 1, TTL: 10}, "p")
 	require.Equal(t, 8, tr.Policy.MaxInFlight, "MaxInFlight is at least MaxParallel")
