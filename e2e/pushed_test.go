@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -55,6 +56,7 @@ func pushedSuite(t *testing.T, cl *client.Client, prefix string, parallel bool) 
 	run("ReactionRetryIsPushedWhenDue", pushedReactionRetry)
 	run("ScheduledCommandIsPushedWhenDue", pushedScheduledCommand)
 	run("DeadlineIsPushedWhenDue", pushedDeadline)
+	run("WaitingJobsSayWhy", pushedWaitingSaysWhy)
 }
 
 func pushedEveryQueue(t *testing.T, ten *client.Tenant) {
@@ -169,6 +171,42 @@ func pushedDeadline(t *testing.T, ten *client.Tenant) {
 		es, err := ten.Stream(context.Background(), "payment:d1", 0, 10)
 		return err == nil && len(es.Events) == 2 && es.Events[1].Type == testapp.PaymentExpired
 	}, 30*time.Second, 10*time.Millisecond, "the process expired the payment at its deadline")
+}
+
+func pushedWaitingSaysWhy(t *testing.T, ten *client.Tenant) {
+	ctx := context.Background()
+	// The handlers have no test.other: its job waits, and says why once an
+	// executor has claimed without it.
+	other, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.other", Args: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	echo, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	require.Equal(t, "completed", waitEnded(t, ten, echo.ID).State)
+	j, err := ten.Job(ctx, other.ID)
+	require.NoError(t, err)
+	require.Equal(t, "available", j.State)
+	require.Contains(t, j.Waiting, `no executor handles kind "test.other"`)
+	require.Contains(t, j.Waiting, "test.echo", "it names the kinds the executors take")
+	qs, err := ten.Queues(ctx)
+	require.NoError(t, err)
+	i := slices.IndexFunc(qs.Queues, func(q api.QueueCounts) bool { return q.Queue == "other" })
+	require.GreaterOrEqual(t, i, 0)
+	require.Equal(t, []string{"test.other"}, qs.Queues[i].Unhandled)
+
+	// A paused queue says so instead; resumed, its job runs.
+	_, err = ten.PauseQueue(ctx, "email", true)
+	require.NoError(t, err)
+	email, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.email", Args: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	j, err = ten.Job(ctx, email.ID)
+	require.NoError(t, err)
+	require.Contains(t, j.Waiting, `its queue "email" is paused`)
+	_, err = ten.PauseQueue(ctx, "email", false)
+	require.NoError(t, err)
+	j = waitEnded(t, ten, email.ID)
+	require.Equal(t, "completed", j.State)
+	require.Empty(t, j.Waiting)
+	noPushes(t, ten)
 }
 
 // waitEnded waits for a job to end, with the long-poll GET /jobs/{id}
