@@ -90,11 +90,11 @@ const maxPushNames = 640
 // keeping a day of finished jobs decides as fast as a fresh one.
 func (t *Tenant) planPushes(now int64, jobsWoke, reactionsWoke, again bool) (do.Header, bool, error) {
 	tr := t.tracker(now)
-	woke := jobsWoke || reactionsWoke
-	if !woke && !again && !tr.Due(now) {
+	woke, due := jobsWoke || reactionsWoke, tr.Due(now)
+	if !woke && !again && !due {
 		return do.Header{}, false, nil
 	}
-	switch tr.Look(now) {
+	switch tr.Look(now, jobsWoke, reactionsWoke) {
 	case push.Covered:
 		return do.Header{}, false, nil
 	case push.Blocked:
@@ -108,10 +108,9 @@ func (t *Tenant) planPushes(now int64, jobsWoke, reactionsWoke, again bool) (do.
 		return do.Header{}, false, err
 	}
 	var reactions []string
-	// With jobs ready a push starts anyway, and its executor claims every
-	// reaction it handles: the reactions are counted only when they may be
-	// all there is.
-	if jobs == 0 || reactionsWoke || again {
+	// Reactions are counted when they may have become ready: a push names
+	// them only then, and its executor claims deliveries only then.
+	if jobs == 0 || reactionsWoke || again || due {
 		for _, h := range t.app.handlers() {
 			ok, err := t.reactions.Claimable(now, h)
 			if err != nil {

@@ -140,6 +140,7 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 			continue
 		}
 		got := 0
+		short := true // every claim of this round took fewer than it asked for
 		var err error
 		if n := 0; len(kinds) > 0 {
 			if n = w.takeFree(free); n == 0 {
@@ -166,10 +167,11 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 				}
 				got += len(resp.Jobs)
 				res.Jobs += len(resp.Jobs)
+				short = short && len(resp.Jobs) < n
 			}
 			err = cerr
 		}
-		if len(names) > 0 && err == nil && !(mode.inline && got > 0) && cap(w.slots) > len(w.slots) && (b.Subrequests == 0 || b.Used()+4 < b.Subrequests) {
+		if len(names) > 0 && (p.ID == "" || len(p.Reactions) > 0) && err == nil && !(mode.inline && got > 0) && cap(w.slots) > len(w.slots) && (b.Subrequests == 0 || b.Used()+4 < b.Subrequests) {
 			limit := api.MaxDeliveries
 			if mode.inline {
 				limit = 1
@@ -186,6 +188,7 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 				}
 				got += len(resp.Deliveries)
 				res.Deliveries += len(resp.Deliveries)
+				short = short && len(resp.Deliveries) < limit
 			}
 			err = cerr
 		}
@@ -208,7 +211,13 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 			continue
 		}
 		failures = 0
-		if got == 0 {
+		// A pushed drain whose claims all came back short has taken all
+		// there was: claiming again at once would find nothing (the tenant
+		// pushes again for work that becomes ready meanwhile), so it waits
+		// for what it runs. A drain of work found in the directory claims
+		// until a claim finds nothing: that claim is what tells the
+		// directory the tenant is idle, so that new work is heard of.
+		if got == 0 || short && p.ID != "" && !mode.inline && running.Running() > 0 {
 			if running.Running() == 0 {
 				break // drained
 			}

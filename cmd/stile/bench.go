@@ -42,7 +42,7 @@ func runBench(args []string) error {
 	events := fs.Int("events", 20000, "events per measurement of the event log and reactions")
 	rebuildEvents := fs.Int("rebuild-events", 1_000_000, "events in the log of the projection rebuild measurement")
 	applyEvents := fs.Int("apply-events", 100_000, "events per measurement of projection batches")
-	only := fs.String("only", "", "comma-separated parts to run: jobs, drain, tenants, depth, events, projections, latency, workerd, edge (default: all)")
+	only := fs.String("only", "", "comma-separated parts to run: jobs, drain, tenants, depth, events, projections, latency, workerd, pushed, edge (default: all)")
 	drainJobs := fs.Int("drain-jobs", 20000, "no-op jobs in the worker's backlog in the drain measurement")
 	drainConc := fs.Int("drain-concurrency", 100, "handlers of the worker in the drain measurement")
 	drainRuns := fs.Int("drain-runs", 3, "runs of each drain measurement (the median is printed)")
@@ -53,6 +53,10 @@ func runBench(args []string) error {
 	edgeBacklog := fs.Int("edge-backlog", 2000, "jobs in the edge executor's backlog measurement")
 	edgeJobs := fs.Int("edge-latency-jobs", 100, "jobs in the edge executor's light-load measurement")
 	edgeRate := fs.Int("edge-latency-rate", 20, "jobs/s enqueued in the edge executor's light-load measurement")
+	pushedJobs := fs.Int("pushed-jobs", 200, "jobs per round of the pushed light-load measurement (at --latency-rate)")
+	pushedKept := fs.Int("pushed-kept", 100_000, "completed jobs kept by the tenant of the pushed measurement's history case")
+	pushedRounds := fs.Int("pushed-rounds", 3, "rounds of the pushed light-load measurement, its cases alternated")
+	pushedBehind := fs.Int("pushed-behind", 100, "jobs enqueued behind a slow job in the pushed and edge measurements")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -270,8 +274,27 @@ func runBench(args []string) error {
 			return err
 		}
 	}
+	if part("pushed") {
+		// stile dev --handlers: wazero with stile dev's memory bound, and a
+		// pusher.
+		open := func(p host.Pusher) (*host.Manager, string, error) {
+			f, err := wazerohost.New(ctx, wazerohost.Config{Wasm: wasm, CacheDir: cacheDir(dir), Logger: quiet})
+			if err != nil {
+				return nil, "", err
+			}
+			*n++
+			data := filepath.Join(dir, fmt.Sprint(*n))
+			m, err := host.NewManager(host.Config{Factory: f, DataDir: data, Logger: quiet, MaxMemory: devBound, Pusher: p,
+				ScheduleAlarms: true})
+			return m, data, err
+		}
+		if err := benchPushed(ctx, dir, open, pushedConfig{jobs: *pushedJobs, rate: *latRate, kept: *pushedKept,
+			rounds: *pushedRounds, behind: *pushedBehind}, quiet); err != nil {
+			return err
+		}
+	}
 	if part("edge") {
-		return benchEdge(ctx, dir, wasm, *edgeJobs, *edgeRate, *edgeBacklog)
+		return benchEdge(ctx, dir, wasm, *edgeJobs, *edgeRate, *edgeBacklog, *pushedBehind)
 	}
 	return nil
 }
@@ -543,7 +566,7 @@ func call0(ctx context.Context, d bench.Driver) error {
 // with its handler package compiled as the edge executor, pushed work by
 // the tenant's object through the Worker's own service binding. Times are
 // the server's (created, claimed and finished times of the jobs).
-func benchEdge(ctx context.Context, dir string, wasm []byte, latJobs, latRate, backlog int) error {
+func benchEdge(ctx context.Context, dir string, wasm []byte, latJobs, latRate, backlog, behind int) error {
 	bundleDir := filepath.Join(dir, "edge")
 	if err := workerd.WriteWorker(bundleDir, wasm); err != nil {
 		return err
@@ -653,6 +676,38 @@ func benchEdge(ctx context.Context, dir string, wasm []byte, latJobs, latRate, b
 		fmt.Printf("  a push, until the executor accepts it (what the object waits; a new Go runtime each): p50 %s p99 %s (%d pushes)\n",
 			bench.Percentile(ms, 50), bench.Percentile(ms, 99), len(ms))
 	}
+
+	// Behind a slow job: a sleep long enough for every job enqueued after
+	// it to start while it runs.
+	ten = cl.Tenant("edge-behind")
+	every := time.Second / time.Duration(latRate)
+	sleepMs := int64(behind)*every.Milliseconds() + 3000
+	slow, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "sleep", Args: json.RawMessage(fmt.Sprintf(`{"ms":%d}`, sleepMs))})
+	if err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		j, err := ten.Job(ctx, slow.ID)
+		if err != nil {
+			return err
+		}
+		if j.State == "running" {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the slow job did not start in 30 s (%s)", j.State)
+		}
+	}
+	bstart, bdone, err := bench.JobLatencies(ctx, ten, behind, every, json.RawMessage(`{}`))
+	if err != nil {
+		return fmt.Errorf("behind a slow job: %w", err)
+	}
+	if j, err := ten.Job(ctx, slow.ID); err != nil || j.State != "running" {
+		return fmt.Errorf("the slow job ended before the jobs behind it did (%s, %v): make it longer", j.State, err)
+	}
+	fmt.Printf("  behind a %s job in the same tenant, %d jobs at %d/s: enqueue → start p50 %s p99 %s; → completed p50 %s p99 %s\n",
+		time.Duration(sleepMs)*time.Millisecond, behind, latRate, bench.Percentile(bstart, 50), bench.Percentile(bstart, 99),
+		bench.Percentile(bdone, 50), bench.Percentile(bdone, 99))
 
 	// A backlog, drained by the pushes of one tenant.
 	ten = cl.Tenant("edge-backlog")

@@ -57,22 +57,35 @@ const (
 type Flight struct {
 	ID               string
 	Started, Expires int64
-	// claimed says the push's executor claimed at least once; jobsMore
-	// and reactionsMore that its last claim of each left work it could
-	// have taken.
-	claimed, jobsMore, reactionsMore bool
+	// reactions says the push named reactions: its executor claims
+	// deliveries as well as jobs (a push for jobs alone spares it the
+	// request).
+	reactions bool
+	// jobsClaimed and reactionsClaimed say its executor claimed each at
+	// least once; jobsMore and reactionsMore that its last claim of each
+	// took all it asked for and left work it could have taken.
+	jobsClaimed, reactionsClaimed bool
+	jobsMore, reactionsMore       bool
 }
 
 // State is the flight's state.
 func (f Flight) State() State {
 	switch {
-	case !f.claimed:
+	case !f.jobsClaimed && !f.reactionsClaimed:
 		return Starting
 	case f.jobsMore || f.reactionsMore:
 		return Claiming
 	}
 	return Finishing
 }
+
+// seesJobs says the push's next claim of jobs sees every job ready now:
+// it has not claimed jobs yet.
+func (f Flight) seesJobs() bool { return !f.jobsClaimed }
+
+// seesReactions says the push claims deliveries and will see every one
+// ready now: it has not claimed them yet, or its last claim left more.
+func (f Flight) seesReactions() bool { return f.reactions && (!f.reactionsClaimed || f.reactionsMore) }
 
 // Tracker holds a tenant's pushes in flight.
 type Tracker struct {
@@ -131,13 +144,15 @@ const (
 	Blocked
 )
 
-// Look says whether work that became ready at now could get a push.
-func (t *Tracker) Look(now int64) Cover {
+// Look says whether work that became ready at now (jobs, reaction
+// deliveries, or either) could get a push.
+func (t *Tracker) Look(now int64, jobs, reactions bool) Cover {
 	t.expire(now)
+	covered := func(sees func(Flight) bool) bool { return slices.ContainsFunc(t.flights, sees) }
 	switch {
 	case t.retryAt != 0 && now < t.retryAt:
 		return Blocked
-	case slices.ContainsFunc(t.flights, func(f Flight) bool { return !f.claimed }):
+	case (jobs || reactions) && (!jobs || covered(Flight.seesJobs)) && (!reactions || covered(Flight.seesReactions)):
 		return Covered
 	case len(t.flights) >= t.Policy.MaxInFlight:
 		return Blocked
@@ -153,13 +168,14 @@ func (t *Tracker) Defer() { t.pending = true }
 // them in flight, and returns their ids (none: nothing to push, or the
 // pushes in flight suffice).
 //
-// A push that has not claimed yet covers everything ready (its first
-// claim sees it). A claiming push covers its share of a backlog: the
-// backlog wants one executor per PerExecutor ready jobs, up to
+// Jobs: a push that has not claimed jobs yet covers every job ready (its
+// first claim sees them). A claiming push covers its share of a backlog:
+// the backlog wants one executor per PerExecutor ready jobs, up to
 // MaxParallel, and those claiming count against it. A finishing push
 // covers nothing: work ready now gets a push of its own, up to
-// MaxInFlight in all. Work the bounds leave waiting is deferred to the
-// next end.
+// MaxInFlight in all. Reaction deliveries: a push that named reactions and
+// has not claimed them yet, or whose last claim left more, covers them.
+// Work the bounds leave waiting is deferred to the next end.
 func (t *Tracker) Start(now int64, r Ready) []string {
 	t.expire(now)
 	if t.retryAt != 0 && now < t.retryAt {
@@ -171,20 +187,28 @@ func (t *Tracker) Start(now int64, r Ready) []string {
 		t.pending = false // nothing is left to look for
 		return nil
 	}
-	claiming := 0
-	for _, f := range t.flights {
-		switch f.State() {
-		case Starting:
-			return nil
-		case Claiming:
-			claiming++
+	jobsCovered := r.Jobs == 0 || slices.ContainsFunc(t.flights, Flight.seesJobs)
+	reactionsCovered := r.Reactions == 0 || slices.ContainsFunc(t.flights, Flight.seesReactions)
+	if jobsCovered && reactionsCovered {
+		return nil
+	}
+	want := 0
+	if !jobsCovered {
+		claiming := 0
+		for _, f := range t.flights {
+			if f.jobsClaimed && f.jobsMore {
+				claiming++
+			}
 		}
+		want = 1
+		if per := max(t.Policy.PerExecutor, 1); r.Jobs > per {
+			want = int((r.Jobs + per - 1) / per)
+		}
+		want = min(want, t.Policy.MaxParallel) - claiming
 	}
-	want := 1
-	if per := max(t.Policy.PerExecutor, 1); r.Jobs > per {
-		want = int((r.Jobs + per - 1) / per)
+	if !reactionsCovered {
+		want = max(want, 1)
 	}
-	want = min(want, t.Policy.MaxParallel) - claiming
 	want = min(want, t.Policy.MaxInFlight-len(t.flights))
 	if want <= 0 {
 		// The claiming executors take it as their slots free up; should
@@ -197,7 +221,7 @@ func (t *Tracker) Start(now int64, r Ready) []string {
 	for i := range ids {
 		t.seq++
 		ids[i] = t.prefix + strconv.FormatInt(t.seq, 10)
-		t.flights = append(t.flights, Flight{ID: ids[i], Started: now, Expires: now + t.Policy.TTL})
+		t.flights = append(t.flights, Flight{ID: ids[i], Started: now, Expires: now + t.Policy.TTL, reactions: r.Reactions > 0})
 	}
 	return ids
 }
@@ -211,11 +235,10 @@ func (t *Tracker) Claimed(id string, jobs, more bool) {
 		return
 	}
 	f := &t.flights[i]
-	f.claimed = true
 	if jobs {
-		f.jobsMore = more
+		f.jobsClaimed, f.jobsMore = true, more
 	} else {
-		f.reactionsMore = more
+		f.reactionsClaimed, f.reactionsMore = true, more
 	}
 }
 

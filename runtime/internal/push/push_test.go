@@ -14,17 +14,18 @@ func TestStartSizesToTheBacklogUpToTheBound(t *testing.T) {
 	tr := New(policy, "p")
 	require.Empty(t, tr.Start(0, Ready{}), "nothing ready: no push")
 	require.Equal(t, []string{"p1", "p2", "p3"}, tr.Start(0, Ready{Jobs: 500}), "a deep backlog: MaxParallel executors")
-	require.Equal(t, Covered, tr.Look(0), "pushes that have not claimed see what becomes ready")
+	require.Equal(t, Covered, tr.Look(0, true, false), "pushes that have not claimed see what becomes ready")
 	require.Empty(t, tr.Start(0, Ready{Jobs: 500}))
 	for _, id := range []string{"p1", "p2", "p3"} {
 		tr.Claimed(id, true, true)
 	}
-	require.Equal(t, Open, tr.Look(1))
+	require.Equal(t, Open, tr.Look(1, true, false))
 	require.Empty(t, tr.Start(1, Ready{Jobs: 500}), "claiming executors cover the backlog")
 	require.True(t, tr.Pending(), "work the bound left waiting is looked at when a push ends")
 
 	small := New(policy, "q")
 	require.Equal(t, []string{"q1"}, small.Start(0, Ready{Reactions: 1}), "reactions alone: one executor")
+	small.Claimed("q1", true, false)
 	small.Claimed("q1", false, false)
 	require.Equal(t, []string{"q2", "q3"}, small.Start(0, Ready{Jobs: 20}), "20 jobs at 10 each: two claiming")
 }
@@ -36,7 +37,7 @@ func TestAFinishingPushCoversNothing(t *testing.T) {
 	tr.Claimed(ids[0], true, false)
 	require.Equal(t, Finishing, tr.Flights()[0].State(), "its claim took everything: it only runs what it took")
 	// A job that becomes ready behind a slow one gets a push of its own.
-	require.Equal(t, Open, tr.Look(5))
+	require.Equal(t, Open, tr.Look(5, true, false))
 	require.Equal(t, []string{"p2"}, tr.Start(5, Ready{Jobs: 1}))
 	require.False(t, tr.Pending())
 
@@ -56,7 +57,7 @@ func TestAFinishingPushCoversNothing(t *testing.T) {
 		require.Len(t, ids, 1)
 		tr.Claimed(ids[0], true, false)
 	}
-	require.Equal(t, Blocked, tr.Look(7), "MaxInFlight pushes in flight")
+	require.Equal(t, Blocked, tr.Look(7, true, false), "MaxInFlight pushes in flight")
 	require.Empty(t, tr.Start(7, Ready{Jobs: 1}))
 	require.True(t, tr.Pending())
 	_, again := tr.End(8, ids[0], api.PushDrained)
@@ -65,6 +66,30 @@ func TestAFinishingPushCoversNothing(t *testing.T) {
 	tr.Claimed("unknown", true, true)
 	tr.Claimed(ids[0], true, true) // ended: nothing changes
 	require.Len(t, tr.Flights(), 4)
+}
+
+func TestReactionsAreCoveredOnlyByPushesThatClaimThem(t *testing.T) {
+	tr := New(policy, "p")
+	require.Equal(t, []string{"p1"}, tr.Start(0, Ready{Jobs: 1}), "a push for jobs alone")
+	require.Equal(t, Covered, tr.Look(1, true, false))
+	require.Equal(t, Open, tr.Look(1, false, true), "its executor claims no deliveries: an event needs a push")
+	require.Equal(t, Open, tr.Look(1, true, true))
+	ids := tr.Start(1, Ready{Jobs: 1, Reactions: 1})
+	require.Equal(t, []string{"p2"}, ids, "one push for the deliveries, the jobs still covered by the first")
+	require.Equal(t, Covered, tr.Look(2, false, true))
+	require.Empty(t, tr.Start(2, Ready{Reactions: 2}))
+
+	// Its claims took every delivery: new ones need another push; a claim
+	// that filled its limit keeps covering them.
+	tr.Claimed("p2", true, false)
+	tr.Claimed("p2", false, false)
+	require.Equal(t, Open, tr.Look(3, false, true))
+	require.Equal(t, []string{"p3"}, tr.Start(3, Ready{Reactions: 1}))
+	tr.Claimed("p3", true, false)
+	tr.Claimed("p3", false, true)
+	require.Equal(t, Claiming, tr.Flights()[2].State())
+	require.Equal(t, Covered, tr.Look(4, false, true))
+	require.Empty(t, tr.Start(4, Ready{Reactions: 3}))
 }
 
 func TestEndLooksAgainWhenWorkWasLeftOrDeferred(t *testing.T) {
@@ -93,7 +118,7 @@ func TestFailedPushBacksOffAndExpiryReplacesALostOne(t *testing.T) {
 	_, again := tr.End(0, ids[0], api.PushFailed)
 	require.False(t, again)
 	require.Equal(t, int64(100), tr.NextAt(), "the alarm retries the failed push")
-	require.Equal(t, Blocked, tr.Look(50))
+	require.Equal(t, Blocked, tr.Look(50, true, false))
 	require.Empty(t, tr.Start(50, Ready{Jobs: 1}), "no push before the retry is due")
 	require.True(t, tr.Due(100))
 	ids = tr.Start(100, Ready{Jobs: 1})
