@@ -135,7 +135,7 @@ func TestDevWithHandlers(t *testing.T) {
 	require.NoError(t, dev.Start())
 	defer dev.Process.Kill()
 	apiLine := regexp.MustCompile(`API\s+(http://\S+)/v1/t/`)
-	pushedLine := regexp.MustCompile(`handlers of \S+ run at http://`)
+	pushedLine := regexp.MustCompile(`handlers of \S+ running: `)
 	var url string
 	pushed := false
 	sc := bufio.NewScanner(stderr)
