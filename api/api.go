@@ -319,6 +319,24 @@ type Status struct {
 	// StileSchema and ModuleSchema are Stile's tables and the module's own.
 	StileSchema  SchemaState `json:"stile_schema"`
 	ModuleSchema SchemaState `json:"module_schema"`
+	// Kinds and Reactions are what the module serving registers: its job
+	// kinds (by name) and its policies and processes (in registration
+	// order), which handlers must run.
+	Kinds     []ModuleKind     `json:"kinds,omitempty"`
+	Reactions []ModuleReaction `json:"reactions,omitempty"`
+}
+
+// ModuleKind is a job kind a module registers (Status).
+type ModuleKind struct {
+	Name  string `json:"name"`
+	Queue string `json:"queue"`
+}
+
+// ModuleReaction is a reaction a module registers (Status): Kind is
+// ReactionKindPolicy or ReactionKindProcess.
+type ModuleReaction struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
 }
 
 // SchemaState is one ledger of migrations in GET /status and

@@ -367,11 +367,41 @@ func (v Status) AppendJSON(b []byte) []byte {
 	o.b = v.StileSchema.AppendJSON(o.b)
 	o.key("module_schema")
 	o.b = v.ModuleSchema.AppendJSON(o.b)
+	if len(v.Kinds) > 0 {
+		o.key("kinds")
+		o.b = appendArray(o.b, v.Kinds)
+	}
+	if len(v.Reactions) > 0 {
+		o.key("reactions")
+		o.b = appendArray(o.b, v.Reactions)
+	}
 	return o.end()
 }
 
 // MarshalJSON implements json.Marshaler.
 func (v Status) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v ModuleKind) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.str("name", v.Name)
+	o.str("queue", v.Queue)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v ModuleKind) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v ModuleReaction) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.str("name", v.Name)
+	o.str("kind", v.Kind)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v ModuleReaction) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
 func (v SchemaState) AppendJSON(b []byte) []byte {

@@ -159,7 +159,7 @@ func TestStoryIsTheSameUnderStileDevAndAtTheEdge(t *testing.T) {
 		dev.Process.Signal(syscall.SIGINT)
 		dev.Wait()
 	})
-	apiLine, runLine := regexp.MustCompile(`API\s+(http://\S+)/v1/t/`), regexp.MustCompile(`handlers of \S+ run at`)
+	apiLine, runLine := regexp.MustCompile(`API\s+(http://\S+)/v1/t/`), regexp.MustCompile(`handlers of \S+ running: `)
 	var url string
 	ready := false
 	sc := bufio.NewScanner(stderr)

@@ -18,6 +18,7 @@ func (t *Tenant) status() route {
 func (t *Tenant) statusBody(now int64) api.Status {
 	st := api.Status{Tenant: t.name, Now: ts(now), SchemaVersion: t.schemaVersion, MigrationDrift: t.drift,
 		Module: t.module, StileSchema: t.stileSchema, ModuleSchema: t.appSchema}
+	st.Kinds, st.Reactions = t.app.registered()
 	if t.stileBlocked {
 		return st // Stile's tables may not be there to read
 	}
@@ -32,6 +33,20 @@ func (t *Tenant) statusBody(now int64) api.Status {
 		st.AlarmAt = tsPtr(at)
 	}
 	return st
+}
+
+// registered is what the module registers, as GET /status lists it: its
+// kinds by name, its reactions in registration order.
+func (a *App) registered() ([]api.ModuleKind, []api.ModuleReaction) {
+	var kinds []api.ModuleKind
+	for _, name := range a.Kinds() {
+		kinds = append(kinds, api.ModuleKind{Name: name, Queue: a.kinds[name].Queue})
+	}
+	var reactions []api.ModuleReaction
+	for _, r := range a.reactions {
+		reactions = append(reactions, api.ModuleReaction{Name: r.h.Name, Kind: r.h.Kind})
+	}
+	return kinds, reactions
 }
 
 // runMigrations is POST /migrations: the tenant migrated before this

@@ -140,6 +140,10 @@ func (w *Worker) HandleReaction(name string, h ReactionHandler) {
 	w.reactions[name] = h
 }
 
+// Reactions lists the policies and processes the worker has handlers
+// for, sorted.
+func (w *Worker) Reactions() []string { return w.reactionNames() }
+
 func (w *Worker) reactionNames() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()

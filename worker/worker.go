@@ -298,6 +298,9 @@ func (w *Worker) Handle(kind string, h Handler) {
 	w.handlers[kind] = h
 }
 
+// Kinds lists the job kinds the worker has handlers for, sorted.
+func (w *Worker) Kinds() []string { return w.kinds() }
+
 func (w *Worker) kinds() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -3,6 +3,8 @@ package main_test
 import (
 	"bufio"
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -135,7 +137,7 @@ func TestDevWithHandlers(t *testing.T) {
 	require.NoError(t, dev.Start())
 	defer dev.Process.Kill()
 	apiLine := regexp.MustCompile(`API\s+(http://\S+)/v1/t/`)
-	pushedLine := regexp.MustCompile(`handlers of \S+ run at http://`)
+	pushedLine := regexp.MustCompile(`handlers of \S+ running: `)
 	var url string
 	pushed := false
 	sc := bufio.NewScanner(stderr)
@@ -282,6 +284,39 @@ func TestNewProjectWorksOutsideStilesTree(t *testing.T) {
 		AggregateID: "o-1", Type: "Place", Data: []byte(`{"total":500,"email":"ada@example.com"}`)})
 	require.NoError(t, err)
 	require.Equal(t, "order:o-1", res.Stream)
+
+	// go tool stile work runs the project's handlers: its notify policy
+	// calls the provider for the placed order. Without --handlers it says
+	// what to pass.
+	noHandlers := exec.Command("go", "tool", "stile", "work", "--token", "t0k", "--url", url)
+	noHandlers.Dir = dir
+	refused, err := noHandlers.CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(refused), "pass --handlers ./path/to/handlers")
+	notified := make(chan string, 10)
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case notified <- r.URL.Path:
+		default:
+		}
+		w.Write([]byte(`{"id":"n-1"}`))
+	}))
+	defer provider.Close()
+	work := exec.Command("go", "tool", "stile", "work", "--token", "t0k", "--url", url, "--tenant", "acme", "--handlers", "./handlers")
+	work.Dir = dir
+	work.Env = append(os.Environ(), "PROVIDER_URL="+provider.URL)
+	var workOut syncBuffer
+	work.Stdout, work.Stderr = &workOut, &workOut
+	require.NoError(t, work.Start())
+	defer work.Process.Kill()
+	select {
+	case path := <-notified:
+		require.Equal(t, "/notifications", path)
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the project's handlers never called the provider:\n%s", workOut.String())
+	}
+	require.NoError(t, work.Process.Signal(syscall.SIGINT))
+	require.NoError(t, work.Wait(), "go tool stile work stops cleanly:\n%s", workOut.String())
 
 	if os.Getenv("STILE_TEST_WRANGLER") != "1" {
 		t.Log("set STILE_TEST_WRANGLER=1 to run wrangler deploy --dry-run on the bundle")

@@ -13,8 +13,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"syscall"
 	"time"
 
@@ -79,7 +80,16 @@ func runDev(args []string) error {
 	}
 	started := time.Now()
 	wasmPath := filepath.Join(*data, "build", "tenant.wasm")
-	if err := wasmbuild.BuildWasm(ctx, ".", pkg, wasmPath); err != nil {
+	exePath := filepath.Join(*data, "build", "executor")
+	// The handler package builds with the module, and its executor runs
+	// before the API serves: a push is never refused for want of one.
+	builds := []func(context.Context) error{func(ctx context.Context) error { return wasmbuild.BuildWasm(ctx, ".", pkg, wasmPath) }}
+	if *handlers != "" {
+		builds = append(builds, func(ctx context.Context) error {
+			return wasmbuild.BuildExecutor(ctx, ".", *handlers, wasmbuild.Process, exePath)
+		})
+	}
+	if err := firstError(ctx, builds...); err != nil {
 		return err
 	}
 	wasm, err := os.ReadFile(wasmPath)
@@ -90,18 +100,39 @@ func runDev(args []string) error {
 	if err != nil {
 		return err
 	}
-	// Pushes go to the executor once it runs; one before is refused, and
-	// the tenant retries it.
-	var remote atomic.Pointer[executor.Remote]
-	var pusher host.Pusher
+	var registered api.Status
 	if *handlers != "" {
-		pusher = host.PushFunc(func(ctx context.Context, p api.PushRequest) error {
-			r := remote.Load()
-			if r == nil {
-				return errors.New("the executor is starting")
-			}
-			return r.Push(ctx, p)
-		})
+		if registered, err = host.Registrations(ctx, factory); err != nil {
+			factory.Close()
+			return err
+		}
+	}
+	// Bound now, served once the handlers run: a request that comes
+	// meanwhile waits for its answer.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		factory.Close()
+		return err
+	}
+	defer ln.Close()
+	base := "http://" + ln.Addr().String()
+	var pusher host.Pusher
+	var running string
+	var warnings []string
+	stopChild := func() {}
+	if *handlers != "" {
+		child, err := process.Start(ctx, exePath, base, token, os.Stderr)
+		if err != nil {
+			factory.Close()
+			return fmt.Errorf("start the handlers of %s: %w", *handlers, err)
+		}
+		var once sync.Once
+		stopChild = func() { once.Do(func() { child.Stop(10 * time.Second) }) }
+		defer stopChild()
+		pusher = executor.Remote{URL: child.URL, Token: token}
+		running = fmt.Sprintf("  handlers of %s running: %s, pushed by the tenants to %s\n", *handlers,
+			process.Handles(child.Kinds, child.Reactions), child.URL)
+		warnings = unhandled(registered, child.Ready, *handlers)
 	}
 	m, err := host.NewManager(host.Config{Factory: factory, DataDir: *data, ScheduleAlarms: true, Logger: log, Pusher: pusher,
 		MaxMemory: memBound})
@@ -119,10 +150,6 @@ func runDev(args []string) error {
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", mx.Handler(token))
 	mux.Handle(console.Path, console.Handler())
@@ -135,7 +162,6 @@ func runDev(args []string) error {
 	if name == "" {
 		name = "the built-in module (" + wasmbuild.DefaultPackage + ")"
 	}
-	base := "http://" + ln.Addr().String()
 	runIt := "go run ./cmd/stile work      # runs it and reports back"
 	if *handlers != "" {
 		runIt = "# the handlers run it at once: the tenant pushes its ready work to them"
@@ -144,12 +170,16 @@ func runDev(args []string) error {
 	if pkg != "" {
 		job = `{"kind":"<a kind your module registers>","args":{}}`
 		if *handlers == "" {
-			runIt = "# your worker (worker.Run) or stile dev --handlers <your handler package> runs it"
+			runIt = "go tool stile work --handlers <your handler package>   # runs it and reports back"
 		}
 	}
+	built := "module"
+	if *handlers != "" {
+		built = "module and handlers"
+	}
 	fmt.Fprintf(os.Stderr, `stile dev: serving %s
-  module built and compiled in %s (%d KiB)
-  API    %s/v1/t/{tenant}/…
+  %s built and compiled in %s (%d KiB)
+%s  API    %s/v1/t/{tenant}/…
   console %s/console
   token  %s
   data   %s (one SQLite file per tenant)
@@ -160,33 +190,66 @@ try it:
   %s
   curl -s -H "Authorization: Bearer $STILE_TOKEN" %s/v1/t/acme/jobs/1
 
-`, name, time.Since(started).Round(time.Millisecond), len(wasm)>>10, base, base, token, *data, token, job, base, runIt, base)
+`, name, built, time.Since(started).Round(time.Millisecond), len(wasm)>>10, running, base, base, token, *data, token, job, base, runIt, base)
+	for _, w := range warnings {
+		fmt.Fprintln(os.Stderr, "stile dev: warning:", w)
+	}
+	if len(warnings) > 0 {
+		fmt.Fprintln(os.Stderr)
+	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	if *handlers != "" {
-		bin := filepath.Join(*data, "build", "executor")
-		if err := wasmbuild.BuildExecutor(ctx, ".", *handlers, wasmbuild.Process, bin); err != nil {
-			return err
-		}
-		child, err := process.Start(ctx, bin, base, token, os.Stderr)
-		if err != nil {
-			return err
-		}
-		defer child.Stop(10 * time.Second)
-		remote.Store(&executor.Remote{URL: child.URL, Token: token})
-		fmt.Fprintf(os.Stderr, "  handlers of %s run at %s, pushed by the tenants\n\n", *handlers, child.URL)
-	}
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
 	fmt.Fprintln(os.Stderr, "stile dev: shutting down")
+	// The handlers finish first, while the API still takes their reports.
+	stopChild()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	hs.Shutdown(sctx)
 	return nil
+}
+
+// firstError runs fns at once and returns the first error; it cancels the
+// others' context then, so their own errors (their cancellation) are not
+// reported.
+func firstError(ctx context.Context, fns ...func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, len(fns))
+	for _, f := range fns {
+		go func() { errc <- f(ctx) }()
+	}
+	var first error
+	for range fns {
+		if err := <-errc; err != nil && first == nil {
+			first = err
+			cancel()
+		}
+	}
+	return first
+}
+
+// unhandled says, a line each, what the module registers that the
+// handler package pkg does not handle: job kinds, then policies and
+// processes.
+func unhandled(module api.Status, handlers process.Ready, pkg string) []string {
+	var out []string
+	for _, k := range module.Kinds {
+		if !slices.Contains(handlers.Kinds, k.Name) {
+			out = append(out, fmt.Sprintf("job kind %q (queue %s) has no handler in %s: its jobs wait until a worker handles them", k.Name, k.Queue, pkg))
+		}
+	}
+	for _, r := range module.Reactions {
+		if !slices.Contains(handlers.Reactions, r.Name) {
+			out = append(out, fmt.Sprintf("%s %q has no handler in %s: its events wait until a worker handles them", r.Kind, r.Name, pkg))
+		}
+	}
+	return out
 }
 
 // findToken is the flag, else $STILE_TOKEN, else the token `stile dev`

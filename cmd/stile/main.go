@@ -13,7 +13,7 @@ const usage = `usage: stile <command> [flags] [args]
 commands:
   dev [pkg]     serve a tenant module locally on 127.0.0.1:8787 (wazero, one SQLite file per tenant)
   build [pkg]   build build/tenant.wasm and the Worker bundle that wrangler.toml deploys
-  work          run a worker for the default module's kinds (echo, sleep, webhook)
+  work          run a worker with the handlers of --handlers PKG (in Stile's module: the built-in ones)
   bench         measure jobs/s and latency natively, under wazero and over HTTP
   new           write a new Stile app: module, handlers, tests, README
   deploy        wrangler deploy, with a Node and wrangler it finds or installs

@@ -14,8 +14,9 @@ import (
 
 // Child is an executor process started by Start.
 type Child struct {
-	// URL is where it takes pushes (executor.Remote's URL).
-	URL  string
+	// Ready is what it printed once it listened: its URL, where it takes
+	// pushes (executor.Remote's URL), and what its handlers handle.
+	Ready
 	cmd  *exec.Cmd
 	done chan error
 }
@@ -52,7 +53,7 @@ func Start(ctx context.Context, bin, url, token string, stderr io.Writer) (*Chil
 			cmd.Process.Kill()
 			return nil, fmt.Errorf("the executor %s did not start (it printed %q)", bin, l)
 		}
-		c.URL = r.URL
+		c.Ready = r
 		return c, nil
 	case <-time.After(30 * time.Second):
 		cmd.Process.Kill()

@@ -21,6 +21,10 @@ import (
 // Ready is the line Main prints on stdout once it listens.
 type Ready struct {
 	URL string `json:"url"`
+	// Kinds and Reactions are what the handler package registered: the
+	// job kinds and the policies and processes it has handlers for.
+	Kinds     []string `json:"kinds"`
+	Reactions []string `json:"reactions"`
 }
 
 // Main runs the executor until SIGINT or SIGTERM, then lets running
@@ -37,20 +41,16 @@ func run(register func(*worker.Worker)) error {
 	if url == "" || token == "" {
 		return errors.New("STILE_URL and STILE_TOKEN must be set (stile dev --handlers sets them)")
 	}
-	concurrency := 10
-	if v := os.Getenv("STILE_EXECUTOR_CONCURRENCY"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return fmt.Errorf("STILE_EXECUTOR_CONCURRENCY is %q: set a positive whole number", v)
-		}
-		concurrency = n
+	concurrency, err := positive("STILE_EXECUTOR_CONCURRENCY", 10)
+	if err != nil {
+		return err
 	}
 	addr := os.Getenv("STILE_EXECUTOR_ADDR")
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("executor", "process")
-	w, err := worker.New(worker.Config{URL: url, Token: token, Concurrency: concurrency, Logger: log})
+	w, err := newWorker(WorkConfig{URL: url, Token: token, Concurrency: concurrency, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func run(register func(*worker.Worker)) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	line, _ := json.Marshal(Ready{URL: "http://" + ln.Addr().String()})
+	line, _ := json.Marshal(Ready{URL: "http://" + ln.Addr().String(), Kinds: w.Kinds(), Reactions: w.Reactions()})
 	fmt.Println(string(line))
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -76,4 +76,18 @@ func run(register func(*worker.Worker)) error {
 	}
 	h.Wait()
 	return nil
+}
+
+// positive reads a positive whole number from the environment variable
+// name, def if it is unset.
+func positive(name string, def int) (int, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s is %q: set a positive whole number", name, v)
+	}
+	return n, nil
 }

@@ -1,0 +1,24 @@
+// Package handlers handles part of the partial test module: the greet job
+// and the audit policy.
+package handlers
+
+import (
+	"context"
+
+	"github.com/stile-run/stile/cmd/stile/testdata/partial"
+	"github.com/stile-run/stile/worker"
+)
+
+// Register adds the handlers to w.
+func Register(w *worker.Worker) {
+	w.Handle(partial.Greet, func(ctx context.Context, j *worker.Job) (any, error) {
+		var a struct {
+			Name string `json:"name"`
+		}
+		if err := j.Decode(&a); err != nil {
+			return nil, err
+		}
+		return map[string]string{"greeting": "hello, " + a.Name}, nil
+	})
+	w.HandleReaction(partial.Audit, func(ctx context.Context, r *worker.Reaction) error { return nil })
+}
