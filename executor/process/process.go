@@ -50,12 +50,15 @@ func run(register func(*worker.Worker)) error {
 		addr = "127.0.0.1:0"
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("executor", "process")
-	w, err := worker.New(worker.Config{URL: url, Token: token, Concurrency: concurrency, Logger: log})
+	tr := tracing(log)
+	defer tr.Shutdown()
+	w, err := worker.New(worker.Config{URL: url, Token: token, Concurrency: concurrency, Logger: log,
+		Tracer: tr.Tracer, HTTPClient: tracedClient(tr, concurrency)})
 	if err != nil {
 		return err
 	}
 	register(w)
-	h := executor.New(w, executor.Config{Token: token, Logger: log})
+	h := executor.New(w, executor.Config{Token: token, Logger: log, Background: afterPush(tr)})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
