@@ -10,7 +10,7 @@ import (
 // tracing is the OpenTelemetry tracing the environment configures
 // (OTEL_EXPORTER_OTLP_ENDPOINT and the rest, see otelworker.FromEnv): off
 // without an endpoint. Spans are batched in the background and flushed at
-// the end of each push (afterPush) and at exit.
+// the end of each push (executor.Config.AfterPush) and at exit.
 func tracing(log *slog.Logger) *otelworker.Env {
 	t, err := otelworker.FromEnv(log, otelworker.ServiceName("stile-executor"))
 	if err != nil {
@@ -34,15 +34,4 @@ func tracedClient(t *otelworker.Env, concurrency int) *http.Client {
 		next = tr
 	}
 	return &http.Client{Transport: t.Transport(next)}
-}
-
-// afterPush runs a push's work in the background (executor.Config's
-// Background), then flushes its spans.
-func afterPush(t *otelworker.Env) func(func()) {
-	return func(f func()) {
-		go func() {
-			f()
-			t.Flush()
-		}()
-	}
 }

@@ -58,7 +58,7 @@ func run(register func(*worker.Worker)) error {
 		return err
 	}
 	register(w)
-	h := executor.New(w, executor.Config{Token: token, Logger: log, Background: afterPush(tr)})
+	h := executor.New(w, executor.Config{Token: token, Logger: log, AfterPush: tr.Flush})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
