@@ -6,5 +6,6 @@
 //
 // Environment: STILE_URL (the dev server) and STILE_TOKEN, both required;
 // STILE_EXECUTOR_ADDR (default 127.0.0.1:0) and STILE_EXECUTOR_CONCURRENCY
-// (default 10).
+// (default 10); OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_* variables
+// turn on traces (otelworker.FromEnv).
 package process

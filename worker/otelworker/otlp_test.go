@@ -298,12 +298,18 @@ func TestExporterEncodesEveryField(t *testing.T) {
 	require.Equal(t, uint64(t0.Add(time.Second).UnixNano()), one(t, span, 8, protowire.Fixed64Type).v)
 }
 
-func kv(k string, v *commonpb.AnyValue) *commonpb.KeyValue { return &commonpb.KeyValue{Key: k, Value: v} }
+func kv(k string, v *commonpb.AnyValue) *commonpb.KeyValue {
+	return &commonpb.KeyValue{Key: k, Value: v}
+}
 func sv(s string) *commonpb.AnyValue {
 	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: s}}
 }
-func iv(i int64) *commonpb.AnyValue { return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: i}} }
-func bv(b bool) *commonpb.AnyValue  { return &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: b}} }
+func iv(i int64) *commonpb.AnyValue {
+	return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: i}}
+}
+func bv(b bool) *commonpb.AnyValue {
+	return &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: b}}
+}
 func dv(d float64) *commonpb.AnyValue {
 	return &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: d}}
 }
