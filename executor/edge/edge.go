@@ -95,7 +95,7 @@ func newHandler(register func(*worker.Worker), requests *atomic.Int64, log *slog
 	return executor.New(w, executor.Config{Token: token, Logger: log, AfterPush: tr.Flush,
 		Budget: func() worker.Budget {
 			start := requests.Load()
-			return worker.Budget{Until: time.Now().Add(time.Duration(budgetMs) * time.Millisecond), Subrequests: int64(subrequests - tr.FlushRequests()),
+			return worker.Budget{Until: time.Now().Add(time.Duration(budgetMs) * time.Millisecond), Subrequests: int64(max(subrequests-tr.FlushRequests(), 1)),
 				Used: func() int64 { return requests.Load() - start }}
 		},
 		Background: func(f func()) {

@@ -47,10 +47,11 @@ func TestTheExecutorTracesAJobToItsEnqueue(t *testing.T) {
 	collector := otlptest.New()
 	t.Cleanup(collector.Close)
 	// The child inherits the test's environment.
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+		"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_TRACES_SAMPLER"} {
+		t.Setenv(k, "")
+	}
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
-	t.Setenv("OTEL_SERVICE_NAME", "")
-	t.Setenv("OTEL_SDK_DISABLED", "")
-	t.Setenv("OTEL_TRACES_SAMPLER", "")
 	var stderr bytes.Buffer
 	child, err := process.Start(ctx, bin, h.URL, h.Token(), &stderr)
 	require.NoError(t, err)
