@@ -52,7 +52,8 @@ func maxJobsPerInvocation(s int) int {
 // conformance suite's workerd must have no executor claiming its jobs.
 var theEdge = &stiletest.Workerd{Wasm: func(tb testing.TB) []byte { return stiletest.BuildWasm(tb, testTenant) },
 	Token: token, TestEntry: true, Handlers: "./testhandlers",
-	Vars:  map[string]string{"STILE_EXECUTOR_SUBREQUESTS": strconv.Itoa(edgeSubrequests)},
+	Vars: map[string]string{"STILE_EXECUTOR_SUBREQUESTS": strconv.Itoa(edgeSubrequests),
+		"OTEL_EXPORTER_OTLP_ENDPOINT": edgeCollector.URL},
 	Files: map[string][]byte{"caller.mjs": callerWorker}}
 
 type edge struct {
@@ -173,6 +174,7 @@ func TestEdge(t *testing.T) {
 	t.Run("BindingCarriesTheToken", func(t *testing.T) { edgeBindingToken(t, e) })
 	t.Run("IdleTenantsHearNothing", func(t *testing.T) { edgeIdle(t, e) })
 	t.Run("Pushed", func(t *testing.T) { pushedSuite(t, e.cl, "edge", false) })
+	t.Run("JobSpanJoinsTheEnqueuesTrace", func(t *testing.T) { edgeTraced(t, e) })
 }
 
 // edgeIdle: 100 idle tenants in workerd. The objects receive nothing (no

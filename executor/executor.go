@@ -29,6 +29,9 @@ type Config struct {
 	Background func(func())
 	// Logger receives the executor's log lines. Default: slog.Default().
 	Logger *slog.Logger
+	// AfterPush, if set, runs after each push's work, as part of it: Wait
+	// waits for it too. The executors flush the push's spans there.
+	AfterPush func()
 }
 
 // DefaultTime is a push's default time budget: Cloudflare lets work go
@@ -116,6 +119,9 @@ func (h *Handler) Accept(p api.PushRequest) {
 	h.cfg.Background(func() {
 		defer h.running.Done()
 		defer h.busy.Add(-1)
+		if h.cfg.AfterPush != nil {
+			defer h.cfg.AfterPush()
+		}
 		res, err := h.w.Drain(context.Background(), p, b)
 		if err != nil {
 			h.cfg.Logger.Warn("push not drained", "tenant", p.Tenant, "push", p.ID, "err", err)

@@ -18,5 +18,7 @@
 // Worker keeps at most 6 connections open), STILE_EXECUTOR_BUDGET_MS
 // (default 25000: Cloudflare ends waitUntil work 30 s after the response)
 // and STILE_EXECUTOR_SUBREQUESTS (default 1000, the paid plan's limit per
-// invocation; 50 on the free plan).
+// invocation; 50 on the free plan). OTEL_EXPORTER_OTLP_ENDPOINT and the
+// other OTEL_* variables turn on traces (otelworker.FromEnv), sent at the
+// end of each push in one subrequest that the budget keeps.
 package edge

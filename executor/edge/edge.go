@@ -84,17 +84,18 @@ func newHandler(register func(*worker.Worker), requests *atomic.Int64, log *slog
 	}
 	var id [4]byte
 	rand.Read(id[:])
-	w, err := worker.New(worker.Config{URL: "https://stile.internal", Token: token, ID: "edge-" + hex.EncodeToString(id[:]),
-		Concurrency: concurrency, HTTPClient: &http.Client{Transport: &counted{next: &stubs{ns: ns}, n: requests}}, Logger: log})
+	tr := tracing(log)
+	w, err := worker.New(worker.Config{URL: "https://stile.internal", Token: token, ID: "edge-" + hex.EncodeToString(id[:]), Tracer: tr.Tracer,
+		Concurrency: concurrency, HTTPClient: &http.Client{Transport: tr.Transport(&counted{next: &stubs{ns: ns}, n: requests})}, Logger: log})
 	if err != nil {
 		return nil, err
 	}
 	register(w)
 	var bg sync.WaitGroup
-	return executor.New(w, executor.Config{Token: token, Logger: log,
+	return executor.New(w, executor.Config{Token: token, Logger: log, AfterPush: tr.Flush,
 		Budget: func() worker.Budget {
 			start := requests.Load()
-			return worker.Budget{Until: time.Now().Add(time.Duration(budgetMs) * time.Millisecond), Subrequests: int64(subrequests),
+			return worker.Budget{Until: time.Now().Add(time.Duration(budgetMs) * time.Millisecond), Subrequests: int64(max(subrequests-tr.FlushRequests(), 1)),
 				Used: func() int64 { return requests.Load() - start }}
 		},
 		Background: func(f func()) {

@@ -14,4 +14,7 @@
 // --handlers` generates calls it. Environment: STILE_URL and STILE_TOKEN,
 // both required; STILE_TENANTS (comma-separated, default every tenant
 // that has work) and STILE_CONCURRENCY (default 10).
+//
+// In both, OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_* variables turn
+// on traces (otelworker.FromEnv).
 package process

@@ -50,12 +50,14 @@ func run(register func(*worker.Worker)) error {
 		addr = "127.0.0.1:0"
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("executor", "process")
-	w, err := newWorker(WorkConfig{URL: url, Token: token, Concurrency: concurrency, Logger: log})
+	tr := tracing(log)
+	defer tr.Shutdown()
+	w, err := newWorker(WorkConfig{URL: url, Token: token, Concurrency: concurrency, Logger: log}, tr)
 	if err != nil {
 		return err
 	}
 	register(w)
-	h := executor.New(w, executor.Config{Token: token, Logger: log})
+	h := executor.New(w, executor.Config{Token: token, Logger: log, AfterPush: tr.Flush})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/stile-run/stile/worker"
+	"github.com/stile-run/stile/worker/otelworker"
 )
 
 // WorkConfig configures RunWorker.
@@ -65,7 +66,9 @@ func RunWorker(ctx context.Context, cfg WorkConfig, register func(*worker.Worker
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	w, err := newWorker(cfg)
+	tr := tracing(cfg.Logger)
+	defer tr.Shutdown()
+	w, err := newWorker(cfg, tr)
 	if err != nil {
 		return err
 	}
@@ -81,9 +84,11 @@ func RunWorker(ctx context.Context, cfg WorkConfig, register func(*worker.Worker
 	return w.Run(ctx)
 }
 
-// newWorker is the worker of an executor or of RunWorker.
-func newWorker(cfg WorkConfig) (*worker.Worker, error) {
-	return worker.New(worker.Config{URL: cfg.URL, Token: cfg.Token, Tenants: cfg.Tenants, Concurrency: cfg.Concurrency, Logger: cfg.Logger})
+// newWorker is the worker of an executor or of RunWorker, traced as tr
+// says (the environment's OTEL_* variables).
+func newWorker(cfg WorkConfig, tr *otelworker.Env) (*worker.Worker, error) {
+	return worker.New(worker.Config{URL: cfg.URL, Token: cfg.Token, Tenants: cfg.Tenants, Concurrency: cfg.Concurrency, Logger: cfg.Logger,
+		Tracer: tr.Tracer, HTTPClient: tracedClient(tr, cfg.Concurrency)})
 }
 
 // Handles says what a handler package handles: "jobs a, b and reactions

@@ -1,6 +1,7 @@
 // Package otelworker traces Stile's workers with OpenTelemetry, opt-in,
-// as otelriver does River's: the worker library and the edge executor
-// link none of it unless a program imports this package.
+// as otelriver does River's: the worker library links none of it unless a
+// program imports this package. The executors Stile generates do, and
+// turn it on from the environment (FromEnv).
 //
 //   - Tracer (worker.Config.Tracer) makes a span per job a handler runs,
 //     child of the span of the request that enqueued the job (its
@@ -14,6 +15,11 @@
 //     sends its traceparent, so an enqueue's trace goes on in the job.
 //
 // One trace then runs from the caller's enqueue to the handler's effect.
+//
+// FromEnv sets both up from the standard OTEL_* variables, exporting with
+// Exporter, Stile's own OTLP/HTTP protobuf exporter (the OTLP exporters of
+// OpenTelemetry-Go would add megabytes of gRPC and generated code to the
+// edge executor).
 package otelworker
 
 import (
