@@ -1098,6 +1098,7 @@ func (v Push) AppendJSON(b []byte) []byte {
 	if len(v.Reactions) > 0 {
 		o.strings("reactions", v.Reactions)
 	}
+	o.intOmit("linger_ms", v.LingerMs)
 	return o.end()
 }
 
@@ -1116,6 +1117,7 @@ func (v PushRequest) AppendJSON(b []byte) []byte {
 	if len(v.Reactions) > 0 {
 		o.strings("reactions", v.Reactions)
 	}
+	o.intOmit("linger_ms", v.LingerMs)
 	return o.end()
 }
 
@@ -2323,6 +2325,8 @@ func (v *PushRequest) decode(r *reader) error {
 			v.Kinds, err = stringArray(r, key)
 		case "reactions":
 			v.Reactions, err = stringArray(r, key)
+		case "linger_ms":
+			v.LingerMs, err = r.integer(key)
 		default:
 			return unknownField(key)
 		}

@@ -19,6 +19,9 @@ type Push struct {
 	Jobs      int64    `json:"jobs"`
 	Kinds     []string `json:"kinds,omitempty"`
 	Reactions []string `json:"reactions,omitempty"`
+	// LingerMs is how long the executor may hold a claim once it ran out
+	// of work, before it ends the push (the tenant's PushPolicy.Linger).
+	LingerMs int64 `json:"linger_ms,omitempty"`
 }
 
 // PushRequest is one push, as an executor receives it (POST
@@ -32,6 +35,10 @@ type PushRequest struct {
 	Jobs      int64    `json:"jobs"`
 	Kinds     []string `json:"kinds,omitempty"`
 	Reactions []string `json:"reactions,omitempty"`
+	// LingerMs is how long the executor may hold a claim for more jobs once
+	// it ran out of work, before it ends the push: jobs enqueued meanwhile
+	// start at once, with no push of their own. 0: it ends at once.
+	LingerMs int64 `json:"linger_ms,omitempty"`
 }
 
 // Ends of a push (PushDone.End).
@@ -93,6 +100,9 @@ const (
 	// PushFinishing: its claims found nothing more it could take; it only
 	// runs what it took. New work gets a push of its own.
 	PushFinishing = "finishing"
+	// PushLingering: it ran out of work and holds a claim for more, up to
+	// its linger: a job that becomes ready is its to take.
+	PushLingering = "lingering"
 )
 
 // ExecutorPath is where an executor takes pushes, on the Worker that

@@ -337,7 +337,8 @@ func (m *Manager) deliver(tenant, header string) {
 	}
 	for _, id := range p.IDs {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := m.cfg.Pusher.Push(ctx, api.PushRequest{Tenant: tenant, ID: id, Jobs: p.Jobs, Kinds: p.Kinds, Reactions: p.Reactions})
+		err := m.cfg.Pusher.Push(ctx, api.PushRequest{Tenant: tenant, ID: id, Jobs: p.Jobs, Kinds: p.Kinds, Reactions: p.Reactions,
+			LingerMs: p.LingerMs})
 		cancel()
 		if err == nil {
 			continue

@@ -36,6 +36,12 @@ type PushPolicy struct {
 	// RetryMin and RetryMax bound the backoff after a push the transport
 	// could not deliver (default 1 s to 60 s).
 	RetryMin, RetryMax int64
+	// Linger is how long an executor that ran out of work holds a claim
+	// for more jobs before it ends its push: jobs enqueued meanwhile start
+	// at once, as a long-polling worker's would, with no push of their own
+	// (default 1 s; negative: none). The tenant's object is active while a
+	// claim is held: at most Linger per push.
+	Linger int64
 }
 
 // Pushes sets the module's push policy (times in milliseconds).
@@ -57,6 +63,12 @@ func (a *App) Pushes(p PushPolicy) *App {
 	d.PerExecutor, d.TTL = pick(p.PerExecutor, d.PerExecutor), pick(p.TTL, d.TTL)
 	d.RetryMin, d.RetryMax = pick(p.RetryMin, d.RetryMin), pick(p.RetryMax, d.RetryMax)
 	d.RetryMax = max(d.RetryMax, d.RetryMin)
+	switch {
+	case p.Linger < 0:
+		d.Linger = 0
+	case p.Linger > 0:
+		d.Linger = min(p.Linger, api.MaxWait.Milliseconds())
+	}
 	a.pushPolicy = &d
 	return a
 }
@@ -132,7 +144,7 @@ func (t *Tenant) planPushes(now int64, jobsWoke, reactionsWoke, again bool) (do.
 		}
 	}
 	slices.Sort(kinds)
-	p := api.Push{Tenant: t.name, IDs: ids, Jobs: jobs, Kinds: fitNames(kinds), Reactions: fitNames(reactions)}
+	p := api.Push{Tenant: t.name, IDs: ids, Jobs: jobs, Kinds: fitNames(kinds), Reactions: fitNames(reactions), LingerMs: tr.Policy.Linger}
 	return do.Header{Name: do.HeaderPush, Value: string(p.AppendJSON(nil))}, true, nil
 }
 

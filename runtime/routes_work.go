@@ -74,6 +74,9 @@ func (t *Tenant) claim(body []byte) (route, *api.Error) {
 				}
 			}
 			t.claimedFor(r.Push, true, more)
+			if len(claimed) == 0 && r.WaitMs > 0 && t.pushTracker != nil {
+				t.pushTracker.Lingers(r.Push) // the host holds the claim
+			}
 		}
 		resp := api.ClaimResponse{Now: ts(now), Jobs: make([]api.ClaimedJob, len(claimed))}
 		for i, c := range claimed {

@@ -96,6 +96,15 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 	running := newRunGroup()
 	res.End = api.PushDrained
 	failures := 0
+	// hold is how long the next claim of jobs is held (the push lingers:
+	// linger), and held says the last one was.
+	var hold time.Duration
+	held := false
+	defer func() {
+		if hold > 0 {
+			w.lingering.Add(-1) // a linger that never claimed
+		}
+	}()
 	for {
 		if ctx.Err() != nil {
 			res.End = api.PushBudgetSpent // stopped early: the rest is pushed again
@@ -143,13 +152,21 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 		short := true // every claim of this round took fewer than it asked for
 		var err error
 		if n := 0; len(kinds) > 0 {
+			if hold > 0 {
+				free = 1 // a lingering claim holds one slot, not all of them
+			}
 			if n = w.takeFree(free); n == 0 {
 				continue // taken meanwhile: look again
 			}
 			// The push's id tells the tenant whether this push still claims
 			// (pushes.go in package runtime); every queue, so a kind runs
 			// whatever queue it was put on.
-			resp, cerr := ten.Claim(ctx, api.ClaimRequest{Worker: w.cfg.ID, Queues: w.cfg.Queues, Kinds: kinds, Limit: n, Push: p.ID})
+			resp, cerr := ten.Claim(ctx, api.ClaimRequest{Worker: w.cfg.ID, Queues: w.cfg.Queues, Kinds: kinds, Limit: n, Push: p.ID,
+				WaitMs: hold.Milliseconds()})
+			if held = hold > 0; held {
+				w.lingering.Add(-1)
+				hold = 0
+			}
 			received := w.cfg.Clock.Now()
 			if mode.inline {
 				// Its slot is held while it runs here, and given back after.
@@ -219,6 +236,11 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 		// directory the tenant is idle, so that new work is heard of.
 		if got == 0 || short && p.ID != "" && !mode.inline && running.Running() > 0 {
 			if running.Running() == 0 {
+				if got == 0 && !held && len(kinds) > 0 {
+					if hold = w.lingerFor(p, b); hold > 0 {
+						continue // one more claim, held until a job comes or the linger ends
+					}
+				}
 				break // drained
 			}
 			// What this drain runs may make more ready (a retry, a
@@ -249,6 +271,37 @@ func (w *Worker) endPush(ten *client.Tenant, p api.PushRequest, end string) {
 		w.log.Warn("could not end the push", "tenant", p.Tenant, "push", p.ID, "err", err)
 	}
 }
+
+// lingerFor is how long a pushed drain that ran out of work may hold a
+// claim for more before it ends its push (0: not at all): the push's
+// linger, within what the budget leaves, and only while fewer than half of
+// the worker's slots are held by lingering drains (the slots are shared by
+// every push the worker runs: lingering tenants must not keep them from
+// busy ones). A drain given a duration counts as lingering until its claim
+// returns.
+func (w *Worker) lingerFor(p api.PushRequest, b Budget) time.Duration {
+	d := time.Duration(p.LingerMs) * time.Millisecond
+	if p.ID == "" || d <= 0 {
+		return 0
+	}
+	if !b.Until.IsZero() {
+		d = min(d, time.Until(b.Until)-b.Reserve)
+	}
+	if b.Subrequests > 0 && b.Used()+4 > b.Subrequests {
+		return 0 // the claim, and what a job it brings would need
+	}
+	if d < lingerMin {
+		return 0
+	}
+	if n := w.lingering.Add(1); int(n) > max(cap(w.slots)/2, 1) {
+		w.lingering.Add(-1)
+		return 0
+	}
+	return d
+}
+
+// lingerMin is the shortest linger worth a held claim.
+const lingerMin = 10 * time.Millisecond
 
 // takeFree takes up to n free slots without blocking (at least one, which
 // the caller saw free) and at most api.MaxClaim.

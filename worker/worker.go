@@ -223,6 +223,7 @@ type Worker struct {
 	slots     chan struct{}
 	freed     chan struct{} // a slot was given back (capacity 1)
 	requests  atomic.Int64  // HTTP requests the worker sent
+	lingering atomic.Int32  // drains holding a claim once out of work
 	reporters map[string]*tenantBatchers
 }
 

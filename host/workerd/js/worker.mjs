@@ -221,7 +221,7 @@ export class Tenant {
       const res = await this.env.EXECUTOR.fetch(new Request("https://executor" + EXECUTOR_PATH, {
         method: "POST",
         headers: { authorization: `Bearer ${this.env.STILE_TOKEN}`, "content-type": "application/json" },
-        body: JSON.stringify({ tenant: plan.tenant, id, jobs: plan.jobs, kinds: plan.kinds, reactions: plan.reactions }),
+        body: JSON.stringify({ tenant: plan.tenant, id, jobs: plan.jobs, kinds: plan.kinds, reactions: plan.reactions, linger_ms: plan.linger_ms }),
       }));
       if (res.status === 202) return;
       why = `the executor answered ${res.status}: ${(await res.text()).slice(0, 200)}`;

@@ -26,6 +26,9 @@ type Policy struct {
 	TTL int64
 	// RetryMin and RetryMax bound the backoff after a failed push (ms).
 	RetryMin, RetryMax int64
+	// Linger is how long an executor that ran out of work holds a claim
+	// for more before it ends its push (ms; 0: it ends at once).
+	Linger int64
 }
 
 // DefaultPolicy is the policy of a module that sets none: 4 executors
@@ -33,8 +36,10 @@ type Policy struct {
 // claiming executor per 100 ready jobs, a push trusted for 35 s (an
 // executor's budget is 25 s by default, and Cloudflare ends a Worker's
 // work 30 s after its response: an older push is dead), failed pushes
-// retried from 1 s doubling to 60 s.
-var DefaultPolicy = Policy{MaxParallel: 4, MaxInFlight: 16, PerExecutor: 100, TTL: 35_000, RetryMin: 1_000, RetryMax: 60_000}
+// retried from 1 s doubling to 60 s, and an executor lingering 1 s for
+// more jobs before it ends its push.
+var DefaultPolicy = Policy{MaxParallel: 4, MaxInFlight: 16, PerExecutor: 100, TTL: 35_000, RetryMin: 1_000, RetryMax: 60_000,
+	Linger: 1_000}
 
 // State is where a push in flight is, as far as its tenant knows: what
 // decides whether work that becomes ready needs a push of its own.
@@ -51,6 +56,10 @@ const (
 	// it took, and claims again only when some of that ends. Work that
 	// becomes ready now is not its to see.
 	Finishing State = "finishing"
+	// Lingering: it ran out of work and holds a claim for more jobs (its
+	// host wakes the claim when a commit makes work ready), up to the
+	// policy's Linger; then it ends.
+	Lingering State = "lingering"
 )
 
 // Flight is a push in flight.
@@ -66,6 +75,8 @@ type Flight struct {
 	// took all it asked for and left work it could have taken.
 	jobsClaimed, reactionsClaimed bool
 	jobsMore, reactionsMore       bool
+	// lingering says its last claim of jobs found nothing and is held.
+	lingering bool
 }
 
 // State is the flight's state.
@@ -75,13 +86,15 @@ func (f Flight) State() State {
 		return Starting
 	case f.jobsMore || f.reactionsMore:
 		return Claiming
+	case f.lingering:
+		return Lingering
 	}
 	return Finishing
 }
 
 // seesJobs says the push's next claim of jobs sees every job ready now:
-// it has not claimed jobs yet.
-func (f Flight) seesJobs() bool { return !f.jobsClaimed }
+// it has not claimed jobs yet, or its claim is held.
+func (f Flight) seesJobs() bool { return !f.jobsClaimed || f.lingering }
 
 // seesReactions says the push claims deliveries and will see every one
 // ready now: it has not claimed them yet, or its last claim left more.
@@ -153,6 +166,7 @@ func (t *Tracker) Look(now int64, jobs, reactions bool) Cover {
 	case t.retryAt != 0 && now < t.retryAt:
 		return Blocked
 	case (jobs || reactions) && (!jobs || covered(Flight.seesJobs)) && (!reactions || covered(Flight.seesReactions)):
+		t.lingerPending(jobs)
 		return Covered
 	case len(t.flights) >= t.Policy.MaxInFlight:
 		return Blocked
@@ -190,6 +204,7 @@ func (t *Tracker) Start(now int64, r Ready) []string {
 	jobsCovered := r.Jobs == 0 || slices.ContainsFunc(t.flights, Flight.seesJobs)
 	reactionsCovered := r.Reactions == 0 || slices.ContainsFunc(t.flights, Flight.seesReactions)
 	if jobsCovered && reactionsCovered {
+		t.lingerPending(r.Jobs > 0)
 		return nil
 	}
 	want := 0
@@ -226,6 +241,15 @@ func (t *Tracker) Start(now int64, r Ready) []string {
 	return ids
 }
 
+// lingerPending makes the next end look again when jobs are covered only
+// by a lingering push: its host may have given up the held claim already,
+// and the push's end is then on its way.
+func (t *Tracker) lingerPending(jobs bool) {
+	if jobs && !slices.ContainsFunc(t.flights, func(f Flight) bool { return !f.jobsClaimed }) {
+		t.pending = true
+	}
+}
+
 // Claimed records a claim made for push id (of jobs, or of reaction
 // deliveries): more says it took all it asked for and left work it could
 // have taken. A claim for a push no longer in flight changes nothing.
@@ -236,9 +260,17 @@ func (t *Tracker) Claimed(id string, jobs, more bool) {
 	}
 	f := &t.flights[i]
 	if jobs {
-		f.jobsClaimed, f.jobsMore = true, more
+		f.jobsClaimed, f.jobsMore, f.lingering = true, more, false
 	} else {
 		f.reactionsClaimed, f.reactionsMore = true, more
+	}
+}
+
+// Lingers records that a held claim of jobs for push id found nothing:
+// the push waits for more, and covers jobs that become ready.
+func (t *Tracker) Lingers(id string) {
+	if i := slices.IndexFunc(t.flights, func(f Flight) bool { return f.ID == id }); i >= 0 {
+		t.flights[i].lingering = true
 	}
 }
 
