@@ -32,6 +32,7 @@ const RefundPolicy = "refund"
 func Register(w *worker.Worker) {
 	w.Handle("test.echo", echo)
 	w.Handle("test.fast", echo)
+	w.Handle("test.hang", echo)
 	w.HandleReaction(RefundPolicy, refund)
 }
 
@@ -92,7 +93,10 @@ func call(ctx context.Context, url, key, what string) (string, error) {
 		return "", fmt.Errorf("call the provider: %w", err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", fmt.Errorf("read the provider's answer: %w", err)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("the provider answered %d: %s", resp.StatusCode, b)
 	}
