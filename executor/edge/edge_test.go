@@ -1,3 +1,8 @@
+// Natively only: under Node, syumai/workers' package init needs the
+// Worker's runtime context and panics.
+
+//go:build !js
+
 package edge
 
 import (
