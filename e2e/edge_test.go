@@ -261,7 +261,7 @@ func edgeHung(t *testing.T, e *edge) {
 // with its tenant, kind, attempt and error.
 func loggedTimeout(log, job string) bool {
 	for line := range strings.Lines(log) {
-		if strings.Contains(line, "job="+job) && strings.Contains(line, "tenant=edge-hung") && strings.Contains(line, "kind=test.hang") &&
+		if strings.Contains(line, "job="+job+" ") && strings.Contains(line, "tenant=edge-hung") && strings.Contains(line, "kind=test.hang") &&
 			strings.Contains(line, "attempt=1") && strings.Contains(line, "timed out") {
 			return true
 		}
