@@ -51,8 +51,8 @@ func Platform() *Transport {
 	return &Transport{Fetch: func(url string, init js.Value) js.Value { return js.Global().Get("fetch").Invoke(url, init) }}
 }
 
-// On is a Transport over obj's fetch method: the global scope's, a
-// service binding's or a Durable Object stub's.
+// On is a Transport over obj's fetch method: a service binding's or a
+// Durable Object stub's (the global scope's is Platform).
 func On(obj js.Value) *Transport {
 	return &Transport{Fetch: func(url string, init js.Value) js.Value { return obj.Call("fetch", url, init) }}
 }
