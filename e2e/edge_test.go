@@ -175,6 +175,103 @@ func TestEdge(t *testing.T) {
 	t.Run("IdleTenantsHearNothing", func(t *testing.T) { edgeIdle(t, e) })
 	t.Run("Pushed", func(t *testing.T) { pushedSuite(t, e.cl, "edge", false) })
 	t.Run("JobSpanJoinsTheEnqueuesTrace", func(t *testing.T) { edgeTraced(t, e) })
+	t.Run("HungFetchIsCutAtTheTimeLimit", func(t *testing.T) { edgeHung(t, e) })
+}
+
+// hungProvider is a provider that never answers: each call waits until
+// the test ends, before its answer's head, or with ?stage=body after the
+// head and part of the body. (An aborted fetch does not close its
+// connection in workerd, so the provider cannot tell.) It notes when
+// calls arrive.
+type hungProvider struct {
+	URL    string
+	called chan struct{}
+}
+
+func startHungProvider(t *testing.T) *hungProvider {
+	p := &hungProvider{called: make(chan struct{}, 10)}
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("stage") == "body" {
+			w.Header().Set("Content-Length", "100")
+			io.WriteString(w, "the first bytes")
+			w.(http.Flusher).Flush()
+		}
+		p.called <- struct{}{}
+		<-release
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // first: Close waits for the handlers
+	p.URL = srv.URL
+	return p
+}
+
+// edgeHung: handlers stuck in an outbound fetch that never answers, or
+// never ends its answer, are cut at their time limit: the fetch (or the
+// read of its body) is aborted, the attempt is reported failed as timed
+// out (not left to run out its lease), the executor logs it, the push
+// ends instead of expiring, and the tenant's next job runs.
+func edgeHung(t *testing.T, e *edge) {
+	ctx := context.Background()
+	p := startHungProvider(t)
+	ten := e.cl.Tenant("edge-hung")
+	// In one batch, so that one claim takes both.
+	hung, err := ten.EnqueueBatch(ctx, []api.EnqueueRequest{
+		{Kind: "test.hang", Args: must(json.Marshal(map[string]any{"provider": p.URL}))},
+		{Kind: "test.hang", Args: must(json.Marshal(map[string]any{"provider": p.URL + "/?stage=body"}))}})
+	require.NoError(t, err)
+	for range hung {
+		select {
+		case <-p.called:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the handlers never called the provider")
+		}
+	}
+	st, err := ten.Pushes(ctx)
+	require.NoError(t, err)
+	require.Len(t, st.InFlight, 1, "the push whose handlers hang")
+	expires := st.InFlight[0].ExpiresAt
+
+	// Enqueued while the handlers hang.
+	enqueued := time.Now()
+	next, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+
+	for _, j := range hung {
+		done := waitFinal(t, ten, j.ID)
+		require.Equal(t, "dead", done.State, "one attempt, failed")
+		require.Len(t, done.Attempts, 1)
+		require.Equal(t, "failed", done.Attempts[0].Outcome, "reported by the executor, not left to run out its lease: %+v", done.Attempts[0])
+		require.Contains(t, done.Attempts[0].Error, "timed out after 2000 ms")
+	}
+	require.Eventually(t, func() bool {
+		st, err := ten.Pushes(ctx)
+		return err == nil && len(st.InFlight) == 0 && !st.Pending
+	}, 10*time.Second, 20*time.Millisecond, "the push ends")
+	require.True(t, time.Now().Before(expires), "the executor ended the push; it did not expire (at %s)", expires)
+
+	// The tenant's next job is not held up by the hung ones: it runs well
+	// before a dead push would have expired in production (35 s).
+	second := waitFinal(t, ten, next.ID)
+	require.Equal(t, "completed", second.State, second.LastError)
+	require.Less(t, second.FinishedAt.Sub(enqueued), 10*time.Second, "the next job waited for a dead push to expire")
+
+	for _, j := range hung {
+		require.Eventually(t, func() bool { return loggedTimeout(theEdge.Log(), j.ID) }, 5*time.Second, 50*time.Millisecond,
+			"the edge executor logs the timed-out attempt of job %s:\n%s", j.ID, theEdge.Log())
+	}
+}
+
+// loggedTimeout says the log has the line of the job's timed-out attempt,
+// with its tenant, kind, attempt and error.
+func loggedTimeout(log, job string) bool {
+	for line := range strings.Lines(log) {
+		if strings.Contains(line, "job="+job+" ") && strings.Contains(line, "tenant=edge-hung") && strings.Contains(line, "kind=test.hang") &&
+			strings.Contains(line, "attempt=1") && strings.Contains(line, "timed out") {
+			return true
+		}
+	}
+	return false
 }
 
 // edgeIdle: 100 idle tenants in workerd. The objects receive nothing (no

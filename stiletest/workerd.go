@@ -125,6 +125,15 @@ func (w *Workerd) Client() *client.Client {
 	return client.New(w.server.URL, w.token(), nil)
 }
 
+// Log is what Miniflare and workerd have written so far: the Workers'
+// console output (the edge executor's log lines among it) and errors.
+func (w *Workerd) Log() string {
+	if w.server == nil {
+		return ""
+	}
+	return w.server.Log()
+}
+
 // Close stops the Worker, if it was started.
 func (w *Workerd) Close() {
 	if w.server != nil {

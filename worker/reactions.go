@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"runtime/debug"
 	"slices"
@@ -208,8 +207,9 @@ func (w *Worker) startRuns(ctx, hctx context.Context, ten *client.Tenant, resp a
 					// for a slot until this delivery could no longer finish
 					// inside its lease (running it could overlap a takeover).
 					// Released, with the rest of its run, for the next claim.
-					w.settle(ctx, ten, api.Settlement{Handler: d.Handler, Seq: d.Event.Seq, ClaimID: d.ClaimID,
-						Outcome: api.OutcomeDelayed}, local, w.log.With("tenant", ten.Name(), "reaction", d.Handler, "seq", d.Event.Seq))
+					s := api.Settlement{Handler: d.Handler, Seq: d.Event.Seq, ClaimID: d.ClaimID, Outcome: api.OutcomeDelayed}
+					res, err := w.settle(ctx, ten, s, local)
+					reactionLine(s, nil, nil, res, err).log(w.log.With("tenant", ten.Name(), "reaction", d.Handler, "seq", d.Event.Seq, "attempt", d.Attempt))
 					return
 				}
 				if _, ok := w.runReaction(hctx, ten, d, local); !ok {
@@ -240,9 +240,10 @@ func (w *Worker) runReaction(hctx context.Context, ten *client.Tenant, d api.Del
 	began := time.Now()
 	herr := callReaction(ctx, h, r)
 	ran := time.Since(began)
-	s := settlementOf(r, herr, context.Cause(ctx), d.TimeoutMs)
+	cause := context.Cause(ctx)
+	s := settlementOf(r, herr, cause, d.TimeoutMs)
 	s.Seq, s.ClaimID = d.Event.Seq, d.ClaimID
-	res, err := w.settle(ctx, ten, s, leaseUntil, log)
+	res, err := w.settle(ctx, ten, s, leaseUntil)
 	if err == nil && res.Error != nil {
 		ended(s, ran, res.Error)
 	} else {
@@ -254,9 +255,11 @@ func (w *Worker) runReaction(hctx context.Context, ten *client.Tenant, d api.Del
 		// state from a policy, a delay too long): the delivery fails with
 		// why, and backs off, instead of running again at every lease.
 		s = failedSettlement(s, "the settlement was refused: "+refused.Message)
-		w.settle(ctx, ten, s, leaseUntil, log)
+		res, err = w.settle(ctx, ten, s, leaseUntil)
+		reactionLine(s, nil, nil, res, err).log(log)
 		return s, false
 	}
+	reactionLine(s, herr, cause, res, err).log(log)
 	return s, err == nil && res.Error == nil && s.Outcome == api.OutcomeSucceeded
 }
 
@@ -296,7 +299,7 @@ func failedSettlement(s api.Settlement, msg string) api.Settlement {
 func callReaction(ctx context.Context, h ReactionHandler, r *Reaction) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("handler panicked: %v\n%s", p, debug.Stack())
+			err = &panicError{value: p, stack: debug.Stack()}
 		}
 	}()
 	return h(ctx, r)
@@ -307,25 +310,10 @@ func callReaction(ctx context.Context, h ReactionHandler, r *Reaction) (err erro
 // different runs share a request), retrying what may succeed if sent again
 // until the lease runs out (a retried settlement that committed answers as
 // a duplicate). It returns the inbox's answer, or the error of a
-// settlement that was refused or could not be sent.
-func (w *Worker) settle(ctx context.Context, ten *client.Tenant, s api.Settlement, leaseUntil time.Time, log *slog.Logger) (api.SettleResult, error) {
-	res, err := w.batchers(ten).settlements.do(settleItem{ctx, s}, func(err error) bool {
-		switch {
-		case !client.Retryable(err) || errors.Is(err, errNoAnswer):
-			log.Error("settlement rejected", "err", err)
-		case w.cfg.Clock.Now().After(leaseUntil):
-			log.Error("giving up on the settlement: the lease is over, the delivery will run again", "err", err)
-		default:
-			return true
-		}
-		return false
+// settlement that was refused or could not be sent; the caller logs the
+// delivery's line.
+func (w *Worker) settle(ctx context.Context, ten *client.Tenant, s api.Settlement, leaseUntil time.Time) (api.SettleResult, error) {
+	return w.batchers(ten).settlements.do(settleItem{ctx, s}, func(err error) bool {
+		return gaveUp(err) && !w.cfg.Clock.Now().After(leaseUntil)
 	})
-	if err == nil && res.Error != nil {
-		if res.Error.Code.Stale() {
-			log.Warn("settlement refused by the inbox; another claim holds the delivery", "code", res.Error.Code, "err", res.Error.Message)
-		} else {
-			log.Warn("settlement failed", "code", res.Error.Code, "err", res.Error.Message)
-		}
-	}
-	return res, err
 }

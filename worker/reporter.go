@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net/http"
 	"time"
 
@@ -149,9 +148,9 @@ func sendSettlements(ten *client.Tenant, items []settleItem) ([]api.SettleResult
 // with the tenant's other reports unless Config.SingleReports, and is sent
 // again while it fails in transit and the lease lasts (a retried report
 // that committed is answered as a duplicate, never applied twice).
-func (w *Worker) report(ctx context.Context, ten *client.Tenant, id string, r api.ReportRequest, lease *leaseClock, log *slog.Logger) error {
+func (w *Worker) report(ctx context.Context, ten *client.Tenant, id string, r api.ReportRequest, lease *leaseClock) error {
 	b, item := w.batchers(ten).reports, reportItem{ctx, id, r}
-	again := func(e error) bool { return w.reportAgain(e, lease, log) }
+	again := func(e error) bool { return w.reportAgain(e, lease) }
 	var err error
 	if w.cfg.SingleReports {
 		_, err = b.alone(item, again)
@@ -162,19 +161,9 @@ func (w *Worker) report(ctx context.Context, ten *client.Tenant, id string, r ap
 }
 
 // reportAgain decides a failed report: sent again while it may succeed
-// and the lease lasts; the rest is logged and given up.
-func (w *Worker) reportAgain(e error, lease *leaseClock, log *slog.Logger) bool {
-	switch {
-	case errors.Is(e, api.ErrStale):
-		log.Warn("report refused by the fence; another attempt owns the job", "code", client.Code(e), "err", e)
-	case !client.Retryable(e) || errors.Is(e, errNoAnswer):
-		log.Error("report rejected", "err", e)
-	case w.cfg.Clock.Now().After(lease.get()):
-		log.Error("giving up on the report: the lease is over, the job will be retried", "err", e)
-	default:
-		return true
-	}
-	return false
+// and the lease lasts; the rest is given up (the attempt's line says so).
+func (w *Worker) reportAgain(e error, lease *leaseClock) bool {
+	return gaveUp(e) && !w.cfg.Clock.Now().After(lease.get())
 }
 
 // eachAlone sends the items one per request.

@@ -458,7 +458,7 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 	var timeoutAt time.Time
 	if c.TimeoutMs > 0 {
 		var stop context.CancelFunc
-		timeoutAt = deadline.Add(time.Duration(c.TimeoutMs-c.LeaseMs) * time.Millisecond)
+		timeoutAt = deadline.Add(time.Duration(c.TimeoutMs-c.LeaseMs)*time.Millisecond - reportTime(c.TimeoutMs))
 		ctx, stop = w.withDeadline(ctx, timeoutAt, ErrTimeout)
 		defer stop()
 	}
@@ -485,16 +485,24 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 	close(stop)
 	beats.Wait()
 
+	// After a lost lease the store refuses the report; it is sent anyway,
+	// so the refusal is on record and a duplicate delivery visible.
 	cause := context.Cause(ctx)
-	if errors.Is(cause, ErrLeaseLost) {
-		// The store will refuse the report; send it anyway so the refusal is
-		// on record, and so a duplicate delivery is visible.
-		log.Warn("handler finished after its lease was lost", "cause", cause)
-	}
 	report := reportOf(job, output, herr, cause, c.TimeoutMs)
 	report.Claim = claim
-	ended(report, ran, w.report(ctx, ten, c.ID, report, lease, log))
+	err := w.report(ctx, ten, c.ID, report, lease)
+	jobLine(report, herr, cause, err).log(log)
+	ended(report, ran, err)
 	return report
+}
+
+// reportTime is how much sooner than the tenant's time limit a worker
+// cuts a handler: the tenant ends the attempt's lease at the limit, so a
+// report sent only then arrives after it and is refused, and the attempt
+// is recorded as a lapsed lease instead of what the handler returned. A
+// tenth of the limit, at most a second.
+func reportTime(timeoutMs int64) time.Duration {
+	return min(time.Duration(timeoutMs)*time.Millisecond/10, time.Second)
 }
 
 // reportOf turns what a handler returned (and why its context ended, if
@@ -533,7 +541,7 @@ func reportOf(job *Job, output any, herr, cause error, timeoutMs int64) api.Repo
 func call(ctx context.Context, h Handler, job *Job) (out any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("handler panicked: %v\n%s", r, debug.Stack())
+			err = &panicError{value: r, stack: debug.Stack()}
 		}
 	}()
 	return h(ctx, job)
@@ -588,7 +596,8 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 		rcancel()
 		switch {
 		case errors.Is(err, api.ErrStale):
-			log.Warn("lease lost; cancelling the handler", "code", client.Code(err))
+			// The attempt's line, once the handler returned, says more.
+			log.Info("lease lost; cancelling the handler", "code", client.Code(err))
 			cancel(fmt.Errorf("%w: %v", ErrLeaseLost, err))
 			return
 		case err != nil:

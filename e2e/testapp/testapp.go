@@ -48,6 +48,9 @@ func App() *runtime.App {
 			Backoff: 200 * time.Millisecond, MaxBackoff: time.Second}).
 		RegisterJob(runtime.JobKind{Name: "test.fast", MaxAttempts: 3, Lease: time.Second,
 			Backoff: 200 * time.Millisecond, MaxBackoff: time.Second}).
+		// A handler stuck in an outbound call: its time limit must cut it
+		// (e2e's edge tests), long before a dead push would expire.
+		RegisterJob(runtime.JobKind{Name: "test.hang", MaxAttempts: 1, Lease: time.Second, Timeout: 2 * time.Second}).
 		RegisterJob(runtime.JobKind{Name: "test.other", Queue: "other", Priority: 3}).
 		// A kind of its own queue, run by executors like any other.
 		RegisterJob(runtime.JobKind{Name: "test.email", Queue: "email"}).

@@ -128,6 +128,7 @@ func Register(w *worker.Worker) {
 	w.Handle("test.echo", echo)
 	w.Handle("test.fast", echo)
 	w.Handle("test.email", echo)
+	w.Handle("test.hang", echo)
 	w.HandleReaction(RefundPolicy, refund)
 	w.HandleReaction(AuditPolicy, audit)
 	w.HandleReaction(ExpiryProcess, expiry)
@@ -200,7 +201,10 @@ func call(ctx context.Context, url, key, what string) (string, error) {
 		return "", fmt.Errorf("call the provider: %w", err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", fmt.Errorf("read the provider's answer: %w", err)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("the provider answered %d: %s", resp.StatusCode, b)
 	}

@@ -10,7 +10,15 @@
 // Durable Object through its namespace binding (TENANT) with the
 // deployment's token, until nothing is left or its budget is near its end.
 // Handlers call providers with outbound fetch (net/http's default
-// client); those requests count against the budget too.
+// client); those requests count against the budget too. A call is aborted
+// when its context ends (the handler's time limit, the budget's end), also
+// while its answer is read, and a call to the object still waiting
+// LastCalls after the budget's end is cut: nothing the invocation waits
+// for can hold it, its job or its push past its time.
+//
+// The executor logs to the console (`wrangler tail`): a line per attempt
+// that failed, panicked, timed out or whose report was refused
+// (package worker), and configuration errors.
 //
 // The Worker's string vars and secrets are the process environment of the
 // handlers (os.Getenv), as natively. Stile reads: STILE_TOKEN (required), and

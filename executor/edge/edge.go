@@ -1,26 +1,19 @@
-//go:build js && wasm
-
 package edge
 
+// What the edge executor decides, apart from the platform: its settings,
+// its budget and the counting of its subrequests. This file builds
+// natively too, so that it is unit-tested like any Go code; edge_js.go
+// binds it to the Worker.
+
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"log/slog"
+	"fmt"
 	"net/http"
-	"os"
 	"strconv"
-	"sync"
 	"sync/atomic"
-	"syscall/js"
 	"time"
 
-	"github.com/syumai/workers"
-	"github.com/syumai/workers/cloudflare"
-	"github.com/syumai/workers/cloudflare/fetch"
-
 	"github.com/stile-run/stile/api"
-	"github.com/stile-run/stile/executor"
 	"github.com/stile-run/stile/worker"
 )
 
@@ -31,141 +24,91 @@ const (
 	DefaultSubrequests = 1000
 )
 
-// Serve runs the edge executor for one invocation: register gives the
-// worker its handlers (the handler package's Register). It returns after
-// the push's work is done; a generated main calls it.
-func Serve(register func(*worker.Worker)) {
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	importEnv()
-	var requests atomic.Int64 // subrequests of this invocation
-	// Handlers' outbound requests (net/http's default client) go through
-	// the platform's fetch, counted against the budget: Go's own js
-	// transport calls fetch with a this the runtime refuses.
-	http.DefaultTransport = &counted{next: fetch.NewClient().HTTPClient(fetch.RedirectModeFollow).Transport, n: &requests}
-	h, err := newHandler(register, &requests, log)
-	if err != nil {
-		log.Error("the edge executor cannot start", "err", err)
-		workers.ServeNonBlock(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
-			e := api.Internal("the edge executor cannot start: " + err.Error())
-			rw.Header().Set("Content-Type", "application/json")
-			rw.WriteHeader(e.Status)
-			rw.Write(e.AppendJSON(nil))
-		}))
-	} else {
-		workers.ServeNonBlock(h)
-	}
-	workers.Ready()
-	<-workers.Done()
-	if h != nil {
-		h.Wait()
-	}
+// LastCalls is how long after its budget's end an invocation may still
+// call the tenant's object: the reports of the jobs released at the end,
+// and the push's end. At the default budget it is what Cloudflare leaves of
+// the 30 s it gives waitUntil work. A call to the object still waiting
+// then is cut, so that an object that never answers cannot hold the
+// invocation (and its push) for good.
+const LastCalls = 5 * time.Second
+
+// ErrMisconfigured is the cause of an edge executor that cannot start: a
+// missing secret or binding, or a var that is not a positive number.
+var ErrMisconfigured = errors.New("the edge executor is misconfigured")
+
+// ErrNoTenant refuses a call to the object whose path names no tenant.
+var ErrNoTenant = errors.New("the request's path names no tenant")
+
+// settings are the edge executor's, read from the Worker's vars and
+// secrets.
+type settings struct {
+	token       string
+	concurrency int
+	budget      time.Duration
+	subrequests int64
 }
 
-func newHandler(register func(*worker.Worker), requests *atomic.Int64, log *slog.Logger) (*executor.Handler, error) {
-	token := getenv("STILE_TOKEN")
-	if token == "" {
-		return nil, errors.New("the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`")
+// readSettings reads the settings through getenv ("" for a var the
+// Worker does not have).
+func readSettings(getenv func(string) string) (settings, error) {
+	s := settings{token: getenv("STILE_TOKEN")}
+	if s.token == "" {
+		return s, fmt.Errorf("%w: the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`", ErrMisconfigured)
 	}
-	ns, err := cloudflare.NewDurableObjectNamespace("TENANT")
+	var err error
+	if s.concurrency, err = envInt(getenv, "STILE_EXECUTOR_CONCURRENCY", DefaultConcurrency); err != nil {
+		return s, err
+	}
+	ms, err := envInt(getenv, "STILE_EXECUTOR_BUDGET_MS", DefaultBudgetMs)
 	if err != nil {
-		return nil, errors.New("the Worker has no TENANT Durable Object binding: " + err.Error())
+		return s, err
 	}
-	concurrency, err := envInt("STILE_EXECUTOR_CONCURRENCY", DefaultConcurrency)
+	s.budget = time.Duration(ms) * time.Millisecond
+	n, err := envInt(getenv, "STILE_EXECUTOR_SUBREQUESTS", DefaultSubrequests)
 	if err != nil {
-		return nil, err
+		return s, err
 	}
-	budgetMs, err := envInt("STILE_EXECUTOR_BUDGET_MS", DefaultBudgetMs)
-	if err != nil {
-		return nil, err
-	}
-	subrequests, err := envInt("STILE_EXECUTOR_SUBREQUESTS", DefaultSubrequests)
-	if err != nil {
-		return nil, err
-	}
-	var id [4]byte
-	rand.Read(id[:])
-	tr := tracing(log)
-	w, err := worker.New(worker.Config{URL: "https://stile.internal", Token: token, ID: "edge-" + hex.EncodeToString(id[:]), Tracer: tr.Tracer,
-		Concurrency: concurrency, HTTPClient: &http.Client{Transport: tr.Transport(&counted{next: &stubs{ns: ns}, n: requests})}, Logger: log})
-	if err != nil {
-		return nil, err
-	}
-	register(w)
-	var bg sync.WaitGroup
-	return executor.New(w, executor.Config{Token: token, Logger: log, AfterPush: tr.Flush,
-		Budget: func() worker.Budget {
-			start := requests.Load()
-			return worker.Budget{Until: time.Now().Add(time.Duration(budgetMs) * time.Millisecond), Subrequests: int64(max(subrequests-tr.FlushRequests(), 1)),
-				Used: func() int64 { return requests.Load() - start }}
-		},
-		Background: func(f func()) {
-			bg.Add(1)
-			cloudflare.WaitUntil(func() { defer bg.Done(); f() })
-		}}), nil
+	s.subrequests = int64(n)
+	return s, nil
 }
 
-func envInt(name string, def int) (int, error) {
+// envInt reads a positive whole number, def if the var is unset.
+func envInt(getenv func(string) string, name string, def int) (int, error) {
 	v := getenv(name)
 	if v == "" {
 		return def, nil
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n <= 0 {
-		return 0, errors.New(name + " is " + strconv.Quote(v) + ": set a positive whole number")
+		return 0, fmt.Errorf("%w: %s is %q: set a positive whole number", ErrMisconfigured, name, v)
 	}
 	return n, nil
 }
 
-// importEnv makes the Worker's string vars and secrets the process
-// environment, so a handler package reads its configuration with
-// os.Getenv alike natively and at the edge.
-func importEnv() {
-	env := js.Global().Get("context").Get("env") // syumai/workers' runtime context
-	if env.Type() != js.TypeObject {
-		return
-	}
-	keys := js.Global().Get("Object").Call("keys", env)
-	for i := range keys.Length() {
-		k := keys.Index(i).String()
-		if v := env.Get(k); v.Type() == js.TypeString {
-			os.Setenv(k, v.String())
-		}
-	}
+// budgetFrom is a push's budget, accepted at start: its time from then,
+// and the invocation's subrequests counted by requests from then on.
+func (s settings) budgetFrom(start time.Time, requests *atomic.Int64) worker.Budget {
+	before := requests.Load()
+	return worker.Budget{Until: start.Add(s.budget), Subrequests: s.subrequests,
+		Used: func() int64 { return requests.Load() - before }}
 }
 
-// getenv is a var or secret of the Worker ("" if it has none).
-func getenv(name string) string {
-	v := cloudflare.GetBinding(name)
-	if v.Type() != js.TypeString {
-		return ""
-	}
-	return v.String()
-}
+// lastCall is when an invocation started at start cuts its calls to the
+// object.
+func (s settings) lastCall(start time.Time) time.Time { return start.Add(s.budget + LastCalls) }
 
-// stubs sends the worker's requests to the tenant's Durable Object
-// through its stub, as the Worker's entry would: the object checks the
-// token and its identity itself.
-type stubs struct {
-	ns *cloudflare.DurableObjectNamespace
-}
-
-func (s *stubs) RoundTrip(r *http.Request) (*http.Response, error) {
+// tenantOf is the tenant an API request is for: its object is the one
+// the request goes to.
+func tenantOf(r *http.Request) (string, error) {
 	tenant, _, ok := api.SplitTenantPath(r.URL.Path)
 	if !ok || !api.ValidTenant(tenant) {
-		return nil, errors.New("edge: " + r.URL.Path + " names no tenant")
+		return "", fmt.Errorf("edge: %s: %w", r.URL.Path, ErrNoTenant)
 	}
-	stub, err := s.ns.Get(s.ns.IdFromName(tenant))
-	if err != nil {
-		return nil, err
-	}
-	if r.Method == http.MethodGet || r.Method == http.MethodHead {
-		r = r.Clone(r.Context())
-		r.Body = nil // a GET with a body cannot cross a stub
-	}
-	return stub.Fetch(r)
+	return tenant, nil
 }
 
-// counted counts the requests sent through it.
+// counted counts the requests sent through it: each is a subrequest of
+// the invocation.
 type counted struct {
 	next http.RoundTripper
 	n    *atomic.Int64

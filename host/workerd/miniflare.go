@@ -176,7 +176,7 @@ func Start(o Options) (*Server, error) {
 			line <- sc.Text()
 		}
 		close(line)
-		io.Copy(io.Discard, stdout)
+		io.Copy(s.log, stdout) // the Workers' console output
 	}()
 	select {
 	case l, ok := <-line:
@@ -193,7 +193,8 @@ func Start(o Options) (*Server, error) {
 	}
 }
 
-// Log is what Miniflare and workerd wrote to stderr.
+// Log is what Miniflare and workerd wrote: their errors, and the
+// Workers' console output (an edge executor's log lines among it).
 func (s *Server) Log() string { return s.log.String() }
 
 // Close disposes of Miniflare.
@@ -213,9 +214,16 @@ type lockedBuffer struct {
 	b  bytes.Buffer
 }
 
+// maxLog bounds what a Server keeps of its log: a long run (stile bench)
+// keeps the newest part.
+const maxLog = 8 << 20
+
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.b.Len()+len(p) > maxLog {
+		l.b.Next(min(l.b.Len(), l.b.Len()+len(p)-maxLog/2))
+	}
 	return l.b.Write(p)
 }
 

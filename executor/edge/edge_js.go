@@ -1,0 +1,156 @@
+//go:build js && wasm
+
+package edge
+
+// The edge executor's glue to the Worker (syscall/js, syumai/workers):
+// what it decides is in edge.go.
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall/js"
+	"time"
+
+	"github.com/syumai/workers"
+	"github.com/syumai/workers/cloudflare"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/executor"
+	"github.com/stile-run/stile/executor/edge/internal/jsfetch"
+	"github.com/stile-run/stile/worker"
+)
+
+// Serve runs the edge executor for one invocation: register gives the
+// worker its handlers (the handler package's Register). It returns after
+// the push's work is done; a generated main calls it.
+func Serve(register func(*worker.Worker)) {
+	start := time.Now()
+	// Go's os.Stderr goes to the console: `wrangler tail` shows the lines.
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	importEnv()
+	var requests atomic.Int64 // subrequests of this invocation
+	// Handlers' outbound requests (net/http's default client) go through
+	// the platform's fetch, counted against the budget, and are aborted
+	// when their context ends (a handler's time limit, the budget's end).
+	http.DefaultTransport = &counted{next: jsfetch.Platform(), n: &requests}
+	h, err := newHandler(register, start, &requests, log)
+	if err != nil {
+		log.Error("the edge executor cannot start", "err", err)
+		workers.ServeNonBlock(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+			e := api.Internal("the edge executor cannot start: " + err.Error())
+			rw.Header().Set("Content-Type", "application/json")
+			rw.WriteHeader(e.Status)
+			rw.Write(e.AppendJSON(nil))
+		}))
+	} else {
+		workers.ServeNonBlock(h)
+	}
+	workers.Ready()
+	<-workers.Done()
+	if h != nil {
+		h.Wait()
+	}
+}
+
+func newHandler(register func(*worker.Worker), start time.Time, requests *atomic.Int64, log *slog.Logger) (*executor.Handler, error) {
+	s, err := readSettings(getenv)
+	if err != nil {
+		return nil, err
+	}
+	ns := cloudflare.GetBinding("TENANT")
+	if ns.Type() != js.TypeObject {
+		return nil, fmt.Errorf("%w: the Worker has no TENANT Durable Object binding", ErrMisconfigured)
+	}
+	var id [4]byte
+	rand.Read(id[:])
+	tr := tracing(log)
+	w, err := worker.New(worker.Config{URL: "https://stile.internal", Token: s.token, ID: "edge-" + hex.EncodeToString(id[:]),
+		Concurrency: s.concurrency, Logger: log, Tracer: tr.Tracer,
+		HTTPClient: &http.Client{Transport: tr.Transport(&counted{next: &stubs{ns: ns, limit: s.lastCall(start)}, n: requests})}})
+	if err != nil {
+		return nil, err
+	}
+	register(w)
+	var bg sync.WaitGroup
+	return executor.New(w, executor.Config{Token: s.token, Logger: log, AfterPush: tr.Flush,
+		Budget: func() worker.Budget {
+			b := s.budgetFrom(time.Now(), requests)
+			// The spans' one request at the end is kept out of what the
+			// push may spend.
+			b.Subrequests = max(b.Subrequests-int64(tr.FlushRequests()), 1)
+			return b
+		},
+		Background: func(f func()) {
+			bg.Add(1)
+			cloudflare.WaitUntil(func() { defer bg.Done(); f() })
+		}}), nil
+}
+
+// importEnv makes the Worker's string vars and secrets the process
+// environment, so a handler package reads its configuration with
+// os.Getenv alike natively and at the edge.
+func importEnv() {
+	env := js.Global().Get("context").Get("env") // syumai/workers' runtime context
+	if env.Type() != js.TypeObject {
+		return
+	}
+	keys := js.Global().Get("Object").Call("keys", env)
+	for i := range keys.Length() {
+		k := keys.Index(i).String()
+		if v := env.Get(k); v.Type() == js.TypeString {
+			os.Setenv(k, v.String())
+		}
+	}
+}
+
+// getenv is a var or secret of the Worker ("" if it has none).
+func getenv(name string) string {
+	v := cloudflare.GetBinding(name)
+	if v.Type() != js.TypeString {
+		return ""
+	}
+	return v.String()
+}
+
+// stubs sends the worker's requests to the tenant's Durable Object
+// through its stub, as the Worker's entry would: the object checks the
+// token and its identity itself. A call is aborted when its context ends,
+// and at the invocation's last call at the latest (LastCalls).
+type stubs struct {
+	ns    js.Value // the TENANT namespace
+	limit time.Time
+}
+
+func (s *stubs) RoundTrip(r *http.Request) (resp *http.Response, err error) {
+	tenant, err := tenantOf(r)
+	if err != nil {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return nil, err
+	}
+	var stub js.Value
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("edge: the object of tenant %s: %v", tenant, p)
+			}
+		}()
+		stub = s.ns.Call("get", s.ns.Call("idFromName", tenant))
+	}()
+	if err != nil {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return nil, err
+	}
+	t := jsfetch.On(stub)
+	t.Limit = s.limit
+	return t.RoundTrip(r)
+}
