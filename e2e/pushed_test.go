@@ -51,6 +51,7 @@ func pushedSuite(t *testing.T, cl *client.Client, prefix string, parallel bool) 
 	}
 	run("EveryQueue", pushedEveryQueue)
 	run("NoWaitBehindASlowJob", pushedBehindASlowJob)
+	run("ALingeringPushTakesTheNextJob", pushedLinger)
 	run("JobRetryIsPushedWhenDue", pushedJobRetry)
 	run("RunAtIsPushedWhenDue", pushedRunAt)
 	run("ReactionRetryIsPushedWhenDue", pushedReactionRetry)
@@ -83,9 +84,8 @@ func pushedBehindASlowJob(t *testing.T, ten *client.Tenant) {
 		j, err := ten.Job(ctx, slow.ID)
 		return err == nil && j.State == "running"
 	}, 30*time.Second, 5*time.Millisecond, "the slow job starts")
-	st, err := ten.Pushes(ctx)
-	require.NoError(t, err)
-	require.Len(t, st.InFlight, 1)
+	// Its push holds a claim for more (it lingers) for a while, then only
+	// finishes the slow job: the new job needs a push of its own.
 	require.Eventually(t, func() bool {
 		st, err := ten.Pushes(ctx)
 		return err == nil && len(st.InFlight) == 1 && st.InFlight[0].State == api.PushFinishing
@@ -102,6 +102,30 @@ func pushedBehindASlowJob(t *testing.T, ten *client.Tenant) {
 		"the new job was claimed at once, not after the slow one")
 	require.Equal(t, "completed", waitEnded(t, ten, slow.ID).State)
 	noPushes(t, ten)
+}
+
+func pushedLinger(t *testing.T, ten *client.Tenant) {
+	ctx := context.Background()
+	first, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	require.Equal(t, "completed", waitEnded(t, ten, first.ID).State)
+	var st api.PushStatus
+	require.Eventually(t, func() bool {
+		var err error
+		st, err = ten.Pushes(ctx)
+		return err == nil && len(st.InFlight) == 1 && st.InFlight[0].State == api.PushLingering
+	}, 10*time.Second, time.Millisecond, "the push lingers once its job is done")
+	lingering := st.InFlight[0].ID
+
+	next, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	done := waitEnded(t, ten, next.ID)
+	require.Equal(t, "completed", done.State)
+	st, err = ten.Pushes(ctx)
+	require.NoError(t, err)
+	require.Len(t, st.InFlight, 1, "no other push was started for the next job")
+	require.Equal(t, lingering, st.InFlight[0].ID, "the lingering push took the next job")
+	noPushes(t, ten) // the linger ends, and so does the push
 }
 
 func pushedJobRetry(t *testing.T, ten *client.Tenant) {

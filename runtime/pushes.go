@@ -184,7 +184,7 @@ func (t *Tenant) listPushes() route {
 		tr := t.tracker(now)
 		st := api.PushStatus{InFlight: []api.PushFlight{}, Pending: tr.Pending()}
 		for _, f := range tr.Flights() {
-			st.InFlight = append(st.InFlight, api.PushFlight{ID: f.ID, StartedAt: ts(f.Started), ExpiresAt: ts(f.Expires), State: string(f.State())})
+			st.InFlight = append(st.InFlight, api.PushFlight{ID: f.ID, StartedAt: ts(f.Started), ExpiresAt: ts(f.Expires), State: string(f.State(now))})
 		}
 		at, failures := tr.Retry()
 		st.RetryAt, st.Failures = tsPtr(at), failures

@@ -73,9 +73,10 @@ func (t *Tenant) claim(body []byte) (route, *api.Error) {
 					return result{}, err
 				}
 			}
-			t.claimedFor(r.Push, true, more)
 			if len(claimed) == 0 && r.WaitMs > 0 && t.pushTracker != nil {
-				t.pushTracker.Lingers(r.Push) // the host holds the claim
+				t.pushTracker.Lingers(r.Push, now, r.WaitMs) // the host holds the claim
+			} else {
+				t.claimedFor(r.Push, true, more)
 			}
 		}
 		resp := api.ClaimResponse{Now: ts(now), Jobs: make([]api.ClaimedJob, len(claimed))}

@@ -230,17 +230,22 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 		failures = 0
 		// A pushed drain whose claims all came back short has taken all
 		// there was: claiming again at once would find nothing (the tenant
-		// pushes again for work that becomes ready meanwhile), so it waits
-		// for what it runs. A drain of work found in the directory claims
-		// until a claim finds nothing: that claim is what tells the
-		// directory the tenant is idle, so that new work is heard of.
-		if got == 0 || short && p.ID != "" && !mode.inline && running.Running() > 0 {
-			if running.Running() == 0 {
-				if got == 0 && !held && len(kinds) > 0 {
-					if hold = w.lingerFor(p, b); hold > 0 {
-						continue // one more claim, held until a job comes or the linger ends
-					}
+		// pushes again for work that becomes ready meanwhile). It lingers:
+		// its next claim is held by the tenant's host until a job comes,
+		// or for the push's linger (a held claim with work ready returns at
+		// once). Once a linger passed with nothing, it waits for what it
+		// runs, and lingers again when some of that ends, before it ends
+		// its push. A drain of work found in the directory claims until a
+		// claim finds nothing: that claim is what tells the directory the
+		// tenant is idle, so that new work is heard of.
+		pushed := p.ID != "" && !mode.inline
+		if got == 0 || short && pushed {
+			if pushed && !(held && got == 0) && len(kinds) > 0 {
+				if hold = w.lingerFor(p, b); hold > 0 {
+					continue
 				}
+			}
+			if running.Running() == 0 {
 				break // drained
 			}
 			// What this drain runs may make more ready (a retry, a
@@ -250,6 +255,12 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 			// that finds nothing gives its slots back.)
 			select {
 			case <-running.ended:
+				// It lingers again once some of its work ended: the next
+				// claim is held (it returns at once if work is ready).
+				held = false
+				if pushed && len(kinds) > 0 {
+					hold = w.lingerFor(p, b)
+				}
 			case <-ctx.Done():
 			}
 		}

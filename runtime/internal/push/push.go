@@ -75,26 +75,37 @@ type Flight struct {
 	// took all it asked for and left work it could have taken.
 	jobsClaimed, reactionsClaimed bool
 	jobsMore, reactionsMore       bool
-	// lingering says its last claim of jobs found nothing and is held.
-	lingering bool
+	// lingering says its last claim of jobs found nothing and is held by
+	// the host until lingerUntil (the first time it found nothing, plus
+	// its wait).
+	lingering   bool
+	lingerUntil int64
 }
 
-// State is the flight's state.
-func (f Flight) State() State {
+// State is the flight's state at now.
+func (f Flight) State(now int64) State {
 	switch {
 	case !f.jobsClaimed && !f.reactionsClaimed:
 		return Starting
 	case f.jobsMore || f.reactionsMore:
 		return Claiming
-	case f.lingering:
+	case f.lingers(now):
 		return Lingering
 	}
 	return Finishing
 }
 
-// seesJobs says the push's next claim of jobs sees every job ready now:
-// it has not claimed jobs yet, or its claim is held.
-func (f Flight) seesJobs() bool { return !f.jobsClaimed || f.lingering }
+// lingerMargin is how long before its end a held claim no longer counts
+// as covering new jobs: the host may give it up a little earlier than the
+// tenant reckons, and a job must not wait for the push's next claim.
+const lingerMargin = 50
+
+// lingers says the push's held claim still waits at now.
+func (f Flight) lingers(now int64) bool { return f.lingering && now < f.lingerUntil-lingerMargin }
+
+// seesJobs says the push's next claim of jobs sees every job ready at
+// now: it has not claimed jobs yet, or its claim is held.
+func (f Flight) seesJobs(now int64) bool { return !f.jobsClaimed || f.lingers(now) }
 
 // seesReactions says the push claims deliveries and will see every one
 // ready now: it has not claimed them yet, or its last claim left more.
@@ -162,10 +173,11 @@ const (
 func (t *Tracker) Look(now int64, jobs, reactions bool) Cover {
 	t.expire(now)
 	covered := func(sees func(Flight) bool) bool { return slices.ContainsFunc(t.flights, sees) }
+	seesJobs := func(f Flight) bool { return f.seesJobs(now) }
 	switch {
 	case t.retryAt != 0 && now < t.retryAt:
 		return Blocked
-	case (jobs || reactions) && (!jobs || covered(Flight.seesJobs)) && (!reactions || covered(Flight.seesReactions)):
+	case (jobs || reactions) && (!jobs || covered(seesJobs)) && (!reactions || covered(Flight.seesReactions)):
 		t.lingerPending(jobs)
 		return Covered
 	case len(t.flights) >= t.Policy.MaxInFlight:
@@ -201,7 +213,7 @@ func (t *Tracker) Start(now int64, r Ready) []string {
 		t.pending = false // nothing is left to look for
 		return nil
 	}
-	jobsCovered := r.Jobs == 0 || slices.ContainsFunc(t.flights, Flight.seesJobs)
+	jobsCovered := r.Jobs == 0 || slices.ContainsFunc(t.flights, func(f Flight) bool { return f.seesJobs(now) })
 	reactionsCovered := r.Reactions == 0 || slices.ContainsFunc(t.flights, Flight.seesReactions)
 	if jobsCovered && reactionsCovered {
 		t.lingerPending(r.Jobs > 0)
@@ -266,12 +278,21 @@ func (t *Tracker) Claimed(id string, jobs, more bool) {
 	}
 }
 
-// Lingers records that a held claim of jobs for push id found nothing:
-// the push waits for more, and covers jobs that become ready.
-func (t *Tracker) Lingers(id string) {
-	if i := slices.IndexFunc(t.flights, func(f Flight) bool { return f.ID == id }); i >= 0 {
-		t.flights[i].lingering = true
+// Lingers records that a claim of jobs for push id found nothing at now
+// and is held by its host for waitMs: the push waits for more, and covers
+// jobs that become ready until the hold ends. The host asks the claim
+// again whenever a commit may have made work ready, so the first time it
+// finds nothing starts the hold.
+func (t *Tracker) Lingers(id string, now, waitMs int64) {
+	i := slices.IndexFunc(t.flights, func(f Flight) bool { return f.ID == id })
+	if i < 0 {
+		return
 	}
+	f := &t.flights[i]
+	if !f.lingering {
+		f.lingering, f.lingerUntil = true, now+waitMs
+	}
+	f.jobsClaimed, f.jobsMore = true, false
 }
 
 // End ends a push in flight (how: api.PushDrained, api.PushBudgetSpent or api.PushFailed); ended

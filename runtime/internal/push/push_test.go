@@ -33,9 +33,9 @@ func TestStartSizesToTheBacklogUpToTheBound(t *testing.T) {
 func TestAFinishingPushCoversNothing(t *testing.T) {
 	tr := New(policy, "p")
 	ids := tr.Start(0, Ready{Jobs: 1})
-	require.Equal(t, Starting, tr.Flights()[0].State())
+	require.Equal(t, Starting, tr.Flights()[0].State(0))
 	tr.Claimed(ids[0], true, false)
-	require.Equal(t, Finishing, tr.Flights()[0].State(), "its claim took everything: it only runs what it took")
+	require.Equal(t, Finishing, tr.Flights()[0].State(0), "its claim took everything: it only runs what it took")
 	// A job that becomes ready behind a slow one gets a push of its own.
 	require.Equal(t, Open, tr.Look(5, true, false))
 	require.Equal(t, []string{"p2"}, tr.Start(5, Ready{Jobs: 1}))
@@ -43,13 +43,13 @@ func TestAFinishingPushCoversNothing(t *testing.T) {
 
 	// A push whose claim of jobs left more claims again: it covers them.
 	tr.Claimed("p2", true, true)
-	require.Equal(t, Claiming, tr.Flights()[1].State())
+	require.Equal(t, Claiming, tr.Flights()[1].State(0))
 	require.Empty(t, tr.Start(6, Ready{Jobs: 3}))
 	// Its reactions claim does not undo what its jobs claim said.
 	tr.Claimed("p2", false, false)
-	require.Equal(t, Claiming, tr.Flights()[1].State())
+	require.Equal(t, Claiming, tr.Flights()[1].State(0))
 	tr.Claimed("p2", true, false)
-	require.Equal(t, Finishing, tr.Flights()[1].State())
+	require.Equal(t, Finishing, tr.Flights()[1].State(0))
 
 	// Finishing pushes count against MaxInFlight.
 	for range 3 {
@@ -87,9 +87,40 @@ func TestReactionsAreCoveredOnlyByPushesThatClaimThem(t *testing.T) {
 	require.Equal(t, []string{"p3"}, tr.Start(3, Ready{Reactions: 1}))
 	tr.Claimed("p3", true, false)
 	tr.Claimed("p3", false, true)
-	require.Equal(t, Claiming, tr.Flights()[2].State())
+	require.Equal(t, Claiming, tr.Flights()[2].State(0))
 	require.Equal(t, Covered, tr.Look(4, false, true))
 	require.Empty(t, tr.Start(4, Ready{Reactions: 3}))
+}
+
+func TestALingeringPushCoversJobsUntilItsHoldEnds(t *testing.T) {
+	long := policy
+	long.TTL = 10_000
+	tr := New(long, "p")
+	ids := tr.Start(0, Ready{Jobs: 1})
+	tr.Claimed(ids[0], true, false)
+	tr.Lingers(ids[0], 0, 1000)
+	require.Equal(t, Lingering, tr.Flights()[0].State(10))
+	// The host asks the held claim again on every commit: the hold still
+	// ends 1000 ms after it began.
+	tr.Lingers(ids[0], 500, 1000)
+	require.Equal(t, Covered, tr.Look(600, true, false), "its held claim takes the next job")
+	require.Empty(t, tr.Start(600, Ready{Jobs: 1}))
+	require.True(t, tr.Pending(), "should the hold be given up first, the push's end looks again")
+	require.Equal(t, Open, tr.Look(600, false, true), "a held claim of jobs takes no deliveries")
+
+	// Near and past its end the push only finishes what it runs: a job
+	// gets a push of its own.
+	require.Equal(t, Finishing, tr.Flights()[0].State(1000-lingerMargin))
+	require.Equal(t, Open, tr.Look(1000-lingerMargin, true, false))
+	require.Equal(t, []string{"p2"}, tr.Start(1000, Ready{Jobs: 1}))
+
+	// A claim that takes a job ends the linger; the next one starts anew.
+	tr.Claimed("p2", true, false)
+	tr.Lingers("p2", 1100, 1000)
+	tr.Claimed("p2", true, false)
+	require.Equal(t, Finishing, tr.Flights()[1].State(1200))
+	tr.Lingers("p2", 1300, 1000)
+	require.Equal(t, Lingering, tr.Flights()[1].State(2200))
 }
 
 func TestEndLooksAgainWhenWorkWasLeftOrDeferred(t *testing.T) {
