@@ -26,15 +26,22 @@ import (
 // here, the edge executor in workerd: TestEdge runs the same suite), on
 // the real clock.
 
+// The suite's parts run at once, each in a tenant of its own: the
+// executor has slots enough for each to linger (a lingering drain holds
+// two, and lingering drains hold at most half of the slots).
+const pushedConcurrency = 40
+
 func TestPushedNative(t *testing.T) {
 	t.Parallel()
-	h := stiletest.New(t, stiletest.Config{App: testapp.App(), Handlers: testhandlers.Register, Pushed: true, RealClock: true, Token: token})
+	h := stiletest.New(t, stiletest.Config{App: testapp.App(), Handlers: testhandlers.Register, Pushed: true, RealClock: true, Token: token,
+		Concurrency: pushedConcurrency})
 	pushedSuite(t, h.Client(), "native", true)
 }
 
 func TestPushedWazero(t *testing.T) {
 	t.Parallel()
-	h := stiletest.New(t, stiletest.Config{Package: testTenant, Handlers: testhandlers.Register, Pushed: true, RealClock: true, Token: token})
+	h := stiletest.New(t, stiletest.Config{Package: testTenant, Handlers: testhandlers.Register, Pushed: true, RealClock: true, Token: token,
+		Concurrency: pushedConcurrency})
 	pushedSuite(t, h.Client(), "wazero", true)
 }
 

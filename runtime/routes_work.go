@@ -68,7 +68,12 @@ func (t *Tenant) claim(body []byte) (route, *api.Error) {
 			// Whether the push still claims decides whether work that
 			// becomes ready needs a push of its own (pushes.go).
 			more := false
-			if len(claimed) == r.Limit {
+			switch {
+			case len(claimed) == r.Limit && r.WaitMs > 0:
+				// A held claim that brought work: its drain claims again
+				// at once, which says whether it left more.
+				more = true
+			case len(claimed) == r.Limit:
 				if more, err = t.store.MoreReady(req); err != nil {
 					return result{}, err
 				}

@@ -153,7 +153,11 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 		var err error
 		if n := 0; len(kinds) > 0 {
 			if hold > 0 {
-				free = 1 // a lingering claim holds one slot, not all of them
+				// A lingering claim holds a few slots, not all of them: the
+				// worker's other drains need theirs. Two, so that the usual
+				// job that ends a linger comes back short (the drain lingers
+				// again at once), and two at once are a burst to claim for.
+				free = min(free, lingerSlots)
 			}
 			if n = w.takeFree(free); n == 0 {
 				continue // taken meanwhile: look again
@@ -285,11 +289,11 @@ func (w *Worker) endPush(ten *client.Tenant, p api.PushRequest, end string) {
 
 // lingerFor is how long a pushed drain that ran out of work may hold a
 // claim for more before it ends its push (0: not at all): the push's
-// linger, within what the budget leaves, and only while fewer than half of
-// the worker's slots are held by lingering drains (the slots are shared by
-// every push the worker runs: lingering tenants must not keep them from
-// busy ones). A drain given a duration counts as lingering until its claim
-// returns.
+// linger, within what the budget leaves, and only while lingering drains
+// hold at most half of the worker's slots (lingerSlots each: the slots are
+// shared by every push the worker runs, and lingering tenants must not
+// keep them from busy ones). A drain given a duration counts as lingering
+// until its claim returns.
 func (w *Worker) lingerFor(p api.PushRequest, b Budget) time.Duration {
 	d := time.Duration(p.LingerMs) * time.Millisecond
 	if p.ID == "" || d <= 0 {
@@ -304,7 +308,7 @@ func (w *Worker) lingerFor(p api.PushRequest, b Budget) time.Duration {
 	if d < lingerMin {
 		return 0
 	}
-	if n := w.lingering.Add(1); int(n) > max(cap(w.slots)/2, 1) {
+	if n := w.lingering.Add(1); int(n) > max(cap(w.slots)/(2*lingerSlots), 1) {
 		w.lingering.Add(-1)
 		return 0
 	}
@@ -313,6 +317,9 @@ func (w *Worker) lingerFor(p api.PushRequest, b Budget) time.Duration {
 
 // lingerMin is the shortest linger worth a held claim.
 const lingerMin = 10 * time.Millisecond
+
+// lingerSlots is how many slots a lingering claim holds.
+const lingerSlots = 2
 
 // takeFree takes up to n free slots without blocking (at least one, which
 // the caller saw free) and at most api.MaxClaim.

@@ -289,7 +289,7 @@ func runBench(args []string) error {
 			return m, data, err
 		}
 		if err := benchPushed(ctx, dir, open, pushedConfig{jobs: *pushedJobs, rate: *latRate, kept: *pushedKept,
-			rounds: *pushedRounds, behind: *pushedBehind}, quiet); err != nil {
+			rounds: *pushedRounds, behind: *pushedBehind}); err != nil {
 			return err
 		}
 	}

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync/atomic"
@@ -20,7 +20,6 @@ import (
 	"github.com/stile-run/stile/executor/process"
 	"github.com/stile-run/stile/host"
 	"github.com/stile-run/stile/internal/wasmbuild"
-	"github.com/stile-run/stile/worker"
 )
 
 // defaultHandlers is the built-in module's handler package.
@@ -38,11 +37,12 @@ type pushedConfig struct {
 // built-in module under wazero with stile dev's memory bound, and the
 // built-in handlers in an executor process of their own, pushed by the
 // tenants. It times a job enqueued while a slow one runs in its tenant,
-// and light load pushed against a long-polling worker (worker.Run with a
-// tenant list, on a host that pushes nothing), each in a fresh tenant and
+// and light load pushed against a long-polling worker (the same handlers
+// in a process of their own, as `stile work --handlers --tenant` runs
+// them, on a host that pushes nothing), each in a fresh tenant and
 // in one keeping cfg.kept completed jobs. open opens a host with a pusher
 // (nil: none) over a data directory of its own, which it returns.
-func benchPushed(ctx context.Context, dir string, open func(host.Pusher) (*host.Manager, string, error), cfg pushedConfig, quiet *slog.Logger) error {
+func benchPushed(ctx context.Context, dir string, open func(host.Pusher) (*host.Manager, string, error), cfg pushedConfig) error {
 	bin := filepath.Join(dir, "executor")
 	if err := wasmbuild.BuildExecutor(ctx, ".", defaultHandlers, wasmbuild.Process, bin); err != nil {
 		return err
@@ -114,7 +114,7 @@ func benchPushed(ctx context.Context, dir string, open func(host.Pusher) (*host.
 	}
 	fmt.Printf("  behind a %s job in the same tenant, %d jobs at %d/s: enqueue → start p50 %s p99 %s; → completed p50 %s p99 %s\n",
 		time.Duration(sleepMs)*time.Millisecond, cfg.behind, cfg.rate, bench.Percentile(start, 50), bench.Percentile(start, 99),
-		bench.Percentile(done, 50), bench.Percentile(done, 99))
+		bench.Percentile(done, 50).Round(10*time.Microsecond), bench.Percentile(done, 99).Round(10*time.Microsecond))
 
 	// Light load, alternating the four cases round by round.
 	type lightCase struct {
@@ -146,16 +146,21 @@ func benchPushed(ctx context.Context, dir string, open func(host.Pusher) (*host.
 			return err
 		}
 	}
-	w, err := worker.New(worker.Config{URL: lh.C.BaseURL(), Token: "bench-token", ID: "bench-poller",
-		Tenants: []string{"light-fresh", "light-kept"}, Logger: quiet})
-	if err != nil {
+	// The long-polling worker runs the same handlers in a process of its
+	// own, as `stile work --handlers` runs them: like the executor.
+	wbin := filepath.Join(dir, "worker")
+	if err := wasmbuild.BuildExecutor(ctx, ".", defaultHandlers, wasmbuild.Worker, wbin); err != nil {
 		return err
 	}
-	w.Handle(bench.Kind, func(context.Context, *worker.Job) (any, error) { return nil, nil })
-	wctx, stopWorker := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- w.Run(wctx) }()
-	defer func() { stopWorker(); <-ran }()
+	wcmd := exec.Command(wbin)
+	wcmd.Env = append(os.Environ(), "STILE_URL="+lh.C.BaseURL(), "STILE_TOKEN=bench-token", "STILE_TENANTS=light-fresh,light-kept")
+	if err := wcmd.Start(); err != nil {
+		return fmt.Errorf("start the long-polling worker: %w", err)
+	}
+	defer func() {
+		wcmd.Process.Signal(os.Interrupt)
+		wcmd.Wait()
+	}()
 	for round := range cfg.rounds + 1 {
 		for _, c := range cases {
 			s, d, err := bench.JobLatencies(ctx, c.ten, cfg.jobs, every, json.RawMessage(`{}`))
@@ -167,7 +172,8 @@ func benchPushed(ctx context.Context, dir string, open func(host.Pusher) (*host.
 			}
 		}
 	}
-	fmt.Printf("  light load, %d rounds of %d jobs at %d/s each, alternated (server times):\n", cfg.rounds, cfg.jobs, cfg.rate)
+	fmt.Printf("  light load, %d rounds of %d jobs at %d/s each, alternated (start: the server's times; completed: as the enqueuer sees it):\n",
+		cfg.rounds, cfg.jobs, cfg.rate)
 	tw := tabwriter.NewWriter(os.Stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "    \tenqueue → start p50\tp99\tenqueue → completed p50\tp99\tp50 vs fresh\t")
 	for i, c := range cases {
@@ -175,7 +181,7 @@ func benchPushed(ctx context.Context, dir string, open func(host.Pusher) (*host.
 		slices.Sort(c.dones)
 		base := cases[i&^1].dones // the same mode's fresh tenant
 		fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s\t%.2f×\t\n", c.name, bench.Percentile(c.starts, 50), bench.Percentile(c.starts, 99),
-			bench.Percentile(c.dones, 50), bench.Percentile(c.dones, 99),
+			bench.Percentile(c.dones, 50).Round(10*time.Microsecond), bench.Percentile(c.dones, 99).Round(10*time.Microsecond),
 			float64(bench.Percentile(c.dones, 50))/float64(max(bench.Percentile(base, 50), time.Microsecond)))
 	}
 	tw.Flush()

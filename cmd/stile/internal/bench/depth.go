@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/stile-run/stile/api"
@@ -88,36 +89,50 @@ func FillFinished(dataDir, tenant string, n int, finishedAt int64) error {
 	return nil
 }
 
-// JobLatencies enqueues n jobs of kind Kind into ten, one every every, and
-// waits for each to end; it returns, from the server's times (created,
-// claimed and finished), how long each took from its enqueue to its
-// handler's start and to its completion, both sorted.
+// JobLatencies enqueues n jobs of kind Kind with args into ten, one every
+// every, and returns, sorted, how long each took from its enqueue to its
+// handler's start by the server's times (created and claimed, in whole
+// milliseconds), and to its completion as its enqueuer sees it: from
+// before the enqueue request until a wait for the job (GET
+// /jobs/{id}?wait_ms, which the host answers as the job ends) returns.
 func JobLatencies(ctx context.Context, ten *client.Tenant, n int, every time.Duration, args json.RawMessage) (start, done []time.Duration, err error) {
-	ids := make([]string, 0, n)
+	start, done = make([]time.Duration, n), make([]time.Duration, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for i := range n {
 		if i > 0 {
 			<-tick.C
 		}
+		t0 := time.Now()
 		j, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: Kind, Args: args})
 		if err != nil {
+			wg.Wait()
 			return nil, nil, fmt.Errorf("enqueue job %d: %w", i, err)
 		}
-		ids = append(ids, j.ID)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			defer cancel()
+			got, err := ten.Wait(wctx, j.ID)
+			done[i] = time.Since(t0)
+			switch {
+			case err != nil:
+				errs[i] = fmt.Errorf("wait for job %s: %w", j.ID, err)
+			case got.State != "completed" || len(got.Attempts) == 0:
+				errs[i] = fmt.Errorf("job %s ended %s", j.ID, got.State)
+			default:
+				start[i] = got.Attempts[0].ClaimedAt.Sub(got.CreatedAt)
+			}
+		}()
 	}
-	for _, id := range ids {
-		wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		j, err := ten.Wait(wctx, id)
-		cancel()
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
-			return nil, nil, fmt.Errorf("wait for job %s: %w", id, err)
+			return nil, nil, err
 		}
-		if j.State != "completed" || len(j.Attempts) == 0 || j.FinishedAt == nil {
-			return nil, nil, fmt.Errorf("job %s ended %s", id, j.State)
-		}
-		start = append(start, j.Attempts[0].ClaimedAt.Sub(j.CreatedAt))
-		done = append(done, j.FinishedAt.Sub(j.CreatedAt))
 	}
 	slices.Sort(start)
 	slices.Sort(done)
