@@ -93,9 +93,21 @@ func shots(t *testing.T) string {
 	return dir
 }
 
-func browse(t *testing.T, nodeDir, mode, url, token, tenant, twice, dead, dir string) {
+// seedWaiting makes tenant's job 1 a job of a kind no claim names, while
+// a claim names another.
+func seedWaiting(t *testing.T, ten *client.Tenant) {
+	ctx := context.Background()
+	j, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.other"})
+	require.NoError(t, err)
+	require.Equal(t, "1", j.ID)
+	_, err = ten.Claim(ctx, api.ClaimRequest{Worker: "worker-d", Kinds: []string{"test.echo"}, Limit: 1})
+	require.NoError(t, err)
+}
+
+func browse(t *testing.T, nodeDir, mode, url, token, tenant, twice, dead, dir string, waiting ...string) {
 	t.Helper()
-	cmd := exec.Command("node", filepath.Join("console", "browse.mjs"), mode, url, token, tenant, twice, dead, dir)
+	args := append([]string{filepath.Join("console", "browse.mjs"), mode, url, token, tenant, twice, dead, dir}, waiting...)
+	cmd := exec.Command("node", args...)
 	cmd.Env = append(os.Environ(), "STILE_NODE_DIR="+nodeDir)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
@@ -153,7 +165,8 @@ func TestConsoleInABrowser(t *testing.T) {
 	require.NotEmpty(t, url)
 	go io.Copy(io.Discard, stderr)
 	twice, dead := seedConsole(t, client.New(url, token, nil).Tenant("console"))
-	browse(t, nodeDir, "full", url, token, "console", twice, dead, shots(t))
+	seedWaiting(t, client.New(url, token, nil).Tenant("console-waiting"))
+	browse(t, nodeDir, "full", url, token, "console", twice, dead, shots(t), "console-waiting")
 }
 
 // TestConsoleFromWorkerd: the Worker serves the same console at /console,
@@ -163,5 +176,6 @@ func TestConsoleFromWorkerd(t *testing.T) {
 	nodeDir := browser(t)
 	w := startWorkerd(t)
 	twice, dead := seedConsole(t, w.cl.Tenant("console-edge"))
-	browse(t, nodeDir, "load", w.url, token, "console-edge", twice, dead, t.TempDir())
+	seedWaiting(t, w.cl.Tenant("console-edge-waiting"))
+	browse(t, nodeDir, "load", w.url, token, "console-edge", twice, dead, t.TempDir(), "console-edge-waiting")
 }

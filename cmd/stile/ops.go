@@ -269,6 +269,9 @@ func (o *ops) showJob(j api.Job) {
 	if j.RanAgain != "" {
 		fmt.Fprintf(o.out, "why: %s\n", j.RanAgain)
 	}
+	if j.Waiting != "" {
+		fmt.Fprintf(o.out, "waiting: %s\n", j.Waiting)
+	}
 	if j.LastError != "" {
 		fmt.Fprintf(o.out, "last error: %s\n", oneLine(j.LastError, 200))
 	}
@@ -359,6 +362,11 @@ func runQueues(args []string) error {
 	}
 	o.table("QUEUE\tAVAILABLE\tRUNNING\tSCHEDULED\tRETRYABLE\tPENDING\tSTATE", rows)
 	fmt.Fprintf(o.out, "finished: %d completed, %d cancelled, %d dead\n", q.Finished["completed"], q.Finished["cancelled"], q.Finished["dead"])
+	for _, c := range q.Queues {
+		for _, k := range c.Unhandled {
+			fmt.Fprintf(o.out, "queue %s: no executor handles kind %s: its ready jobs wait for a handler (the executors that claimed take other kinds)\n", c.Queue, k)
+		}
+	}
 	return nil
 }
 

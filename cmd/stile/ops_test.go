@@ -56,6 +56,9 @@ type cli struct {
 	bin, url, token string
 }
 
+// ten is a client of tenant on the host the CLI talks to.
+func (c cli) ten(tenant string) *client.Tenant { return client.New(c.url, c.token, nil).Tenant(tenant) }
+
 // run runs stile with args and returns its stdout, stderr and exit code.
 func (c cli) run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
@@ -128,6 +131,20 @@ func operate(t *testing.T, c cli, ten *client.Tenant, pass func(time.Duration)) 
 	require.Regexp(t, `(?m)^default\s+1\s+0\s+0\s+0\s+0\s+paused`, out)
 	_, _, code = c.run(t, "queues", "resume", "default")
 	require.Equal(t, 0, code)
+
+	// A job of a kind no claim names says it waits for a handler.
+	waiting := c.ten("acme-waiting")
+	other, err := waiting.Enqueue(ctx, api.EnqueueRequest{Kind: "test.other"})
+	require.NoError(t, err)
+	_, err = waiting.Claim(ctx, api.ClaimRequest{Worker: "w4", Kinds: []string{"test.echo"}, Limit: 1})
+	require.NoError(t, err)
+	out, _, code = c.run(t, "queues", "--tenant", "acme-waiting")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "queue other: no executor handles kind test.other")
+	out, _, code = c.run(t, "jobs", "show", other.ID, "--tenant", "acme-waiting")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, `waiting: no executor handles kind "test.other": the executors that claimed since this tenant's instance started take test.echo`)
+
 	out, _, code = c.run(t, "tenants")
 	require.Equal(t, 0, code)
 	require.Regexp(t, `MODULE\s+STILE SCHEMA\s+MODULE SCHEMA\s+READY\s+FAILED`, out)

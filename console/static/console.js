@@ -106,6 +106,8 @@ async function pageOverview(tenant) {
       el("div", { class: "card" }, el("b", {}, q.finished.dead ?? 0), el("div", { class: "muted" }, "dead jobs ", link(`#/t/${tenant}/jobs?state=dead`, "list"))),
       el("div", { class: "card" }, el("b", {}, rs.reactions.reduce((n, r) => n + r.lag, 0)), el("div", { class: "muted" }, "events reactions have to settle"))),
     el("h2", {}, "Queues"),
+    ...q.queues.filter((x) => x.unhandled?.length).map((x) => el("p", { class: "why", id: `unhandled-${x.queue}` },
+      el("b", {}, `Queue ${x.queue}: `), `no executor handles ${x.unhandled.join(", ")}: its ready jobs of ${x.unhandled.length > 1 ? "these kinds" : "this kind"} wait for a handler.`)),
     table(["Queue", ...states, "Oldest ready", "State", ""], q.queues.map((x) => [link(`#/t/${tenant}/jobs?queue=${x.queue}`, x.queue),
       ...states.map((s) => x.counts[s] ?? 0), when(x.oldest_ready_at), paused.has(x.queue) ? "paused" : "running",
       paused.has(x.queue)
@@ -155,6 +157,7 @@ async function pageJob(tenant, id) {
   return [el("h1", {}, `Job ${j.id} · ${j.kind}`),
     el("p", {}, `${j.state} · queue ${j.queue} · attempt ${j.attempt} of ${j.max_attempts} · created ${when(j.created_at)}`),
     j.ran_again ? el("p", { class: "why", id: "why" }, el("b", {}, "Why it ran again: "), j.ran_again) : null,
+    j.waiting ? el("p", { class: "why", id: "waiting" }, el("b", {}, "Why it waits: "), j.waiting) : null,
     el("div", { class: "actions" },
       action("Retry", `Retry job ${j.id}?`, () => api("POST", `${t(tenant)}/jobs/${j.id}/retry`)),
       action("Cancel", `Cancel job ${j.id}?`, () => api("POST", `${t(tenant)}/jobs/${j.id}/cancel`, { reason: "cancelled from the console" }), true),

@@ -1,14 +1,14 @@
 // Drives the console in headless Chromium (Debian's, through
 // playwright-core) for e2e/console_test.go, and exits non-zero on the
 // first check that fails. Usage:
-//   STILE_NODE_DIR=… node browse.mjs <mode> <base url> <token> <tenant> <ran-twice job> <dead job> <screenshots dir>
+//   STILE_NODE_DIR=… node browse.mjs <mode> <base url> <token> <tenant> <ran-twice job> <dead job> <screenshots dir> [<waiting tenant>]
 // mode "full" walks every page and action; "load" signs in and loads the
 // pages once (for workerd).
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { join } from "node:path";
 
-const [mode, base, token, tenant, twice, dead, shots] = process.argv.slice(2);
+const [mode, base, token, tenant, twice, dead, shots, waiting] = process.argv.slice(2);
 const nodeDir = process.env.STILE_NODE_DIR;
 if (!nodeDir) throw new Error("STILE_NODE_DIR is not set: run this through the Go test");
 const pw = await import(pathToFileURL(createRequire(nodeDir + "/").resolve("playwright-core")).href);
@@ -58,6 +58,17 @@ try {
   check((await page.$$("#attempts tbody tr")).length === 2, "the timeline shows both attempts");
   check((await page.textContent("#rejections")).includes("lease_expired"), "the refused report's code is on the page");
   await page.screenshot({ path: join(shots, "job.png"), fullPage: true });
+
+  if (waiting) {
+    // Job 1 of the waiting tenant is of a kind no executor's claim names.
+    await open(page, `#/t/${waiting}`);
+    const note = await page.textContent("#unhandled-other");
+    check(note.includes("no executor handles test.other"), `the overview says which kind no executor handles: ${note}`);
+    await open(page, `#/t/${waiting}/jobs/1`);
+    const why = await page.textContent("#waiting");
+    check(why.includes('no executor handles kind "test.other"'), `the job says why it waits: ${why}`);
+    await page.screenshot({ path: join(shots, "waiting.png"), fullPage: true });
+  }
 
   if (mode === "full") {
     // From the list to the timeline.
