@@ -52,6 +52,9 @@ type Handler struct {
 	token   []byte
 	running sync.WaitGroup
 	busy    atomic.Int64 // accepted pushes whose work runs
+	// stopping ends the claims of accepted pushes (Stop).
+	stopping context.Context
+	stop     context.CancelFunc
 }
 
 // New returns the handler of pushes for w, whose handlers are registered.
@@ -65,7 +68,9 @@ func New(w *worker.Worker, cfg Config) *Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Handler{w: w, cfg: cfg, token: []byte(cfg.Token)}
+	h := &Handler{w: w, cfg: cfg, token: []byte(cfg.Token)}
+	h.stopping, h.stop = context.WithCancel(context.Background())
+	return h
 }
 
 // ServeHTTP implements http.Handler.
@@ -122,7 +127,7 @@ func (h *Handler) Accept(p api.PushRequest) {
 		if h.cfg.AfterPush != nil {
 			defer h.cfg.AfterPush()
 		}
-		res, err := h.w.Drain(context.Background(), p, b)
+		res, err := h.w.Drain(h.stopping, p, b)
 		if err != nil {
 			h.cfg.Logger.Warn("push not drained", "tenant", p.Tenant, "push", p.ID, "err", err)
 			return
@@ -130,6 +135,11 @@ func (h *Handler) Accept(p api.PushRequest) {
 		h.cfg.Logger.Debug("push drained", "tenant", p.Tenant, "push", p.ID, "jobs", res.Jobs, "deliveries", res.Deliveries, "end", res.End)
 	})
 }
+
+// Stop makes the pushes being worked on stop claiming (a lingering claim
+// ends at once): they let their running handlers finish and report, then
+// end, as when their budget is spent. Wait waits for them.
+func (h *Handler) Stop() { h.stop() }
 
 // Wait waits for the work of every accepted push.
 func (h *Handler) Wait() { h.running.Wait() }

@@ -64,3 +64,40 @@ func Example() {
 	// enqueued job 1 available at 2026-01-02 03:04:05
 	// job 1 completed after 1 attempt: {"greeting":"Hello, Ada"}
 }
+
+// With Pushed, the handlers run as the tenant's executor, as they do at
+// the edge: the enqueue pushes the job to them, and nothing polls. The
+// job's queue is the kind's own; an executor claims from every queue.
+func Example_pushed() {
+	app := runtime.NewApp().RegisterJob(runtime.JobKind{Name: "greet", Queue: "email"})
+	h, err := stiletest.Start(stiletest.Config{App: app, RealClock: true, Pushed: true, Handlers: func(w *worker.Worker) {
+		w.Handle("greet", func(_ context.Context, j *worker.Job) (any, error) {
+			var args struct{ Name string }
+			if err := j.Decode(&args); err != nil {
+				return nil, err
+			}
+			return map[string]string{"greeting": "Hello, " + args.Name}, nil
+		})
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer h.Close()
+	ctx := context.Background()
+	acme := h.Tenant("acme")
+	job, err := acme.Enqueue(ctx, api.EnqueueRequest{Kind: "greet", Args: json.RawMessage(`{"name":"Ada"}`)})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if job, err = acme.Wait(wctx, job.ID); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("job", job.ID, "of queue", job.Queue, job.State+":", string(job.Output))
+	// Output:
+	// job 1 of queue email completed: {"greeting":"Hello, Ada"}
+}

@@ -170,6 +170,30 @@ func TestWorkOneAndWorkAllRunTheHandlersInTheTest(t *testing.T) {
 	require.Equal(t, "retryable", h.RequireEnqueued(t, "test.fast", nil).State)
 }
 
+// WorkAll runs what its handlers make ready while it runs, in any queue:
+// a job a handler enqueues into a queue that did not exist before it ran.
+func TestWorkAllFindsQueuesMadeWhileItRuns(t *testing.T) {
+	t.Parallel()
+	var h *stiletest.Harness
+	h = stiletest.New(t, stiletest.Config{App: testapp.App(), Handlers: func(w *worker.Worker) {
+		w.Handle("test.echo", func(ctx context.Context, j *worker.Job) (any, error) {
+			if string(j.Args) == `{"then":"email"}` {
+				_, err := h.Tenant(j.Tenant).Enqueue(ctx, api.EnqueueRequest{Kind: "test.email", Args: json.RawMessage(`{}`)})
+				return nil, err
+			}
+			return nil, nil
+		})
+		w.Handle("test.email", func(ctx context.Context, j *worker.Job) (any, error) { return j.Queue, nil })
+	}})
+	_, err := h.Tenant("acme").Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.echo", Queue: "first", Args: json.RawMessage(`{"then":"email"}`)})
+	require.NoError(t, err)
+	rs := h.WorkAll(t)
+	require.Len(t, rs, 2, "one WorkAll runs the job in queue first and the one it enqueued in queue email")
+	require.Equal(t, "test.echo", rs[0].Kind)
+	require.Equal(t, "test.email", rs[1].Kind)
+	require.JSONEq(t, `"email"`, string(rs[1].Output))
+}
+
 func TestWorkOneRunsReactionsAndRequireEventFindsWhatTheyCaused(t *testing.T) {
 	t.Parallel()
 	h := stiletest.New(t, stiletest.Config{App: testapp.App(), Handlers: register})

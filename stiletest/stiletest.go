@@ -359,6 +359,7 @@ func (h *Harness) Close() error {
 			// No push is taken any more, and the handlers' work ends with
 			// its reports, before the server that takes them closes.
 			h.pushedTo.Store(nil)
+			h.executor.Stop()
 			h.executor.Wait()
 		}
 		h.server.CloseClientConnections()

@@ -76,6 +76,7 @@ func run(register func(*worker.Worker)) error {
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	h.Stop() // no more claims, a lingering one ends: the running handlers finish
 	h.Wait()
 	return nil
 }
