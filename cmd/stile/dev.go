@@ -249,6 +249,18 @@ func unhandled(module api.Status, handlers process.Ready, pkg string) []string {
 			out = append(out, fmt.Sprintf("%s %q has no handler in %s: its events wait until a worker handles them", r.Kind, r.Name, pkg))
 		}
 	}
+	// The other way round is worse: a claim naming a kind or reaction the
+	// module does not register is refused whole, so nothing runs.
+	for _, k := range handlers.Kinds {
+		if !slices.ContainsFunc(module.Kinds, func(m api.ModuleKind) bool { return m.Name == k }) {
+			out = append(out, fmt.Sprintf("%s handles job kind %q, which the module does not register: the tenants refuse its claims, and none of its jobs run; register the kind or drop its handler", pkg, k))
+		}
+	}
+	for _, r := range handlers.Reactions {
+		if !slices.ContainsFunc(module.Reactions, func(m api.ModuleReaction) bool { return m.Name == r }) {
+			out = append(out, fmt.Sprintf("%s handles reaction %q, which the module does not register: the tenants refuse its claims of deliveries; register it or drop its handler", pkg, r))
+		}
+	}
 	return out
 }
 
