@@ -677,37 +677,9 @@ func benchEdge(ctx context.Context, dir string, wasm []byte, latJobs, latRate, b
 			bench.Percentile(ms, 50), bench.Percentile(ms, 99), len(ms))
 	}
 
-	// Behind a slow job: a sleep long enough for every job enqueued after
-	// it to start while it runs.
-	ten = cl.Tenant("edge-behind")
-	every := time.Second / time.Duration(latRate)
-	sleepMs := int64(behind)*every.Milliseconds() + 3000
-	slow, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "sleep", Args: json.RawMessage(fmt.Sprintf(`{"ms":%d}`, sleepMs))})
-	if err != nil {
+	if err := behindASlowJob(ctx, cl.Tenant("edge-behind"), behind, time.Second/time.Duration(latRate)); err != nil {
 		return err
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		j, err := ten.Job(ctx, slow.ID)
-		if err != nil {
-			return err
-		}
-		if j.State == "running" {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the slow job did not start in 30 s (%s)", j.State)
-		}
-	}
-	bstart, bdone, err := bench.JobLatencies(ctx, ten, behind, every, json.RawMessage(`{}`))
-	if err != nil {
-		return fmt.Errorf("behind a slow job: %w", err)
-	}
-	if j, err := ten.Job(ctx, slow.ID); err != nil || j.State != "running" {
-		return fmt.Errorf("the slow job ended before the jobs behind it did (%s, %v): make it longer", j.State, err)
-	}
-	fmt.Printf("  behind a %s job in the same tenant, %d jobs at %d/s: enqueue → start p50 %s p99 %s; → completed p50 %s p99 %s\n",
-		time.Duration(sleepMs)*time.Millisecond, behind, latRate, bench.Percentile(bstart, 50), bench.Percentile(bstart, 99),
-		bench.Percentile(bdone, 50), bench.Percentile(bdone, 99))
 
 	// A backlog, drained by the pushes of one tenant.
 	ten = cl.Tenant("edge-backlog")

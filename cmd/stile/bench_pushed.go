@@ -85,36 +85,9 @@ func benchPushed(ctx context.Context, dir string, open func(host.Pusher) (*host.
 	fmt.Println("pushed work (stile dev --handlers: the built-in module under wazero, its handlers in an executor process)")
 	every := time.Second / time.Duration(cfg.rate)
 
-	// Behind a slow job: a sleep long enough for every job enqueued after
-	// it to start while it runs.
-	ten := ph.C.Tenant("behind")
-	sleepMs := int64(cfg.behind)*every.Milliseconds() + 2000
-	slow, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "sleep", Args: json.RawMessage(fmt.Sprintf(`{"ms":%d}`, sleepMs))})
-	if err != nil {
+	if err := behindASlowJob(ctx, ph.C.Tenant("behind"), cfg.behind, every); err != nil {
 		return err
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		j, err := ten.Job(ctx, slow.ID)
-		if err != nil {
-			return err
-		}
-		if j.State == "running" {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the slow job did not start in 30 s (%s)", j.State)
-		}
-	}
-	start, done, err := bench.JobLatencies(ctx, ten, cfg.behind, every, json.RawMessage(`{}`))
-	if err != nil {
-		return fmt.Errorf("behind a slow job: %w", err)
-	}
-	if j, err := ten.Job(ctx, slow.ID); err != nil || j.State != "running" {
-		return fmt.Errorf("the slow job ended before the jobs behind it did (%s, %v): make it longer", j.State, err)
-	}
-	fmt.Printf("  behind a %s job in the same tenant, %d jobs at %d/s: enqueue → start p50 %s p99 %s; → completed p50 %s p99 %s\n",
-		time.Duration(sleepMs)*time.Millisecond, cfg.behind, cfg.rate, bench.Percentile(start, 50), bench.Percentile(start, 99),
-		bench.Percentile(done, 50).Round(10*time.Microsecond), bench.Percentile(done, 99).Round(10*time.Microsecond))
 
 	// Light load, alternating the four cases round by round.
 	type lightCase struct {
@@ -188,5 +161,39 @@ func benchPushed(ctx context.Context, dir string, open func(host.Pusher) (*host.
 	fmt.Printf("    pushed / long-polling, enqueue → completed p50: fresh %.2f×, kept %.2f×\n\n",
 		float64(bench.Percentile(cases[0].dones, 50))/float64(max(bench.Percentile(cases[2].dones, 50), time.Microsecond)),
 		float64(bench.Percentile(cases[1].dones, 50))/float64(max(bench.Percentile(cases[3].dones, 50), time.Microsecond)))
+	return nil
+}
+
+// behindASlowJob enqueues a sleep into ten, long enough for n jobs
+// enqueued one every every after it starts to start while it runs, and
+// prints how long those took to start and to complete.
+func behindASlowJob(ctx context.Context, ten *client.Tenant, n int, every time.Duration) error {
+	sleepMs := int64(n)*every.Milliseconds() + 3000
+	slow, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "sleep", Args: json.RawMessage(fmt.Sprintf(`{"ms":%d}`, sleepMs))})
+	if err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		j, err := ten.Job(ctx, slow.ID)
+		if err != nil {
+			return err
+		}
+		if j.State == "running" {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the slow job did not start in 30 s (%s)", j.State)
+		}
+	}
+	start, done, err := bench.JobLatencies(ctx, ten, n, every, json.RawMessage(`{}`))
+	if err != nil {
+		return fmt.Errorf("behind a slow job: %w", err)
+	}
+	if j, err := ten.Job(ctx, slow.ID); err != nil || j.State != "running" {
+		return fmt.Errorf("the slow job ended before the jobs behind it did (%s, %v): make it longer", j.State, err)
+	}
+	fmt.Printf("  behind a %s job in the same tenant, %d jobs at %s/s: enqueue → start p50 %s p99 %s; → completed p50 %s p99 %s\n",
+		time.Duration(sleepMs)*time.Millisecond, n, bench.Rate(1, every), bench.Percentile(start, 50), bench.Percentile(start, 99),
+		bench.Percentile(done, 50).Round(10*time.Microsecond), bench.Percentile(done, 99).Round(10*time.Microsecond))
 	return nil
 }
