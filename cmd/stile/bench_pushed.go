@@ -43,7 +43,7 @@ type pushedConfig struct {
 // in one keeping cfg.kept completed jobs. open opens a host with a pusher
 // (nil: none) over a data directory of its own, which it returns.
 func benchPushed(ctx context.Context, dir string, open func(host.Pusher) (*host.Manager, string, error), cfg pushedConfig) error {
-	bin := filepath.Join(dir, "executor")
+	bin := filepath.Join(dir, "pushed-executor")
 	if err := wasmbuild.BuildExecutor(ctx, ".", defaultHandlers, wasmbuild.Process, bin); err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func benchPushed(ctx context.Context, dir string, open func(host.Pusher) (*host.
 	}
 	// The long-polling worker runs the same handlers in a process of its
 	// own, as `stile work --handlers` runs them: like the executor.
-	wbin := filepath.Join(dir, "worker")
+	wbin := filepath.Join(dir, "long-polling-worker")
 	if err := wasmbuild.BuildExecutor(ctx, ".", defaultHandlers, wasmbuild.Worker, wbin); err != nil {
 		return err
 	}
