@@ -109,3 +109,32 @@ func TestWithoutATenantListTheWorkerFollowsTheDirectory(t *testing.T) {
 		require.False(t, ti.Ready, "%s: its work is done, it is idle", ti.Name)
 	}
 }
+
+// A worker following the directory runs a job enqueued while a slow one
+// of the same tenant runs at once: the tenant becomes ready again, and it
+// gets a drain of its own beside the one finishing the slow job.
+func TestFollowingTheDirectoryNoJobWaitsBehindASlowOne(t *testing.T) {
+	t.Parallel()
+	h := stiletest.New(t, stiletest.Config{App: testapp.App(), RealClock: true, Token: token})
+	ctx := context.Background()
+	release := make(chan struct{})
+	stop := start(t, worker.Config{URL: h.URL, Token: token, ID: "feed-slow", PollWait: 2 * time.Second},
+		map[string]worker.Handler{"test.echo": func(ctx context.Context, j *worker.Job) (any, error) {
+			if string(j.Args) == `{"slow":true}` {
+				<-release
+			}
+			return nil, nil
+		}})
+	defer stop()
+	defer close(release)
+	ten := h.Tenant("acme")
+	slow, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{"slow":true}`)})
+	require.NoError(t, err)
+	waitState(t, ten, slow.ID, "running")
+	fast, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{}`)})
+	require.NoError(t, err)
+	waitState(t, ten, fast.ID, "completed")
+	j, err := ten.Job(ctx, slow.ID)
+	require.NoError(t, err)
+	require.Equal(t, "running", j.State, "the new job ran while the slow one still held its drain")
+}
