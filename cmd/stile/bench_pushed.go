@@ -136,12 +136,12 @@ func benchPushed(ctx context.Context, dir string, open func(host.Pusher) (*host.
 	}()
 	for round := range cfg.rounds + 1 {
 		for _, c := range cases {
-			s, d, err := bench.JobLatencies(ctx, c.ten, cfg.jobs, every, json.RawMessage(`{}`))
+			l, err := bench.JobLatencies(ctx, c.ten, cfg.jobs, every, json.RawMessage(`{}`))
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}
 			if round > 0 { // the first round warms up
-				c.starts, c.dones = append(c.starts, s...), append(c.dones, d...)
+				c.starts, c.dones = append(c.starts, l.Start...), append(c.dones, l.Done...)
 			}
 		}
 	}
@@ -185,7 +185,7 @@ func behindASlowJob(ctx context.Context, ten *client.Tenant, n int, every time.D
 			return fmt.Errorf("the slow job did not start in 30 s (%s)", j.State)
 		}
 	}
-	start, done, err := bench.JobLatencies(ctx, ten, n, every, json.RawMessage(`{}`))
+	l, err := bench.JobLatencies(ctx, ten, n, every, json.RawMessage(`{}`))
 	if err != nil {
 		return fmt.Errorf("behind a slow job: %w", err)
 	}
@@ -193,7 +193,7 @@ func behindASlowJob(ctx context.Context, ten *client.Tenant, n int, every time.D
 		return fmt.Errorf("the slow job ended before the jobs behind it did (%s, %v): make it longer", j.State, err)
 	}
 	fmt.Printf("  behind a %s job in the same tenant, %d jobs at %s/s: enqueue → start p50 %s p99 %s; → completed p50 %s p99 %s\n",
-		time.Duration(sleepMs)*time.Millisecond, n, bench.Rate(1, every), bench.Percentile(start, 50), bench.Percentile(start, 99),
-		bench.Percentile(done, 50).Round(10*time.Microsecond), bench.Percentile(done, 99).Round(10*time.Microsecond))
+		time.Duration(sleepMs)*time.Millisecond, n, bench.Rate(1, every), bench.Percentile(l.Start, 50), bench.Percentile(l.Start, 99),
+		bench.Percentile(l.Done, 50).Round(10*time.Microsecond), bench.Percentile(l.Done, 99).Round(10*time.Microsecond))
 	return nil
 }

@@ -89,14 +89,22 @@ func FillFinished(dataDir, tenant string, n int, finishedAt int64) error {
 	return nil
 }
 
+// Latencies are what JobLatencies measured, each sorted.
+type Latencies struct {
+	// Start and Finish are from a job's enqueue to its handler's start and
+	// to its end, by the server's times (created, claimed, finished: whole
+	// milliseconds).
+	Start, Finish []time.Duration
+	// Done is from before the enqueue request until a wait for the job
+	// (GET /jobs/{id}?wait_ms, which the host answers as the job ends)
+	// returns: the completion as the enqueuer sees it.
+	Done []time.Duration
+}
+
 // JobLatencies enqueues n jobs of kind Kind with args into ten, one every
-// every, and returns, sorted, how long each took from its enqueue to its
-// handler's start by the server's times (created and claimed, in whole
-// milliseconds), and to its completion as its enqueuer sees it: from
-// before the enqueue request until a wait for the job (GET
-// /jobs/{id}?wait_ms, which the host answers as the job ends) returns.
-func JobLatencies(ctx context.Context, ten *client.Tenant, n int, every time.Duration, args json.RawMessage) (start, done []time.Duration, err error) {
-	start, done = make([]time.Duration, n), make([]time.Duration, n)
+// every, waits for each, and returns how long they took.
+func JobLatencies(ctx context.Context, ten *client.Tenant, n int, every time.Duration, args json.RawMessage) (Latencies, error) {
+	start, finish, done := make([]time.Duration, n), make([]time.Duration, n), make([]time.Duration, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	tick := time.NewTicker(every)
@@ -109,7 +117,7 @@ func JobLatencies(ctx context.Context, ten *client.Tenant, n int, every time.Dur
 		j, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: Kind, Args: args})
 		if err != nil {
 			wg.Wait()
-			return nil, nil, fmt.Errorf("enqueue job %d: %w", i, err)
+			return Latencies{}, fmt.Errorf("enqueue job %d: %w", i, err)
 		}
 		wg.Add(1)
 		go func() {
@@ -121,20 +129,22 @@ func JobLatencies(ctx context.Context, ten *client.Tenant, n int, every time.Dur
 			switch {
 			case err != nil:
 				errs[i] = fmt.Errorf("wait for job %s: %w", j.ID, err)
-			case got.State != "completed" || len(got.Attempts) == 0:
+			case got.State != "completed" || len(got.Attempts) == 0 || got.FinishedAt == nil:
 				errs[i] = fmt.Errorf("job %s ended %s", j.ID, got.State)
 			default:
 				start[i] = got.Attempts[0].ClaimedAt.Sub(got.CreatedAt)
+				finish[i] = got.FinishedAt.Sub(got.CreatedAt)
 			}
 		}()
 	}
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return nil, nil, err
+			return Latencies{}, err
 		}
 	}
-	slices.Sort(start)
-	slices.Sort(done)
-	return start, done, nil
+	for _, s := range [][]time.Duration{start, finish, done} {
+		slices.Sort(s)
+	}
+	return Latencies{Start: start, Finish: finish, Done: done}, nil
 }
