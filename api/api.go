@@ -184,6 +184,10 @@ type ClaimRequest struct {
 	// finishes what it took, and so whether new work needs a push of its
 	// own.
 	Push string `json:"push,omitempty"`
+	// Linger numbers the held claims of a push that ran out of work (with
+	// WaitMs): its host asks a held claim again whenever work may have
+	// become ready, and a new number tells the tenant a new hold began.
+	Linger int64 `json:"linger,omitempty"`
 }
 
 // ClaimResponse carries the claimed jobs. Now is the server's clock, so a

@@ -171,6 +171,7 @@ func (v ClaimRequest) AppendJSON(b []byte) []byte {
 	o.intOmit("limit", int64(v.Limit))
 	o.intOmit("wait_ms", v.WaitMs)
 	o.strOmit("push", v.Push)
+	o.intOmit("linger", v.Linger)
 	return o.end()
 }
 
@@ -1513,6 +1514,7 @@ const (
 	ClaimRequestLimit  ClaimRequestFields = 1 << 3 // limit
 	ClaimRequestWaitMs ClaimRequestFields = 1 << 4 // wait_ms
 	ClaimRequestPush   ClaimRequestFields = 1 << 5 // push
+	ClaimRequestLinger ClaimRequestFields = 1 << 6 // linger
 )
 
 // Not inlined: each call site would carry its own copy of the closure.
@@ -1545,6 +1547,9 @@ func (v *ClaimRequest) decode(r *reader) error {
 		case "push":
 			bit = ClaimRequestPush
 			v.Push, err = r.stringField(key)
+		case "linger":
+			bit = ClaimRequestLinger
+			v.Linger, err = r.integer(key)
 		default:
 			return unknownField(key)
 		}

@@ -138,7 +138,7 @@ var fixtures = map[string]any{
 	"Dependency":           fxDependency(),
 	"Attempt":              fxAttempt(),
 	"Rejection":            fxRejection(),
-	"ClaimRequest":         api.ClaimRequest{Worker: "w", Queues: []string{"a"}, Kinds: []string{"k"}, Limit: 3, WaitMs: 4, Push: "p1"},
+	"ClaimRequest":         api.ClaimRequest{Worker: "w", Queues: []string{"a"}, Kinds: []string{"k"}, Limit: 3, WaitMs: 4, Push: "p1", Linger: 2},
 	"ClaimResponse":        api.ClaimResponse{Now: fxAt, Jobs: []api.ClaimedJob{fxClaimedJob()}},
 	"ClaimedJob":           fxClaimedJob(),
 	"Claim":                fxClaim(),

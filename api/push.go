@@ -70,8 +70,9 @@ type PushDoneResponse struct {
 // PushStatus lists a tenant's pushes in flight (GET /pushes).
 type PushStatus struct {
 	InFlight []PushFlight `json:"in_flight"`
-	// Pending says work became ready that the pushes in flight did not
-	// leave room for: the next push to end looks again.
+	// Pending says work became ready that only a claiming or lingering
+	// push covers, or that the bounds left waiting: the next push to end
+	// looks again.
 	Pending bool `json:"pending,omitempty"`
 	// RetryAt is when a failed push is retried, if one failed.
 	RetryAt  *time.Time `json:"retry_at,omitempty"`

@@ -112,6 +112,8 @@ func Validate(p api.PushRequest) *api.Error {
 		return &api.InvalidTenant
 	case p.ID == "" || len(p.ID) > api.MaxNameBytes:
 		return api.Refuse(api.CodeInvalidRequest, "missing or overlong field \"id\": the push id from the tenant")
+	case p.LingerMs < 0 || p.LingerMs > api.MaxWait.Milliseconds():
+		return api.Refuse(api.CodeInvalidRequest, "linger_ms %d is outside 0-%d", p.LingerMs, api.MaxWait.Milliseconds())
 	}
 	return nil
 }

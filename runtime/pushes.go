@@ -20,8 +20,9 @@ import (
 // PushPolicy bounds a tenant's pushes to executors; the zero value of a
 // field keeps its default (see App.Pushes).
 type PushPolicy struct {
-	// MaxParallel is the most executors claiming for one tenant at once:
-	// how many a deep backlog gets (default 4).
+	// MaxParallel is the most pushes started for one tenant's backlog, the
+	// pushes in flight that will claim it counted: how many executors a
+	// deep backlog gets (default 4).
 	MaxParallel int
 	// MaxInFlight is the most pushes in flight for one tenant, those that
 	// only finish the jobs they took included (default 16, at least
@@ -106,10 +107,7 @@ func (t *Tenant) planPushes(now int64, jobsWoke, reactionsWoke, again bool) (do.
 	if !woke && !again && !due {
 		return do.Header{}, false, nil
 	}
-	switch tr.Look(now, jobsWoke, reactionsWoke) {
-	case push.Covered:
-		return do.Header{}, false, nil
-	case push.Blocked:
+	if tr.Look(now) == push.Blocked {
 		if woke {
 			tr.Defer()
 		}

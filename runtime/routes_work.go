@@ -31,7 +31,7 @@ func (t *Tenant) claim(body []byte) (route, *api.Error) {
 	}
 	for _, q := range r.Queues {
 		if q == api.AnyQueue && len(r.Queues) > 1 {
-			return nil, api.Refuse(api.CodeInvalidRequest, "queue %q (every queue) stands alone in a claim's queues", api.AnyQueue)
+			return nil, api.Refuse(api.CodeInvalidRequest, "queue %q (every queue) cannot be named with others: pass [%q] alone, or name up to %d queues", api.AnyQueue, api.AnyQueue, api.MaxClaimQueues)
 		}
 		if q != api.AnyQueue && !api.ValidName(q) {
 			return nil, api.Refuse(api.CodeInvalidRequest, "queue %q is invalid: use %s, or %q alone for every queue", q, api.NameRule, api.AnyQueue)
@@ -68,18 +68,13 @@ func (t *Tenant) claim(body []byte) (route, *api.Error) {
 			// Whether the push still claims decides whether work that
 			// becomes ready needs a push of its own (pushes.go).
 			more := false
-			switch {
-			case len(claimed) == r.Limit && r.WaitMs > 0:
-				// A held claim that brought work: its drain claims again
-				// at once, which says whether it left more.
-				more = true
-			case len(claimed) == r.Limit:
+			if len(claimed) == r.Limit {
 				if more, err = t.store.MoreReady(req); err != nil {
 					return result{}, err
 				}
 			}
 			if len(claimed) == 0 && r.WaitMs > 0 && t.pushTracker != nil {
-				t.pushTracker.Lingers(r.Push, now, r.WaitMs) // the host holds the claim
+				t.pushTracker.Lingers(r.Push, r.Linger, now, r.WaitMs) // the host holds the claim
 			} else {
 				t.claimedFor(r.Push, true, more)
 			}

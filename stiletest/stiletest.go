@@ -207,6 +207,11 @@ func start(cfg Config) (*Harness, error) {
 			if ex == nil {
 				return errors.New("stiletest: the harness is closing")
 			}
+			if !cfg.RealClock {
+				// A held claim waits on the manual clock, which only
+				// Advance moves: the executor does not linger.
+				p.LingerMs = 0
+			}
 			return executor.Local{H: ex}.Push(ctx, p)
 		})
 	}

@@ -45,11 +45,16 @@ var ErrUnreachable = errors.New("the tenant could not be reached")
 
 // Drain runs a tenant's ready work for one push (api.PushRequest; with no
 // ID, work the worker found in the directory, and no push to end): it
-// claims without waiting, runs what it claims on the worker's slots, and
-// claims again as slots free up, until nothing is left to claim or the
-// budget is near its end; it waits for the handlers it started, then ends
-// the push (api.PushDrained, or api.PushBudgetSpent so the tenant pushes
-// again at once). The claim, heartbeat, report and settlement are those of
+// claims without waiting (every queue, the kinds and reactions it has
+// handlers for, deliveries only for a push that names reactions), runs
+// what it claims on the worker's slots, and claims again as slots free up.
+// Once its claims take all there is, a pushed drain lingers: it holds one
+// claim for the push's LingerMs, so a job enqueued meanwhile starts at
+// once, and lingers again whenever some of its work ends. It stops when
+// nothing is left and its linger passed, or when the budget is near its
+// end; it waits for the handlers it started, then ends the push
+// (api.PushDrained, or api.PushBudgetSpent so the tenant pushes again at
+// once). The claim, heartbeat, report and settlement are those of
 // Run: a Drain killed midway is fenced like any stalled worker (its leases
 // run out, the tenant's alarm makes the work ready and pushes again).
 func (w *Worker) Drain(ctx context.Context, p api.PushRequest, b Budget) (DrainResult, error) {
@@ -100,6 +105,7 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 	// linger), and held says the last one was.
 	var hold time.Duration
 	held := false
+	lingers := int64(0) // the holds so far: each held claim names its own
 	defer func() {
 		if hold > 0 {
 			w.lingering.Add(-1) // a linger that never claimed
@@ -165,8 +171,12 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 			// The push's id tells the tenant whether this push still claims
 			// (pushes.go in package runtime); every queue, so a kind runs
 			// whatever queue it was put on.
-			resp, cerr := ten.Claim(ctx, api.ClaimRequest{Worker: w.cfg.ID, Queues: w.cfg.Queues, Kinds: kinds, Limit: n, Push: p.ID,
-				WaitMs: hold.Milliseconds()})
+			req := api.ClaimRequest{Worker: w.cfg.ID, Queues: w.cfg.Queues, Kinds: kinds, Limit: n, Push: p.ID}
+			if hold > 0 {
+				lingers++
+				req.WaitMs, req.Linger = hold.Milliseconds(), lingers
+			}
+			resp, cerr := ten.Claim(ctx, req)
 			if held = hold > 0; held {
 				w.lingering.Add(-1)
 				hold = 0
@@ -192,7 +202,13 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 			}
 			err = cerr
 		}
-		if len(names) > 0 && (p.ID == "" || len(p.Reactions) > 0) && err == nil && !(mode.inline && got > 0) && cap(w.slots) > len(w.slots) && (b.Subrequests == 0 || b.Used()+4 < b.Subrequests) {
+		wantDeliveries := len(names) > 0 && (p.ID == "" || len(p.Reactions) > 0) && err == nil && !(mode.inline && got > 0)
+		if wantDeliveries && b.Subrequests > 0 && b.Used()+4 >= b.Subrequests {
+			// Too few requests left for deliveries: the push ends with
+			// work left, and the tenant pushes again at once.
+			res.End, wantDeliveries = api.PushBudgetSpent, false
+		}
+		if wantDeliveries && cap(w.slots) > len(w.slots) {
 			limit := api.MaxDeliveries
 			if mode.inline {
 				limit = 1
@@ -221,13 +237,13 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 				w.log.Error("the tenant refused the claim", "tenant", p.Tenant, "push", p.ID, "err", err)
 				running.Wait()
 				w.endPush(ten, p, api.PushDrained)
-				return res, fmt.Errorf("drain %s for push %s: the claim was refused: %w", p.Tenant, p.ID, err)
+				return res, fmt.Errorf("%s: the claim was refused: %w", drainOf(p), err)
 			}
 			failures++
 			w.log.Warn("claim for a push failed", "tenant", p.Tenant, "push", p.ID, "err", err)
 			if failures >= 3 {
 				running.Wait()
-				return res, fmt.Errorf("drain %s for push %s: %w: %w", p.Tenant, p.ID, ErrUnreachable, err)
+				return res, fmt.Errorf("%s: %w: %w", drainOf(p), ErrUnreachable, err)
 			}
 			continue
 		}
@@ -274,6 +290,14 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 	return res, nil
 }
 
+// drainOf names a drain in its errors.
+func drainOf(p api.PushRequest) string {
+	if p.ID == "" {
+		return "work for tenant " + p.Tenant
+	}
+	return "drain " + p.Tenant + " for push " + p.ID
+}
+
 // endPush ends p (none: work found in the directory, or run by WorkOne).
 func (w *Worker) endPush(ten *client.Tenant, p api.PushRequest, end string) {
 	if p.ID == "" {
@@ -295,7 +319,7 @@ func (w *Worker) endPush(ten *client.Tenant, p api.PushRequest, end string) {
 // keep them from busy ones). A drain given a duration counts as lingering
 // until its claim returns.
 func (w *Worker) lingerFor(p api.PushRequest, b Budget) time.Duration {
-	d := time.Duration(p.LingerMs) * time.Millisecond
+	d := min(time.Duration(p.LingerMs)*time.Millisecond, api.MaxWait)
 	if p.ID == "" || d <= 0 {
 		return 0
 	}

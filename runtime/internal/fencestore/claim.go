@@ -155,22 +155,25 @@ func kindFilter(kinds []string) (string, []any) {
 	return " AND kind IN (?" + strings.Repeat(", ?", len(kinds)-1) + ")", args
 }
 
-// MaxAnyQueues bounds the queues a claim of api.AnyQueue reads, in name
-// order.
+// MaxAnyQueues bounds the queues a claim of api.AnyQueue reads: the first
+// queues with ready jobs in name order, paused ones passed over.
 const MaxAnyQueues = 64
 
 // claimQueues is the queues a claim reads: those it names, or with
 // api.AnyQueue every queue with ready jobs (of the free keys, for keyed
-// ones), found by stepping from one queue to the next along the ready
-// indexes; paused queues left out.
+// ones), up to MaxAnyQueues; paused queues left out.
 func (s *Store) claimQueues(queues []string, free []freeSlot) ([]string, error) {
+	paused, err := s.PausedQueues()
+	if err != nil {
+		return nil, err
+	}
 	if len(queues) == 1 && queues[0] == api.AnyQueue {
-		found, err := s.readyQueues(`concurrency_key IS NULL`)
+		found, err := s.readyQueues(paused, `concurrency_key IS NULL`)
 		if err != nil {
 			return nil, err
 		}
 		for _, f := range free {
-			more, err := s.readyQueues(`concurrency_key = ?2`, f.key)
+			more, err := s.readyQueues(paused, `concurrency_key = ?3`, f.key)
 			if err != nil {
 				return nil, err
 			}
@@ -180,11 +183,10 @@ func (s *Store) claimQueues(queues []string, free []freeSlot) ([]string, error) 
 				}
 			}
 		}
-		queues = found
+		return found, nil
 	}
-	paused, err := s.PausedQueues()
-	if err != nil || len(paused) == 0 {
-		return queues, err
+	if len(paused) == 0 {
+		return queues, nil
 	}
 	running := make([]string, 0, len(queues))
 	for _, q := range queues {
@@ -196,23 +198,38 @@ func (s *Store) claimQueues(queues []string, free []freeSlot) ([]string, error) 
 }
 
 // readyQueues lists the queues with ready jobs that match where (a term on
-// the key, whose ?2 is key, if given), up to MaxAnyQueues: each step is one seek
-// into the ready index, so the cost is the number of queues, not of jobs.
-func (s *Store) readyQueues(where string, key ...any) ([]string, error) {
+// the key, whose ?3 is key, if given), up to MaxAnyQueues of them that are
+// not paused. Each step is one seek into the ready index, from one queue to
+// the next: the cost is the number of queues, not of jobs. A page of
+// queues that paused ones thinned out is followed by the next.
+func (s *Store) readyQueues(paused map[string]bool, where string, key ...any) ([]string, error) {
 	next := `SELECT queue FROM stile_jobs WHERE state = 'available' AND ` + where
-	rows, err := s.db.Query(`WITH RECURSIVE q(name) AS (
-		SELECT (`+next+` ORDER BY queue LIMIT 1)
-		UNION ALL SELECT (`+next+` AND queue > q.name ORDER BY queue LIMIT 1) FROM q WHERE q.name IS NOT NULL
-		LIMIT ?1)
-		SELECT name FROM q WHERE name IS NOT NULL`, append([]any{MaxAnyQueues}, key...)...)
-	if err != nil {
-		return nil, printf.Errorf("find the queues with ready jobs: %w", err)
-	}
 	var out []string
-	for rows.Next() {
-		out = append(out, s.intern(rows.TextBytes(0)))
+	for after := ""; ; {
+		rows, err := s.db.Query(`WITH RECURSIVE q(name) AS (
+			SELECT (`+next+` AND queue > ?2 ORDER BY queue LIMIT 1)
+			UNION ALL SELECT (`+next+` AND queue > q.name ORDER BY queue LIMIT 1) FROM q WHERE q.name IS NOT NULL
+			LIMIT ?1)
+			SELECT name FROM q WHERE name IS NOT NULL`, append([]any{MaxAnyQueues, after}, key...)...)
+		if err != nil {
+			return nil, printf.Errorf("find the queues with ready jobs: %w", err)
+		}
+		n := 0
+		for rows.Next() {
+			n++
+			q := s.intern(rows.TextBytes(0))
+			after = q
+			if !paused[q] && len(out) < MaxAnyQueues {
+				out = append(out, q)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		if n < MaxAnyQueues || len(out) == MaxAnyQueues {
+			return out, nil
+		}
 	}
-	return out, rows.Err()
 }
 
 // MoreReady reports whether a claim like req would find another job now:

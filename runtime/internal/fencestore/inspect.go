@@ -181,19 +181,17 @@ type ReadyCount struct {
 // jobs it counts, never by the jobs a tenant keeps: it reads the queues
 // with ready jobs one seek each, then ranges of the ready indexes.
 func (s *Store) Ready(limit int) (total int64, counts []ReadyCount, err error) {
-	queues, err := s.readyQueues(`concurrency_key IS NULL`)
-	if err != nil {
-		return 0, nil, err
-	}
 	paused, err := s.PausedQueues()
 	if err != nil {
 		return 0, nil, err
 	}
-	var args []any
-	for _, q := range queues {
-		if !paused[q] {
-			args = append(args, q)
-		}
+	queues, err := s.readyQueues(paused, `concurrency_key IS NULL`)
+	if err != nil {
+		return 0, nil, err
+	}
+	args := make([]any, len(queues))
+	for i, q := range queues {
+		args[i] = q
 	}
 	count := func(sql string, args ...any) error {
 		rows, err := s.db.Query(sql, args...)
@@ -221,8 +219,12 @@ func (s *Store) Ready(limit int) (total int64, counts []ReadyCount, err error) {
 			return 0, nil, err
 		}
 	}
+	// Keyed jobs of paused queues are passed over in SQL, before the limit
+	// (a paused queue's keyed jobs are read to be passed over: paused
+	// queues with jobs under free keys are rare).
 	if err := count(`SELECT queue, kind FROM stile_jobs WHERE state = 'available'
-		AND concurrency_key IN (SELECT key FROM stile_concurrency WHERE in_use < slots) LIMIT ?`, limit); err != nil {
+		AND concurrency_key IN (SELECT key FROM stile_concurrency WHERE in_use < slots)
+		AND queue NOT IN (SELECT name FROM stile_queues WHERE paused = 1) LIMIT ?`, limit); err != nil {
 		return 0, nil, err
 	}
 	slices.SortFunc(counts, func(a, b ReadyCount) int {

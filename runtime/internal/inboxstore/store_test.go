@@ -230,3 +230,29 @@ func TestScheduleRefusesAReusedID(t *testing.T) {
 	err := f.db.Tx(func() error { return f.s.Schedule(3, "remind", 5_000, []byte(`{"id":"remind","type":"B"}`), "b") })
 	require.ErrorIs(t, err, inboxstore.ErrScheduledIDReused)
 }
+
+// Claimable says whether a claim would hand the handler a delivery: an
+// event waiting past its checkpoint, a lease run out, a retry come due;
+// not a run still in flight, nor a retry waiting for its time.
+func TestClaimableFollowsWhatAClaimWouldHandOut(t *testing.T) {
+	t.Parallel()
+	f := open(t)
+	require.NoError(t, f.s.Sync(0, []inboxstore.Handler{audit}))
+	claimable := func(now int64) bool {
+		t.Helper()
+		ok, err := f.s.Claimable(now, audit)
+		require.NoError(t, err)
+		return ok
+	}
+	require.False(t, claimable(0), "nothing appended")
+	f.append("a", "c")
+	require.True(t, claimable(0), "an event of its types waits")
+	ds := f.claim(0, "w", audit, 1)
+	require.Len(t, ds, 1)
+	require.False(t, claimable(100), "its run is in flight: the rest waits behind it")
+	require.True(t, claimable(ds[0].Entry.LeaseUntil), "the lease ran out: delivered again")
+
+	require.NoError(t, f.db.Tx(func() error { return f.s.Retry(100, ds[0].Entry, 5_000, 1, "boom") }))
+	require.False(t, claimable(4_999), "a retry waits for its time")
+	require.True(t, claimable(5_000), "and is due then")
+}

@@ -9,8 +9,9 @@ import (
 
 // Policy bounds the pushes of one tenant.
 type Policy struct {
-	// MaxParallel is the most pushes that claim at once: executors a deep
-	// backlog gets in parallel. Each tenant has its own bound, and each
+	// MaxParallel is the most pushes started for a backlog, those in flight
+	// that will claim it counted: executors a deep backlog gets in
+	// parallel. Each tenant has its own bound, and each
 	// push is an executor invocation of its own, so a busy tenant takes no
 	// executor from another.
 	MaxParallel int
@@ -76,10 +77,11 @@ type Flight struct {
 	jobsClaimed, reactionsClaimed bool
 	jobsMore, reactionsMore       bool
 	// lingering says its last claim of jobs found nothing and is held by
-	// the host until lingerUntil (the first time it found nothing, plus
-	// its wait).
+	// the host until lingerUntil (the first time that hold found nothing,
+	// plus its wait); lingerSeq numbers the hold, as its drain does.
 	lingering   bool
 	lingerUntil int64
+	lingerSeq   int64
 }
 
 // State is the flight's state at now.
@@ -102,10 +104,6 @@ const lingerMargin = 50
 
 // lingers says the push's held claim still waits at now.
 func (f Flight) lingers(now int64) bool { return f.lingering && now < f.lingerUntil-lingerMargin }
-
-// seesJobs says the push's next claim of jobs sees every job ready at
-// now: it has not claimed jobs yet, or its claim is held.
-func (f Flight) seesJobs(now int64) bool { return !f.jobsClaimed || f.lingers(now) }
 
 // seesReactions says the push claims deliveries and will see every one
 // ready now: it has not claimed them yet, or its last claim left more.
@@ -154,33 +152,22 @@ func (t *Tracker) Due(now int64) bool {
 }
 
 // Cover says, before the runtime counts what is ready, whether new work
-// could get a push at now.
+// could get a push.
 type Cover byte
 
 const (
 	// Open: a push may start; count what is ready and call Start.
 	Open Cover = iota
-	// Covered: a push that has not claimed yet will see the work.
-	Covered
 	// Blocked: no push may start (a failed push's backoff, or MaxInFlight
 	// pushes in flight); the runtime calls Defer so the next end looks
 	// again.
 	Blocked
 )
 
-// Look says whether work that became ready at now (jobs, reaction
-// deliveries, or either) could get a push.
-func (t *Tracker) Look(now int64, jobs, reactions bool) Cover {
+// Look says whether work that became ready at now could get a push.
+func (t *Tracker) Look(now int64) Cover {
 	t.expire(now)
-	covered := func(sees func(Flight) bool) bool { return slices.ContainsFunc(t.flights, sees) }
-	seesJobs := func(f Flight) bool { return f.seesJobs(now) }
-	switch {
-	case t.retryAt != 0 && now < t.retryAt:
-		return Blocked
-	case (jobs || reactions) && (!jobs || covered(seesJobs)) && (!reactions || covered(Flight.seesReactions)):
-		t.lingerPending(jobs)
-		return Covered
-	case len(t.flights) >= t.Policy.MaxInFlight:
+	if t.retryAt != 0 && now < t.retryAt || len(t.flights) >= t.Policy.MaxInFlight {
 		return Blocked
 	}
 	return Open
@@ -194,14 +181,17 @@ func (t *Tracker) Defer() { t.pending = true }
 // them in flight, and returns their ids (none: nothing to push, or the
 // pushes in flight suffice).
 //
-// Jobs: a push that has not claimed jobs yet covers every job ready (its
-// first claim sees them). A claiming push covers its share of a backlog:
-// the backlog wants one executor per PerExecutor ready jobs, up to
-// MaxParallel, and those claiming count against it. A finishing push
-// covers nothing: work ready now gets a push of its own, up to
+// Jobs: a backlog wants one executor per PerExecutor ready jobs, up to
+// MaxParallel. Each push that will claim what is ready counts as one of
+// them: one that has not claimed jobs yet (its first claim sees them),
+// one whose claim is held (it lingers: its host wakes it), one whose last
+// claim left work (it claims again as its slots free). A finishing push
+// counts for nothing: work ready now gets a push of its own, up to
 // MaxInFlight in all. Reaction deliveries: a push that named reactions and
 // has not claimed them yet, or whose last claim left more, covers them.
-// Work the bounds leave waiting is deferred to the next end.
+// Work covered only by pushes that may miss it (a claiming push's claims,
+// a held claim its host may just have given up) or left waiting by the
+// bounds is pending: the next end looks again.
 func (t *Tracker) Start(now int64, r Ready) []string {
 	t.expire(now)
 	if t.retryAt != 0 && now < t.retryAt {
@@ -213,36 +203,35 @@ func (t *Tracker) Start(now int64, r Ready) []string {
 		t.pending = false // nothing is left to look for
 		return nil
 	}
-	jobsCovered := r.Jobs == 0 || slices.ContainsFunc(t.flights, func(f Flight) bool { return f.seesJobs(now) })
-	reactionsCovered := r.Reactions == 0 || slices.ContainsFunc(t.flights, Flight.seesReactions)
-	if jobsCovered && reactionsCovered {
-		t.lingerPending(r.Jobs > 0)
-		return nil
-	}
-	want := 0
-	if !jobsCovered {
-		claiming := 0
+	want, unsure := 0, false
+	if r.Jobs > 0 {
+		covering := 0
 		for _, f := range t.flights {
-			if f.jobsClaimed && f.jobsMore {
-				claiming++
+			switch {
+			case !f.jobsClaimed:
+				covering++
+			case f.lingers(now) || f.jobsMore:
+				covering++
+				unsure = true
 			}
 		}
 		want = 1
 		if per := max(t.Policy.PerExecutor, 1); r.Jobs > per {
 			want = int((r.Jobs + per - 1) / per)
 		}
-		want = min(want, t.Policy.MaxParallel) - claiming
+		want = min(want, t.Policy.MaxParallel) - covering
 	}
-	if !reactionsCovered {
+	if r.Reactions > 0 && !slices.ContainsFunc(t.flights, Flight.seesReactions) {
 		want = max(want, 1)
 	}
-	want = min(want, t.Policy.MaxInFlight-len(t.flights))
-	if want <= 0 {
-		// The claiming executors take it as their slots free up; should
-		// their claims miss it, the first of them to end looks again.
-		t.pending = true
+	bounded := min(want, t.Policy.MaxInFlight-len(t.flights))
+	if bounded <= 0 {
+		if unsure || want > 0 {
+			t.pending = true
+		}
 		return nil
 	}
+	want = bounded
 	t.pending = false // the new pushes see everything ready by then
 	ids := make([]string, want)
 	for i := range ids {
@@ -251,15 +240,6 @@ func (t *Tracker) Start(now int64, r Ready) []string {
 		t.flights = append(t.flights, Flight{ID: ids[i], Started: now, Expires: now + t.Policy.TTL, reactions: r.Reactions > 0})
 	}
 	return ids
-}
-
-// lingerPending makes the next end look again when jobs are covered only
-// by a lingering push: its host may have given up the held claim already,
-// and the push's end is then on its way.
-func (t *Tracker) lingerPending(jobs bool) {
-	if jobs && !slices.ContainsFunc(t.flights, func(f Flight) bool { return !f.jobsClaimed }) {
-		t.pending = true
-	}
 }
 
 // Claimed records a claim made for push id (of jobs, or of reaction
@@ -278,19 +258,20 @@ func (t *Tracker) Claimed(id string, jobs, more bool) {
 	}
 }
 
-// Lingers records that a claim of jobs for push id found nothing at now
-// and is held by its host for waitMs: the push waits for more, and covers
-// jobs that become ready until the hold ends. The host asks the claim
-// again whenever a commit may have made work ready, so the first time it
-// finds nothing starts the hold.
-func (t *Tracker) Lingers(id string, now, waitMs int64) {
+// Lingers records that a claim of jobs for push id, the push's hold seq,
+// found nothing at now and is held by its host for waitMs: the push waits
+// for more, and covers jobs that become ready until the hold ends. The
+// host asks a held claim again whenever a commit may have made work ready:
+// the first time a hold finds nothing starts it, and a new seq is a new
+// hold.
+func (t *Tracker) Lingers(id string, seq, now, waitMs int64) {
 	i := slices.IndexFunc(t.flights, func(f Flight) bool { return f.ID == id })
 	if i < 0 {
 		return
 	}
 	f := &t.flights[i]
-	if !f.lingering {
-		f.lingering, f.lingerUntil = true, now+waitMs
+	if !f.lingering || f.lingerSeq != seq {
+		f.lingering, f.lingerUntil, f.lingerSeq = true, now+waitMs, seq
 	}
 	f.jobsClaimed, f.jobsMore = true, false
 }

@@ -14,12 +14,12 @@ func TestStartSizesToTheBacklogUpToTheBound(t *testing.T) {
 	tr := New(policy, "p")
 	require.Empty(t, tr.Start(0, Ready{}), "nothing ready: no push")
 	require.Equal(t, []string{"p1", "p2", "p3"}, tr.Start(0, Ready{Jobs: 500}), "a deep backlog: MaxParallel executors")
-	require.Equal(t, Covered, tr.Look(0, true, false), "pushes that have not claimed see what becomes ready")
-	require.Empty(t, tr.Start(0, Ready{Jobs: 500}))
+	require.Empty(t, tr.Start(0, Ready{Jobs: 500}), "pushes that have not claimed see what becomes ready")
+	require.False(t, tr.Pending(), "their first claims see it: nothing to look for later")
 	for _, id := range []string{"p1", "p2", "p3"} {
 		tr.Claimed(id, true, true)
 	}
-	require.Equal(t, Open, tr.Look(1, true, false))
+	require.Equal(t, Open, tr.Look(1))
 	require.Empty(t, tr.Start(1, Ready{Jobs: 500}), "claiming executors cover the backlog")
 	require.True(t, tr.Pending(), "work the bound left waiting is looked at when a push ends")
 
@@ -30,6 +30,15 @@ func TestStartSizesToTheBacklogUpToTheBound(t *testing.T) {
 	require.Equal(t, []string{"q2", "q3"}, small.Start(0, Ready{Jobs: 20}), "20 jobs at 10 each: two claiming")
 }
 
+// A batch that comes while a push has not claimed yet gets the executors
+// its size wants, the starting push counted as one of them.
+func TestABatchBesideAStartingPushGetsItsExecutors(t *testing.T) {
+	tr := New(policy, "p")
+	require.Equal(t, []string{"p1"}, tr.Start(0, Ready{Jobs: 1}))
+	require.Equal(t, []string{"p2", "p3"}, tr.Start(1, Ready{Jobs: 1000}), "three executors for the backlog, the first counted")
+	require.Empty(t, tr.Start(2, Ready{Jobs: 1000}))
+}
+
 func TestAFinishingPushCoversNothing(t *testing.T) {
 	tr := New(policy, "p")
 	ids := tr.Start(0, Ready{Jobs: 1})
@@ -37,7 +46,7 @@ func TestAFinishingPushCoversNothing(t *testing.T) {
 	tr.Claimed(ids[0], true, false)
 	require.Equal(t, Finishing, tr.Flights()[0].State(0), "its claim took everything: it only runs what it took")
 	// A job that becomes ready behind a slow one gets a push of its own.
-	require.Equal(t, Open, tr.Look(5, true, false))
+	require.Equal(t, Open, tr.Look(5))
 	require.Equal(t, []string{"p2"}, tr.Start(5, Ready{Jobs: 1}))
 	require.False(t, tr.Pending())
 
@@ -57,7 +66,7 @@ func TestAFinishingPushCoversNothing(t *testing.T) {
 		require.Len(t, ids, 1)
 		tr.Claimed(ids[0], true, false)
 	}
-	require.Equal(t, Blocked, tr.Look(7, true, false), "MaxInFlight pushes in flight")
+	require.Equal(t, Blocked, tr.Look(7), "MaxInFlight pushes in flight")
 	require.Empty(t, tr.Start(7, Ready{Jobs: 1}))
 	require.True(t, tr.Pending())
 	_, again := tr.End(8, ids[0], api.PushDrained)
@@ -71,24 +80,19 @@ func TestAFinishingPushCoversNothing(t *testing.T) {
 func TestReactionsAreCoveredOnlyByPushesThatClaimThem(t *testing.T) {
 	tr := New(policy, "p")
 	require.Equal(t, []string{"p1"}, tr.Start(0, Ready{Jobs: 1}), "a push for jobs alone")
-	require.Equal(t, Covered, tr.Look(1, true, false))
-	require.Equal(t, Open, tr.Look(1, false, true), "its executor claims no deliveries: an event needs a push")
-	require.Equal(t, Open, tr.Look(1, true, true))
+	require.Empty(t, tr.Start(1, Ready{Jobs: 1}))
 	ids := tr.Start(1, Ready{Jobs: 1, Reactions: 1})
-	require.Equal(t, []string{"p2"}, ids, "one push for the deliveries, the jobs still covered by the first")
-	require.Equal(t, Covered, tr.Look(2, false, true))
+	require.Equal(t, []string{"p2"}, ids, "its executor claims no deliveries: one push for them, the jobs still covered by the first")
 	require.Empty(t, tr.Start(2, Ready{Reactions: 2}))
 
 	// Its claims took every delivery: new ones need another push; a claim
 	// that filled its limit keeps covering them.
 	tr.Claimed("p2", true, false)
 	tr.Claimed("p2", false, false)
-	require.Equal(t, Open, tr.Look(3, false, true))
 	require.Equal(t, []string{"p3"}, tr.Start(3, Ready{Reactions: 1}))
 	tr.Claimed("p3", true, false)
 	tr.Claimed("p3", false, true)
 	require.Equal(t, Claiming, tr.Flights()[2].State(0))
-	require.Equal(t, Covered, tr.Look(4, false, true))
 	require.Empty(t, tr.Start(4, Ready{Reactions: 3}))
 }
 
@@ -98,29 +102,37 @@ func TestALingeringPushCoversJobsUntilItsHoldEnds(t *testing.T) {
 	tr := New(long, "p")
 	ids := tr.Start(0, Ready{Jobs: 1})
 	tr.Claimed(ids[0], true, false)
-	tr.Lingers(ids[0], 0, 1000)
+	tr.Lingers(ids[0], 1, 0, 1000)
 	require.Equal(t, Lingering, tr.Flights()[0].State(10))
 	// The host asks the held claim again on every commit: the hold still
 	// ends 1000 ms after it began.
-	tr.Lingers(ids[0], 500, 1000)
-	require.Equal(t, Covered, tr.Look(600, true, false), "its held claim takes the next job")
-	require.Empty(t, tr.Start(600, Ready{Jobs: 1}))
+	tr.Lingers(ids[0], 1, 500, 1000)
+	require.Empty(t, tr.Start(600, Ready{Jobs: 1}), "its held claim takes the next job")
 	require.True(t, tr.Pending(), "should the hold be given up first, the push's end looks again")
-	require.Equal(t, Open, tr.Look(600, false, true), "a held claim of jobs takes no deliveries")
+	require.Equal(t, []string{"p2"}, tr.Start(600, Ready{Jobs: 1, Reactions: 1}), "a held claim of jobs takes no deliveries")
 
 	// Near and past its end the push only finishes what it runs: a job
 	// gets a push of its own.
 	require.Equal(t, Finishing, tr.Flights()[0].State(1000-lingerMargin))
-	require.Equal(t, Open, tr.Look(1000-lingerMargin, true, false))
-	require.Equal(t, []string{"p2"}, tr.Start(1000, Ready{Jobs: 1}))
+	tr.Claimed("p2", true, false)
+	tr.Claimed("p2", false, false)
+	require.Equal(t, []string{"p3"}, tr.Start(1000, Ready{Jobs: 1}))
 
-	// A claim that takes a job ends the linger; the next one starts anew.
-	tr.Claimed("p2", true, false)
-	tr.Lingers("p2", 1100, 1000)
-	tr.Claimed("p2", true, false)
-	require.Equal(t, Finishing, tr.Flights()[1].State(1200))
-	tr.Lingers("p2", 1300, 1000)
-	require.Equal(t, Lingering, tr.Flights()[1].State(2200))
+	// A claim that takes a job ends the linger; the next hold starts anew.
+	tr.Claimed("p3", true, false)
+	tr.Lingers("p3", 1, 1100, 1000)
+	tr.Claimed("p3", true, false)
+	require.Equal(t, Finishing, tr.Flights()[2].State(1200))
+	tr.Lingers("p3", 2, 1300, 1000)
+	require.Equal(t, Lingering, tr.Flights()[2].State(2200))
+
+	// A hold that ended with nothing, then a new one (its drain's slow job
+	// ended): the new hold is seen by its number, not mistaken for the old.
+	tr.Lingers(ids[0], 1, 3000, 1000)
+	require.Equal(t, Finishing, tr.Flights()[0].State(3000), "the first hold ended long ago")
+	tr.Lingers(ids[0], 2, 3000, 1000)
+	require.Equal(t, Lingering, tr.Flights()[0].State(3100))
+	require.Equal(t, Finishing, tr.Flights()[0].State(4000-lingerMargin))
 }
 
 func TestEndLooksAgainWhenWorkWasLeftOrDeferred(t *testing.T) {
@@ -149,7 +161,7 @@ func TestFailedPushBacksOffAndExpiryReplacesALostOne(t *testing.T) {
 	_, again := tr.End(0, ids[0], api.PushFailed)
 	require.False(t, again)
 	require.Equal(t, int64(100), tr.NextAt(), "the alarm retries the failed push")
-	require.Equal(t, Blocked, tr.Look(50, true, false))
+	require.Equal(t, Blocked, tr.Look(50))
 	require.Empty(t, tr.Start(50, Ready{Jobs: 1}), "no push before the retry is due")
 	require.True(t, tr.Due(100))
 	ids = tr.Start(100, Ready{Jobs: 1})
