@@ -91,6 +91,7 @@ func (t *Tenant) applyDue(now int64, noticedBy string) error {
 	if t.due.at == 0 || now < t.due.at {
 		return nil
 	}
+	t.dueApplied = true
 	res, err := t.store.ApplyDue(now, noticedBy, mrandFloat)
 	if err != nil {
 		return err

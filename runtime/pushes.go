@@ -97,11 +97,12 @@ const maxPushNames = 640
 
 // planPushes decides, after a committed request, the pushes its response
 // asks the transport to deliver; nil for none. jobsWoke and reactionsWoke
-// say the commit made work ready; again that an ended push asked to look
-// again. What is ready is read only when a push could start, and only
-// through what is ready (Store.Ready, inboxstore.Claimable): a tenant
-// keeping a day of finished jobs decides as fast as a fresh one.
-func (t *Tenant) planPushes(now int64, jobsWoke, reactionsWoke, again bool) (do.Header, bool, error) {
+// say the commit made work ready, one that it made one job ready (a
+// single enqueue); again that an ended push asked to look again. What is
+// ready is read only when a push could start, and only through what is
+// ready (Store.Ready, inboxstore.Claimable): a tenant keeping a day of
+// finished jobs decides as fast as a fresh one.
+func (t *Tenant) planPushes(now int64, jobsWoke, reactionsWoke, again, one bool) (do.Header, bool, error) {
 	tr := t.tracker(now)
 	woke, due := jobsWoke || reactionsWoke, tr.Due(now)
 	if !woke && !again && !due {
@@ -111,6 +112,11 @@ func (t *Tenant) planPushes(now int64, jobsWoke, reactionsWoke, again bool) (do.
 		if woke {
 			tr.Defer()
 		}
+		return do.Header{}, false, nil
+	}
+	if one && !again && !due && tr.TakesOne(now) {
+		// A push about to claim, or lingering, takes the job: a steady
+		// trickle of enqueues costs no count of what is ready.
 		return do.Header{}, false, nil
 	}
 	jobs, counts, err := t.store.Ready(api.MaxPushCount)

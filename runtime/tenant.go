@@ -76,8 +76,9 @@ type Tenant struct {
 	dirVersions bool
 
 	// dueEnded says the request's due work expired a lease (which may have
-	// ended a job): the response says FlagFinished.
-	dueEnded bool
+	// ended a job): the response says FlagFinished. dueApplied says the
+	// request applied due work at all.
+	dueEnded, dueApplied bool
 
 	// route is the route the request matched ("" before a match): the
 	// response names it in stile-route, for the host's logs and metrics.
@@ -244,7 +245,7 @@ func (t *Tenant) answer(req do.Request) do.Response {
 	}
 
 	now := t.db.Now()
-	t.dueEnded = false
+	t.dueEnded, t.dueApplied = false, false
 	var res result
 	err := t.db.Tx(func() error {
 		if err := t.applyDue(now, noticedBy); err != nil {
@@ -352,7 +353,9 @@ func (t *Tenant) answer(req do.Request) do.Response {
 			resp.Flags |= do.FlagWake
 		}
 		if req.Headers.Get(do.HeaderExecutor) != "" && t.name != "" {
-			h, ok, perr := t.planPushes(now, jobsWoke, reactionsWoke, again)
+			// A single enqueue, with no due work, made one job ready.
+			one := jobsWoke && !reactionsWoke && !t.dueApplied && t.route == api.RouteEnqueue
+			h, ok, perr := t.planPushes(now, jobsWoke, reactionsWoke, again, one)
 			if perr != nil {
 				return errorResponse(api.Internal("plan pushes: " + perr.Error()))
 			}

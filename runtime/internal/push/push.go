@@ -173,6 +173,23 @@ func (t *Tracker) Look(now int64) Cover {
 	return Open
 }
 
+// TakesOne reports whether one job that became ready at now is taken by
+// a push in flight without counting what is ready: one that has not
+// claimed jobs yet, or one whose claim is held (then the next end looks
+// again, should the hold have been given up). It is Start's answer for one
+// more job beside work the pushes in flight already cover.
+func (t *Tracker) TakesOne(now int64) bool {
+	t.expire(now)
+	if slices.ContainsFunc(t.flights, func(f Flight) bool { return !f.jobsClaimed }) {
+		return true
+	}
+	if slices.ContainsFunc(t.flights, func(f Flight) bool { return f.lingers(now) }) {
+		t.pending = true
+		return true
+	}
+	return false
+}
+
 // Defer records that work became ready that no new push covers: the next
 // push to end looks again.
 func (t *Tracker) Defer() { t.pending = true }

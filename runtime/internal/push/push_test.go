@@ -217,3 +217,19 @@ func TestNewKeepsTheBoundsConsistent(t *testing.T) {
 	require.Equal(t, 8, tr.Policy.MaxInFlight, "MaxInFlight is at least MaxParallel")
 	require.Len(t, tr.Start(0, Ready{Jobs: 100}), 8)
 }
+
+// One more job is taken by a push about to claim, or by a lingering one
+// (then the next end looks again), without counting what is ready.
+func TestOneJobIsTakenByAStartingOrLingeringPush(t *testing.T) {
+	tr := New(policy, "p")
+	require.False(t, tr.TakesOne(0), "no push in flight")
+	ids := tr.Start(0, Ready{Jobs: 1})
+	require.True(t, tr.TakesOne(1), "its first claim sees it")
+	require.False(t, tr.Pending())
+	tr.Claimed(ids[0], true, false)
+	require.False(t, tr.TakesOne(2), "a finishing push takes nothing")
+	tr.Lingers(ids[0], 1, 3, 500)
+	require.True(t, tr.TakesOne(4), "its held claim takes it")
+	require.True(t, tr.Pending(), "should the hold have been given up, its end looks again")
+	require.False(t, tr.TakesOne(500), "past the hold")
+}
