@@ -58,6 +58,7 @@ func pushedSuite(t *testing.T, cl *client.Client, prefix string, parallel bool) 
 	}
 	run("EveryQueue", pushedEveryQueue)
 	run("NoWaitBehindASlowJob", pushedBehindASlowJob)
+	run("NoReactionWaitsBehindASlowJob", pushedReactionBehindASlowJob)
 	run("ALingeringPushTakesTheNextJob", pushedLinger)
 	run("JobRetryIsPushedWhenDue", pushedJobRetry)
 	run("RunAtIsPushedWhenDue", pushedRunAt)
@@ -107,6 +108,26 @@ func pushedBehindASlowJob(t *testing.T, ten *client.Tenant) {
 	require.Equal(t, "running", j.State, "the new job completed while the slow one still ran")
 	require.Less(t, done.Attempts[0].ClaimedAt.Sub(fast.CreatedAt), 2*time.Second,
 		"the new job was claimed at once, not after the slow one")
+	require.Equal(t, "completed", waitEnded(t, ten, slow.ID).State)
+	noPushes(t, ten)
+}
+
+func pushedReactionBehindASlowJob(t *testing.T, ten *client.Tenant) {
+	ctx := context.Background()
+	slow, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{"sleep_ms":2500}`)})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		j, err := ten.Job(ctx, slow.ID)
+		return err == nil && j.State == "running"
+	}, 30*time.Second, 5*time.Millisecond, "the slow job starts")
+	p := newWatchedProvider(t)
+	data, _ := json.Marshal(testhandlers.NoteArgs{Provider: p.URL, Mark: "behind"})
+	_, err = ten.Command(ctx, api.Command{ID: "n1", Aggregate: "bulk", AggregateID: "b1", Type: "Note", Data: data})
+	require.NoError(t, err)
+	p.wait(t, "behind")
+	j, err := ten.Job(ctx, slow.ID)
+	require.NoError(t, err)
+	require.Equal(t, "running", j.State, "the reaction ran while the slow job still ran")
 	require.Equal(t, "completed", waitEnded(t, ten, slow.ID).State)
 	noPushes(t, ten)
 }
