@@ -16,20 +16,22 @@ type Code string
 
 // Codes of requests refused before any state was read.
 const (
-	CodeUnauthorized     Code = "unauthorized"       // 401: the bearer token is missing or wrong
-	CodeForbidden        Code = "forbidden"          // 403: the token is valid but its role or tenants do not allow this (the message says what it allows)
-	CodeInvalidTenant    Code = "invalid_tenant"     // 400: the tenant name breaks the rule, or the object serves another tenant
-	CodeInvalidJSON      Code = "invalid_json"       // 400: the body is not JSON of the expected shape: malformed, an unknown field, a value of the wrong type, data after the object
-	CodeInvalidRequest   Code = "invalid_request"    // 400: a field is missing or out of its range (the message names it and the range)
-	CodeUnknownKind      Code = "unknown_kind"       // 400: the job kind is not registered in the tenant module (the message lists those that are)
-	CodeInvalidArgs      Code = "invalid_args"       // 400: the kind's Validate refused the args (its message follows)
-	CodeTooLarge         Code = "too_large"          // 400: args over 1 MiB, output over 512 KiB; event data, command data or a process's state over 1 MiB
-	CodeUnknownAggregate Code = "unknown_aggregate"  // 400: no aggregate of that name is registered
-	CodeUnknownHandler   Code = "unknown_handler"    // 400: no policy or process of that name is registered
-	CodeBodyTooLarge     Code = "body_too_large"     // 413: the request body is over 10 MiB
-	CodeNotFound         Code = "not_found"          // 404: no such route, job, schedule, command, projection or query
-	CodeMethodNotAllowed Code = "method_not_allowed" // 405: the route exists for other methods (the Allow header lists them)
-	CodeInternal         Code = "internal"           // 500: the module or its host failed; the request was rolled back and wrote nothing
+	CodeUnauthorized     Code = "unauthorized"          // 401: the bearer token is missing or wrong
+	CodeForbidden        Code = "forbidden"             // 403: the token is valid but its role or tenants do not allow this (the message says what it allows)
+	CodeInvalidTenant    Code = "invalid_tenant"        // 400: the tenant name breaks the rule, or the object serves another tenant
+	CodeInvalidJSON      Code = "invalid_json"          // 400: the body is not JSON of the expected shape: malformed, an unknown field, a value of the wrong type, data after the object
+	CodeInvalidRequest   Code = "invalid_request"       // 400: a field is missing or out of its range (the message names it and the range)
+	CodeUnknownKind      Code = "unknown_kind"          // 400: the job kind is not registered in the tenant module (the message lists those that are)
+	CodeInvalidArgs      Code = "invalid_args"          // 400: the kind's Validate refused the args (its message follows)
+	CodeTooLarge         Code = "too_large"             // 400: args over 1 MiB, output over 512 KiB; event data, command data or a process's state over 1 MiB
+	CodeUnknownAggregate Code = "unknown_aggregate"     // 400: no aggregate of that name is registered
+	CodeUnknownHandler   Code = "unknown_handler"       // 400: no policy or process of that name is registered
+	CodeBodyTooLarge     Code = "body_too_large"        // 413: the request body is over 10 MiB
+	CodeNotFound         Code = "not_found"             // 404: no such route, job, schedule, command, projection or query
+	CodeMethodNotAllowed Code = "method_not_allowed"    // 405: the route exists for other methods (the Allow header lists them)
+	CodeInternal         Code = "internal"              // 500: the module or its host failed; the request was rolled back and wrote nothing
+	CodeAnswerLost       Code = "committed_answer_lost" // 500: the request was applied (its transaction committed), then its answer was lost: read the state before retrying
+	CodeDecidePanicked   Code = "decide_panicked"       // 500: the aggregate's decide panicked (a bug in the module: its stack is in the host's log); nothing was written
 )
 
 // Codes of requests refused because of the state they found. Nothing was
@@ -43,7 +45,7 @@ const (
 	CodeCommandIDReused Code = "command_id_reused" // 409: the command id was applied before with other content
 	CodeNotStuck        Code = "not_stuck"         // 409: skip of an event that is not the reaction's first open delivery
 	CodeModuleSchedule  Code = "module_schedule"   // 409: the schedule is declared by the tenant module; change it there
-	CodeCommandRejected Code = "command_rejected"  // 422: the aggregate's decide refused the command (its error, or a panic in its code); nothing was written
+	CodeCommandRejected Code = "command_rejected"  // 422: the aggregate's decide refused the command (its error); nothing was written
 	CodeImportConflict  Code = "import_conflict"   // 409: an import page that does not fit the tenant: not empty, another import under way, a page out of order, other schema versions, a row its tables refuse
 	CodeTxFailed        Code = "tx_failed"         // 422: a registered transaction failed; it wrote nothing
 	CodeQueryFailed     Code = "query_failed"      // 422: a registered query's SQL failed with these parameters

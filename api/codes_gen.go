@@ -24,7 +24,7 @@ func (c Code) Status() int {
 		return 413
 	case CodeCommandRejected, CodeTxFailed, CodeQueryFailed:
 		return 422
-	case CodeInternal:
+	case CodeInternal, CodeAnswerLost, CodeDecidePanicked:
 		return 500
 	case CodeMigrationFailed, CodeSchemaAhead:
 		return 503

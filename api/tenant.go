@@ -68,6 +68,18 @@ func Internal(cause string) *Error {
 	return &Error{Status: 500, Code: CodeInternal, Message: InternalPrefix + cause}
 }
 
+// AnswerLostPrefix starts the message of a failure after the request's
+// transaction committed: what it wrote stands.
+const AnswerLostPrefix = "the request was applied, then its answer was lost: read the state before retrying: "
+
+// AnswerLost is the 500 of a request whose transaction committed and
+// whose answer could not be made (the module failed after the commit).
+// A client must not take it for "nothing happened": an enqueue retried
+// after it makes a second job.
+func AnswerLost(cause string) *Error {
+	return &Error{Status: 500, Code: CodeAnswerLost, Message: AnswerLostPrefix + cause}
+}
+
 // SplitTenantPath splits /v1/t/{tenant}/{rest…} into the tenant and the
 // rest. ok is false when the path is not a tenant route.
 func SplitTenantPath(path string) (tenant, rest string, ok bool) {

@@ -119,6 +119,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "RoutesAndPaths", run: scenarioRoutesAndPaths},
 		{name: "LargeArgs", run: scenarioLargeArgs},
 		{name: "TrapRollsBack", run: scenarioTrap},
+		{name: "TrapAfterTheCommitSaysSo", run: scenarioTrapAfterCommit},
 		{name: "Dependencies", run: scenarioDependencies},
 		{name: "StaleReportUnlatchesNothing", run: scenarioStaleReportUnlatchesNothing},
 		{name: "ConcurrencyLimits", run: scenarioConcurrencyLimits},
@@ -791,6 +792,29 @@ func scenarioTrap(s *scenario) {
 		require.Nil(t, r.Error)
 		require.Equal(t, "completed", r.State)
 	}
+}
+
+// scenarioTrapAfterCommit: a request whose transaction committed traps in
+// what follows the commit (the route reads the oldest rows, and
+// retention's settling reads them again after the commit: the second
+// read traps):
+// the answer is a 500 that says the request was applied, in every host, and
+// what it wrote stands.
+func scenarioTrapAfterCommit(s *scenario) {
+	t := s.t
+	_, err := s.ten.Status(s.ctx) // its migrations, which read the oldest rows too, are done
+	require.NoError(t, err)
+	s.tg.injectFault(t, s.ten.Name(), "SELECT\n\t\t(SELECT MIN(finished_at) FROM stile_jobs WHERE state = 'completed'", 2)
+	days := int64(3 * 24 * time.Hour / time.Millisecond)
+	_, err = s.ten.SetRetention(s.ctx, map[string]int64{"completed_ms": days})
+	requireCode(t, err, http.StatusInternalServerError, api.CodeAnswerLost)
+	var lost *api.Error
+	require.ErrorAs(t, err, &lost)
+	require.True(t, strings.HasPrefix(lost.Message, api.AnswerLostPrefix), "every host words it alike: %v", err)
+	require.Contains(t, lost.Message, "trapped")
+	r, err := s.ten.Retention(s.ctx)
+	require.NoError(t, err)
+	require.Equal(t, days, r.Effective.CompletedMs, "the override the request committed stands")
 }
 
 // scenarioDirectory: a tenant is in the directory from its first use,

@@ -52,6 +52,15 @@ type Factory interface {
 // request gets a fresh one over the same, intact data.
 var ErrTrapped = errors.New("tenant module trapped")
 
+// ErrAnswerLost reports a module that trapped outside any transaction
+// after a transaction of the call committed: what it wrote stands, and
+// only its answer is lost. An engine's error wraps it with ErrTrapped; the
+// host answers api.AnswerLost, never "wrote nothing". (A trap after a
+// migration that committed, before the request's own transaction, is
+// reported so too: reading the state before retrying is then merely
+// cautious.)
+var ErrAnswerLost = errors.New("after its transaction committed")
+
 // Clock is the time the host gives tenant modules.
 type Clock interface {
 	// Now is the time in Unix milliseconds.

@@ -264,7 +264,8 @@ func (m *Manager) call(ctx context.Context, t *tenant, frame []byte) (do.Respons
 		return do.Response{}, ErrClosed
 	}
 	if t.engine == nil {
-		if err := m.open(ctx, t); err != nil {
+		// Opened whatever the caller does next, as the call is (below).
+		if err := m.open(context.WithoutCancel(ctx), t); err != nil {
 			return do.Response{}, err
 		}
 	}
@@ -273,7 +274,12 @@ func (m *Manager) call(ctx context.Context, t *tenant, frame []byte) (do.Respons
 	t.lastUse = m.uses
 	m.mu.Unlock()
 
-	cctx, cancel := context.WithTimeout(ctx, m.cfg.CallTimeout)
+	// A call runs to its end once started, whatever its caller does: a
+	// client that half-closes its connection (or leaves) cancels the
+	// request's context, and stopping the module there would discard an
+	// instance that did nothing wrong. Only the call's own deadline (the
+	// Durable Object's CPU limit) stops it.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.CallTimeout)
 	out, err := t.engine.Handle(cctx, frame)
 	cancel()
 	if err != nil {

@@ -183,16 +183,60 @@ func (t *Tenant) serve(req do.Request) do.Response {
 	return resp
 }
 
-// answer is serve's answer before it names its route.
+// answer is serve's answer before it names its route. A request goes
+// through four phases, and what a failure answers depends on the phase:
+//
+//   - admit: the tenant's identity, its tombstone, the route and its
+//     validation, migrations. Nothing of the request is written; a
+//     refusal is its own answer.
+//   - transact: one storage transaction runs the due work, the route,
+//     the audit row and the encoding of the answer's body, so that running
+//     out of memory on a large answer rolls the request back. A failure
+//     here wrote nothing (api.Internal).
+//   - after commit: what follows the commit (retention's settling, the
+//     alarm's catch-up and purge, push planning, the directory's note,
+//     the next due time). The request's writes stand: a failure here is
+//     api.AnswerLost, never "wrote nothing".
+//   - respond: the response frame.
+//
+// A trap (a Go panic) is reported by the host, which knows whether a
+// transaction of the call had committed (host.ErrAnswerLost).
 func (t *Tenant) answer(req do.Request) do.Response {
+	run, noticedBy, refused := t.admit(req)
+	if refused != nil {
+		return *refused
+	}
+	now := t.db.Now()
+	res, committed, err := t.transact(now, req, run, noticedBy)
+	if err != nil {
+		t.dueEnded, t.pushAgain, t.importDone, t.erasing = false, false, false, false
+		t.pendingRetention = nil
+		t.due.Unknown() // what the stores reported did not commit
+		t.store.Woke()  // nor what they woke
+		t.reactions.Woke()
+		t.events.Appended()
+		resp := errorResponse(api.Internal(err.Error()))
+		if ferr := t.refreshDue(); ferr != nil {
+			return errorResponse(api.Internal(ferr.Error()))
+		}
+		resp.AlarmAt = t.alarmAt()
+		return resp
+	}
+	return t.afterCommit(now, req, res, committed)
+}
+
+// admit is the first phase: it writes nothing of the request, and answers
+// a refusal itself (nil: go on).
+func (t *Tenant) admit(req do.Request) (run route, noticedBy string, refusal *do.Response) {
+	refuse := func(r do.Response) (route, string, *do.Response) { return nil, "", &r }
 	if t.app == nil {
-		return errorResponse(api.Internal(errNoServe.Error()))
+		return refuse(errorResponse(api.Internal(errNoServe.Error())))
 	}
 	if name := req.Headers.Get(do.HeaderTenant); name != "" && name != t.name {
 		// The transport names the tenant the object is: the module takes
 		// it as its own before any path can.
 		if t.name != "" || !api.ValidTenant(name) {
-			return errorResponse(api.Refuse(api.CodeInvalidTenant, "this object serves tenant %q, and its host says %q", t.name, name))
+			return refuse(errorResponse(api.Refuse(api.CodeInvalidTenant, "this object serves tenant %q, and its host says %q", t.name, name)))
 		}
 		t.name = name
 	}
@@ -201,7 +245,7 @@ func (t *Tenant) answer(req do.Request) do.Response {
 		// would be refused: read its tombstone before anything else.
 		erased, err := t.readTombstone()
 		if err != nil {
-			return errorResponse(api.Internal(err.Error()))
+			return refuse(errorResponse(api.Internal(err.Error())))
 		}
 		t.erased, t.tombChecked = erased, true
 	}
@@ -209,10 +253,9 @@ func (t *Tenant) answer(req do.Request) do.Response {
 		if t.name == "" {
 			t.name, _, _ = api.SplitTenantPath(req.Path)
 		}
-		return t.erasedResponse(req)
+		return refuse(t.erasedResponse(req))
 	}
-	var run route
-	noticedBy := "request"
+	noticedBy = "request"
 	switch req.Kind {
 	case do.KindAlarm:
 		noticedBy = "alarm"
@@ -225,10 +268,10 @@ func (t *Tenant) answer(req do.Request) do.Response {
 			if allow != "" {
 				resp.Headers = do.Headers{{Name: do.HeaderAllow, Value: allow}}
 			}
-			return resp
+			return refuse(resp)
 		}
 	default:
-		return errorResponse(api.Refuse(api.CodeInvalidRequest, "unknown request kind %d", byte(req.Kind)))
+		return refuse(errorResponse(api.Refuse(api.CodeInvalidRequest, "unknown request kind %d", byte(req.Kind))))
 	}
 	// Only a request that passed validation migrates: a refused one (a
 	// mistyped tenant name, say) leaves the object's storage untouched.
@@ -237,17 +280,23 @@ func (t *Tenant) answer(req do.Request) do.Response {
 	}
 	if !t.migrated {
 		if err := t.migrate(); err != nil {
-			return errorResponse(api.Internal(err.Error()))
+			return refuse(errorResponse(api.Internal(err.Error())))
 		}
 	}
 	if refused := t.migrationRefusal(req.Kind); refused != nil {
-		return errorResponse(refused)
+		return refuse(errorResponse(refused))
 	}
+	return run, noticedBy, nil
+}
 
-	now := t.db.Now()
+// transact is the second phase: the request's one transaction, which
+// encodes the answer's body too (t.body). A refusal (an *api.Error) rolls
+// back and is the answer, committed false; a fence's refusal commits its
+// audit row, committed true. err is any other failure: it rolled back.
+func (t *Tenant) transact(now int64, req do.Request, run route, noticedBy string) (res result, committed bool, err error) {
 	t.dueEnded, t.dueApplied = false, false
-	var res result
-	err := t.db.Tx(func() error {
+	encoded := false
+	err = t.db.Tx(func() error {
 		if err := t.applyDue(now, noticedBy); err != nil {
 			return err
 		}
@@ -263,20 +312,51 @@ func (t *Tenant) answer(req do.Request) do.Response {
 		if refused := (*api.Error)(nil); errors.As(err, &refused) && refused.Code.Stale() {
 			res, err = refusal(refused), nil
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		// The answer is made before the commit: one too large for the
+		// module's memory traps here and rolls the request back, instead
+		// of losing the answer of a request that committed.
+		t.body = t.body[:0]
+		if res.body != nil {
+			t.body = res.body(t.body)
+		}
+		encoded = true
+		return nil
 	})
 	// The one mapping from a route's error to its answer: a refusal (an
 	// *api.Error, from the route or a store) answers its status and, but
 	// for a fence's (above), rolls back everything the route wrote; any
 	// other error is a 500.
 	var refused *api.Error
-	rolledBack := errors.As(err, &refused)
-	if rolledBack {
-		res, err = refusal(refused), nil
+	if errors.As(err, &refused) {
+		res = refusal(refused)
+		t.body = res.body(t.body[:0])
+		return res, false, nil
+	}
+	if err != nil {
+		return result{}, false, err
+	}
+	if !encoded {
+		return result{}, false, errors.New("the request's transaction ended without its answer")
+	}
+	return res, true, nil
+}
+
+// afterCommit is the last phases: what follows the request's transaction,
+// and the response. A failure here answers api.AnswerLost when the
+// transaction committed (what it wrote stands), with the cause.
+func (t *Tenant) afterCommit(now int64, req do.Request, res result, committed bool) do.Response {
+	lost := func(what string, err error) do.Response {
+		msg := what + ": " + err.Error()
+		if committed {
+			return errorResponse(api.AnswerLost(msg))
+		}
+		return errorResponse(api.Internal(msg))
 	}
 	again := t.pushAgain
 	t.pushAgain = false
-	committed := err == nil && !rolledBack
 	if t.importDone {
 		t.importDone = false
 		if committed {
@@ -294,82 +374,70 @@ func (t *Tenant) answer(req do.Request) do.Response {
 			// alarm, and tell the directory.
 			t.erased, t.erasedAt = true, now
 			t.pushTracker = nil
-			t.body = res.body(t.body[:0])
 			return do.Response{Status: res.status, AlarmAt: 0, Body: t.body, Headers: do.Headers{t.erasedNote()}}
 		}
 	}
 	if err := t.settleRetention(committed, now); err != nil {
-		return errorResponse(api.Internal(err.Error()))
+		return lost("settle retention", err)
 	}
 	if committed && (req.Kind == do.KindAlarm || req.Method != "GET") {
 		if err := t.wrote(now); err != nil {
-			return errorResponse(api.Internal(err.Error()))
+			return lost("note the write", err)
 		}
 	}
-	if err != nil || rolledBack {
-		t.dueEnded = false
-	}
-	var resp do.Response
 	appended := t.events.Appended()
-	if err != nil || rolledBack {
-		t.due.Unknown() // what the stores reported did not commit
-		t.store.Woke()  // nor what they woke
+	if !committed {
+		t.dueEnded = false
+		t.due.Unknown() // a refusal rolled back what the stores reported
+		t.store.Woke()
 		t.reactions.Woke()
 		appended = false
 	}
 	if appended && len(t.app.projections) > 0 {
 		t.projDue = now // the alarm catches the projections up
 	}
-	if err == nil && req.Kind == do.KindAlarm && len(t.app.projections) > 0 && t.projDue != 0 && now >= t.projDue {
+	if req.Kind == do.KindAlarm && len(t.app.projections) > 0 && t.projDue != 0 && now >= t.projDue {
 		// Projections catch up in their own transactions, after the
 		// alarm's due work committed.
 		var cerr error
 		if t.projDue, cerr = t.catchUp(now); cerr != nil {
 			t.projDue = now // the host retries the alarm
-			return errorResponse(api.Internal("projection catch-up failed: " + cerr.Error()))
+			return lost("projection catch-up failed", cerr)
 		}
 	}
-	if err == nil && req.Kind == do.KindAlarm && t.retainDue != 0 && now >= t.retainDue {
+	if req.Kind == do.KindAlarm && t.retainDue != 0 && now >= t.retainDue {
 		// Retention deletes a slice in a transaction of its own, after
 		// the alarm's due work committed.
 		var perr error
 		if t.retainDue, perr = t.purge(now); perr != nil {
 			t.retainDue = now // the host retries the alarm
-			return errorResponse(api.Internal("retention failed: " + perr.Error()))
+			return lost("retention failed", perr)
 		}
 	}
-	if err != nil {
-		resp = errorResponse(api.Internal(err.Error()))
-	} else {
-		resp = do.Response{Status: res.status, HoldMs: res.holdMs}
-		if res.finished || t.dueEnded {
-			resp.Flags |= do.FlagFinished
+	resp := do.Response{Status: res.status, HoldMs: res.holdMs, Body: t.body}
+	if res.finished || t.dueEnded {
+		resp.Flags |= do.FlagFinished
+	}
+	if res.holdFinish {
+		resp.Flags |= do.FlagHoldFinished
+	}
+	jobsWoke, reactionsWoke := t.store.Woke(), t.reactions.Woke()
+	if jobsWoke || reactionsWoke {
+		resp.Flags |= do.FlagWake
+	}
+	if req.Headers.Get(do.HeaderExecutor) != "" && t.name != "" {
+		// A single enqueue, with no due work, made one job ready.
+		one := jobsWoke && !reactionsWoke && !t.dueApplied && t.route == api.RouteEnqueue
+		h, ok, perr := t.planPushes(now, jobsWoke, reactionsWoke, again, one)
+		if perr != nil {
+			return lost("plan pushes", perr)
 		}
-		if res.holdFinish {
-			resp.Flags |= do.FlagHoldFinished
-		}
-		jobsWoke, reactionsWoke := t.store.Woke(), t.reactions.Woke()
-		if jobsWoke || reactionsWoke {
-			resp.Flags |= do.FlagWake
-		}
-		if req.Headers.Get(do.HeaderExecutor) != "" && t.name != "" {
-			// A single enqueue, with no due work, made one job ready.
-			one := jobsWoke && !reactionsWoke && !t.dueApplied && t.route == api.RouteEnqueue
-			h, ok, perr := t.planPushes(now, jobsWoke, reactionsWoke, again, one)
-			if perr != nil {
-				return errorResponse(api.Internal("plan pushes: " + perr.Error()))
-			}
-			if ok {
-				resp.Headers = append(resp.Headers, h)
-			}
-		}
-		if h, ok := t.directoryNote(jobsWoke || reactionsWoke, res.idle); ok {
+		if ok {
 			resp.Headers = append(resp.Headers, h)
 		}
-		if res.body != nil {
-			t.body = res.body(t.body[:0])
-			resp.Body = t.body
-		}
+	}
+	if h, ok := t.directoryNote(jobsWoke || reactionsWoke, res.idle); ok {
+		resp.Headers = append(resp.Headers, h)
 	}
 	// The alarm follows committed state, whatever the request did. An
 	// alarm re-reads it once its time came: the incremental tracking is
@@ -379,7 +447,7 @@ func (t *Tenant) answer(req do.Request) do.Response {
 		t.due.Unknown()
 	}
 	if err := t.refreshDue(); err != nil {
-		return errorResponse(api.Internal(err.Error()))
+		return lost("read the next due time", err)
 	}
 	resp.AlarmAt = t.alarmAt()
 	return resp

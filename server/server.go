@@ -165,6 +165,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (tenant, route st
 	}
 	resp, err := s.manager.Do(r.Context(), tenant, do.Request{Kind: do.KindAPI, Method: r.Method,
 		Path: path, Query: r.URL.RawQuery, Headers: requestHeaders(r, role, claims), Body: body})
+	if errors.Is(err, host.ErrAnswerLost) {
+		writeError(w, api.AnswerLost(firstLine(err.Error())))
+		return tenant, route
+	}
 	if err != nil {
 		writeError(w, api.Internal(firstLine(err.Error())))
 		return tenant, route

@@ -1,13 +1,20 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -67,4 +74,32 @@ func TestRequestLogWritesA5xxWithItsCause(t *testing.T) {
 	require.Equal(t, "ERROR", line["level"])
 	require.Equal(t, float64(500), line["status"])
 	require.Contains(t, line["cause"], "tenant module trapped: {INSERT INTO stile_jobs", "the cause is in the log, not only in the client's answer")
+}
+
+// A client that sends its request and half-closes its connection (it
+// will send nothing more) gets its answer: the request's context ends
+// when the connection's reading side does, but the call into the module
+// runs to its end (under wazero a call stops where its context ends, and
+// the instance would be discarded).
+func TestAHalfClosedRequestIsAnswered(t *testing.T) {
+	h := stiletest.New(t, stiletest.Config{Package: "github.com/stile-run/stile/e2e/testapp/tenant"})
+	u, err := url.Parse(h.URL)
+	require.NoError(t, err)
+	conn, err := net.Dial("tcp", u.Host)
+	require.NoError(t, err)
+	defer conn.Close()
+	body := `{"kind":"test.echo","args":{}}`
+	fmt.Fprintf(conn, "POST /v1/t/acme/jobs HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		u.Host, h.Token(), len(body), body)
+	require.NoError(t, conn.(*net.TCPConn).CloseWrite())
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusCreated, resp.StatusCode, "%s", b)
+	require.Zero(t, h.Manager().Restarts("acme"), "no instance was discarded")
+	j, err := h.Tenant("acme").Job(context.Background(), "1")
+	require.NoError(t, err)
+	require.Equal(t, "available", j.State)
 }

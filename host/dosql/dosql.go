@@ -16,13 +16,14 @@ import (
 
 // DB is one tenant's database. It is not safe for concurrent use.
 type DB struct {
-	path  string
-	conn  *sqlite3.Conn
-	stmts map[string]*sqlite3.Stmt // tenant statements, prepared
-	own   map[string]*sqlite3.Stmt // the host's transaction statements
-	depth int                      // open transaction levels
-	rows  do.RowSetWriter
-	out   []byte
+	path    string
+	conn    *sqlite3.Conn
+	stmts   map[string]*sqlite3.Stmt // tenant statements, prepared
+	own     map[string]*sqlite3.Stmt // the host's transaction statements
+	depth   int                      // open transaction levels
+	commits int64                    // outermost transactions committed
+	rows    do.RowSetWriter
+	out     []byte
 
 	// walked is the schema's and statements' memory, as MemoryBytes last
 	// counted it, sinceCount calls ago.
@@ -168,9 +169,17 @@ func (db *DB) Commit() error {
 	if err != nil {
 		return fmt.Errorf("commit transaction level %d: %w", db.depth, err)
 	}
+	if db.depth == 1 {
+		db.commits++
+	}
 	db.depth--
 	return nil
 }
+
+// Commits counts the transactions committed (outermost levels only): a
+// host compares it before and after a call to tell whether the call wrote
+// anything that stands.
+func (db *DB) Commits() int64 { return db.commits }
 
 // Rollback rolls back the innermost transaction level.
 func (db *DB) Rollback() error {

@@ -86,10 +86,17 @@ type trap struct{ sql string }
 // trap is under Wasm: the open transaction is rolled back and the engine
 // reports host.ErrTrapped, to be discarded.
 func (e *engine) Handle(_ context.Context, frame []byte) (out []byte, err error) {
+	commits := e.db.Commits()
 	defer func() {
 		if r := recover(); r != nil {
+			// Inside a transaction, the trap rolls back what the call was
+			// writing; outside one, after a commit, what it wrote stands.
+			lost := !e.db.InTx() && e.db.Commits() != commits
 			rbErr := e.db.RollbackAll()
 			err = fmt.Errorf("%w: %v (rollback: %v)\n%s", host.ErrTrapped, r, rbErr, debug.Stack())
+			if lost {
+				err = fmt.Errorf("%w %w", err, host.ErrAnswerLost)
+			}
 		}
 	}()
 	resp := e.guest.Handle(frame)

@@ -372,10 +372,17 @@ func (e *engine) Handle(ctx context.Context, frame []byte) (out []byte, err erro
 	if dl, ok := ctx.Deadline(); ok {
 		e.deadline = dl.UnixNano()
 	}
+	commits := e.db.Commits()
 	defer func() {
 		if err != nil {
+			// Inside a transaction, the trap rolls back what the call was
+			// writing; outside one, after a commit, what it wrote stands.
+			lost := !e.db.InTx() && e.db.Commits() != commits
 			rbErr := e.db.RollbackAll()
 			err = fmt.Errorf("%w: %v%s (rollback: %v)", host.ErrTrapped, err, e.stderr.tail(), rbErr)
+			if lost {
+				err = fmt.Errorf("%w %w", err, host.ErrAnswerLost)
+			}
 		}
 	}()
 	e.stack[0] = uint64(len(frame))

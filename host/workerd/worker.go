@@ -126,6 +126,7 @@ func Config() string {
 	constant("WRONG_OBJECT", body(api.WrongObject))
 	constant("NO_ROUTE_HINT", api.NoRouteHint)
 	constant("INTERNAL_PREFIX", api.InternalPrefix)
+	constant("ANSWER_LOST_PREFIX", api.AnswerLostPrefix)
 	constant("PRINCIPAL_ADMIN", do.PrincipalAdmin)
 	constant("HEADER_TENANT", do.HeaderTenant)
 	constant("HEADER_EXECUTOR", do.HeaderExecutor)

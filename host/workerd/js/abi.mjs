@@ -298,6 +298,11 @@ export function instantiate(wasmModule, storage, opts = {}) {
   const log = opts.log ?? ((level, msg) => console.log(msg));
   const now = opts.now ?? (() => Date.now());
   let instance, memory, pending = null;
+  // depth counts the open transactions; commits the outermost ones that
+  // committed, so that a trap after a commit, outside any transaction, is
+  // not reported as writing nothing (TrapError.committed); inTx says the
+  // trap came inside one, which it rolled back.
+  let depth = 0, commits = 0, inTx = false;
   const mem = () => new Uint8Array(memory.buffer);
   const view = () => new DataView(memory.buffer);
 
@@ -337,16 +342,19 @@ export function instantiate(wasmModule, storage, opts = {}) {
     tx(id) {
       let trapped = null;
       try {
+        depth++;
         storage.transactionSync(() => {
           let rc;
           try {
             rc = instance.exports.stile_tx_body(id);
           } catch (e) {
             trapped = e;
+            inTx = true;
             throw e;
           }
           if (rc !== TX_COMMIT) throw new TxRollback();
         });
+        if (depth === 1) commits++;
         return 0n;
       } catch (e) {
         // A trap in the body unwinds everything: never return into the
@@ -356,6 +364,8 @@ export function instantiate(wasmModule, storage, opts = {}) {
         const msg = utf8.encode(String(e?.message ?? e));
         pending = msg;
         return BigInt(-msg.length - 1);
+      } finally {
+        depth--;
       }
     },
     now() {
@@ -432,13 +442,29 @@ export function instantiate(wasmModule, storage, opts = {}) {
 
   return {
     handle(frame) {
-      const ptr = instance.exports.stile_buffer(frame.length) >>> 0;
-      mem().set(frame, ptr);
-      const res = instance.exports.stile_handle(frame.length);
-      const rptr = Number(BigInt.asUintN(64, res) >> 32n), rlen = Number(res & 0xffffffffn);
-      return mem().slice(rptr, rptr + rlen);
+      const before = commits;
+      inTx = false;
+      try {
+        const ptr = instance.exports.stile_buffer(frame.length) >>> 0;
+        mem().set(frame, ptr);
+        const res = instance.exports.stile_handle(frame.length);
+        const rptr = Number(BigInt.asUintN(64, res) >> 32n), rlen = Number(res & 0xffffffffn);
+        return mem().slice(rptr, rptr + rlen);
+      } catch (e) {
+        throw new TrapError(e, !inTx && commits !== before);
+      }
     },
   };
+}
+
+// TrapError is a trap out of handle; committed says a transaction of the
+// call had committed before it: what the request wrote stands.
+export class TrapError extends Error {
+  constructor(cause, committed) {
+    super(String(cause?.message ?? cause));
+    this.cause = cause;
+    this.committed = committed;
+  }
 }
 
 // importNames lists what instantiate provides, per module, for the test

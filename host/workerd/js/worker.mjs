@@ -12,7 +12,7 @@ import {
   FLAG_FINISHED, FLAG_HOLD_FINISHED, FLAG_WAKE, HEADER_PRINCIPAL, HEADER_TRACEPARENT, KIND_ALARM, KIND_API, RESERVED_PREFIX,
 } from "./abi.mjs";
 import {
-  API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_DB_BYTES, HEADER_MODULE, HEADER_TENANT, MODULE_VERSION, HEADER_TOKEN_ID, STORAGE_SUFFIX, INTERNAL_PREFIX,
+  API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_DB_BYTES, HEADER_MODULE, HEADER_TENANT, MODULE_VERSION, HEADER_TOKEN_ID, STORAGE_SUFFIX, INTERNAL_PREFIX, ANSWER_LOST_PREFIX,
   INVALID_TENANT, MAX_BODY_BYTES, MAX_TENANTS_PAGE, MAX_WAIT_MS, NO_ROUTE_HINT, PRINCIPAL_ADMIN, PUSH_FAILED,
   TENANTS_PATH, TENANT_PATTERN, WRONG_OBJECT,
 } from "./config.mjs";
@@ -29,6 +29,7 @@ function json(status, body) {
 // The 404 and 500 bodies, worded as api.NoRoute and api.Internal word them.
 const noRoute = (method, path) => json(404, { code: "not_found", message: `no route ${method} ${path}: ${NO_ROUTE_HINT}` });
 const internal = (cause) => json(500, { code: "internal", message: INTERNAL_PREFIX + cause });
+const answerLost = (cause) => json(500, { code: "committed_answer_lost", message: ANSWER_LOST_PREFIX + cause });
 
 function decodedPath(url) {
   try {
@@ -271,7 +272,10 @@ export class Tenant {
       try {
         resp = this.call(frame);
       } catch (e) {
-        return internal(`the tenant module trapped: ${String(e?.message ?? e).split("\n")[0]}`);
+        const cause = `the tenant module trapped: ${String(e?.message ?? e).split("\n")[0]}`;
+        // A trap after the call's transaction committed: what it wrote
+        // stands, and the client must not take the 500 for "nothing".
+        return e?.committed ? answerLost(cause) : internal(cause);
       }
       if (resp.holdMs > 0) {
         const now = Date.now();
