@@ -41,6 +41,12 @@ const (
 	MaxSnooze        = 366 * 24 * time.Hour
 	MaxUniqueWindow  = 366 * 24 * time.Hour
 	MaxSlots         = 1_000_000 // slots of a concurrency limit
+	// MaxAnswerBytes bounds what a page of jobs, a claim or a page of
+	// events carries (their args, output, tags, data), so that a request
+	// over rows of the largest sizes the API admits fits the module's
+	// memory: the page stops there and says where to continue. A single
+	// row always goes, whatever its size.
+	MaxAnswerBytes = 4 << 20
 )
 
 // JobState mirrors fence.State on the wire.
@@ -195,6 +201,9 @@ type ClaimRequest struct {
 type ClaimResponse struct {
 	Now  time.Time    `json:"now"`
 	Jobs []ClaimedJob `json:"jobs"`
+	// More says the claim stopped at MaxAnswerBytes with jobs still ready
+	// for it: claim again at once rather than waiting.
+	More bool `json:"more,omitempty"`
 }
 
 // ClaimedJob is a job handed to a worker: what to run and the claim that a

@@ -184,6 +184,9 @@ func (v ClaimResponse) AppendJSON(b []byte) []byte {
 	o.time("now", v.Now)
 	o.key("jobs")
 	o.b = appendArray(o.b, v.Jobs)
+	if v.More {
+		o.bool("more", true)
+	}
 	return o.end()
 }
 

@@ -139,7 +139,7 @@ var fixtures = map[string]any{
 	"Attempt":              fxAttempt(),
 	"Rejection":            fxRejection(),
 	"ClaimRequest":         api.ClaimRequest{Worker: "w", Queues: []string{"a"}, Kinds: []string{"k"}, Limit: 3, WaitMs: 4, Push: "p1", Linger: 2},
-	"ClaimResponse":        api.ClaimResponse{Now: fxAt, Jobs: []api.ClaimedJob{fxClaimedJob()}},
+	"ClaimResponse":        api.ClaimResponse{Now: fxAt, Jobs: []api.ClaimedJob{fxClaimedJob()}, More: true},
 	"ClaimedJob":           fxClaimedJob(),
 	"Claim":                fxClaim(),
 	"HeartbeatRequest":     api.HeartbeatRequest{Claim: fxClaim()},

@@ -120,6 +120,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "LargeArgs", run: scenarioLargeArgs},
 		{name: "TrapRollsBack", run: scenarioTrap},
 		{name: "TrapAfterTheCommitSaysSo", run: scenarioTrapAfterCommit},
+		{name: "PagesStopAtTheirByteBudget", run: scenarioPagesStopAtTheirByteBudget},
 		{name: "Dependencies", run: scenarioDependencies},
 		{name: "StaleReportUnlatchesNothing", run: scenarioStaleReportUnlatchesNothing},
 		{name: "ConcurrencyLimits", run: scenarioConcurrencyLimits},
@@ -751,6 +752,85 @@ func scenarioLargeArgs(s *scenario) {
 	_, err := s.ten.Report(s.ctx, j.ID, completed(claimOf(c, "big"), string(out)))
 	require.NoError(t, err, "the largest args and output fit one row")
 	require.Equal(t, string(out), string(s.job(j.ID).Output))
+}
+
+// scenarioPagesStopAtTheirByteBudget fills a tenant with jobs and events
+// of the largest sizes the API admits: a page of jobs, a claim, a page of
+// events and a stream read each stop at api.MaxAnswerBytes and say where
+// to continue (a claim: "more"), and following them reaches every row
+// once. Without the budget a page of them ran the module out of memory,
+// and a claim did so after committing its leases.
+func scenarioPagesStopAtTheirByteBudget(s *scenario) {
+	t := s.t
+	const jobs, events = 12, 8
+	args, _ := json.Marshal(strings.Repeat("a", api.MaxArgsBytes-2))
+	for range jobs {
+		s.enqueue(api.EnqueueRequest{Kind: "test.echo", Args: args})
+	}
+	perPage := int(api.MaxAnswerBytes / api.MaxArgsBytes) // less: each job weighs a little more
+	seen := map[string]bool{}
+	for after, pages := "", 0; ; pages++ {
+		page, err := s.ten.List(s.ctx, "", "", "", after, 100)
+		require.NoError(t, err)
+		require.Less(t, len(page.Jobs), perPage, "page %d", pages)
+		for _, j := range page.Jobs {
+			require.False(t, seen[j.ID], "job %s listed twice", j.ID)
+			seen[j.ID] = true
+		}
+		if page.Next == "" {
+			break
+		}
+		after = page.Next
+	}
+	require.Len(t, seen, jobs, "the pages together list every job")
+
+	claimed := map[string]bool{}
+	for len(claimed) < jobs {
+		resp, err := s.ten.Claim(s.ctx, api.ClaimRequest{Worker: "big", Limit: 25})
+		require.NoError(t, err)
+		require.NotEmpty(t, resp.Jobs)
+		require.Less(t, len(resp.Jobs), perPage)
+		for _, c := range resp.Jobs {
+			require.False(t, claimed[c.ID], "job %s claimed twice", c.ID)
+			claimed[c.ID] = true
+			_, err := s.ten.Report(s.ctx, c.ID, completed(claimOf(c, "big"), `"done"`))
+			require.NoError(t, err, "every claimed job reached its worker")
+		}
+		require.Equal(t, len(claimed) < jobs, resp.More, "more is said while jobs are left, after %d", len(claimed))
+	}
+
+	data, _ := json.Marshal(strings.Repeat("e", api.MaxEventBytes-2))
+	for range events {
+		_, err := s.ten.Append(s.ctx, "big-1", api.AppendRequest{Events: []api.NewEvent{{Type: "big.filled", Data: data}}})
+		require.NoError(t, err)
+	}
+	read := 0
+	for after := int64(0); ; {
+		page, err := s.ten.Events(s.ctx, after, 100)
+		require.NoError(t, err)
+		require.Less(t, len(page.Events), perPage)
+		read += len(page.Events)
+		if page.Next == 0 {
+			break
+		}
+		after = page.Next
+	}
+	require.Equal(t, events, read, "the pages of the log together hold every event")
+	read = 0
+	for from := int64(1); ; {
+		page, err := s.ten.Stream(s.ctx, "big-1", from, 100)
+		require.NoError(t, err)
+		require.Less(t, len(page.Events), perPage)
+		for i, e := range page.Events {
+			require.Equal(t, from+int64(i), e.Version)
+		}
+		read += len(page.Events)
+		if page.Next == 0 {
+			break
+		}
+		from = page.Next
+	}
+	require.Equal(t, events, read, "the pages of the stream together hold every event")
 }
 
 // scenarioTrap injects a trap in the middle of a transaction: a batch of

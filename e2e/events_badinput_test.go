@@ -80,7 +80,7 @@ func scenarioEventsBadInput(s *scenario) {
 		{"command: unknown aggregate", "POST", base + "/commands", `{"id":"c1","aggregate":"invoice","aggregate_id":"p2","type":"Create"}`, 400, api.CodeUnknownAggregate},
 		{"command: missing aggregate id", "POST", base + "/commands", `{"id":"c1","aggregate":"payment","type":"Create"}`, 400, api.CodeInvalidRequest},
 		{"command: refused by the aggregate", "POST", base + "/commands", `{"id":"c1","aggregate":"payment","aggregate_id":"p1","type":"Create","data":{"amount":1}}`, 422, api.CodeCommandRejected},
-		{"command: panicking aggregate", "POST", base + "/commands", `{"id":"c2","aggregate":"payment","aggregate_id":"p1","type":"Explode"}`, 422, api.CodeCommandRejected},
+		{"command: panicking aggregate", "POST", base + "/commands", `{"id":"c2","aggregate":"payment","aggregate_id":"p1","type":"Explode"}`, 500, api.CodeDecidePanicked},
 		{"command: id reused", "POST", base + "/commands", `{"id":"create-p1","aggregate":"payment","aggregate_id":"p9","type":"Create","data":{"amount":1}}`, 409, api.CodeCommandIDReused},
 		{"command: data not JSON", "POST", base + "/commands", `{"id":"c3","aggregate":"payment","aggregate_id":"p2","type":"Create","data":[}`, 400, api.CodeInvalidJSON},
 		// Reactions.

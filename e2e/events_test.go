@@ -188,9 +188,13 @@ func scenarioCommands(s *scenario) {
 	requireCode(t, err, http.StatusUnprocessableEntity, api.CodeCommandRejected)
 	_, err = s.ten.GetCommand(s.ctx, "create-again")
 	requireCode(t, err, http.StatusNotFound, api.CodeNotFound)
-	// A panic in Decide refuses the command the same way.
+	// A panic in Decide is a bug in the module, not a refusal: 500
+	// decide_panicked, and nothing is written either.
 	_, err = s.ten.Command(s.ctx, api.Command{ID: "boom", Aggregate: "payment", AggregateID: "p1", Type: "Explode"})
-	requireCode(t, err, http.StatusUnprocessableEntity, api.CodeCommandRejected)
+	requireCode(t, err, http.StatusInternalServerError, api.CodeDecidePanicked)
+	require.Contains(t, err.Error(), "the aggregate exploded")
+	_, err = s.ten.GetCommand(s.ctx, "boom")
+	requireCode(t, err, http.StatusNotFound, api.CodeNotFound)
 	require.Len(t, s.stream("payment:p1"), 1)
 
 	// A command's jobs are enqueued in its transaction.

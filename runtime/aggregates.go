@@ -3,11 +3,13 @@ package runtime
 import (
 	"encoding/json"
 	"errors"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/eventstore"
 	"github.com/stile-run/stile/runtime/internal/fencestore"
@@ -100,15 +102,24 @@ func (a *App) addAggregate(name string, decides bool, policyTimeout, processTime
 		policyMs:  overrideMs(name, api.ReactionKindPolicy, policyTimeout),
 		processMs: overrideMs(name, api.ReactionKindProcess, processTimeout),
 		decide: func(history []eventstore.Event, c Command) (d Decision, err error) {
-			// A panic in the module's code refuses the command, like an error.
+			// A panic in the module's code is a bug, not a refusal: the
+			// command fails with its stack, writing nothing.
 			defer func() {
 				if p := recover(); p != nil {
-					d, err = Decision{}, printf.Errorf("panic: %v", p)
+					d, err = Decision{}, &decidePanic{value: p, stack: debug.Stack()}
 				}
 			}()
 			return decide(history, c)
 		}}
 }
+
+// decidePanic is a panic in an aggregate's Evolve or Decide.
+type decidePanic struct {
+	value any
+	stack []byte
+}
+
+func (p *decidePanic) Error() string { return printf.Sprintf("panic: %v", p.value) }
 
 // overrideMs checks an aggregate's override of a reaction kind's time
 // limit, in ms (0: none).
@@ -181,12 +192,12 @@ func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.Comman
 		jobIDs, _ := api.DecodeStrings(rec.JobIDs)
 		return commandResult(c.ID, stream, rec.Version, evs, jobIDs, true), nil, nil
 	}
-	history, err := t.events.ReadStream(stream, 1, maxStreamRead+1)
+	history, cut, err := t.events.ReadStream(stream, 1, maxStreamRead+1, maxStreamBytes)
 	if err != nil {
 		return api.CommandResult{}, nil, err
 	}
-	if len(history) > maxStreamRead {
-		return api.CommandResult{}, api.Refuse(api.CodeCommandRejected, "stream %s has more than %d events, more than an aggregate folds for a command: keep aggregates' streams short", stream, maxStreamRead), nil
+	if len(history) > maxStreamRead || cut {
+		return api.CommandResult{}, api.Refuse(api.CodeCommandRejected, "stream %s has more than %d events or %d MiB of them, more than an aggregate folds for a command: keep aggregates' streams short", stream, maxStreamRead, maxStreamBytes>>20), nil
 	}
 	version := int64(len(history))
 	if version > 0 {
@@ -194,6 +205,12 @@ func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.Comman
 	}
 	agg := t.app.aggregates[c.Aggregate]
 	d, derr := agg.decide(history, Command{Command: c, At: ts(now)})
+	if p := (*decidePanic)(nil); errors.As(derr, &p) {
+		t.db.Log(do.LevelError, printf.Sprintf("aggregate %s panicked deciding %s on %s (command %s): %v\n%s",
+			c.Aggregate, c.Type, stream, c.ID, p.value, p.stack))
+		return api.CommandResult{}, api.Refuse(api.CodeDecidePanicked,
+			"%s %s on %s: the aggregate panicked (%s), a bug in the module; its stack is in the host's log", c.Aggregate, c.Type, stream, oneLine(printf.Sprintf("%v", p.value))), nil
+	}
 	if derr != nil {
 		return api.CommandResult{}, api.Refuse(api.CodeCommandRejected,
 			"%s %s on %s refused: %s", c.Aggregate, c.Type, stream, oneLine(derr.Error())), nil
@@ -245,6 +262,10 @@ func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.Comman
 // maxStreamRead bounds the events one command folds: an aggregate's
 // stream is meant to stay short (no snapshots yet).
 const maxStreamRead = 100_000
+
+// maxStreamBytes bounds the bytes of events one command folds: more would
+// not fit the module's memory.
+const maxStreamBytes = 4 * api.MaxAnswerBytes
 
 func commandResult(id, stream string, version int64, evs []eventstore.Event, jobIDs []string, dup bool) api.CommandResult {
 	r := api.CommandResult{ID: id, Stream: stream, Version: version, Events: make([]api.Event, len(evs)), JobIDs: jobIDs, Duplicate: dup}

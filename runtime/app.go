@@ -37,8 +37,9 @@ type JobKind struct {
 	// heartbeat at a third of it. Default 60 s.
 	Lease time.Duration
 	// Timeout is the handler's time limit: the worker cancels its context
-	// then, and no heartbeat extends the lease past it. Default 30 min (or
-	// the lease, if longer).
+	// then, and no lease runs past it (a longer Lease is cut to it;
+	// heartbeats extend a shorter one up to it). Default 30 min (or the
+	// lease, if longer).
 	Timeout time.Duration
 	// ConcurrencyKey, if set, makes jobs of this kind count against that
 	// concurrency limit unless the enqueue names another.
@@ -129,8 +130,8 @@ func (a *App) RegisterJob(k JobKind) *App {
 	if k.Timeout == 0 {
 		k.Timeout = max(DefaultTimeout, k.Lease)
 	}
-	if k.Timeout < k.Lease || k.Timeout > api.MaxTimeout {
-		panic(printf.Sprintf("stile: job kind %q: timeout %s is outside %s (its lease)-%s", k.Name, k.Timeout, k.Lease, api.MaxTimeout))
+	if k.Timeout < api.MinLease || k.Timeout > api.MaxTimeout {
+		panic(printf.Sprintf("stile: job kind %q: timeout %s is outside %s-%s", k.Name, k.Timeout, api.MinLease, api.MaxTimeout))
 	}
 	if k.ConcurrencyKey != "" && !api.ValidName(k.ConcurrencyKey) {
 		panic(printf.Sprintf("stile: job kind %q: concurrency key %q is invalid: use %s", k.Name, k.ConcurrencyKey, api.NameRule))

@@ -456,7 +456,7 @@ func (t *Tenant) applyBatch(now int64, p *projectionReg, g *projectionstore.Gene
 		case !ok || cur.Checkpoint != g.Checkpoint || cur.Role != g.Role:
 			return do.ErrGuard // a rebuild or a swap since we read it
 		}
-		evs, err := t.events.Read(g.Checkpoint, p.Events, p.Batch)
+		evs, cut, err := t.events.Read(g.Checkpoint, p.Events, p.Batch, projectionBatchBytes)
 		if err != nil {
 			return err
 		}
@@ -471,7 +471,7 @@ func (t *Tenant) applyBatch(now int64, p *projectionReg, g *projectionstore.Gene
 		}
 		if herr == nil {
 			applied = len(evs)
-			atHead = len(evs) < p.Batch
+			atHead = len(evs) < p.Batch && !cut
 			next = g.Advanced(now, evs[len(evs)-1].Seq)
 			return t.projections.Advance(now, g.Name, g.Generation, g.Checkpoint, next.Checkpoint)
 		}
@@ -534,6 +534,11 @@ func (t *Tenant) applyEvents(tx *ProjectionTx, evs []eventstore.Event) (failedAt
 	}
 	return 0, nil, err
 }
+
+// projectionBatchBytes bounds the events' data a projection's batch holds
+// at once: a batch of events of the largest size would not fit the
+// module's memory. A batch cut short is followed by the next at once.
+const projectionBatchBytes = 4 * api.MaxAnswerBytes
 
 func callProjection(tx *ProjectionTx, e api.Event) (err error) {
 	defer func() {

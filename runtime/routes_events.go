@@ -115,12 +115,12 @@ func (t *Tenant) readStream(stream, raw string) (route, *api.Error) {
 		return nil, e
 	}
 	return func(int64) (result, error) {
-		evs, err := t.events.ReadStream(stream, from, limit)
+		evs, cut, err := t.events.ReadStream(stream, from, limit, api.MaxAnswerBytes)
 		if err != nil {
 			return result{}, err
 		}
 		resp, err := t.eventsPage(evs, limit)
-		if len(evs) == limit {
+		if len(evs) == limit || cut {
 			resp.Next = evs[len(evs)-1].Version + 1
 		}
 		return result{status: statusOK, body: resp.AppendJSON}, err
@@ -159,12 +159,12 @@ func (t *Tenant) readEvents(raw string) (route, *api.Error) {
 		}
 	}
 	return func(int64) (result, error) {
-		evs, err := t.events.Read(after, types, limit)
+		evs, cut, err := t.events.Read(after, types, limit, api.MaxAnswerBytes)
 		if err != nil {
 			return result{}, err
 		}
 		resp, err := t.eventsPage(evs, limit)
-		if len(evs) == limit {
+		if len(evs) == limit || cut {
 			resp.Next = evs[len(evs)-1].Seq
 		}
 		return result{status: statusOK, body: resp.AppendJSON}, err

@@ -70,16 +70,16 @@ func (t *Tenant) validateEnqueueSent(i int, r api.EnqueueRequest, f api.EnqueueR
 			return n, api.Refuse(api.CodeInvalidRequest, "%slease_ms %d is outside %d-%d", where, r.LeaseMs, api.MinLease.Milliseconds(), api.MaxLease.Milliseconds())
 		}
 		n.LeaseMs = r.LeaseMs
-		if r.TimeoutMs == 0 && n.TimeoutMs < n.LeaseMs {
-			n.TimeoutMs = n.LeaseMs
-		}
 	}
 	if r.TimeoutMs != 0 || f.Has(api.EnqueueRequestTimeoutMs) {
-		if r.TimeoutMs < n.LeaseMs || r.TimeoutMs > api.MaxTimeout.Milliseconds() {
-			return n, api.Refuse(api.CodeInvalidRequest, "%stimeout_ms %d is outside %d (the lease)-%d", where, r.TimeoutMs, n.LeaseMs, api.MaxTimeout.Milliseconds())
+		if r.TimeoutMs < api.MinLease.Milliseconds() || r.TimeoutMs > api.MaxTimeout.Milliseconds() {
+			return n, api.Refuse(api.CodeInvalidRequest, "%stimeout_ms %d is outside %d-%d", where, r.TimeoutMs, api.MinLease.Milliseconds(), api.MaxTimeout.Milliseconds())
 		}
 		n.TimeoutMs = r.TimeoutMs
 	}
+	// No lease runs past the time limit: a longer one is cut to it
+	// (heartbeats extend a shorter one up to it).
+	n.LeaseMs = min(n.LeaseMs, n.TimeoutMs)
 	if r.RunAt != nil {
 		ms := r.RunAt.UnixMilli()
 		if ms < 0 || ms > maxTimeMs {
@@ -328,7 +328,7 @@ func (t *Tenant) listJobs(raw string) (route, *api.Error) {
 	if e != nil {
 		return nil, e
 	}
-	f := fencestore.ListFilter{State: q["state"], Queue: q["queue"], Kind: q["kind"], Limit: 100}
+	f := fencestore.ListFilter{State: q["state"], Queue: q["queue"], Kind: q["kind"], Limit: 100, MaxBytes: api.MaxAnswerBytes}
 	for k := range q {
 		switch k {
 		case "state", "queue", "kind", "after", "limit":
@@ -354,7 +354,7 @@ func (t *Tenant) listJobs(raw string) (route, *api.Error) {
 		f.Limit = n
 	}
 	return func(int64) (result, error) {
-		js, err := t.store.List(f)
+		js, cut, err := t.store.List(f)
 		if err != nil {
 			return result{}, err
 		}
@@ -362,7 +362,7 @@ func (t *Tenant) listJobs(raw string) (route, *api.Error) {
 		for i, j := range js {
 			resp.Jobs[i] = jobView(j)
 		}
-		if len(js) == f.Limit {
+		if len(js) == f.Limit || cut {
 			resp.Next = fmtID(js[len(js)-1].ID)
 		}
 		return result{status: statusOK, body: resp.AppendJSON}, nil

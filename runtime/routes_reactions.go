@@ -46,7 +46,7 @@ func (t *Tenant) claimReactions(body []byte) (route, *api.Error) {
 		return nil, e
 	}
 	return func(now int64) (result, error) {
-		ds, err := t.reactions.Claim(now, r.Worker, hs, r.Limit)
+		ds, err := t.reactions.Claim(now, r.Worker, hs, r.Limit, api.MaxAnswerBytes)
 		if err != nil {
 			return result{}, err
 		}

@@ -58,8 +58,9 @@ func (t *Tenant) claim(body []byte) (route, *api.Error) {
 		return nil, api.Refuse(api.CodeInvalidRequest, "wait_ms %d is outside 0-%d", r.WaitMs, api.MaxWait.Milliseconds())
 	}
 	return func(now int64) (result, error) {
-		req := fencestore.ClaimRequest{Worker: r.Worker, Queues: r.Queues, Kinds: r.Kinds, Limit: r.Limit}
-		claimed, err := t.store.Claim(now, req)
+		req := fencestore.ClaimRequest{Worker: r.Worker, Queues: r.Queues, Kinds: r.Kinds, Limit: r.Limit,
+			MaxBytes: api.MaxAnswerBytes}
+		claimed, cut, err := t.store.Claim(now, req)
 		if err != nil {
 			return result{}, err
 		}
@@ -67,7 +68,7 @@ func (t *Tenant) claim(body []byte) (route, *api.Error) {
 		if r.Push != "" {
 			// Whether the push still claims decides whether work that
 			// becomes ready needs a push of its own (pushes.go).
-			more := false
+			more := cut
 			if len(claimed) == r.Limit {
 				if more, err = t.store.MoreReady(req); err != nil {
 					return result{}, err
@@ -79,7 +80,7 @@ func (t *Tenant) claim(body []byte) (route, *api.Error) {
 				t.claimedFor(r.Push, true, more)
 			}
 		}
-		resp := api.ClaimResponse{Now: ts(now), Jobs: make([]api.ClaimedJob, len(claimed))}
+		resp := api.ClaimResponse{Now: ts(now), Jobs: make([]api.ClaimedJob, len(claimed)), More: cut}
 		for i, c := range claimed {
 			resp.Jobs[i] = api.ClaimedJob{ID: fmtID(c.ID), Kind: c.Kind, Queue: c.Queue, Args: c.Args,
 				Attempt: c.Attempt, MaxAttempts: c.MaxAttempts, Failures: c.Failures, LeaseMs: c.LeaseMs,

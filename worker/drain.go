@@ -198,7 +198,7 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 				}
 				got += len(resp.Jobs)
 				res.Jobs += len(resp.Jobs)
-				short = short && len(resp.Jobs) < n
+				short = short && len(resp.Jobs) < n && !resp.More
 			}
 			err = cerr
 		}

@@ -116,6 +116,8 @@ func TestEachFailedAttemptIsLoggedOnce(t *testing.T) {
 	}
 	failed, panicked := enqueue("fail", api.EnqueueRequest{}), enqueue("panic", api.EnqueueRequest{})
 	hung := enqueue("hang", api.EnqueueRequest{LeaseMs: 1000, TimeoutMs: 1000})
+	// A time limit shorter than the lease: the claim's lease is cut at it.
+	hungLongLease := enqueue("hang", api.EnqueueRequest{LeaseMs: 60_000, TimeoutMs: 1000})
 	succeeded := enqueue("succeed", api.EnqueueRequest{})
 	command(t, ten, api.Command{ID: "c1", Aggregate: "payment", AggregateID: "p1", Type: "Create", Data: json.RawMessage(`{"amount":5}`)})
 	command(t, ten, api.Command{ID: "r1", Aggregate: "payment", AggregateID: "p1", Type: "RequestRefund"})
@@ -138,6 +140,13 @@ func TestEachFailedAttemptIsLoggedOnce(t *testing.T) {
 	timedOut := waitState(t, ten, hung.ID, "dead")
 	require.Equal(t, "failed", timedOut.Attempts[0].Outcome,
 		"the report arrived while the attempt still held its lease, not after the tenant expired it")
+
+	line = logs.oneLine(t, job(hungLongLease))
+	require.Equal(t, "job timed out", line["msg"], "not a report refused by the fence")
+	timedOut = waitState(t, ten, hungLongLease.ID, "dead")
+	require.Equal(t, "failed", timedOut.Attempts[0].Outcome)
+	require.Equal(t, int64(1000), timedOut.Attempts[0].LeaseUntil.Sub(timedOut.Attempts[0].ClaimedAt).Milliseconds(),
+		"the lease ran to the time limit, not the 60 s lease")
 	require.Equal(t, "timed out after 1000 ms: context deadline exceeded", timedOut.Attempts[0].Error)
 
 	line = logs.oneLine(t, map[string]any{"tenant": "acme", "reaction": testapp.RefundPolicy, "attempt": 1})

@@ -7,6 +7,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/internal/printf"
+	"github.com/stile-run/stile/runtime/internal/budget"
 )
 
 // Event is a stored event.
@@ -187,34 +188,56 @@ func collect(rows *do.Rows, err error, what string) ([]Event, error) {
 
 // Read reads up to limit events after seq after, in log order; types, if
 // any, filters by type (each listed once: a type listed twice reads its
-// events twice).
-func (s *Store) Read(after int64, types []string, limit int) ([]Event, error) {
-	if len(types) == 0 {
-		rows, err := s.db.Query(`SELECT `+eventColumns+` FROM stile_events WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
-		return collect(rows, err, "events")
-	}
-	// One index range per type, each cut at limit, merged: a type with a
-	// long backlog costs no more than limit rows.
-	var sql strings.Builder
-	args := make([]any, 0, 3*len(types)+1)
-	sql.WriteString(`SELECT ` + eventColumns + ` FROM (`)
-	for i, t := range types {
-		if i > 0 {
-			sql.WriteString(` UNION ALL `)
+// events twice). maxBytes, if not 0, stops the page at that many bytes of
+// data; cut says it did (more events may follow).
+func (s *Store) Read(after int64, types []string, limit int, maxBytes int64) (evs []Event, cut bool, err error) {
+	return s.readPage(maxBytes, limit, "events", func(cols string, limit int) (string, []any) {
+		if len(types) == 0 {
+			return `SELECT ` + cols + ` FROM stile_events WHERE seq > ? ORDER BY seq LIMIT ?`, []any{after, limit}
 		}
-		sql.WriteString(`SELECT * FROM (SELECT ` + eventColumns + ` FROM stile_events WHERE type = ? AND seq > ? ORDER BY seq LIMIT ?)`)
-		args = append(args, t, after, limit)
-	}
-	sql.WriteString(`) ORDER BY seq LIMIT ?`)
-	rows, err := s.db.Query(sql.String(), append(args, limit)...)
-	return collect(rows, err, "events by type")
+		// One index range per type, each cut at limit, merged: a type with a
+		// long backlog costs no more than limit rows.
+		var sql strings.Builder
+		args := make([]any, 0, 3*len(types)+1)
+		sql.WriteString(`SELECT ` + cols + ` FROM (`)
+		for i, t := range types {
+			if i > 0 {
+				sql.WriteString(` UNION ALL `)
+			}
+			sql.WriteString(`SELECT * FROM (SELECT ` + eventColumns + ` FROM stile_events WHERE type = ? AND seq > ? ORDER BY seq LIMIT ?)`)
+			args = append(args, t, after, limit)
+		}
+		sql.WriteString(`) ORDER BY seq LIMIT ?`)
+		return sql.String(), append(args, limit)
+	})
 }
 
-// ReadStream reads up to limit events of stream from version from on.
-func (s *Store) ReadStream(stream string, from int64, limit int) ([]Event, error) {
-	rows, err := s.db.Query(`SELECT `+eventColumns+` FROM stile_events WHERE stream = ? AND version >= ?
-		ORDER BY version LIMIT ?`, stream, from, limit)
-	return collect(rows, err, "stream "+stream)
+// ReadStream reads up to limit events of stream from version from on;
+// maxBytes and cut are Read's.
+func (s *Store) ReadStream(stream string, from int64, limit int, maxBytes int64) ([]Event, bool, error) {
+	return s.readPage(maxBytes, limit, "stream "+stream, func(cols string, limit int) (string, []any) {
+		return `SELECT ` + cols + ` FROM stile_events WHERE stream = ? AND version >= ? ORDER BY version LIMIT ?`,
+			[]any{stream, from, limit}
+	})
+}
+
+// eventBytes is what an event weighs in a page: its data and names, and a
+// fixed cost for the rest; Event.Bytes is the same of an event read.
+const eventBytes = `length(data) + length(stream) + length(type) + 64`
+
+// Bytes is what e weighs in a page (eventBytes).
+func (e *Event) Bytes() int64 { return int64(len(e.Data)+len(e.Stream)+len(e.Type)) + 64 }
+
+// readPage runs the page query makes, cut at maxBytes of events if not 0.
+func (s *Store) readPage(maxBytes int64, limit int, what string, query budget.Query) ([]Event, bool, error) {
+	limit, cut, err := budget.Limit(s.db, maxBytes, limit, eventBytes, query)
+	if err != nil {
+		return nil, false, printf.Errorf("%s: %w", what, err)
+	}
+	sql, args := query(eventColumns, limit)
+	rows, err := s.db.Query(sql, args...)
+	evs, err := collect(rows, err, what)
+	return evs, cut, err
 }
 
 // ReadSeqs reads the events with the given seqs, in log order.

@@ -2,6 +2,7 @@ package eventstore_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -63,13 +64,13 @@ func TestSeqsAreGaplessAndVersionsPerStream(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(42), head)
 
-	all, err := s.Read(0, nil, 100)
+	all, _, err := s.Read(0, nil, 100, 0)
 	require.NoError(t, err)
 	require.Len(t, all, 42)
 	for i, e := range all {
 		require.Equal(t, int64(i+1), e.Seq, "no gap in the log")
 	}
-	b, err := s.ReadStream("b", 1, 100)
+	b, _, err := s.ReadStream("b", 1, 100, 0)
 	require.NoError(t, err)
 	require.Len(t, b, 40)
 	for i, e := range b {
@@ -77,7 +78,7 @@ func TestSeqsAreGaplessAndVersionsPerStream(t *testing.T) {
 		require.Equal(t, "cmd-1", e.CommandID)
 		require.Equal(t, int64(12), e.At)
 	}
-	tail, err := s.ReadStream("b", 39, 100)
+	tail, _, err := s.ReadStream("b", 39, 100, 0)
 	require.NoError(t, err)
 	require.Equal(t, []int64{41, 42}, seqs(tail))
 }
@@ -125,13 +126,13 @@ func TestReadByTypes(t *testing.T) {
 		_, _, _, err := s.Append(1, "s", eventstore.Any, drafts(typ), "")
 		require.NoError(t, err)
 	}
-	got, err := s.Read(0, []string{"a", "b"}, 10)
+	got, _, err := s.Read(0, []string{"a", "b"}, 10, 0)
 	require.NoError(t, err)
 	require.Equal(t, []int64{1, 2, 4, 6, 7}, seqs(got))
-	got, err = s.Read(2, []string{"a", "b"}, 2)
+	got, _, err = s.Read(2, []string{"a", "b"}, 2, 0)
 	require.NoError(t, err)
 	require.Equal(t, []int64{4, 6}, seqs(got))
-	got, err = s.Read(0, []string{"nope"}, 10)
+	got, _, err = s.Read(0, []string{"nope"}, 10, 0)
 	require.NoError(t, err)
 	require.Empty(t, got)
 	got, err = s.ReadSeqs([]int64{7, 1, 5})
@@ -202,5 +203,39 @@ func TestCommandLedger(t *testing.T) {
 		eventstore.Digest("order", "1", "Cancel", []byte(`{"n":1}`)),
 	} {
 		require.NotEqual(t, d, other)
+	}
+}
+
+// A budget stops a page where its events' data would pass it, and says
+// so; the next page goes on from there.
+func TestAPageStopsAtItsByteBudget(t *testing.T) {
+	db := storetest.Open(t)
+	s := eventstore.New(db)
+	big := []byte(`"` + strings.Repeat("x", 1000) + `"`)
+	require.NoError(t, db.Tx(func() error {
+		for range 5 {
+			if _, _, _, err := s.Append(0, "big", eventstore.Any, []eventstore.Draft{{Type: "a", Data: big}}, ""); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	for _, read := range []func(budget int64) ([]eventstore.Event, bool, error){
+		func(b int64) ([]eventstore.Event, bool, error) { return s.Read(0, nil, 100, b) },
+		func(b int64) ([]eventstore.Event, bool, error) { return s.Read(0, []string{"a"}, 100, b) },
+		func(b int64) ([]eventstore.Event, bool, error) { return s.ReadStream("big", 1, 100, b) },
+	} {
+		evs, cut, err := read(2500)
+		require.NoError(t, err)
+		require.True(t, cut)
+		require.Len(t, evs, 2, "two events of about 1 KB fit 2,500 bytes")
+		evs, cut, err = read(100)
+		require.NoError(t, err)
+		require.True(t, cut)
+		require.Len(t, evs, 1, "one event goes whatever its size")
+		evs, cut, err = read(0)
+		require.NoError(t, err)
+		require.False(t, cut)
+		require.Len(t, evs, 5)
 	}
 }

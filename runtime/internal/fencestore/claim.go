@@ -7,6 +7,7 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/internal/printf"
+	"github.com/stile-run/stile/runtime/internal/budget"
 )
 
 // ClaimRequest selects the jobs a worker may take.
@@ -15,6 +16,10 @@ type ClaimRequest struct {
 	Queues []string // at least one; [api.AnyQueue] for every queue with ready jobs
 	Kinds  []string // empty: any kind
 	Limit  int
+	// MaxBytes, if not 0, stops the claim at that many bytes of the
+	// jobs' args, output, tags and last errors (jobBytes): at least one job
+	// goes.
+	MaxBytes int64
 }
 
 // MaxKeysPerClaim bounds the concurrency keys with free slots one claim
@@ -32,26 +37,38 @@ const MaxKeysPerClaim = 64
 // queue for jobs without a key, one per queue and key with free slots for
 // the others. A key that is full is never read, however many jobs wait on
 // it.
-func (s *Store) Claim(now int64, req ClaimRequest) ([]Job, error) {
+//
+// cut says req.MaxBytes stopped the claim short of req.Limit with more
+// jobs ready: the claimer should claim again at once.
+func (s *Store) Claim(now int64, req ClaimRequest) (jobs []Job, cut bool, err error) {
 	free, err := s.freeSlots()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if req.Queues, err = s.claimQueues(req.Queues, free); err != nil || len(req.Queues) == 0 {
-		return nil, err
+	queues := req.Queues
+	if queues, err = s.claimQueues(queues, free); err != nil || len(queues) == 0 {
+		return nil, false, err
 	}
 	kinds, kindArgs := kindFilter(req.Kinds)
 	var ids string
 	args := []any{req.Worker, now}
 	taken := map[string]int{}
-	if len(free) == 0 && len(req.Queues) == 1 {
+	budgeted := req.MaxBytes > 0 && req.Limit > 1
+	if len(free) == 0 && len(queues) == 1 {
 		// The common case, one statement: one queue, no limit with room.
 		ids = `SELECT id FROM (` + unkeyedReady + kinds + claimOrder + `)`
-		args = append(append(append(args, req.Queues[0]), kindArgs...), req.Limit)
+		args = append(append(append(args, queues[0]), kindArgs...), req.Limit)
+		if budgeted {
+			// The jobs in claim order as far as their running total of
+			// bytes fits, and the first whatever its size.
+			ids = `SELECT id FROM (SELECT id, sum(size) OVER w AS total, row_number() OVER w AS n FROM (` +
+				unkeyedReady + kinds + claimOrder + `) WINDOW w AS (ORDER BY priority, run_at, id)) WHERE total <= ? OR n = 1`
+			args = append(args, req.MaxBytes)
+		}
 	} else {
 		type cand struct {
-			id, priority, runAt int64
-			key                 string
+			id, priority, runAt, size int64
+			key                       string
 		}
 		var cands []cand
 		read := func(sql string, key string, lead []any, limit int) error {
@@ -60,17 +77,17 @@ func (s *Store) Claim(now int64, req ClaimRequest) ([]Job, error) {
 				return printf.Errorf("claim for worker %s: %w", req.Worker, err)
 			}
 			for rows.Next() {
-				cands = append(cands, cand{rows.Int(0), rows.Int(1), rows.Int(2), key})
+				cands = append(cands, cand{rows.Int(0), rows.Int(1), rows.Int(2), rows.Int(3), key})
 			}
 			return rows.Err()
 		}
-		for _, q := range req.Queues {
+		for _, q := range queues {
 			if err := read(unkeyedReady+kinds+claimOrder, "", []any{q}, req.Limit); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 			for _, f := range free {
 				if err := read(keyedReady+kinds+claimOrder, f.key, []any{f.key, q}, min(req.Limit, f.free)); err != nil {
-					return nil, err
+					return nil, false, err
 				}
 			}
 		}
@@ -83,20 +100,25 @@ func (s *Store) Claim(now int64, req ClaimRequest) ([]Job, error) {
 			room[f.key] = f.free
 		}
 		chosen := make([]int64, 0, req.Limit)
+		sizes := make([]int64, 0, req.Limit)
 		for _, c := range cands {
 			if len(chosen) == req.Limit {
 				break
 			}
+			if c.key != "" && taken[c.key] == room[c.key] {
+				continue
+			}
+			if sizes = append(sizes, c.size); budget.Fit(sizes, req.MaxBytes) < len(sizes) {
+				cut = true // a job this claim could take does not fit
+				break
+			}
 			if c.key != "" {
-				if taken[c.key] == room[c.key] {
-					continue
-				}
 				taken[c.key]++
 			}
 			chosen = append(chosen, c.id)
 		}
 		if len(chosen) == 0 {
-			return nil, nil
+			return nil, false, nil
 		}
 		s.buf = idList(s.buf, chosen)
 		ids = `SELECT value FROM json_each(?)`
@@ -108,20 +130,29 @@ func (s *Store) Claim(now int64, req ClaimRequest) ([]Job, error) {
 		WHERE state = 'available' AND id IN (`+ids+`)
 		RETURNING `+jobColumns, args...)
 	if err != nil {
-		return nil, printf.Errorf("claim for worker %s: %w", req.Worker, err)
+		return nil, false, printf.Errorf("claim for worker %s: %w", req.Worker, err)
 	}
 	out := make([]Job, 0, rows.Len())
+	claimed := int64(0)
 	for rows.Next() {
 		j := s.scanJob(rows)
 		s.due.Added(j.LeaseUntil)
 		out = append(out, j)
+		claimed += j.bytes()
 	}
 	if err := rows.Err(); err != nil {
-		return nil, printf.Errorf("claim for worker %s: %w", req.Worker, err)
+		return nil, false, printf.Errorf("claim for worker %s: %w", req.Worker, err)
 	}
 	for key, n := range taken {
 		if err := s.takeSlots(now, key, n); err != nil {
-			return nil, err
+			return nil, false, err
+		}
+	}
+	if budgeted && !cut && len(out) < req.Limit && claimed > req.MaxBytes-maxClaimBytes {
+		// One statement claimed: whether the budget stopped it, rather
+		// than a lack of ready jobs, is whether a job is left.
+		if cut, err = s.MoreReady(req); err != nil {
+			return nil, false, err
 		}
 	}
 	// RETURNING has no order: restore the claim order.
@@ -129,15 +160,29 @@ func (s *Store) Claim(now int64, req ClaimRequest) ([]Job, error) {
 		x, y := out[a], out[b]
 		return claimsBefore(int64(x.Priority), x.RunAt, x.ID, int64(y.Priority), y.RunAt, y.ID)
 	})
-	return out, nil
+	return out, cut, nil
 }
 
+// jobBytes is what a job weighs in a claim or a page: its args, output,
+// tags and last error (read into the module, and most of the answer) and
+// a fixed cost for the rest; Job.bytes is the same of a job read.
+const jobBytes = `length(args) + coalesce(length(output), 0) + coalesce(length(tags), 0) +
+	coalesce(length(last_error), 0) + 256`
+
+func (j *Job) bytes() int64 {
+	return int64(len(j.Args)+len(j.Output)+len(j.Tags)+len(j.LastError)) + 256
+}
+
+// maxClaimBytes bounds a ready job's jobBytes: the largest args, tags and
+// error the API admits (it has no output yet).
+const maxClaimBytes = api.MaxArgsBytes + api.MaxTags*(api.MaxTagBytes+3) + api.MaxErrorBytes + 256
+
 // The ranges a claim reads: ready jobs of one queue without a key, and of
-// one key and queue, in the claim order.
+// one key and queue, in the claim order, with their jobBytes.
 const (
-	unkeyedReady = `SELECT id, priority, run_at FROM stile_jobs
+	unkeyedReady = `SELECT id, priority, run_at, ` + jobBytes + ` AS size FROM stile_jobs
 		WHERE state = 'available' AND concurrency_key IS NULL AND queue = ?`
-	keyedReady = `SELECT id, priority, run_at FROM stile_jobs WHERE state = 'available'
+	keyedReady = `SELECT id, priority, run_at, ` + jobBytes + ` AS size FROM stile_jobs WHERE state = 'available'
 		AND concurrency_key = ? AND queue = ?`
 	claimOrder = ` ORDER BY priority, run_at, id LIMIT ?`
 )

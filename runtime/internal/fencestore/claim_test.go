@@ -3,6 +3,7 @@ package fencestore_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -46,7 +47,7 @@ func TestAClaimOfEveryQueue(t *testing.T) {
 	var got []fencestore.Job
 	tx(t, db, func() error {
 		var err error
-		got, err = s.Claim(now, any)
+		got, _, err = s.Claim(now, any)
 		return err
 	})
 	require.Equal(t, []string{"d/x", "a/x"}, queuesOf(got), "priority first, across queues; one of the key's two jobs")
@@ -57,7 +58,7 @@ func TestAClaimOfEveryQueue(t *testing.T) {
 	any.Limit = 10
 	tx(t, db, func() error {
 		var err error
-		got, err = s.Claim(now, any)
+		got, _, err = s.Claim(now, any)
 		return err
 	})
 	require.Equal(t, []string{"b/x"}, queuesOf(got), "not the paused queue's, not a full key's, not another kind")
@@ -95,7 +96,7 @@ func TestEveryQueueReadsPastPausedOnes(t *testing.T) {
 	var got []fencestore.Job
 	tx(t, db, func() error {
 		var err error
-		got, err = s.Claim(now, fencestore.ClaimRequest{Worker: "w", Queues: []string{api.AnyQueue}, Limit: 100})
+		got, _, err = s.Claim(now, fencestore.ClaimRequest{Worker: "w", Queues: []string{api.AnyQueue}, Limit: 100})
 		return err
 	})
 	qs := queuesOf(got)
@@ -106,4 +107,41 @@ func TestEveryQueueReadsPastPausedOnes(t *testing.T) {
 	total := int64(0)
 	tx(t, db, func() (err error) { total, _, err = s.Ready(1000); return })
 	require.Equal(t, int64(queues-paused-fencestore.MaxAnyQueues), total, "the next claim takes the rest")
+}
+
+// A claim stops at its byte budget, one job going whatever its size, and
+// says when it left ready jobs for that reason: along the one-statement
+// path (one queue) and the other (every queue) alike.
+func TestAClaimStopsAtItsByteBudget(t *testing.T) {
+	for _, queues := range [][]string{{"default"}, {api.AnyQueue}} {
+		t.Run(queues[0], func(t *testing.T) {
+			db := storetest.Open(t)
+			s := fencestore.New(db, nil)
+			const now = 10_000
+			var js []fencestore.NewJob
+			for range 5 {
+				j := job("x")
+				j.Args = []byte(`"` + strings.Repeat("a", 998) + `"`) // 1,000 bytes, 1,258 in a claim
+				js = append(js, j)
+			}
+			tx(t, db, func() error { _, err := s.Enqueue(now, js); return err })
+			claim := func(maxBytes int64) (n int, cut bool) {
+				tx(t, db, func() error {
+					got, c, err := s.Claim(now, fencestore.ClaimRequest{Worker: "w", Queues: queues, Limit: 10, MaxBytes: maxBytes})
+					n, cut = len(got), c
+					return err
+				})
+				return n, cut
+			}
+			n, cut := claim(2600)
+			require.Equal(t, 2, n, "two jobs fit 2,600 bytes")
+			require.True(t, cut, "three are left")
+			n, cut = claim(100)
+			require.Equal(t, 1, n, "one job goes whatever its size")
+			require.True(t, cut)
+			n, cut = claim(1 << 20)
+			require.Equal(t, 2, n)
+			require.False(t, cut, "none is left: the claim was short of ready jobs, not of bytes")
+		})
+	}
 }

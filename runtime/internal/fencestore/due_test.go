@@ -36,7 +36,7 @@ func TestNextDueCountsWhatSharesTheEarliestTime(t *testing.T) {
 		return err
 	})
 	tx(t, db, func() error {
-		got, err := s.Claim(now, fencestore.ClaimRequest{Worker: "w", Queues: []string{"default"}, Limit: 3})
+		got, _, err := s.Claim(now, fencestore.ClaimRequest{Worker: "w", Queues: []string{"default"}, Limit: 3})
 		require.Len(t, got, 3)
 		return err
 	})

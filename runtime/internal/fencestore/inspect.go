@@ -8,6 +8,7 @@ import (
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/fence"
 	"github.com/stile-run/stile/internal/printf"
+	"github.com/stile-run/stile/runtime/internal/budget"
 )
 
 // ListFilter selects jobs to list.
@@ -15,13 +16,16 @@ type ListFilter struct {
 	State, Queue, Kind string // "" for any
 	After              int64  // list ids after this one
 	Limit              int
+	// MaxBytes, if not 0, stops the page at that many bytes of jobs
+	// (jobBytes): at least one goes.
+	MaxBytes int64
 }
 
 // List reads jobs in id order, after f.After. A state filter reads an
 // index: the lease index for running jobs (there are only as many as
 // workers run), stile_jobs_state for the others; queue and kind filter the
-// rows it finds.
-func (s *Store) List(f ListFilter) ([]Job, error) {
+// rows it finds. cut says f.MaxBytes stopped the page short of f.Limit.
+func (s *Store) List(f ListFilter) (jobs []Job, cut bool, err error) {
 	from, where := "stile_jobs", []string{"id > ?"}
 	args := []any{f.After}
 	switch f.State {
@@ -39,16 +43,24 @@ func (s *Store) List(f ListFilter) ([]Job, error) {
 			args = append(args, c.v)
 		}
 	}
-	rows, err := s.db.Query(`SELECT `+jobColumns+` FROM `+from+` WHERE `+strings.Join(where, " AND ")+` ORDER BY id LIMIT ?`,
-		append(args, f.Limit)...)
+	page := func(cols string, limit int) (string, []any) {
+		return `SELECT ` + cols + ` FROM ` + from + ` WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id LIMIT ?`,
+			append(slices.Clip(args), limit)
+	}
+	limit, cut, err := budget.Limit(s.db, f.MaxBytes, f.Limit, jobBytes, page)
 	if err != nil {
-		return nil, printf.Errorf("list jobs: %w", err)
+		return nil, false, printf.Errorf("list jobs: %w", err)
+	}
+	sql, sqlArgs := page(jobColumns, limit)
+	rows, err := s.db.Query(sql, sqlArgs...)
+	if err != nil {
+		return nil, false, printf.Errorf("list jobs: %w", err)
 	}
 	var out []Job
 	for rows.Next() {
 		out = append(out, s.scanJob(rows))
 	}
-	return out, rows.Err()
+	return out, cut, rows.Err()
 }
 
 // QueueCount is how many jobs of a queue are in a state.

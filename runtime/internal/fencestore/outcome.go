@@ -396,17 +396,21 @@ func (s *Store) Delete(id int64) error {
 }
 
 // Unregistered lists up to limit unfinished jobs whose kind is not among
-// kinds, and whether any of them is running.
+// kinds, each with the fence's columns only (what Fail needs).
 func (s *Store) Unregistered(kinds []string, limit int) ([]Job, error) {
 	list := api.AppendStrings(nil, kinds)
-	rows, err := s.db.Query(`SELECT `+jobColumns+` FROM stile_jobs WHERE finished_at IS NULL
+	// The fence's columns only: a slice of jobs with their args and
+	// outputs might not fit the module's memory.
+	rows, err := s.db.Query(`SELECT `+fenceColumns+` FROM stile_jobs WHERE finished_at IS NULL
 		AND kind NOT IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?`, string(list), limit)
 	if err != nil {
 		return nil, printf.Errorf("find jobs of kinds this module does not register: %w", err)
 	}
 	var out []Job
 	for rows.Next() {
-		out = append(out, s.scanJob(rows))
+		var j Job
+		s.scanFence(rows, &j)
+		out = append(out, j)
 	}
 	return out, rows.Err()
 }

@@ -161,10 +161,16 @@ func (s *Store) EarlierOpen(handler string, seq int64) (bool, error) {
 // order: first what its open head allows again (a lease run out, a retry
 // due, and the rest of that claim's run), else its next new events. A
 // handler whose head is in flight or waiting is passed over.
-func (s *Store) Claim(now int64, worker string, hs []Handler, limit int) ([]Delivery, error) {
+//
+// maxBytes, if not 0, bounds the events' bytes (eventstore's Event.Bytes)
+// the claim hands out: new events stop there, a handler's run always goes
+// whole (it fitted when it was first handed out), and at least one
+// delivery goes.
+func (s *Store) Claim(now int64, worker string, hs []Handler, limit int, maxBytes int64) ([]Delivery, error) {
 	var out []Delivery
+	used := int64(0)
 	for _, h := range hs {
-		if len(out) >= limit {
+		if len(out) >= limit || maxBytes > 0 && len(out) > 0 && used >= maxBytes {
 			break
 		}
 		n := min(limit-len(out), max(h.Batch, 1))
@@ -177,7 +183,8 @@ func (s *Store) Claim(now int64, worker string, hs []Handler, limit int) ([]Deli
 			if ds, err = s.reclaim(now, worker, h, open); err != nil {
 				return nil, err
 			}
-			if len(ds) < len(open) || len(ds) == n {
+			used += deliveryBytes(ds)
+			if len(ds) < len(open) || len(ds) == n || maxBytes > 0 && used >= maxBytes {
 				out = append(out, ds...)
 				continue // the rest waits behind what is still open
 			}
@@ -188,13 +195,26 @@ func (s *Store) Claim(now int64, worker string, hs []Handler, limit int) ([]Deli
 		if len(ds) > 0 {
 			heldUntil = ds[len(ds)-1].Entry.LeaseUntil
 		}
-		more, err := s.deliverNew(now, worker, h, heldUntil, n-len(ds))
+		room := int64(0) // no budget
+		if maxBytes > 0 {
+			room = maxBytes - used
+		}
+		more, err := s.deliverNew(now, worker, h, heldUntil, n-len(ds), room, len(out)+len(ds) == 0)
 		if err != nil {
 			return nil, err
 		}
+		used += deliveryBytes(more)
 		out = append(append(out, ds...), more...)
 	}
 	return out, nil
+}
+
+func deliveryBytes(ds []Delivery) int64 {
+	n := int64(0)
+	for i := range ds {
+		n += ds[i].Event.Bytes()
+	}
+	return n
 }
 
 // reclaim takes over the handler's open head, if its verdict allows, and
@@ -256,15 +276,20 @@ const claimRows = 16
 
 // deliverNew hands out the handler's next n events after its checkpoint
 // and moves the checkpoint past them (compare-and-set). They follow the
-// deliveries the claim's run already holds until heldUntil.
-func (s *Store) deliverNew(now int64, worker string, h Handler, heldUntil int64, n int) ([]Delivery, error) {
+// deliveries the claim's run already holds until heldUntil. maxBytes, if
+// not 0, stops them at that many bytes; one event larger than that goes
+// only if first (the claim has nothing else to hand out).
+func (s *Store) deliverNew(now int64, worker string, h Handler, heldUntil int64, n int, maxBytes int64, first bool) ([]Delivery, error) {
 	cp, err := s.Checkpoint(h.Name)
 	if err != nil {
 		return nil, err
 	}
-	evs, err := s.ev.Read(cp, h.Types, n)
+	evs, _, err := s.ev.Read(cp, h.Types, n, maxBytes)
 	if err != nil || len(evs) == 0 {
 		return nil, err
+	}
+	if maxBytes > 0 && !first && evs[0].Bytes() > maxBytes {
+		return nil, nil // it waits for a claim of its own
 	}
 	out := make([]Delivery, 0, len(evs))
 	for start := 0; start < len(evs); start += claimRows {

@@ -1,6 +1,7 @@
 package inboxstore_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -39,7 +40,7 @@ func (f *fixture) claim(now int64, worker string, h inboxstore.Handler, limit in
 	var ds []inboxstore.Delivery
 	require.NoError(f.t, f.db.Tx(func() error {
 		var err error
-		ds, err = f.s.Claim(now, worker, []inboxstore.Handler{h}, limit)
+		ds, err = f.s.Claim(now, worker, []inboxstore.Handler{h}, limit, 0)
 		return err
 	}))
 	return ds
@@ -255,4 +256,42 @@ func TestClaimableFollowsWhatAClaimWouldHandOut(t *testing.T) {
 	require.NoError(t, f.db.Tx(func() error { return f.s.Retry(100, ds[0].Entry, 5_000, 1, "boom") }))
 	require.False(t, claimable(4_999), "a retry waits for its time")
 	require.True(t, claimable(5_000), "and is due then")
+}
+
+// A claim over two handlers stops handing out new events at its byte
+// budget: the first handler's run is cut where it fills the budget, the
+// second gets nothing, and a later claim goes on where each stopped.
+func TestAReactionClaimStopsAtItsByteBudget(t *testing.T) {
+	t.Parallel()
+	f := open(t)
+	h1 := inboxstore.Handler{Name: "one", Types: []string{"big"}, TimeoutMs: 1_000, Batch: 10, FromStart: true}
+	h2 := inboxstore.Handler{Name: "two", Types: []string{"big"}, TimeoutMs: 1_000, Batch: 10, FromStart: true}
+	require.NoError(t, f.s.Sync(0, []inboxstore.Handler{h1, h2}))
+	data := []byte(`"` + strings.Repeat("x", 998) + `"`) // 1,000 bytes; an event weighs 1,000 + 1 + 3 + 64
+	for range 4 {
+		_, _, _, err := f.ev.Append(0, "s", eventstore.Any, []eventstore.Draft{{Type: "big", Data: data}}, "")
+		require.NoError(t, err)
+	}
+	claim := func(maxBytes int64) (one, two []int64) {
+		var ds []inboxstore.Delivery
+		require.NoError(t, f.db.Tx(func() error {
+			var err error
+			ds, err = f.s.Claim(0, "w", []inboxstore.Handler{h1, h2}, 100, maxBytes)
+			return err
+		}))
+		for _, d := range ds {
+			if d.Entry.Handler == "one" {
+				one = append(one, d.Event.Seq)
+			} else {
+				two = append(two, d.Event.Seq)
+			}
+		}
+		return one, two
+	}
+	one, two := claim(2200)
+	require.Equal(t, []int64{1, 2}, one, "two events of 1,068 bytes fit 2,200")
+	require.Empty(t, two, "the budget is spent")
+	one, two = claim(2200)
+	require.Empty(t, one, "its run is in flight")
+	require.Equal(t, []int64{1, 2}, two)
 }
