@@ -89,8 +89,22 @@ func Parse(expr string) (*Schedule, error) {
 	}
 	s.domStar = parts[3] == "*" || parts[3] == "?"
 	s.dowStar = parts[5] == "*" || parts[5] == "?"
+	// Every calendar the fields can name comes round within horizon of any
+	// day (29 February included); a schedule with no time in the horizon
+	// from a leap year's start names a day no month has.
+	if s.Next(neverProbe).IsZero() {
+		return nil, printf.Errorf("%w %q: it never fires (no month it names has that day)", ErrSyntax, expr)
+	}
 	return s, nil
 }
+
+// neverProbe is where Parse looks for a schedule's first time: the start
+// of a leap year.
+var neverProbe = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// horizonYears is how far Next looks: past the longest gap between two 29
+// Februaries (eight years, across a century that is not a leap year).
+const horizonYears = 9
 
 func parseField(p string, f field) (uint64, error) {
 	var bits uint64
@@ -99,8 +113,8 @@ func parseField(p string, f field) (uint64, error) {
 		rng, stepText, hasStep := strings.Cut(part, "/")
 		if hasStep {
 			n, err := strconv.Atoi(stepText)
-			if err != nil || n < 1 {
-				return 0, printf.Errorf("step %q is not a positive number", stepText)
+			if err != nil || n < 1 || n > f.max {
+				return 0, printf.Errorf("step %q is not a number in 1-%d", stepText, f.max)
 			}
 			step = n
 		}
@@ -146,8 +160,8 @@ func value(s string, f field) (int, error) {
 }
 
 // Next returns the first time strictly after t that the schedule names, in
-// UTC, to the second; the zero time if there is none within five years
-// (e.g. 30 February).
+// UTC, to the second; the zero time if there is none within horizonYears
+// (Parse refuses a schedule that never fires, e.g. 30 February).
 func (s *Schedule) Next(t time.Time) time.Time {
 	t = t.UTC().Truncate(time.Second).Add(time.Second)
 	if s.every > 0 {
@@ -160,7 +174,7 @@ func (s *Schedule) Next(t time.Time) time.Time {
 		}
 		return time.Unix(u, 0).UTC()
 	}
-	limit := t.AddDate(5, 0, 0)
+	limit := t.AddDate(horizonYears, 0, 0)
 	for t.Before(limit) {
 		switch {
 		case !s.has(4, int(t.Month())):

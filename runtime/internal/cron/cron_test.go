@@ -42,16 +42,25 @@ func TestNext(t *testing.T) {
 	} {
 		require.Equal(t, tc.want, next(t, tc.expr, base), tc.expr)
 	}
-	require.True(t, next(t, "0 0 0 30 2 *", base).IsZero(), "30 February never comes")
+	// 29 February after 2096 comes in 2104 (2100 is not a leap year).
+	require.Equal(t, time.Date(2104, 2, 29, 0, 0, 0, 0, time.UTC), next(t, "0 0 0 29 2 *", time.Date(2096, 3, 1, 0, 0, 0, 0, time.UTC)))
 }
 
 func TestParseErrors(t *testing.T) {
 	t.Parallel()
 	for _, expr := range []string{"", "* * *", "60 * * * * *", "* * 24 * * *", "* * * 0 * *", "* * * * 13 *",
-		"*/0 * * * * *", "5-1 * * * * *", "x * * * * *", "@every 500ms", "@every soon", "* * * * * * *"} {
+		"*/0 * * * * *", "5-1 * * * * *", "x * * * * *", "@every 500ms", "@every soon", "* * * * * * *",
+		"*/9223372036854775807 * * * * *", "*/60 * * * * *", "0 0 */32 * * *", "0 0 0 1 */13 *",
+		"0 0 0 30 2 *", "0 0 0 31 4,6,9,11 *", "0 0 0 30-31 feb *"} {
 		_, err := cron.Parse(expr)
 		require.ErrorIs(t, err, cron.ErrSyntax, expr)
 	}
+	_, err := cron.Parse("0 0 0 30 2 *")
+	require.ErrorContains(t, err, "never fires")
+	_, err = cron.Parse("*/9223372036854775807 * * * * *")
+	require.ErrorContains(t, err, "not a number in 1-59")
+	_, err = cron.Parse("0 0 0 30 2 mon")
+	require.NoError(t, err, "30 February or any Monday of February: the Mondays fire")
 }
 
 // FuzzNext checks Next, which jumps over months, days and hours, against
