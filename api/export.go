@@ -61,6 +61,13 @@ type ImportResult struct {
 	Done bool `json:"done"`
 }
 
+// ImportAborted answers DELETE /import: the tables the import had written
+// to, now empty again.
+type ImportAborted struct {
+	Tenant string   `json:"tenant"`
+	Tables []string `json:"tables"`
+}
+
 // CellKind is the type of a cell of an export row.
 type CellKind byte
 

@@ -1091,6 +1091,17 @@ func (v ImportResult) AppendJSON(b []byte) []byte {
 func (v ImportResult) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
+func (v ImportAborted) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.str("tenant", v.Tenant)
+	o.strings("tables", v.Tables)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v ImportAborted) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
 func (v Push) AppendJSON(b []byte) []byte {
 	o := startObject(b)
 	o.str("tenant", v.Tenant)

@@ -175,6 +175,7 @@ var fixtures = map[string]any{
 	"SchemaState":      fxSchema,
 	"Erased":           api.Erased{Tenant: "acme", ErasedAt: fxAt, Dropped: 57},
 	"ImportResult":     api.ImportResult{Rows: 412, Done: true},
+	"ImportAborted":    api.ImportAborted{Tenant: "acme", Tables: []string{"stile_jobs", "orders"}},
 	"ExportMark":       fxExport.Mark,
 	"ExportTable":      fxExport.Tables[0],
 	"ExportPage":       fxExport,

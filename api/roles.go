@@ -59,6 +59,7 @@ var routeRoles = map[Route]string{
 	RouteAudit: ops,
 
 	RouteMigrate: admins, RouteErase: admins, RouteExport: admins, RouteImport: admins,
+	RouteAbortImport: admins,
 
 	RouteDeleteJob: ops, RouteCancel: ops, RouteRetry: ops, RouteSetLimit: ops, RoutePutSchedule: ops,
 	RouteDelSchedule: ops, RouteSkip: ops, RouteRebuild: ops, RoutePauseQueue: ops, RoutePutRetention: ops,

@@ -58,6 +58,7 @@ var (
 	RouteErase        = Route{"DELETE", ""}
 	RouteExport       = Route{"GET", "export"}
 	RouteImport       = Route{"POST", "import"}
+	RouteAbortImport  = Route{"DELETE", "import"}
 )
 
 // String is the route as docs/API.md writes it: GET /v1/t/{tenant}/jobs/{id}.

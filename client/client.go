@@ -465,6 +465,14 @@ func (t *Tenant) Import(ctx context.Context, page api.ExportPage) (api.ImportRes
 	return out, err
 }
 
+// AbortImport abandons the import under way (DELETE /import, admin): the
+// tables its pages wrote to are emptied, and the tenant serves again.
+func (t *Tenant) AbortImport(ctx context.Context) (api.ImportAborted, error) {
+	var out api.ImportAborted
+	err := t.do(ctx, api.RouteAbortImport, nil, nil, &out)
+	return out, err
+}
+
 // Erase deletes every row of the tenant and leaves a tombstone: its later
 // requests are 410 (DELETE /v1/t/{tenant}?confirm={tenant}, admin).
 func (t *Tenant) Erase(ctx context.Context) (api.Erased, error) {

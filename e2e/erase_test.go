@@ -4,13 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/ncruces/go-sqlite3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/e2e/testapp"
+	"github.com/stile-run/stile/schema"
 	"github.com/stile-run/stile/stiletest"
 )
 
@@ -93,6 +97,46 @@ func TestErasedStaysErased(t *testing.T) {
 			page, err := h.Client().Tenants(ctx, api.TenantsQuery{})
 			require.NoError(t, err)
 			require.Empty(t, page.Tenants)
+		})
+	}
+}
+
+// Erasing works whatever state the tenant's migrations are in: a tenant
+// whose Stile migration failed serves only GET /status and POST
+// /migrations, yet its erasure goes through. It used to answer 503.
+func TestEraseWorksWhateverTheMigrationState(t *testing.T) {
+	t.Parallel()
+	for name, cfg := range map[string]stiletest.Config{
+		"native": {App: testapp.App()},
+		"wazero": {Package: testTenant},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			cfg.DataDir, cfg.Token = t.TempDir(), token
+			h := stiletest.New(t, cfg)
+			_, err := h.Tenant("stuck").Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo"})
+			require.NoError(t, err)
+			require.NoError(t, h.Close())
+
+			// The ledger forgets the last migration, which then fails when
+			// applied again (its column is there).
+			db, err := sqlite3.Open(filepath.Join(cfg.DataDir, "tenants", "stuck.sqlite"))
+			require.NoError(t, err)
+			require.NoError(t, db.Exec(`DELETE FROM `+schema.Ledger+` WHERE version = `+strconv.Itoa(len(schema.Migrations()))))
+			require.NoError(t, db.Close())
+
+			h = stiletest.New(t, cfg)
+			st, err := h.Tenant("stuck").Status(ctx)
+			require.NoError(t, err)
+			require.NotNil(t, st.StileSchema.Failed, "Stile's last migration failed")
+			_, err = h.Tenant("stuck").Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo"})
+			requireCode(t, err, http.StatusServiceUnavailable, api.CodeMigrationFailed)
+			erased, err := h.Tenant("stuck").Erase(ctx)
+			require.NoError(t, err, "erasure needs no migration")
+			require.Equal(t, "stuck", erased.Tenant)
+			_, err = h.Tenant("stuck").Status(ctx)
+			requireCode(t, err, http.StatusGone, api.CodeErased)
 		})
 	}
 }

@@ -140,3 +140,98 @@ func scenarioExportImport(s *scenario) {
 		require.Equal(t, again.LeaseUntil.UnixMilli(), p.manager.AlarmAt(target.Name()))
 	}
 }
+
+// scenarioImportHoldsTheTenant: a multi-page import holds its tenant until
+// its last page (other requests, even reads, get 409 import_conflict; its
+// status and an abort are served); an abort empties what its pages wrote
+// and frees the tenant, and the same export then imports whole. An import
+// goes only into a tenant whose own tables nothing but migrations wrote;
+// rows the API could not have written (a cron expression that breaks the
+// module, a lease past any bound, Stile's migration ledger named in upper
+// case) are refused and write nothing.
+func scenarioImportHoldsTheTenant(s *scenario) {
+	t := s.t
+	for i := range 20 {
+		s.enqueue(api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{"n":` + strconv.Itoa(i) + `}`)})
+	}
+	require.NoError(t, s.ten.Tx(s.ctx, "signup", map[string]string{"email": "ada@example.com", "name": "Ada"}, nil))
+	pages := s.exportAll(s.ten, 1024)
+	require.Greater(t, len(pages), 2)
+
+	target := s.tg.client().Tenant(s.ten.Name() + "-copy")
+	_, err := target.Import(s.ctx, pages[0])
+	require.NoError(t, err)
+	_, err = target.Enqueue(s.ctx, api.EnqueueRequest{Kind: "test.echo"})
+	requireCode(t, err, http.StatusConflict, api.CodeImportConflict)
+	require.Contains(t, err.Error(), "DELETE /v1/t/"+target.Name()+"/import")
+	_, err = target.List(s.ctx, "", "", "", "", 10)
+	requireCode(t, err, http.StatusConflict, api.CodeImportConflict)
+	_, err = target.Status(s.ctx)
+	require.NoError(t, err, "its status is served")
+
+	aborted, err := target.AbortImport(s.ctx)
+	require.NoError(t, err)
+	require.Contains(t, aborted.Tables, "stile_jobs")
+	_, err = target.AbortImport(s.ctx)
+	requireCode(t, err, http.StatusConflict, api.CodeImportConflict)
+	l, err := target.List(s.ctx, "", "", "", "", 10)
+	require.NoError(t, err, "the tenant serves again")
+	require.Empty(t, l.Jobs, "what the import wrote is gone")
+	for i, p := range pages {
+		res, err := target.Import(s.ctx, p)
+		require.NoError(t, err, "page %d: the same export imports whole after the abort", i)
+		require.Equal(t, i == len(pages)-1, res.Done)
+	}
+	l, err = target.List(s.ctx, "", "", "", "", 100)
+	require.NoError(t, err)
+	require.Len(t, l.Jobs, 21, "20 jobs and the signup's")
+
+	// A tenant whose own table a transaction wrote to holds no Stile row,
+	// yet no import goes over it.
+	other := s.tg.client().Tenant(s.ten.Name() + "-tx")
+	require.NoError(t, other.Tx(s.ctx, "account", map[string]string{"email": "bob@example.com", "name": "Bob"}, nil))
+	_, err = other.Import(s.ctx, pages[0])
+	requireCode(t, err, http.StatusConflict, api.CodeImportConflict)
+	require.Contains(t, err.Error(), "written by its module")
+
+	// Rows the API could not have written.
+	fresh := s.tg.client().Tenant(s.ten.Name() + "-bad")
+	one := func(table string, columns []string, row string) api.ExportPage {
+		return api.ExportPage{Format: api.ExportFormat, First: true, StileSchema: pages[0].StileSchema,
+			ModuleSchema: pages[0].ModuleSchema, Mark: pages[0].Mark,
+			Tables: []api.ExportTable{{Name: table, Columns: columns, First: true, Rows: json.RawMessage(`[` + row + `]`)}}}
+	}
+	for _, bad := range []struct {
+		name string
+		page api.ExportPage
+		want string
+	}{
+		{"cron step near 2^63", one("stile_schedules", []string{"name", "cron", "job", "next_at", "created_at", "updated_at"},
+			`["s","*/9223372036854775807 * * * * *","{\"kind\":\"test.echo\"}",1,1,1]`), "step"},
+		{"cron that never fires", one("stile_schedules", []string{"name", "cron", "job", "next_at", "created_at", "updated_at"},
+			`["s","0 0 0 30 2 *","{\"kind\":\"test.echo\"}",1,1,1]`), "never fires"},
+		{"schedule of an unknown kind", one("stile_schedules", []string{"name", "cron", "job", "next_at", "created_at", "updated_at"},
+			`["s","@hourly","{\"kind\":\"nope\"}",1,1,1]`), "unknown job kind"},
+		{"lease past any bound", one("stile_jobs", []string{"kind", "queue", "priority", "args", "state", "max_attempts", "lease_ms", "timeout_ms", "backoff_ms", "backoff_max_ms", "run_at", "created_at"},
+			`["test.echo","default",0,"{}","available",3,9007199254740991,9007199254740991,1000,1000,1,1]`), "lease_ms"},
+		{"event of a bad type", one("stile_events", []string{"stream", "version", "type", "data", "at"},
+			`["s-1",1,"a b","{}",1]`), "type"},
+		{"the migration ledger in upper case", one("STILE_MIGRATIONS", []string{"version"}, `[1]`), "not imported"},
+	} {
+		_, err := fresh.Import(s.ctx, bad.page)
+		require.Error(t, err, bad.name)
+		var ce *api.Error
+		require.ErrorAs(t, err, &ce, bad.name)
+		require.Contains(t, []int{http.StatusBadRequest, http.StatusConflict}, ce.Status, bad.name)
+		require.Contains(t, ce.Message, bad.want, bad.name)
+	}
+	st, err := fresh.Status(s.ctx)
+	require.NoError(t, err, "the tenant serves: nothing broke it")
+	require.Equal(t, st.StileSchema.Known, st.StileSchema.Version, "the migration ledger is whole")
+	sc, err := fresh.Schedules(s.ctx)
+	require.NoError(t, err)
+	require.Empty(t, sc)
+	l, err = fresh.List(s.ctx, "", "", "", "", 10)
+	require.NoError(t, err)
+	require.Empty(t, l.Jobs)
+}

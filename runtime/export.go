@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/base64"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -379,8 +380,32 @@ func cellArg(c api.Cell) any {
 	return nil
 }
 
-// settingImport marks an import under way with its export's mark.
-const settingImport = "import"
+// Settings of imports: the mark of the export being imported (an import
+// under way), the tables its pages wrote to so far (a JSON list, what an
+// abort empties), and whether the module's own tables were written by
+// anything but its migrations (a registered transaction or an import),
+// which makes the tenant no import's.
+const (
+	settingImport       = "import"
+	settingImportTables = "import_tables"
+	settingModuleWrites = "module_writes"
+)
+
+// importServes says whether a request is served while an import holds
+// the tenant: the import's own pages and abort, GET /status, an erase.
+func (t *Tenant) importServes(kind do.RequestKind) bool {
+	r := t.route
+	return kind == do.KindAPI && (r == api.RouteImport || r == api.RouteAbortImport || r == api.RouteStatus || r == api.RouteErase)
+}
+
+// noteModuleWrite records, once, that the module's own tables were
+// written by a registered transaction.
+func (t *Tenant) noteModuleWrite(now int64) error {
+	if _, ok, err := t.setting(settingModuleWrites); ok || err != nil {
+		return err
+	}
+	return t.setSetting(now, settingModuleWrites, "transaction")
+}
 
 func markKey(m api.ExportMark) string {
 	return printf.Sprintf("%d.%d.%d", m.EventSeq, m.JobID, m.At.UnixMilli())
@@ -425,10 +450,19 @@ func (t *Tenant) importPage(body []byte) (route, *api.Error) {
 			} else if n > 0 {
 				return result{}, api.Refuse(api.CodeImportConflict, "tenant %s holds %d rows of jobs, events, deliveries, commands or audit: an import goes into an empty tenant (erase it, or import into another name)", t.name, n)
 			}
+			if by, ok, err := t.setting(settingModuleWrites); err != nil {
+				return result{}, err
+			} else if ok {
+				return result{}, api.Refuse(api.CodeImportConflict, "tenant %s's own tables hold rows written by its module (by a %s): an import goes into an empty tenant (erase it, or import into another name)", t.name, by)
+			}
 		case page.First:
 			return result{}, api.Refuse(api.CodeImportConflict, "an import of another export (mark %s) is under way in tenant %s: finish it with its pages", under, t.name)
 		case under != key:
 			return result{}, api.Refuse(api.CodeImportConflict, "this page belongs to the export with mark %s, and the import under way in tenant %s is %q: import the pages in order, from the first", key, t.name, under)
+		}
+		touched, err := t.importTables()
+		if err != nil {
+			return result{}, err
 		}
 		written := 0
 		for _, tb := range tables {
@@ -437,19 +471,103 @@ func (t *Tenant) importPage(body []byte) (route, *api.Error) {
 				return result{}, err
 			}
 			written += n
+			if name := strings.ToLower(tb.t.Name); !slices.Contains(touched, name) {
+				touched = append(touched, name)
+			}
 		}
-		done := page.Next == ""
-		if done {
-			err = t.clearSetting(settingImport)
-			t.importDone = true
-		} else {
-			err = t.setSetting(now, settingImport, key)
+		if err := t.endImportPage(now, key, touched, page.Next == ""); err != nil {
+			return result{}, err
 		}
+		return result{status: statusOK, body: api.ImportResult{Rows: written, Done: page.Next == ""}.AppendJSON}, nil
+	}, nil
+}
+
+// importTables reads the tables the import under way wrote to.
+func (t *Tenant) importTables() ([]string, error) {
+	v, ok, err := t.setting(settingImportTables)
+	if err != nil || !ok {
+		return nil, err
+	}
+	names, err := api.DecodeStrings([]byte(v))
+	if err != nil {
+		return nil, printf.Errorf("read the tables of the import under way: %w", err)
+	}
+	return names, nil
+}
+
+// endImportPage records where the import stands after a page: under way
+// with the tables it wrote to, or done (the tenant holds the module's
+// rows if it wrote any: no import goes over them).
+func (t *Tenant) endImportPage(now int64, key string, touched []string, done bool) error {
+	if !done {
+		if err := t.setSetting(now, settingImportTables, string(api.AppendStrings(nil, touched))); err != nil {
+			return err
+		}
+		if err := t.setSetting(now, settingImport, key); err != nil {
+			return err
+		}
+		t.importBegun = key
+		return nil
+	}
+	for _, k := range []string{settingImport, settingImportTables} {
+		if err := t.clearSetting(k); err != nil {
+			return err
+		}
+	}
+	t.importDone = true
+	for _, name := range touched {
+		if !strings.HasPrefix(name, "stile_") {
+			// The exported tenant's own mark came along, if it had one.
+			if _, ok, err := t.setting(settingModuleWrites); ok || err != nil {
+				return err
+			}
+			return t.setSetting(now, settingModuleWrites, "import")
+		}
+	}
+	return nil
+}
+
+// abortImport is DELETE /import: every table the import under way wrote
+// to is emptied, the tenant's identity drawn again if it was imported,
+// and the tenant is free again; what the module's migrations put in a
+// table the import wrote to is not put back.
+func (t *Tenant) abortImport() route {
+	return func(now int64) (result, error) {
+		under, _, err := t.setting(settingImport)
 		if err != nil {
 			return result{}, err
 		}
-		return result{status: statusOK, body: api.ImportResult{Rows: written, Done: done}.AppendJSON}, nil
-	}, nil
+		if under == "" {
+			return result{}, api.Refuse(api.CodeImportConflict, "no import is under way in tenant %s", t.name)
+		}
+		touched, err := t.importTables()
+		if err != nil {
+			return result{}, err
+		}
+		if err := t.db.Exec(`PRAGMA defer_foreign_keys = ON`); err != nil {
+			return result{}, printf.Errorf("abort the import of tenant %s: %w", t.name, err)
+		}
+		for _, name := range touched {
+			if err := t.db.Exec(`DELETE FROM ` + quoteIdent(name)); err != nil {
+				return result{}, printf.Errorf("abort the import of tenant %s: empty table %s: %w", t.name, name, err)
+			}
+		}
+		if slices.Contains(touched, "stile_identity") {
+			if err := t.db.Exec(`INSERT INTO stile_identity (id) VALUES (lower(hex(randomblob(16))))`); err != nil {
+				return result{}, printf.Errorf("abort the import of tenant %s: %w", t.name, err)
+			}
+		}
+		for _, k := range []string{settingImport, settingImportTables, settingModuleWrites} {
+			if err := t.clearSetting(k); err != nil {
+				return result{}, err
+			}
+		}
+		t.importDone = true
+		if touched == nil {
+			touched = []string{}
+		}
+		return result{status: statusOK, body: api.ImportAborted{Tenant: t.name, Tables: touched}.AppendJSON}, nil
+	}
 }
 
 // storedRows counts the rows of the counted kinds.
@@ -463,8 +581,22 @@ func (t *Tenant) storedRows() (int64, error) {
 }
 
 func (t *Tenant) importTable(tb api.ExportTable, rows [][]api.Cell) (int, error) {
-	if notExported[tb.Name] || strings.HasPrefix(tb.Name, "sqlite_") || strings.HasPrefix(tb.Name, "_cf_") {
+	// SQLite's names are not case-sensitive: STILE_MIGRATIONS is the
+	// migration ledger.
+	lower := strings.ToLower(tb.Name)
+	if notExported[lower] || strings.HasPrefix(lower, "sqlite_") || strings.HasPrefix(lower, "_cf_") {
 		return 0, api.Refuse(api.CodeInvalidRequest, "table %s is not imported: an export never holds it", tb.Name)
+	}
+	if check := importChecks[lower]; check != nil {
+		cols := make(map[string]int, len(tb.Columns))
+		for i, c := range tb.Columns {
+			cols[strings.ToLower(c)] = i
+		}
+		for i, row := range rows {
+			if msg := check(t, importedRow{cols: cols, cells: row}); msg != "" {
+				return 0, api.Refuse(api.CodeImportConflict, "row %d of table %s: %s", i, tb.Name, msg)
+			}
+		}
 	}
 	info, err := t.db.Query(`PRAGMA table_info(` + quoteIdent(tb.Name) + `)`)
 	if err != nil {

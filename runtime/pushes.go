@@ -197,6 +197,9 @@ func (t *Tenant) listPushes() route {
 }
 
 func (t *Tenant) pushDone(id string, body []byte) (route, *api.Error) {
+	if !api.ValidName(id) {
+		return nil, api.Refuse(api.CodeInvalidRequest, "push id %q is invalid: use %s", id, api.NameRule)
+	}
 	r, err := api.DecodePushDone(body)
 	if err != nil {
 		return nil, decodeErr(err)

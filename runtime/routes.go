@@ -17,6 +17,8 @@ type input struct {
 	query  string
 	body   []byte
 	route  api.Route // the route matched, for the host's logs and metrics
+	// takesQuery says the route reads query parameters.
+	takesQuery bool
 }
 
 // maxParams is the most {parameters} a route's pattern may have.
@@ -30,10 +32,10 @@ type handler func(t *Tenant, in input) (route, *api.Error)
 // answers are derived from it, and the client builds its paths from the
 // same api.Route values.
 var routes = []routeEntry{
-	{Route: api.RouteListJobs, handle: func(t *Tenant, in input) (route, *api.Error) { return t.listJobs(in.query) }},
+	{Route: api.RouteListJobs, handle: func(t *Tenant, in input) (route, *api.Error) { return t.listJobs(in.query) }, query: true},
 	{Route: api.RouteEnqueue, handle: func(t *Tenant, in input) (route, *api.Error) { return t.enqueueOne(in.body) }},
 	{Route: api.RouteEnqueueMany, handle: func(t *Tenant, in input) (route, *api.Error) { return t.enqueueBatch(in.body) }},
-	{Route: api.RouteGetJob, handle: func(t *Tenant, in input) (route, *api.Error) { return t.getJob(in.params[0], in.query) }},
+	{Route: api.RouteGetJob, handle: func(t *Tenant, in input) (route, *api.Error) { return t.getJob(in.params[0], in.query) }, query: true},
 	{Route: api.RouteDeleteJob, handle: func(t *Tenant, in input) (route, *api.Error) { return t.deleteJob(in.params[0]) }},
 	{Route: api.RouteHeartbeat, handle: func(t *Tenant, in input) (route, *api.Error) { return t.heartbeat(in.params[0], in.body) }},
 	{Route: api.RouteReport, handle: func(t *Tenant, in input) (route, *api.Error) { return t.reportOne(in.params[0], in.body) }},
@@ -51,8 +53,8 @@ var routes = []routeEntry{
 	{Route: api.RouteGetSchedule, handle: func(t *Tenant, in input) (route, *api.Error) { return t.getSchedule(in.params[0]), nil }},
 	{Route: api.RouteDelSchedule, handle: func(t *Tenant, in input) (route, *api.Error) { return t.deleteSchedule(in.params[0]), nil }},
 	{Route: api.RouteStatus, handle: func(t *Tenant, in input) (route, *api.Error) { return t.status(), nil }},
-	{Route: api.RouteEvents, handle: func(t *Tenant, in input) (route, *api.Error) { return t.readEvents(in.query) }},
-	{Route: api.RouteReadStream, handle: func(t *Tenant, in input) (route, *api.Error) { return t.readStream(in.params[0], in.query) }},
+	{Route: api.RouteEvents, handle: func(t *Tenant, in input) (route, *api.Error) { return t.readEvents(in.query) }, query: true},
+	{Route: api.RouteReadStream, handle: func(t *Tenant, in input) (route, *api.Error) { return t.readStream(in.params[0], in.query) }, query: true},
 	{Route: api.RouteAppend, handle: func(t *Tenant, in input) (route, *api.Error) { return t.appendEvents(in.params[0], in.body) }},
 	{Route: api.RouteCommand, handle: func(t *Tenant, in input) (route, *api.Error) { return t.command(in.body) }},
 	{Route: api.RouteGetCommand, handle: func(t *Tenant, in input) (route, *api.Error) { return t.getCommand(in.params[0]), nil }},
@@ -62,24 +64,27 @@ var routes = []routeEntry{
 	{Route: api.RouteSkip, handle: func(t *Tenant, in input) (route, *api.Error) { return t.skipReaction(in.params[0], in.body) }},
 	{Route: api.RouteProjections, handle: func(t *Tenant, in input) (route, *api.Error) { return t.projectionsStatus(), nil }},
 	{Route: api.RouteRebuild, handle: func(t *Tenant, in input) (route, *api.Error) { return t.rebuildProjection(in.params[0]) }},
-	{Route: api.RouteQuery, handle: func(t *Tenant, in input) (route, *api.Error) { return t.runQuery(in.params[0], in.query) }},
+	{Route: api.RouteQuery, handle: func(t *Tenant, in input) (route, *api.Error) { return t.runQuery(in.params[0], in.query) }, query: true},
 	{Route: api.RoutePushes, handle: func(t *Tenant, in input) (route, *api.Error) { return t.listPushes(), nil }},
 	{Route: api.RoutePushDone, handle: func(t *Tenant, in input) (route, *api.Error) { return t.pushDone(in.params[0], in.body) }},
 	{Route: api.RouteAudit, handle: func(t *Tenant, in input) (route, *api.Error) { return t.listAudit(), nil }},
 	{Route: api.RouteStorage, handle: func(t *Tenant, in input) (route, *api.Error) { return t.storage(), nil }},
 	{Route: api.RouteRetention, handle: func(t *Tenant, in input) (route, *api.Error) { return t.getRetention(), nil }},
-	{Route: api.RouteErase, handle: func(t *Tenant, in input) (route, *api.Error) { return t.erase(in.query) }},
-	{Route: api.RouteExport, handle: func(t *Tenant, in input) (route, *api.Error) { return t.export(in.query) }},
+	{Route: api.RouteErase, handle: func(t *Tenant, in input) (route, *api.Error) { return t.erase(in.query) }, query: true},
+	{Route: api.RouteExport, handle: func(t *Tenant, in input) (route, *api.Error) { return t.export(in.query) }, query: true},
 	{Route: api.RouteImport, handle: func(t *Tenant, in input) (route, *api.Error) { return t.importPage(in.body) }},
+	{Route: api.RouteAbortImport, handle: func(t *Tenant, in input) (route, *api.Error) { return t.abortImport(), nil }},
 	{Route: api.RouteMigrate, handle: func(t *Tenant, in input) (route, *api.Error) { return t.runMigrations(), nil }},
 	{Route: api.RoutePutRetention, handle: func(t *Tenant, in input) (route, *api.Error) { return t.putRetention(in.body) }},
 }
 
 // routeEntry is a route of the table; segs is its pattern, split once
-// when the module starts.
+// when the module starts. query says its handler reads query parameters
+// (and refuses unknown ones); the other routes refuse any.
 type routeEntry struct {
 	api.Route
 	handle handler
+	query  bool
 	segs   segments
 }
 
@@ -122,6 +127,9 @@ func (t *Tenant) match(req do.Request) (run route, refused *api.Error, allow str
 		if role := api.Role(req.Headers.Get(do.HeaderPrincipal)); role != "" && !in.route.Allows(role) {
 			return nil, forbidden(role, in.route), ""
 		}
+		if req.Query != "" && !in.takesQuery {
+			return nil, api.Refuse(api.CodeInvalidRequest, "%s takes no query parameters: drop ?%s", in.route.String(), req.Query), ""
+		}
 		run, refused = h(t, in)
 		return run, refused, ""
 	case allow != "":
@@ -156,7 +164,7 @@ func lookup(method, path string) (h handler, in input, allow string) {
 			best, h = literals, nil
 		}
 		if r.Method == method {
-			h, in.params, in.route = r.handle, params, r.Route
+			h, in.params, in.route, in.takesQuery = r.handle, params, r.Route, r.query
 		}
 	}
 	if h != nil || best < 0 {
@@ -377,5 +385,13 @@ func forbidden(role api.Role, r api.Route) *api.Error {
 	for _, x := range r.AllowedRoles() {
 		names = append(names, string(x))
 	}
-	return api.Refuse(api.CodeForbidden, "a %s token may not %s %s: that needs %s", string(role), r.Method, r.Pattern, strings.Join(names, " or "))
+	return api.Refuse(api.CodeForbidden, "%s token may not %s: that needs %s", withArticle(string(role)), r.String(), strings.Join(names, " or "))
+}
+
+// withArticle is a word with its indefinite article: "an admin", "a reader".
+func withArticle(word string) string {
+	if word != "" && strings.IndexByte("aeiou", word[0]) >= 0 {
+		return "an " + word
+	}
+	return "a " + word
 }

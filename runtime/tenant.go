@@ -47,11 +47,16 @@ type Tenant struct {
 	// that the request being served erases it.
 	erased  bool
 	erasing bool
-	// importDone says the request imported an export's last page: once
-	// it commits, the tenant forgets what it read (reset).
-	importDone  bool
-	erasedAt    int64
-	tombChecked bool
+	// importDone says the request imported an export's last page, or
+	// aborted an import: once it commits, the tenant forgets what it read
+	// (reset).
+	importDone bool
+	// importUnder is the mark of the import under way ("": none), which
+	// holds the tenant for itself (importServes); importBegun the mark a
+	// first page sets once it commits.
+	importUnder, importBegun string
+	erasedAt                 int64
+	tombChecked              bool
 	// drift reports applied migrations whose SQL changed since (GET /status).
 	drift []string
 
@@ -202,6 +207,9 @@ func (t *Tenant) serve(req do.Request) do.Response {
 // A trap (a Go panic) is reported by the host, which knows whether a
 // transaction of the call had committed (host.ErrAnswerLost).
 func (t *Tenant) answer(req do.Request) do.Response {
+	// What the instance's start applied is the first answer's to tell;
+	// later answers applied nothing.
+	defer func() { t.stileSchema.Applied, t.appSchema.Applied = 0, 0 }()
 	run, noticedBy, refused := t.admit(req)
 	if refused != nil {
 		return *refused
@@ -210,6 +218,7 @@ func (t *Tenant) answer(req do.Request) do.Response {
 	res, committed, err := t.transact(now, req, run, noticedBy)
 	if err != nil {
 		t.dueEnded, t.pushAgain, t.importDone, t.erasing = false, false, false, false
+		t.importBegun = ""
 		t.pendingRetention = nil
 		t.due.Unknown() // what the stores reported did not commit
 		t.store.Woke()  // nor what they woke
@@ -278,6 +287,11 @@ func (t *Tenant) admit(req do.Request) (run route, noticedBy string, refusal *do
 	if req.Kind == do.KindAPI && t.route == api.RouteMigrate {
 		t.migrated = false // try the pending migrations again now
 	}
+	if req.Kind == do.KindAPI && t.route == api.RouteErase {
+		// Erasing drops whatever tables there are: it needs no migration,
+		// and works whatever state they are in.
+		return run, noticedBy, nil
+	}
 	if !t.migrated {
 		if err := t.migrate(); err != nil {
 			return refuse(errorResponse(api.Internal(err.Error())))
@@ -285,6 +299,13 @@ func (t *Tenant) admit(req do.Request) (run route, noticedBy string, refusal *do
 	}
 	if refused := t.migrationRefusal(req.Kind); refused != nil {
 		return refuse(errorResponse(refused))
+	}
+	if t.importUnder != "" && !t.importServes(req.Kind) {
+		if req.Kind == do.KindAlarm {
+			// Nothing is due while rows come in; the import's end looks.
+			return refuse(do.Response{Status: statusOK})
+		}
+		return refuse(errorResponse(api.Refuse(api.CodeImportConflict, "tenant %s is being imported (the export with mark %s): until its last page, or DELETE /v1/t/%s/import to abort it, only the import's pages, GET /status and an erase are served", t.name, t.importUnder, t.name)))
 	}
 	return run, noticedBy, nil
 }
@@ -297,14 +318,20 @@ func (t *Tenant) transact(now int64, req do.Request, run route, noticedBy string
 	t.dueEnded, t.dueApplied = false, false
 	encoded := false
 	err = t.db.Tx(func() error {
-		if err := t.applyDue(now, noticedBy); err != nil {
-			return err
+		// Nothing is due in a tenant being erased, whose tables may be at
+		// any migration, nor in one being imported: due work would move
+		// the rows that came in before the rest has.
+		if r := t.route; req.Kind != do.KindAPI || r != api.RouteErase && r != api.RouteImport && r != api.RouteAbortImport {
+			if err := t.applyDue(now, noticedBy); err != nil {
+				return err
+			}
 		}
 		var err error
 		res, err = run(now)
 		// An erasure erases its audit list too; an import brings the
-		// exported tenant's.
-		if err == nil && t.route.Audited() && res.status < 300 && !t.erasing && t.route != api.RouteImport {
+		// exported tenant's, and its abort leaves the tenant as empty as
+		// it found it.
+		if err == nil && t.route.Audited() && res.status < 300 && !t.erasing && t.route != api.RouteImport && t.route != api.RouteAbortImport {
 			err = t.audit(now, req, res.status)
 		}
 		// A fence's refusal (a stale code) commits: the store wrote its
@@ -357,6 +384,12 @@ func (t *Tenant) afterCommit(now int64, req do.Request, res result, committed bo
 	}
 	again := t.pushAgain
 	t.pushAgain = false
+	if t.importBegun != "" {
+		if committed {
+			t.importUnder = t.importBegun
+		}
+		t.importBegun = ""
+	}
 	if t.importDone {
 		t.importDone = false
 		if committed {
@@ -494,6 +527,12 @@ func (t *Tenant) migrate() error {
 		case ar.AheadDestructive():
 			t.appBlocked = api.Refuse(api.CodeSchemaAhead, "the module's own tables are at migration %d, past this module's %d, and %s: registered transactions would read what it removed; deploy the newer module", ar.Version, len(t.app.migrations), aheadWhy(schemaState(ar, 0).Ahead))
 		}
+	}
+	if t.importUnder = t.settings[settingImport]; t.importUnder != "" {
+		// Half imported: what follows reads and syncs the tenant's rows,
+		// which is for the import's end (a new instance then).
+		t.dirVersions = true
+		return nil
 	}
 	// Every registered reaction gets its checkpoint before any request
 	// can append an event it should see.

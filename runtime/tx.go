@@ -158,6 +158,9 @@ func (t *Tenant) runTx(name string, body []byte) (route, *api.Error) {
 			}
 			return result{}, api.Refuse(api.CodeTxFailed, "transaction %s failed and wrote nothing: %s", name, oneLine(err.Error()))
 		}
+		if err := t.noteModuleWrite(now); err != nil {
+			return result{}, err
+		}
 		return result{status: statusOK, body: api.TxResult{Result: out}.AppendJSON}, nil
 	}, nil
 }

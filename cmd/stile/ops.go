@@ -697,14 +697,23 @@ func runExport(args []string) error {
 // runImport posts the pages stile export wrote, in order, into an empty
 // tenant.
 func runImport(args []string) error {
-	o := newOps("import", "import --tenant NAME [--in FILE] [flags]", true)
+	o := newOps("import", "import --tenant NAME [--in FILE | --abort] [flags]", true)
 	inPath := o.fs.String("in", "", "read the pages from this file (default: standard input)")
+	abort := o.fs.Bool("abort", false, "abandon the import under way: empty what its pages wrote, and free the tenant")
 	if _, err := o.parse(args); err != nil {
 		return err
 	}
 	ten, err := o.ten()
 	if err != nil {
 		return err
+	}
+	if *abort {
+		res, err := ten.AbortImport(context.Background())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o.out, "aborted the import of tenant %s: emptied %s\n", res.Tenant, strings.Join(res.Tables, ", "))
+		return nil
 	}
 	var r io.Reader = os.Stdin
 	if *inPath != "" {
@@ -726,6 +735,9 @@ func runImport(args []string) error {
 		}
 		res, err := ten.Import(context.Background(), p)
 		if err != nil {
+			if pages > 0 {
+				return fmt.Errorf("page %d: %w (the import holds tenant %s until it ends: import the pages again from this one, or stile import --abort --tenant %s)", pages+1, err, *o.tenant, *o.tenant)
+			}
 			return fmt.Errorf("page %d: %w", pages+1, err)
 		}
 		pages++

@@ -39,6 +39,14 @@ func App() *runtime.App {
 			}
 			return map[string]string{"job_id": job.ID}, nil
 		}).
+		// An account alone: the module's own table, no Stile row.
+		RegisterTx("account", func(tx *runtime.Tx, input json.RawMessage) (any, error) {
+			var in struct{ Email, Name string }
+			if err := json.Unmarshal(input, &in); err != nil || in.Email == "" {
+				return nil, &api.Error{Status: 400, Code: "invalid_account", Message: "send {\"email\": …, \"name\": …}"}
+			}
+			return nil, tx.Exec(`INSERT INTO accounts (email, name) VALUES (?, ?)`, in.Email, in.Name)
+		}).
 		RegisterTx("sneaky", func(tx *runtime.Tx, _ json.RawMessage) (any, error) {
 			return nil, tx.Exec(`DELETE FROM stile_jobs`)
 		}).
