@@ -61,6 +61,10 @@ try {
 
   if (waiting) {
     // Job 1 of the waiting tenant is of a kind no executor's claim names.
+    // The kinds claims named are kept by the tenant's instance, and an
+    // instance left idle while the browser started may have been evicted
+    // (workerd does): claim again, as a running executor would.
+    await api("POST", `/v1/t/${waiting}/claims`, { worker: "worker-d", kinds: ["test.echo"], limit: 1 });
     await open(page, `#/t/${waiting}`);
     const note = await page.textContent("#unhandled-other");
     check(note.includes("no executor handles test.other"), `the overview says which kind no executor handles: ${note}`);
