@@ -52,6 +52,8 @@ const (
 	CodeMigrationFailed Code = "migration_failed"  // 503: a migration the route needs failed (which, and its error); POST /migrations tries it again
 	CodeSchemaAhead     Code = "schema_ahead"      // 503: the tenant's schema has a destructive migration this module predates; deploy the newer module
 	CodeErased          Code = "erased"            // 410: the tenant was erased (DELETE /v1/t/{tenant}); nothing recreates it
+	CodeTenantNotFound  Code = "tenant_not_found"  // 404: no tenant of that name: PUT /v1/t/{tenant} creates it, as does a write of a role the deployment lets create tenants
+	CodeTenantQuota     Code = "tenant_quota"      // 403: the token's tenant prefix already has as many tenants as the deployment allows one prefix
 )
 
 // Codes of the fences: a heartbeat, report or settlement whose claim no

@@ -10,9 +10,9 @@ func (c Code) Status() int {
 		return 400
 	case CodeUnauthorized:
 		return 401
-	case CodeForbidden:
+	case CodeForbidden, CodeTenantQuota:
 		return 403
-	case CodeNotFound:
+	case CodeNotFound, CodeTenantNotFound:
 		return 404
 	case CodeMethodNotAllowed:
 		return 405

@@ -1342,6 +1342,17 @@ func (v StorageResponse) AppendJSON(b []byte) []byte {
 // MarshalJSON implements json.Marshaler.
 func (v StorageResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
+// AppendJSON appends v as JSON.
+func (v TenantCreated) AppendJSON(b []byte) []byte {
+	o := startObject(b)
+	o.str("tenant", v.Tenant)
+	o.bool("created", v.Created)
+	return o.end()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v TenantCreated) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
 // EnqueueRequestFields is the set of fields a decoded EnqueueRequest was sent
 // with (a null counts as absent), so that 0 and absent differ.
 type EnqueueRequestFields uint64

@@ -176,6 +176,7 @@ var fixtures = map[string]any{
 	"Erased":           api.Erased{Tenant: "acme", ErasedAt: fxAt, Dropped: 57},
 	"ImportResult":     api.ImportResult{Rows: 412, Done: true},
 	"ImportAborted":    api.ImportAborted{Tenant: "acme", Tables: []string{"stile_jobs", "orders"}},
+	"TenantCreated":    api.TenantCreated{Tenant: "acme", Created: true},
 	"ExportMark":       fxExport.Mark,
 	"ExportTable":      fxExport.Tables[0],
 	"ExportPage":       fxExport,

@@ -195,11 +195,14 @@ func ParseTenantsQuery(q map[string][]string) (TenantsQuery, *Error) {
 		}
 		return ""
 	}
-	for k := range q {
+	for k, v := range q {
 		switch k {
 		case "after", "limit", "ready", "after_seq", "wait_ms":
 		default:
 			return TenantsQuery{}, Refuse(CodeInvalidRequest, "unknown parameter %q: use after, limit, ready, after_seq, wait_ms", k)
+		}
+		if len(v) > 1 {
+			return TenantsQuery{}, Refuse(CodeInvalidRequest, "query parameter %q is given twice", k)
 		}
 	}
 	out := TenantsQuery{After: get("after"), Limit: 100}

@@ -56,6 +56,7 @@ var (
 	RoutePutRetention = Route{"PUT", "retention"}
 	RouteMigrate      = Route{"POST", "migrations"}
 	RouteErase        = Route{"DELETE", ""}
+	RouteCreateTenant = Route{"PUT", ""}
 	RouteExport       = Route{"GET", "export"}
 	RouteImport       = Route{"POST", "import"}
 	RouteAbortImport  = Route{"DELETE", "import"}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/stile-run/stile/internal/printf"
@@ -121,3 +122,113 @@ func validName(s string, maxLen int) bool {
 
 // NameRule describes ValidName for error messages.
 const NameRule = "1-128 characters of letters, digits, '_', '.', ':' and '-', starting with a letter or digit"
+
+// TenantCreated answers PUT /v1/t/{tenant}: Created is false when the
+// tenant already existed (the PUT is idempotent).
+type TenantCreated struct {
+	Tenant  string `json:"tenant"`
+	Created bool   `json:"created"`
+}
+
+// TenantNotFound is the 404 of a request to a tenant that was never
+// created. It writes nothing: no file, no object storage, no directory
+// entry.
+func TenantNotFound(tenant string) *Error {
+	return Refuse(CodeTenantNotFound, "tenant %s does not exist: create it with PUT /%s/t/%s (stile tenants create %s), or check the name", tenant, Version, tenant, tenant)
+}
+
+// TenantQuota is the 403 of a request that would create a tenant beyond
+// the deployment's quota for the token's tenant prefix.
+func TenantQuota(scope string, quota int) *Error {
+	return Refuse(CodeTenantQuota, "this token's prefix %s already has %d tenants, the deployment's quota per prefix: erase one, or ask for a token of another prefix", scope, quota)
+}
+
+// AtLeast reports whether r is o or ranks above it in Roles (admin,
+// operator, writer, worker, reader).
+func (r Role) AtLeast(o Role) bool {
+	ri, oi := slices.Index(Roles, r), slices.Index(Roles, o)
+	return ri >= 0 && oi >= 0 && ri <= oi
+}
+
+// NoCreation is the creation setting under which only PUT /v1/t/{tenant}
+// creates a tenant.
+const NoCreation = "none"
+
+// ParseCreateRole reads a deployment's setting of which writes create a
+// tenant: a role (a write by that role or one above it creates the tenant
+// it names), "none" (only PUT /v1/t/{tenant} does), or "" for the
+// default, writer. It returns the least role that creates, "" for none.
+func ParseCreateRole(s string) (Role, error) {
+	switch s {
+	case "":
+		return RoleWriter, nil
+	case NoCreation:
+		return "", nil
+	}
+	if r := Role(s); r.Valid() && r != RoleReader {
+		return r, nil
+	}
+	return "", printf.Errorf("tenant creation %q: use admin, operator, writer, worker or none", s)
+}
+
+// MayCreate reports whether a request for a tenant that does not exist
+// creates it: PUT /v1/t/{tenant} by a role allowed to, or a POST or PUT
+// by least or a role above it (least "": none); a DELETE never does. rest is the
+// path after the tenant. The hosts decide with it before they open any
+// storage, and the module again with the route it matched (Creates).
+func MayCreate(method, rest string, role, least Role) bool {
+	if method == "PUT" && rest == "" {
+		return RouteCreateTenant.Allows(role)
+	}
+	return (method == "POST" || method == "PUT") && least != "" && role.AtLeast(least)
+}
+
+// Creates reports whether a request of route r by role creates the
+// tenant it names when the tenant does not exist (see MayCreate).
+func Creates(r Route, role, least Role) bool { return MayCreate(r.Method, r.Pattern, role, least) }
+
+// CheckPath refuses a request path (as sent: escaped) that names its
+// resource ambiguously, in every host and before anything else: an empty
+// segment ("//"; a trailing "/" too, on an API path), a "." or ".."
+// segment (also percent-encoded), or percent-encoding that does not
+// decode. Hosts that resolved such paths answered for another tenant than
+// the one a reader of the path would expect, or redirected to it.
+func CheckPath(escaped string) *Error {
+	if escaped == "/" {
+		return nil
+	}
+	api := strings.HasPrefix(escaped, "/"+Version+"/")
+	segs := strings.Split(strings.TrimPrefix(escaped, "/"), "/")
+	for i, seg := range segs {
+		switch {
+		case seg == "" && (i < len(segs)-1 || api):
+			return Refuse(CodeInvalidRequest, "path %q has an empty segment (// or a trailing /): send /%s/t/{tenant}/… as docs/API.md spells it", escaped, Version)
+		case isDotSegment(seg):
+			return Refuse(CodeInvalidRequest, "path %q has a %q segment: send the path without . or .. segments", escaped, seg)
+		case !validEscapes(seg):
+			return Refuse(CodeInvalidRequest, "path %q has a %% not followed by two hex digits: escape a %% as %%25", escaped)
+		}
+	}
+	return nil
+}
+
+func isDotSegment(seg string) bool {
+	switch strings.ToLower(seg) {
+	case ".", "..", "%2e", ".%2e", "%2e.", "%2e%2e":
+		return true
+	}
+	return false
+}
+
+func validEscapes(seg string) bool {
+	hex := func(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+	for i := 0; i < len(seg); i++ {
+		if seg[i] == '%' {
+			if i+2 >= len(seg) || !hex(seg[i+1]) || !hex(seg[i+2]) {
+				return false
+			}
+			i += 2
+		}
+	}
+	return true
+}

@@ -473,6 +473,16 @@ func (t *Tenant) AbortImport(ctx context.Context) (api.ImportAborted, error) {
 	return out, err
 }
 
+// Create creates the tenant (PUT /v1/t/{tenant}, operator or admin); it
+// is idempotent: Created is false when the tenant existed. A request to a
+// tenant that was never created is 404 tenant_not_found, unless it is a
+// write of a role the deployment lets create tenants.
+func (t *Tenant) Create(ctx context.Context) (api.TenantCreated, error) {
+	var out api.TenantCreated
+	err := t.do(ctx, api.RouteCreateTenant, nil, nil, &out)
+	return out, err
+}
+
 // Erase deletes every row of the tenant and leaves a tombstone: its later
 // requests are 410 (DELETE /v1/t/{tenant}?confirm={tenant}, admin).
 func (t *Tenant) Erase(ctx context.Context) (api.Erased, error) {

@@ -61,6 +61,9 @@ func (hs *Headers) Set(name, value string) {
 //	stile-db-bytes   request   the transport, on GET …/storage only
 //	                           (WantsDatabaseSize): the tenant database's
 //	                           size in bytes as the platform measures it
+//	stile-create     request   the transport: which writes create a tenant
+//	                           that does not exist (api.ParseCreateRole: a
+//	                           role, or "none"); absent: writers and above
 //	allow            response  the module, on a 405; transports copy it onto
 //	                           the HTTP response
 //	stile-route      response  the module: the matched route pattern, for
@@ -68,6 +71,9 @@ func (hs *Headers) Set(name, value string) {
 //	stile-directory  response  the module, on its first use and when it goes
 //	                           from idle to having ready work or back: an
 //	                           api.DirectoryNote as JSON for the directory
+//	stile-absent     response  the module, when it answered for a tenant
+//	                           that does not exist (and created nothing): a
+//	                           host removes whatever storage the call opened
 //	stile-push       response  the module: pushes to deliver to executors,
 //	                           an api.Push as JSON (only when the request
 //	                           carried stile-executor)
@@ -88,6 +94,8 @@ const (
 	HeaderTokenID     = "stile-token-id"
 	HeaderDBBytes     = "stile-db-bytes"
 	HeaderModule      = "stile-module"
+	HeaderCreate      = "stile-create"
+	HeaderAbsent      = "stile-absent"
 
 	ReservedPrefix = "stile-"
 

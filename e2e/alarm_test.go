@@ -30,6 +30,8 @@ func alarmModel(t *testing.T, p *inProcess, steps int) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	ctx := context.Background()
 	ten := p.cl.Tenant("alarm")
+	_, err := ten.Create(ctx)
+	require.NoError(t, err)
 	held := map[string]api.Claim{}
 	check := func(step int, what string) {
 		st, err := ten.Status(ctx)

@@ -47,7 +47,10 @@ func newScenario(t *testing.T, tg target) *scenario {
 	name = strings.TrimLeft(name, "-_") + "-" + strconv.FormatInt(tenantSeq.Add(1), 10)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	return &scenario{t: t, tg: tg, ctx: ctx, ten: tg.client().Tenant(name)}
+	ten := tg.client().Tenant(name)
+	_, err := ten.Create(ctx)
+	require.NoError(t, err, "create the scenario's tenant")
+	return &scenario{t: t, tg: tg, ctx: ctx, ten: ten}
 }
 
 func (s *scenario) enqueue(r api.EnqueueRequest) api.Job {
@@ -152,6 +155,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "WhyItRanTwice", run: scenarioWhyItRanTwice},
 		{name: "PauseAQueue", run: scenarioPauseAQueue},
 		{name: "ScopedTokens", run: scenarioScopedTokens},
+		{name: "TenantsExistOnceCreated", run: scenarioTenantsExistOnceCreated},
 		{name: "Retention", run: scenarioRetention},
 		{name: "Erase", run: scenarioErase},
 		{name: "ExportImport", run: scenarioExportImport},
@@ -709,14 +713,42 @@ func scenarioRoutesAndPaths(s *scenario) {
 		require.Equal(t, http.StatusNotFound, status, "%s %s: %s", tc.method, tc.path, b)
 		require.Equal(t, string(api.NoRoute(tc.method, tc.resolved).AppendJSON(nil)), string(b), "%s %s: every host words a 404 alike", tc.method, tc.path)
 	}
-	// Dot segments resolve before routing: these name the tenant itself,
-	// which only DELETE erases.
-	for _, path := range []string{base + "/jobs/..", base + "/jobs/%2E%2e"} {
-		status, h, b := call("GET", path)
-		require.Equal(t, http.StatusMethodNotAllowed, status, "GET %s: %s", path, b)
-		require.Equal(t, "DELETE", h.Get("Allow"))
-		require.Equal(t, string(api.Refuse(api.CodeMethodNotAllowed, "GET %s/: use DELETE", base).AppendJSON(nil)), string(b))
+	// A path with dot or empty segments is refused before anything in the
+	// local hosts: resolved (or redirected, as a mux does), it named
+	// another route, or another tenant, than it reads. workerd resolves dot
+	// segments before the Worker sees the request (as Cloudflare's edge
+	// does, by the URL standard): there such a path is answered as the
+	// path it resolves to, which is refused in turn if it has an empty
+	// segment.
+	for _, path := range []string{base + "/jobs/..", base + "/jobs/%2E%2e", base + "/jobs/../status", base + "/./status",
+		base + "/jobs/%2e%2E/status", base + "/queues/./../status", "/v1/t/elsewhere/../" + s.ten.Name() + "/status",
+		base + "//jobs", "/v1/t//jobs", base + "/jobs/"} {
+		for _, method := range []string{"GET", "POST"} {
+			status, _, b := call(method, path)
+			want := path
+			if s.tg.inProcess() == nil {
+				want = whatwgResolve(path)
+			}
+			if api.CheckPath(want) == nil {
+				wantStatus, _, wantBody := call(method, want)
+				require.Equal(t, wantStatus, status, "%s %s: answered as %s", method, path, want)
+				if status >= 300 {
+					require.Equal(t, string(wantBody), string(b), "%s %s: answered as %s", method, path, want)
+				}
+				continue
+			}
+			require.Equal(t, http.StatusBadRequest, status, "%s %s: %s", method, path, b)
+			require.Equal(t, string(api.CheckPath(want).AppendJSON(nil)), string(b), "%s %s: every host refuses it alike", method, path)
+		}
 	}
+	_, err := s.ten.Status(s.ctx)
+	require.NoError(t, err)
+	page, err := s.tg.client().Tenants(s.ctx, api.TenantsQuery{After: "elsewhere", Limit: 1})
+	require.NoError(t, err)
+	require.NotEqual(t, []string{"elsewhere"}, tenantNames(page), "no refused path made a tenant")
+	page, err = s.tg.client().Tenants(s.ctx, api.TenantsQuery{After: "jobr", Limit: 1})
+	require.NoError(t, err)
+	require.NotEqual(t, []string{"jobs"}, tenantNames(page), "no refused path made a tenant")
 	for _, tc := range []struct{ method, path, allow string }{
 		{"GET", base + "/claims", "POST"},
 		{"GET", base + "/jobs/batch", "POST"}, // the literal route, not jobs/{id}
@@ -728,14 +760,14 @@ func scenarioRoutesAndPaths(s *scenario) {
 		want := api.Refuse(api.CodeMethodNotAllowed, "%s %s: use %s", tc.method, tc.path, tc.allow)
 		require.Equal(t, string(want.AppendJSON(nil)), string(b))
 	}
-	for _, path := range []string{base + "/jobs/../status", base + "/./status", base + "/jobs/%2e%2E/status",
-		base + "/queues/./../status", "/v1/t/elsewhere/../" + s.ten.Name() + "/status"} {
-		status, _, b := call("GET", path)
-		require.Equal(t, http.StatusOK, status, "GET %s: %s", path, b)
-		var st api.Status
-		require.NoError(t, json.Unmarshal(b, &st))
-		require.Equal(t, s.ten.Name(), st.Tenant, "GET %s resolves to the status route", path)
+}
+
+func tenantNames(page api.TenantsResponse) []string {
+	var out []string
+	for _, x := range page.Tenants {
+		out = append(out, x.Name)
 	}
+	return out
 }
 
 func scenarioLargeArgs(s *scenario) {
@@ -898,20 +930,22 @@ func scenarioTrapAfterCommit(s *scenario) {
 	require.Equal(t, days, r.Effective.CompletedMs, "the override the request committed stands")
 }
 
-// scenarioDirectory: a tenant is in the directory from its first use,
+// scenarioDirectory: a tenant is in the directory from its creation,
 // ready once work is, found by a long-poll for tenants that became ready
 // after a change, and idle again once a claim finds nothing; a bad query
 // is refused alike in every host.
 func scenarioDirectory(s *scenario) {
 	t := s.t
 	cl := s.tg.client()
+	ten := cl.Tenant(s.ten.Name() + "d") // not created yet
+	s.ten = ten                          // the helpers below act on it
 	find := func(q api.TenantsQuery) (api.TenantInfo, api.TenantsResponse, bool) {
 		t.Helper()
-		q.After, q.Limit = s.ten.Name()[:len(s.ten.Name())-1], 1000
+		q.After, q.Limit = ten.Name()[:len(ten.Name())-1], 1000
 		resp, err := cl.Tenants(s.ctx, q)
 		require.NoError(t, err)
 		for _, ti := range resp.Tenants {
-			if ti.Name == s.ten.Name() {
+			if ti.Name == ten.Name() {
 				return ti, resp, true
 			}
 		}
@@ -919,7 +953,7 @@ func scenarioDirectory(s *scenario) {
 	}
 	_, before, found := find(api.TenantsQuery{})
 	require.False(t, found, "an unused tenant is in no directory")
-	_, err := s.ten.Status(s.ctx)
+	_, err := ten.Create(s.ctx)
 	require.NoError(t, err)
 	var ti api.TenantInfo
 	require.Eventually(t, func() bool { ti, _, found = find(api.TenantsQuery{}); return found }, 10*time.Second, 10*time.Millisecond,
@@ -946,7 +980,7 @@ func scenarioDirectory(s *scenario) {
 	for _, r := range woke.Tenants {
 		names = append(names, r.Name)
 	}
-	require.Contains(t, names, s.ten.Name(), "the ready tenant wakes the poll")
+	require.Contains(t, names, ten.Name(), "the ready tenant wakes the poll")
 	ti, _, _ = find(api.TenantsQuery{})
 	require.True(t, ti.Ready)
 
@@ -957,10 +991,11 @@ func scenarioDirectory(s *scenario) {
 	require.False(t, found, "an idle tenant is not listed as ready")
 
 	for q, msg := range map[string]string{
-		"limit=0":     `limit "0" is outside 1-1000`,
-		"ready=maybe": `ready "maybe" is not true or false`,
-		"wait_ms=-1":  `wait_ms "-1" is outside 0-60000`,
-		"bogus=1":     `unknown parameter "bogus": use after, limit, ready, after_seq, wait_ms`,
+		"limit=0":         `limit "0" is outside 1-1000`,
+		"ready=maybe":     `ready "maybe" is not true or false`,
+		"wait_ms=-1":      `wait_ms "-1" is outside 0-60000`,
+		"bogus=1":         `unknown parameter "bogus": use after, limit, ready, after_seq, wait_ms`,
+		"limit=1&limit=2": `query parameter "limit" is given twice`,
 	} {
 		status, b, err := cl.Raw(s.ctx, "GET", api.TenantsPath+"?"+q, nil, nil)
 		require.NoError(t, err)
@@ -1247,4 +1282,152 @@ func scenarioScopedTokens(s *scenario) {
 
 func tokenpkgMint(secret, tenant string) (string, error) {
 	return stiletoken.Mint(secret, stiletoken.Claims{ID: "forger", Scope: tenant, Role: api.RoleAdmin, Exp: time.Now().Add(time.Hour).Unix()})
+}
+
+// scenarioTenantsExistOnceCreated: a tenant that was never created answers
+// 404 tenant_not_found to reads and to writes of roles that may not create
+// it, and neither those nor requests refused for other reasons leave a
+// trace of it (no directory entry; no file in the local hosts). PUT
+// creates it (201, then 200), as does a writer's first enqueue; a DELETE
+// never does; a token scoped to a prefix creates at most tenantQuota.
+func scenarioTenantsExistOnceCreated(s *scenario) {
+	t := s.t
+	base := s.ten.Name()
+	later := time.Now().Add(time.Hour)
+	mint := func(scope string, role api.Role) string {
+		tok, err := stiletoken.Mint(token, stiletoken.Claims{ID: "c-" + string(role), Scope: scope, Role: role, Exp: later.Unix()})
+		require.NoError(t, err)
+		return tok
+	}
+	call := func(tok, method, path, body string) (int, api.Error) {
+		t.Helper()
+		h := http.Header{}
+		if tok != "" {
+			h.Set("Authorization", "Bearer "+tok)
+		}
+		var b []byte
+		if body != "" {
+			b = []byte(body)
+		}
+		status, out, err := s.tg.client().Raw(s.ctx, method, path, b, h)
+		require.NoError(t, err)
+		var e api.Error
+		if status >= 300 {
+			require.NoError(t, json.Unmarshal(out, &e), "every refusal is JSON: %s", out)
+		}
+		return status, e
+	}
+	listed := func(name string) bool {
+		t.Helper()
+		page, err := s.tg.client().Tenants(s.ctx, api.TenantsQuery{After: base, Limit: api.MaxTenantsPage})
+		require.NoError(t, err)
+		for _, x := range page.Tenants {
+			if x.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	exists := func(name string) bool {
+		if p := s.tg.inProcess(); p != nil {
+			return p.manager.Exists(name)
+		}
+		return listed(name)
+	}
+	ghost := base + "-ghost"
+	g := "/v1/t/" + ghost
+	admin := ""
+	for _, c := range []struct {
+		tok, method, path, body string
+		status                  int
+		code                    api.Code
+	}{
+		{admin, "GET", g + "/jobs", "", 404, api.CodeTenantNotFound},
+		{admin, "GET", g + "/status", "", 404, api.CodeTenantNotFound},
+		{admin, "GET", g + "/jobs/1", "", 404, api.CodeTenantNotFound},
+		{admin, "GET", g + "/export", "", 404, api.CodeTenantNotFound},
+		{admin, "DELETE", g + "?confirm=" + ghost, "", 404, api.CodeTenantNotFound},
+		{admin, "DELETE", g + "/jobs/1", "", 404, api.CodeTenantNotFound},
+		{mint("*", api.RoleReader), "GET", g + "/queues", "", 404, api.CodeTenantNotFound},
+		{mint(ghost, api.RoleWorker), "POST", g + "/claims", `{"worker":"w"}`, 404, api.CodeTenantNotFound},
+		{mint("*", api.RoleReader), "POST", g + "/jobs", `{"kind":"test.echo"}`, 404, api.CodeTenantNotFound},
+		{mint("*", api.RoleReader), "PUT", g, "", 404, api.CodeTenantNotFound},
+		{mint("*", api.RoleOperator), "POST", g + "/jobs", `{"kind":"test.echo"}`, 403, api.CodeForbidden},
+		{admin, "POST", g + "/jobs", `{"kind":`, 400, api.CodeInvalidJSON},
+		{admin, "POST", g + "/jobs", `{"kind":"no.such.kind"}`, 400, api.CodeUnknownKind},
+		{admin, "PATCH", g + "/jobs", "", 404, api.CodeTenantNotFound},
+		{admin, "GET", g + "/jobs/batch", "", 404, api.CodeTenantNotFound},
+		{admin, "PUT", g + "/jobs", "{}", 405, api.CodeMethodNotAllowed},
+		{admin, "POST", g + "/nowhere", "{}", 404, api.CodeNotFound},
+		{admin, "GET", g + "/jobs?limit=x", "", 404, api.CodeTenantNotFound},
+	} {
+		tok := c.tok
+		if tok == "" {
+			tok = token
+		}
+		status, e := call(tok, c.method, c.path, c.body)
+		require.Equal(t, c.status, status, "%s %s: %s", c.method, c.path, e.Message)
+		require.Equal(t, c.code, e.Code, "%s %s: %s", c.method, c.path, e.Message)
+		if c.code == api.CodeTenantNotFound {
+			require.Contains(t, e.Message, "PUT /v1/t/"+ghost, "the refusal says how to create it")
+		}
+		require.False(t, exists(ghost), "%s %s left the tenant behind", c.method, c.path)
+	}
+	require.False(t, listed(ghost), "nothing of the refusals reached the directory")
+
+	// PUT creates, once.
+	status, _ := call(token, "PUT", g, "")
+	require.Equal(t, 201, status)
+	status, _ = call(token, "PUT", g, "")
+	require.Equal(t, 200, status, "a second PUT finds it")
+	status, e := call(token, "GET", g+"/jobs", "")
+	require.Equal(t, 200, status, e.Message)
+
+	// A writer's first write creates the tenant it names.
+	w := base + "-w"
+	status, e = call(mint(w, api.RoleWriter), "POST", "/v1/t/"+w+"/jobs", `{"kind":"test.echo"}`)
+	require.Equal(t, 201, status, e.Message)
+	require.True(t, exists(w))
+
+	// A prefix token creates at most tenantQuota tenants of its prefix;
+	// those it made still take its writes.
+	prefix := base + "-q"
+	pt := mint(prefix+"*", api.RoleWriter)
+	for i := range tenantQuota {
+		name := prefix + strconv.Itoa(i)
+		status, e = call(pt, "POST", "/v1/t/"+name+"/jobs", `{"kind":"test.echo"}`)
+		require.Equal(t, 201, status, e.Message)
+		eventually(t, s.tg, func() bool { return listed(name) }, "the new tenant reaches the directory")
+	}
+	over := prefix + strconv.Itoa(tenantQuota)
+	status, e = call(pt, "POST", "/v1/t/"+over+"/jobs", `{"kind":"test.echo"}`)
+	require.Equal(t, 403, status, e.Message)
+	require.Equal(t, api.CodeTenantQuota, e.Code)
+	require.False(t, exists(over))
+	status, e = call(pt, "POST", "/v1/t/"+prefix+"0/jobs", `{"kind":"test.echo"}`)
+	require.Equal(t, 201, status, "a tenant of the quota takes writes: %s", e.Message)
+}
+
+// whatwgResolve is the path workerd's Worker sees for a path as sent: "."
+// and ".." segments (also as %2e) resolved by the URL standard.
+func whatwgResolve(escaped string) string {
+	segs := strings.Split(strings.TrimPrefix(escaped, "/"), "/")
+	out := segs[:0]
+	for i, seg := range segs {
+		last := i == len(segs)-1
+		switch strings.ToLower(seg) {
+		case "..", ".%2e", "%2e.", "%2e%2e":
+			if len(out) > 0 {
+				out = out[:len(out)-1]
+			}
+		case ".", "%2e":
+		default:
+			out = append(out, seg)
+			continue
+		}
+		if last {
+			out = append(out, "") // a dot segment at the end leaves a trailing slash
+		}
+	}
+	return "/" + strings.Join(out, "/")
 }

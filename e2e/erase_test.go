@@ -92,7 +92,7 @@ func TestErasedStaysErased(t *testing.T) {
 			require.NoError(t, h.Close())
 
 			h = stiletest.New(t, cfg)
-			_, err = h.Tenant("gone").Status(ctx)
+			_, err = h.Client().Tenant("gone").Status(ctx)
 			requireCode(t, err, http.StatusGone, api.CodeErased)
 			page, err := h.Client().Tenants(ctx, api.TenantsQuery{})
 			require.NoError(t, err)

@@ -71,9 +71,11 @@ const testTenant = "github.com/stile-run/stile/e2e/testapp/tenant"
 
 // Every host of the suite accepts nextToken (a rotation under way) and
 // refuses scoped tokens with the id revokedID.
+// A token scoped to a tenant prefix may have tenantQuota tenants.
 const (
-	nextToken = "test-token-next"
-	revokedID = "revoked-1"
+	nextToken   = "test-token-next"
+	revokedID   = "revoked-1"
+	tenantQuota = 2
 )
 
 // newInProcess starts the module cfg names on a harness with the suite's
@@ -81,6 +83,7 @@ const (
 func newInProcess(t testing.TB, cfg stiletest.Config, f *faults) *inProcess {
 	cfg.Token, cfg.Now = token, start
 	cfg.NextToken, cfg.Revoked = nextToken, []string{revokedID}
+	cfg.TenantQuota = tenantQuota
 	if f != nil {
 		cfg.Fault = f.check
 	}

@@ -48,6 +48,12 @@ type Config struct {
 	// made work ready) to an executor. Without one, tenants push nothing
 	// and workers claim by polling.
 	Pusher Pusher
+	// CreateRole says which writes create a tenant that does not exist
+	// (api.ParseCreateRole): a role, whose writes and those of the roles
+	// above it create, or "none" (only PUT /v1/t/{tenant}). Default:
+	// writer. Any other request for a tenant that does not exist answers
+	// 404 tenant_not_found before any storage is opened.
+	CreateRole string
 	// Directory is told what tenants say of themselves (their first use,
 	// idle or ready): the deployment's tenant directory, which executors
 	// without a tenant list long-poll. Default: directory.json in DataDir.
@@ -73,6 +79,7 @@ func (f PushFunc) Push(ctx context.Context, p api.PushRequest) error { return f(
 type Manager struct {
 	cfg     Config
 	log     *slog.Logger
+	creates api.Role // cfg.CreateRole parsed ("": none)
 	mu      sync.Mutex
 	tenants map[string]*tenant
 	uses    int64
@@ -166,11 +173,15 @@ func NewManager(cfg Config) (*Manager, error) {
 		}
 		cfg.Directory, ownDir = d, true
 	}
+	creates, err := api.ParseCreateRole(cfg.CreateRole)
+	if err != nil {
+		return nil, fmt.Errorf("host: %w", err)
+	}
 	alarms, err := loadAlarms(filepath.Join(cfg.DataDir, "alarms.json"))
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{cfg: cfg, log: cfg.Logger, tenants: map[string]*tenant{}, alarms: alarms, ownDir: ownDir,
+	m := &Manager{cfg: cfg, log: cfg.Logger, creates: creates, tenants: map[string]*tenant{}, alarms: alarms, ownDir: ownDir,
 		kick: make(chan struct{}, 1), stop: make(chan struct{})}
 	// Alarms survive a restart: tenants that had one get it back.
 	for name, at := range alarms.snapshot() {
@@ -201,10 +212,17 @@ func (m *Manager) Do(ctx context.Context, name string, req do.Request) (do.Respo
 		e := api.InvalidTenant
 		return do.Response{}, &e
 	}
+	// A request for a tenant that was never created, unless it creates
+	// it, is answered here: it opens no storage and leaves no file.
+	creates := m.mayCreate(req)
+	if !creates && !m.Exists(name) {
+		return notFound(name), nil
+	}
 	t := m.tenant(name)
 	// The module hears which tenant it is from its host, and whether its
 	// host delivers pushes.
-	req.Headers = append(slices.Clone(req.Headers), do.Header{Name: do.HeaderTenant, Value: name})
+	req.Headers = append(slices.Clone(req.Headers), do.Header{Name: do.HeaderTenant, Value: name},
+		do.Header{Name: do.HeaderCreate, Value: m.createSetting()})
 	if m.cfg.Pusher != nil {
 		req.Headers = append(req.Headers, do.Header{Name: do.HeaderExecutor, Value: "process"})
 	}
@@ -218,7 +236,7 @@ func (m *Manager) Do(ctx context.Context, name string, req do.Request) (do.Respo
 	var deadline int64
 	for {
 		wake, finish := t.wakeChans() // before the call, so no wake-up is missed
-		resp, err := m.call(ctx, t, frame)
+		resp, err := m.call(ctx, t, frame, creates)
 		if err != nil {
 			return do.Response{}, err
 		}
@@ -257,11 +275,17 @@ func (m *Manager) Do(ctx context.Context, name string, req do.Request) (do.Respo
 }
 
 // call makes one serialized call into the tenant's engine.
-func (m *Manager) call(ctx context.Context, t *tenant, frame []byte) (do.Response, error) {
+// creates says whether the call may create the tenant; one that may not
+// finds no storage to open when the tenant does not exist, and is
+// answered 404 without opening any.
+func (m *Manager) call(ctx context.Context, t *tenant, frame []byte, creates bool) (do.Response, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if m.closed.Load() {
 		return do.Response{}, ErrClosed
+	}
+	if t.engine == nil && !creates && !fileExists(t.path) {
+		return notFound(t.name), nil // a refused creation removed it meanwhile
 	}
 	if t.engine == nil {
 		// Opened whatever the caller does next, as the call is (below).
@@ -298,6 +322,17 @@ func (m *Manager) call(ctx context.Context, t *tenant, frame []byte) (do.Respons
 	resp, err := do.DecodeResponse(out)
 	if err != nil {
 		return do.Response{}, fmt.Errorf("tenant %s: %w", t.name, err)
+	}
+	if resp.Headers.Get(do.HeaderAbsent) != "" {
+		// The module answered for a tenant that does not exist, and wrote
+		// nothing: the file opening it made goes too.
+		if err := m.closeEngine(t); err != nil {
+			m.log.Warn("closing a tenant that does not exist failed", "tenant", t.name, "err", err)
+		}
+		if err := removeDatabase(t.path); err != nil {
+			m.log.Warn("could not remove the file of a tenant that does not exist", "tenant", t.name, "err", err)
+		}
+		return resp, nil
 	}
 	m.setAlarm(t, resp.AlarmAt)
 	if resp.Flags&(do.FlagWake|do.FlagFinished) != 0 {
@@ -734,4 +769,65 @@ func databaseSize(path string) int64 {
 		}
 	}
 	return n
+}
+
+// mayCreate says whether req may create the tenant it names when that does
+// not exist (api.MayCreate): the module decides for certain, with the
+// route it matched.
+func (m *Manager) mayCreate(req do.Request) bool {
+	if req.Kind != do.KindAPI {
+		return false
+	}
+	_, rest, _ := api.SplitTenantPath(req.Path)
+	role := api.Role(req.Headers.Get(do.HeaderPrincipal))
+	if role == "" {
+		role = api.RoleAdmin // a caller below HTTP, with the host's own authority
+	}
+	return api.MayCreate(req.Method, rest, role, m.creates)
+}
+
+// createSetting is the stile-create header's value: what the module
+// decides creation with.
+func (m *Manager) createSetting() string {
+	if m.creates == "" {
+		return api.NoCreation
+	}
+	return string(m.creates)
+}
+
+// Exists reports whether tenant was created: its engine is open or its
+// database file is on disk. It opens nothing.
+func (m *Manager) Exists(name string) bool {
+	if !api.ValidTenant(name) {
+		return false
+	}
+	m.mu.Lock()
+	t := m.tenants[name]
+	m.mu.Unlock()
+	if t != nil && t.isOpen.Load() {
+		return true
+	}
+	return fileExists(filepath.Join(m.cfg.DataDir, "tenants", name+".sqlite"))
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// removeDatabase removes a SQLite database and the files beside it.
+func removeDatabase(path string) error {
+	var errs []error
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// notFound is the answer for a tenant that does not exist.
+func notFound(name string) do.Response {
+	e := api.TenantNotFound(name)
+	return do.Response{Status: e.Status, Body: e.AppendJSON(nil), AlarmAt: do.AlarmUnchanged}
 }

@@ -22,18 +22,25 @@ func Registrations(ctx context.Context, f Factory) (api.Status, error) {
 		return api.Status{}, fmt.Errorf("ask the module what it registers: %w", err)
 	}
 	defer e.Close()
-	frame := do.AppendRequest(nil, do.Request{Kind: do.KindAPI, Method: "GET", Path: "/" + api.Version + "/t/" + ProbeTenant + "/status",
-		Headers: do.Headers{{Name: do.HeaderTenant, Value: ProbeTenant}, {Name: do.HeaderPrincipal, Value: do.PrincipalAdmin}}})
-	out, err := e.Handle(ctx, frame)
-	if err != nil {
-		return api.Status{}, fmt.Errorf("ask the module what it registers: %w", err)
-	}
-	resp, err := do.DecodeResponse(out)
-	if err != nil {
-		return api.Status{}, fmt.Errorf("ask the module what it registers: %w", err)
-	}
-	if resp.Status != 200 {
-		return api.Status{}, fmt.Errorf("ask the module what it registers: GET /status answered %d %.500s", resp.Status, resp.Body)
+	// The instance's tenant is created first (in memory), as any other.
+	var resp do.Response
+	for _, r := range []api.Route{api.RouteCreateTenant, api.RouteStatus} {
+		path := "/" + api.Version + "/t/" + ProbeTenant
+		if r.Pattern != "" {
+			path += "/" + r.Pattern
+		}
+		frame := do.AppendRequest(nil, do.Request{Kind: do.KindAPI, Method: r.Method, Path: path,
+			Headers: do.Headers{{Name: do.HeaderTenant, Value: ProbeTenant}, {Name: do.HeaderPrincipal, Value: do.PrincipalAdmin}}})
+		out, err := e.Handle(ctx, frame)
+		if err != nil {
+			return api.Status{}, fmt.Errorf("ask the module what it registers: %w", err)
+		}
+		if resp, err = do.DecodeResponse(out); err != nil {
+			return api.Status{}, fmt.Errorf("ask the module what it registers: %w", err)
+		}
+		if resp.Status >= 300 {
+			return api.Status{}, fmt.Errorf("ask the module what it registers: %s answered %d %.500s", r, resp.Status, resp.Body)
+		}
 	}
 	var st api.Status
 	if err := json.Unmarshal(resp.Body, &st); err != nil {

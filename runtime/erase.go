@@ -6,6 +6,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/internal/printf"
+	"github.com/stile-run/stile/schema"
 )
 
 // Erasure (DELETE /v1/t/{tenant}?confirm={tenant}, admin): one transaction
@@ -67,6 +68,17 @@ func (t *Tenant) erase(raw string) (route, *api.Error) {
 }
 
 // readTombstone tells whether the tenant was erased, and when.
+// hasLedger reports whether the tenant's storage holds the migration
+// ledger: whether the tenant was ever created. It only reads.
+func (t *Tenant) hasLedger() (bool, error) {
+	rows, err := t.db.Query(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`, schema.Ledger)
+	if err != nil {
+		return false, printf.Errorf("look for the tenant's migration ledger: %w", err)
+	}
+	found := rows.Next()
+	return found, rows.Err()
+}
+
 func (t *Tenant) readTombstone() (bool, error) {
 	rows, err := t.db.Query(`SELECT name FROM sqlite_master WHERE type = 'table' AND name = ?`, tombstone)
 	if err != nil {
@@ -101,4 +113,17 @@ func (t *Tenant) erasedResponse(req do.Request) do.Response {
 func (t *Tenant) erasedNote() do.Header {
 	n := api.DirectoryNote{Tenant: t.name, Erased: true}
 	return do.Header{Name: do.HeaderDirectory, Value: string(n.AppendJSON(nil))}
+}
+
+// createTenant answers PUT /v1/t/{tenant}: the request's admission created
+// the tenant (its migrations ran) when it did not exist.
+func (t *Tenant) createTenant() route {
+	return func(int64) (result, error) {
+		created := t.creating // admit decided it after the route matched
+		status := statusOK
+		if created {
+			status = statusCreated
+		}
+		return result{status: status, body: api.TenantCreated{Tenant: t.name, Created: created}.AppendJSON}, nil
+	}
 }

@@ -71,6 +71,7 @@ var routes = []routeEntry{
 	{Route: api.RouteStorage, handle: func(t *Tenant, in input) (route, *api.Error) { return t.storage(), nil }},
 	{Route: api.RouteRetention, handle: func(t *Tenant, in input) (route, *api.Error) { return t.getRetention(), nil }},
 	{Route: api.RouteErase, handle: func(t *Tenant, in input) (route, *api.Error) { return t.erase(in.query) }, query: true},
+	{Route: api.RouteCreateTenant, handle: func(t *Tenant, in input) (route, *api.Error) { return t.createTenant(), nil }},
 	{Route: api.RouteExport, handle: func(t *Tenant, in input) (route, *api.Error) { return t.export(in.query) }, query: true},
 	{Route: api.RouteImport, handle: func(t *Tenant, in input) (route, *api.Error) { return t.importPage(in.body) }},
 	{Route: api.RouteAbortImport, handle: func(t *Tenant, in input) (route, *api.Error) { return t.abortImport(), nil }},

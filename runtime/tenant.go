@@ -57,6 +57,11 @@ type Tenant struct {
 	importUnder, importBegun string
 	erasedAt                 int64
 	tombChecked              bool
+	// exists says the tenant was created (its storage has the migration
+	// ledger, or an erased tenant's tombstone); creating that a request
+	// creates it. A tenant that does not exist answers 404
+	// tenant_not_found and writes nothing, unless the request creates it.
+	exists, creating bool
 	// drift reports applied migrations whose SQL changed since (GET /status).
 	drift []string
 
@@ -264,6 +269,36 @@ func (t *Tenant) admit(req do.Request) (run route, noticedBy string, refusal *do
 		}
 		return refuse(t.erasedResponse(req))
 	}
+	t.creating = false
+	if !t.exists {
+		ok, err := t.hasLedger()
+		if err != nil {
+			return refuse(errorResponse(api.Internal(err.Error())))
+		}
+		t.exists = ok
+	}
+	if !t.exists {
+		// Nothing is written for a tenant that was never created, and the
+		// host is told, so that it keeps no storage it opened for it.
+		defer func() {
+			if refusal != nil {
+				refusal.Headers = append(refusal.Headers, do.Header{Name: do.HeaderAbsent, Value: "1"})
+			}
+		}()
+	}
+	if !t.exists && req.Kind == do.KindAPI {
+		// A request that cannot create the tenant is answered before its
+		// route or input is looked at, as the hosts answer it before
+		// opening any storage.
+		tenant, rest, _ := api.SplitTenantPath(req.Path)
+		role, least, err := t.creation(req)
+		if err != nil {
+			return refuse(errorResponse(api.Internal(err.Error())))
+		}
+		if api.ValidTenant(tenant) && !api.MayCreate(req.Method, rest, role, least) {
+			return refuse(errorResponse(api.TenantNotFound(tenant)))
+		}
+	}
 	noticedBy = "request"
 	switch req.Kind {
 	case do.KindAlarm:
@@ -282,6 +317,19 @@ func (t *Tenant) admit(req do.Request) (run route, noticedBy string, refusal *do
 	default:
 		return refuse(errorResponse(api.Refuse(api.CodeInvalidRequest, "unknown request kind %d", byte(req.Kind))))
 	}
+	if !t.exists {
+		if req.Kind != do.KindAPI {
+			return refuse(do.Response{Status: statusOK}) // an alarm of a tenant never created: nothing is due
+		}
+		role, least, err := t.creation(req)
+		if err != nil {
+			return refuse(errorResponse(api.Internal(err.Error())))
+		}
+		if !api.Creates(t.route, role, least) {
+			return refuse(errorResponse(api.TenantNotFound(t.name)))
+		}
+		t.creating = true
+	}
 	// Only a request that passed validation migrates: a refused one (a
 	// mistyped tenant name, say) leaves the object's storage untouched.
 	if req.Kind == do.KindAPI && t.route == api.RouteMigrate {
@@ -296,6 +344,7 @@ func (t *Tenant) admit(req do.Request) (run route, noticedBy string, refusal *do
 		if err := t.migrate(); err != nil {
 			return refuse(errorResponse(api.Internal(err.Error())))
 		}
+		t.exists = true
 	}
 	if refused := t.migrationRefusal(req.Kind); refused != nil {
 		return refuse(errorResponse(refused))
@@ -308,6 +357,18 @@ func (t *Tenant) admit(req do.Request) (run route, noticedBy string, refusal *do
 		return refuse(errorResponse(api.Refuse(api.CodeImportConflict, "tenant %s is being imported (the export with mark %s): until its last page, or DELETE /v1/t/%s/import to abort it, only the import's pages, GET /status and an erase are served", t.name, t.importUnder, t.name)))
 	}
 	return run, noticedBy, nil
+}
+
+// creation is what decides whether req creates the tenant: the caller's
+// role and the least role whose writes create ("": none), from the host's
+// headers.
+func (t *Tenant) creation(req do.Request) (role, least api.Role, err error) {
+	least, err = api.ParseCreateRole(req.Headers.Get(do.HeaderCreate))
+	role = api.Role(req.Headers.Get(do.HeaderPrincipal))
+	if role == "" {
+		role = api.RoleAdmin // a host that knows only the admin token
+	}
+	return role, least, err
 }
 
 // transact is the second phase: the request's one transaction, which

@@ -25,6 +25,7 @@ type Server struct {
 	revoked func() map[string]bool // ids of revoked scoped tokens (nil: none)
 	log     *slog.Logger           // nil: no request log
 	obs     Observer               // nil: none
+	quota   int                    // tenants a prefix token may have (0: no quota)
 }
 
 // Observer is told of every request: its route pattern ("" if it matched
@@ -43,6 +44,12 @@ func WithRotation(next string) Option { return func(s *Server) { s.next = []byte
 func WithRevoked(revoked func() map[string]bool) Option {
 	return func(s *Server) { s.revoked = revoked }
 }
+
+// WithTenantQuota bounds the tenants of each token prefix: a write of a
+// token scoped to "acme-*" that would create a tenant when the directory
+// already lists n tenants starting with "acme-" is refused 403
+// tenant_quota. Tokens for one tenant or for every tenant have no quota.
+func WithTenantQuota(n int) Option { return func(s *Server) { s.quota = n } }
 
 // WithObserver tells o of every request.
 func WithObserver(o Observer) Option { return func(s *Server) { s.obs = o } }
@@ -127,7 +134,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (tenant, route st
 		io.WriteString(w, "ok\n")
 		return tenant, route
 	}
-	path := resolvePath(r.URL.EscapedPath())
+	if e := api.CheckPath(r.URL.EscapedPath()); e != nil {
+		writeError(w, e)
+		return tenant, route
+	}
+	path := decodePath(r.URL.EscapedPath())
 	role, claims, refused := s.principal(r)
 	if refused != nil {
 		writeError(w, refused)
@@ -152,6 +163,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (tenant, route st
 	}
 	if claims != nil && !claims.Covers(tenant) {
 		writeError(w, api.Refuse(api.CodeForbidden, "this token is for %s, not tenant %s", claims.Scope, tenant))
+		return tenant, route
+	}
+	if e := s.overQuota(r.Method, tenant, claims); e != nil {
+		writeError(w, e)
 		return tenant, route
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, api.MaxBodyBytes+1))
@@ -231,34 +246,28 @@ func writeError(w http.ResponseWriter, e *api.Error) {
 	w.Write(e.AppendJSON(nil))
 }
 
-// resolvePath is the path the module sees, as workerd gives it to the
-// Worker: "." and ".." segments (also as %2e) resolved by the WHATWG URL
-// rules, then percent-decoded as decodeURIComponent does (left as it is
-// when that fails).
-func resolvePath(escaped string) string {
-	segs := strings.Split(strings.TrimPrefix(escaped, "/"), "/")
-	out := segs[:0]
-	for i, seg := range segs {
-		last := i == len(segs)-1
-		switch strings.ToLower(seg) {
-		case "..", ".%2e", "%2e.", "%2e%2e":
-			if len(out) > 0 {
-				out = out[:len(out)-1]
-			}
-		case ".", "%2e":
-		default:
-			out = append(out, seg)
-			continue
-		}
-		if last {
-			out = append(out, "") // a dot segment at the end leaves a trailing slash
-		}
-	}
-	p := "/" + strings.Join(out, "/")
-	if d, err := url.PathUnescape(p); err == nil {
+// decodePath is the path the module sees, as the Worker gives it: percent-
+// decoded as decodeURIComponent does. Paths with dot or empty segments
+// were refused before (api.CheckPath): no host resolves them.
+func decodePath(escaped string) string {
+	if d, err := url.PathUnescape(escaped); err == nil {
 		return d
 	}
-	return p
+	return escaped
+}
+
+// CheckPaths refuses, before h sees it, a request whose path api.CheckPath
+// refuses: a mux that cleans paths would redirect it to another resource
+// (307), and a client following the redirect would reach, or create, a
+// tenant the path did not name.
+func CheckPaths(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if e := api.CheckPath(r.URL.EscapedPath()); e != nil {
+			writeError(w, e)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func firstLine(s string) string {
@@ -292,4 +301,23 @@ func (s *Server) tenants(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(resp.AppendJSON(nil))
+}
+
+// overQuota refuses a write that would create one tenant more than the
+// quota of its token's prefix (WithTenantQuota). It counts the directory's
+// tenants, so a tenant made by a request still running is counted once
+// its first answer noted it.
+func (s *Server) overQuota(method, tenant string, claims *token.Claims) *api.Error {
+	if s.quota <= 0 || claims == nil || method != http.MethodPost && method != http.MethodPut {
+		return nil
+	}
+	prefix, ok := claims.Prefix()
+	dir := s.manager.Directory()
+	if !ok || dir == nil || s.manager.Exists(tenant) {
+		return nil
+	}
+	if n, listed := dir.CountPrefix(prefix, tenant); !listed && n >= s.quota {
+		return api.TenantQuota(claims.Scope, s.quota)
+	}
+	return nil
 }

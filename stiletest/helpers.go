@@ -73,7 +73,7 @@ func (h *Harness) RequireEvent(tb testing.TB, typ string, data any) api.Event {
 }
 
 // Client is the tenant's API client.
-func (s *Scope) Client() *client.Tenant { return s.h.client.Tenant(s.tenant) }
+func (s *Scope) Client() *client.Tenant { return s.h.Tenant(s.tenant) }
 
 // RequireEnqueued finds a job of kind whose args contain args (a JSON
 // subset: every key args has, with the same value, recursively; nil

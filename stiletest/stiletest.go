@@ -74,6 +74,12 @@ type Config struct {
 	// the ids of revoked scoped tokens (server.WithRotation, WithRevoked).
 	NextToken string
 	Revoked   []string
+	// CreateRole says which writes create a tenant that does not exist
+	// (host.Config.CreateRole; default writer), and TenantQuota bounds the
+	// tenants a prefix-scoped token may have (server.WithTenantQuota; 0:
+	// none).
+	CreateRole  string
+	TenantQuota int
 	// Tenant is the tenant the helpers (RequireEnqueued, WorkOne, Query,
 	// …) act on. Default "acme"; For gives a view on another.
 	Tenant string
@@ -131,6 +137,8 @@ type Harness struct {
 	// where pushes go, cleared when the harness closes.
 	executor *executor.Handler
 	pushedTo *atomic.Pointer[executor.Handler]
+
+	created sync.Map // tenants Tenant created
 
 	closeOnce sync.Once
 	closeErr  error
@@ -231,7 +239,7 @@ func start(cfg Config) (*Harness, error) {
 	}
 	m, err := host.NewManager(host.Config{Factory: factory, Clock: clock, DataDir: cfg.DataDir,
 		MaxOpen: cfg.MaxOpen, MaxMemory: cfg.MaxMemory, CallTimeout: cfg.CallTimeout, ScheduleAlarms: cfg.RealClock, Logger: cfg.Logger,
-		Pusher: cfg.Pusher})
+		Pusher: cfg.Pusher, CreateRole: cfg.CreateRole})
 	if err != nil {
 		factory.Close()
 		return nil, fmt.Errorf("stiletest: %w", err)
@@ -247,6 +255,9 @@ func start(cfg Config) (*Harness, error) {
 	opts := []server.Option{server.WithRevoked(func() map[string]bool { return revoked })}
 	if cfg.NextToken != "" {
 		opts = append(opts, server.WithRotation(cfg.NextToken))
+	}
+	if cfg.TenantQuota > 0 {
+		opts = append(opts, server.WithTenantQuota(cfg.TenantQuota))
 	}
 	srv, err := server.New(m, token, opts...)
 	if err != nil {
@@ -319,9 +330,26 @@ func compileCache() string { return filepath.Join(os.TempDir(), "stile-test-waze
 // Client is a client of the harness's API, with its token.
 func (h *Harness) Client() *client.Client { return h.client }
 
-// Tenant is the client of one tenant; the tenant exists from its first
-// request.
-func (h *Harness) Tenant(name string) *client.Tenant { return h.client.Tenant(name) }
+// Tenant is the client of one tenant, which it creates if it does not
+// exist yet.
+func (h *Harness) Tenant(name string) *client.Tenant {
+	t := h.client.Tenant(name)
+	if _, done := h.created.Load(name); done {
+		return t
+	}
+	// Tenants exist once created (PUT /v1/t/{tenant}); a harness's tenants
+	// are, on first use. Client().Tenant(name) is one that may not exist.
+	if _, err := t.Create(context.Background()); err != nil {
+		msg := fmt.Sprintf("stiletest: create tenant %s: %v", name, err)
+		if h.tb == nil {
+			panic(msg)
+		}
+		h.tb.Helper()
+		h.tb.Fatal(msg)
+	}
+	h.created.Store(name, true)
+	return t
+}
 
 // Token is the API's bearer token (for a worker.Config, say).
 func (h *Harness) Token() string { return h.token }

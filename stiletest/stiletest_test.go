@@ -165,7 +165,7 @@ func TestStartOutsideATest(t *testing.T) {
 	h, err := stiletest.Start(stiletest.Config{App: testapp.App(), Token: "secret"})
 	require.NoError(t, err)
 	require.Equal(t, "secret", h.Token())
-	_, err = h.Client().Tenant("acme").Status(context.Background())
+	_, err = h.Tenant("acme").Status(context.Background())
 	require.NoError(t, err)
 	status, _, err := h.Client().Raw(context.Background(), "GET", "/v1/t/acme/status", nil,
 		http.Header{"Authorization": {"Bearer " + stiletest.DefaultToken}})

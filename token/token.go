@@ -145,6 +145,15 @@ func (c Claims) check() error {
 }
 
 // Covers reports whether the scope includes tenant.
+// Prefix is the tenant prefix of a prefix scope ("acme-" of "acme-*"),
+// and false for a scope of one tenant or of every tenant.
+func (c Claims) Prefix() (string, bool) {
+	if c.Scope == "*" || !strings.HasSuffix(c.Scope, "*") {
+		return "", false
+	}
+	return strings.TrimSuffix(c.Scope, "*"), true
+}
+
 func (c Claims) Covers(tenant string) bool {
 	switch {
 	case c.Scope == "*":

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,9 +44,21 @@ func runDev(args []string) error {
 	logFormat := fs.String("log-format", "text", "text or json")
 	nextToken := fs.String("next-token", os.Getenv("STILE_TOKEN_NEXT"), "a second secret accepted while you rotate the token (default $STILE_TOKEN_NEXT)")
 	handlers := fs.String("handlers", "", "a handler package (exports Register(*worker.Worker)) run natively in a child process, pushed work as the edge executor is")
+	createRole := fs.String("create-tenants", os.Getenv("STILE_CREATE_TENANTS"), "which writes create a tenant that does not exist: a role (its writes and those of the roles above it) or none, where only PUT /v1/t/{tenant} does (default $STILE_CREATE_TENANTS, else writer)")
+	quotaFlag := fs.String("tenant-quota", os.Getenv("STILE_TENANT_QUOTA"), "the most tenants a token scoped to a prefix (acme-*) may create; 0: no quota (default $STILE_TENANT_QUOTA)")
 	maxMemory := fs.String("max-memory", defaultMaxMemory, "bound on the memory of open tenant instances (least recently used idle ones close beyond it; 0: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if _, err := api.ParseCreateRole(*createRole); err != nil {
+		return fmt.Errorf("--create-tenants: %w", err)
+	}
+	quota := 0
+	if *quotaFlag != "" {
+		var err error
+		if quota, err = strconv.Atoi(*quotaFlag); err != nil || quota < 0 {
+			return fmt.Errorf("--tenant-quota %q (or $STILE_TENANT_QUOTA): use a number, 0 for no quota", *quotaFlag)
+		}
 	}
 	memBound, err := parseBytes(*maxMemory)
 	if err != nil {
@@ -135,7 +148,7 @@ func runDev(args []string) error {
 		warnings = unhandled(registered, child.Ready, *handlers)
 	}
 	m, err := host.NewManager(host.Config{Factory: factory, DataDir: *data, ScheduleAlarms: true, Logger: log, Pusher: pusher,
-		MaxMemory: memBound})
+		MaxMemory: memBound, CreateRole: *createRole})
 	if err != nil {
 		factory.Close()
 		return err
@@ -146,6 +159,9 @@ func runDev(args []string) error {
 	if *nextToken != "" {
 		opts = append(opts, server.WithRotation(*nextToken))
 	}
+	if quota > 0 {
+		opts = append(opts, server.WithTenantQuota(quota))
+	}
 	srv, err := server.New(m, token, opts...)
 	if err != nil {
 		return err
@@ -155,7 +171,7 @@ func runDev(args []string) error {
 	mux.Handle(console.Path, console.Handler())
 	mux.Handle(console.Path+"/", console.Handler())
 	mux.Handle("/", srv)
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	hs := &http.Server{Handler: server.CheckPaths(mux), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		// Claims long-poll for up to a minute.
 		WriteTimeout: 2 * time.Minute}
 	name := pkg
@@ -304,3 +320,4 @@ func cacheDir(data string) string {
 	}
 	return filepath.Join(data, "cache", "wazero")
 }
+

@@ -518,7 +518,10 @@ func runEvents(args []string) error {
 // ---- stile tenants ----
 
 func runTenants(args []string) error {
-	o := newOps("tenants", "tenants [--ready] [flags]", false)
+	if verb, rest := splitVerb(args); verb == "create" {
+		return runTenantsCreate(rest)
+	}
+	o := newOps("tenants", "tenants [--ready] [flags] | tenants create NAME... [flags]", false)
 	ready := o.fs.Bool("ready", false, "only tenants with ready work")
 	if _, err := o.parse(args); err != nil {
 		return err
@@ -550,6 +553,46 @@ func runTenants(args []string) error {
 			strconv.FormatInt(t.Version, 10), strconv.FormatBool(t.Ready), orDash(oneLine(t.Failed, 80))}
 	}
 	o.table("TENANT\tFIRST SEEN\tLAST SEEN\tMODULE\tSTILE SCHEMA\tMODULE SCHEMA\tREADY\tFAILED", rows)
+	return nil
+}
+
+// runTenantsCreate creates tenants (PUT /v1/t/{tenant}); one that exists
+// already is left as it is.
+func runTenantsCreate(args []string) error {
+	o := newOps("tenants create", "tenants create NAME... [flags]", false)
+	names, err := o.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		o.fs.Usage()
+		return errors.New("name the tenants to create: stile tenants create acme [globex …]")
+	}
+	cl, err := o.client()
+	if err != nil {
+		return err
+	}
+	var out []api.TenantCreated
+	for _, name := range names {
+		if !api.ValidTenant(name) {
+			return fmt.Errorf("tenant %q: %s", name, api.InvalidTenant.Message)
+		}
+		c, err := cl.Tenant(name).Create(context.Background())
+		if err != nil {
+			return fmt.Errorf("create tenant %s: %w", name, err)
+		}
+		out = append(out, c)
+	}
+	if *o.asJSON {
+		return o.printJSON(out)
+	}
+	for _, c := range out {
+		if c.Created {
+			fmt.Fprintf(o.out, "created tenant %s\n", c.Tenant)
+		} else {
+			fmt.Fprintf(o.out, "tenant %s exists already\n", c.Tenant)
+		}
+	}
 	return nil
 }
 

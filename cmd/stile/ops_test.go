@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -223,6 +225,27 @@ func TestTokensMintedAndRevokedAgainstStileDev(t *testing.T) {
 		for sc.Scan() {
 		}
 	}()
+	// A path with an empty or dot segment is refused, never redirected
+	// (the mux's 307 led a client to create a tenant named "jobs").
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, path := range []string{"/v1/t//jobs", "/v1/t/acme/../jobs", "/v1/t/acme/./jobs", "//metrics", "/console/../v1/t/x/jobs"} {
+		req, err := http.NewRequest("POST", url+path, strings.NewReader(`{"kind":"echo"}`))
+		require.NoError(t, err)
+		resp, err := noRedirect.Do(req)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", path, b)
+		require.Equal(t, string(api.CheckPath(path).AppendJSON(nil)), string(b), path)
+	}
+	// Tenants exist once created: stile tenants create makes acme, once.
+	for _, want := range []string{"created tenant acme", "tenant acme exists already"} {
+		create := exec.Command(bin, "tenants", "create", "acme", "--url", url, "--data", data)
+		create.Env = append(os.Environ(), "STILE_TOKEN=")
+		out, err := create.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		require.Equal(t, want+"\n", string(out))
+	}
 	mint := exec.Command(bin, "token", "mint", "--scope", "acme", "--role", "reader", "--ttl", "1h", "--id", "r1", "--data", data)
 	mint.Env = append(os.Environ(), "STILE_TOKEN=")
 	out, err := mint.Output()
@@ -236,6 +259,8 @@ func TestTokensMintedAndRevokedAgainstStileDev(t *testing.T) {
 	require.Equal(t, api.CodeForbidden, client.Code(err))
 	_, err = client.New(url, tok, nil).Tenant("globex").Status(context.Background())
 	require.Equal(t, api.CodeForbidden, client.Code(err), "only its tenant")
+	_, err = client.New(url, tok, nil).Tenant("acme").Create(context.Background())
+	require.Equal(t, api.CodeForbidden, client.Code(err), "a reader creates no tenant")
 
 	rev := exec.Command(bin, "token", "revoke", "r1", "--data", data)
 	out, err = rev.CombinedOutput()

@@ -339,3 +339,17 @@ func (d *Dir) page(q api.TenantsQuery) api.TenantsResponse {
 	}
 	return resp
 }
+
+// CountPrefix counts the tenants whose names start with prefix, and says
+// whether name is one of them (a quota of tenants per token prefix).
+func (d *Dir) CountPrefix(prefix, name string) (n int, listed bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for t := range d.tenants {
+		if strings.HasPrefix(t, prefix) {
+			n++
+		}
+	}
+	_, listed = d.tenants[name]
+	return n, listed
+}

@@ -138,6 +138,8 @@ func Config() string {
 	constant("EXECUTOR_PATH", api.ExecutorPath)
 	constant("PUSH_FAILED", api.PushFailed)
 	constant("HEADER_DIRECTORY", do.HeaderDirectory)
+	constant("HEADER_CREATE", do.HeaderCreate)
+	constant("HEADER_ABSENT", do.HeaderAbsent)
 	constant("TENANTS_PATH", api.TenantsPath)
 	constant("MAX_TENANTS_PAGE", api.MaxTenantsPage)
 	constant("MAX_WAIT_MS", api.MaxWait.Milliseconds())

@@ -12,7 +12,7 @@ import {
   FLAG_FINISHED, FLAG_HOLD_FINISHED, FLAG_WAKE, HEADER_PRINCIPAL, HEADER_TRACEPARENT, KIND_ALARM, KIND_API, RESERVED_PREFIX,
 } from "./abi.mjs";
 import {
-  API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_DB_BYTES, HEADER_MODULE, HEADER_TENANT, MODULE_VERSION, HEADER_TOKEN_ID, STORAGE_SUFFIX, INTERNAL_PREFIX, ANSWER_LOST_PREFIX,
+  API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_ABSENT, HEADER_CREATE, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_DB_BYTES, HEADER_MODULE, HEADER_TENANT, MODULE_VERSION, HEADER_TOKEN_ID, STORAGE_SUFFIX, INTERNAL_PREFIX, ANSWER_LOST_PREFIX,
   INVALID_TENANT, MAX_BODY_BYTES, MAX_TENANTS_PAGE, MAX_WAIT_MS, NO_ROUTE_HINT, PRINCIPAL_ADMIN, PUSH_FAILED,
   TENANTS_PATH, TENANT_PATTERN, WRONG_OBJECT,
 } from "./config.mjs";
@@ -41,8 +41,39 @@ function decodedPath(url) {
 
 const forbidden = (message) => json(403, { code: "forbidden", message });
 
+// checkPath refuses a path, as the client sent it, that names its resource
+// ambiguously, with api.CheckPath's words: an empty segment ("//"; a
+// trailing "/" on an API path), a "." or ".." segment (also percent-
+// encoded), or a "%" not followed by two hex digits. new URL() would
+// resolve the dots and answer for another tenant than the path reads.
+function checkPath(rawURL) {
+  const start = rawURL.indexOf("/", rawURL.indexOf("//") + 2);
+  let escaped = start < 0 ? "/" : rawURL.slice(start);
+  for (const sep of ["?", "#"]) {
+    const i = escaped.indexOf(sep);
+    if (i >= 0) escaped = escaped.slice(0, i);
+  }
+  if (escaped === "/") return null;
+  const api = escaped.startsWith(API_PREFIX.slice(0, API_PREFIX.indexOf("/", 1) + 1));
+  const segs = escaped.slice(1).split("/");
+  const q = JSON.stringify(escaped);
+  for (let i = 0; i < segs.length; i++) {
+    const seg = segs[i];
+    if (seg === "" && (i < segs.length - 1 || api)) {
+      return `path ${q} has an empty segment (// or a trailing /): send ${API_PREFIX}{tenant}/… as docs/API.md spells it`;
+    }
+    if ([".", "..", "%2e", ".%2e", "%2e.", "%2e%2e"].includes(seg.toLowerCase())) {
+      return `path ${q} has a ${JSON.stringify(seg)} segment: send the path without . or .. segments`;
+    }
+    if (/%(?![0-9a-fA-F]{2})/.test(seg)) return `path ${q} has a % not followed by two hex digits: escape a % as %25`;
+  }
+  return null;
+}
+
 export default {
   async fetch(request, env) {
+    const bad = checkPath(request.url);
+    if (bad) return json(400, { code: "invalid_request", message: bad });
     const url = new URL(request.url);
     if (url.pathname === "/healthz") return new Response("ok\n", { headers: { "content-type": "text/plain" } });
     if (url.pathname === CONSOLE_PATH || url.pathname.startsWith(CONSOLE_PATH + "/")) return consoleFile(url.pathname);
@@ -64,11 +95,31 @@ export default {
     const tenant = slash < 0 ? rest : rest.slice(0, slash);
     if (!tenantRe.test(tenant)) return json(400, INVALID_TENANT);
     if (!covers(who.scope, tenant)) return forbidden(`this token is for ${who.scope}, not tenant ${tenant}`);
+    const over = await overQuota(request.method, tenant, who, env);
+    if (over) return json(403, over);
     // The object checks the token and its own identity again: whoever
     // binds the Tenant class directly gets no further than this entry.
     return env.TENANT.get(env.TENANT.idFromName(tenant)).fetch(request);
   },
 };
+
+// overQuota refuses a write of a token scoped to a prefix ("acme-*") that
+// would create a tenant beyond STILE_TENANT_QUOTA tenants of that prefix,
+// as the directory counts them (server.WithTenantQuota in the Go host).
+async function overQuota(method, tenant, who, env) {
+  const quota = Number(env.STILE_TENANT_QUOTA ?? 0);
+  if (!(quota > 0) || !env.DIRECTORY || (method !== "POST" && method !== "PUT")) return null;
+  if (who.scope === "*" || !who.scope.endsWith("*")) return null;
+  const prefix = who.scope.slice(0, -1);
+  const res = await directory(env).fetch(new Request("https://directory/count", {
+    method: "POST",
+    headers: { authorization: `Bearer ${env.STILE_TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify({ prefix, tenant }),
+  }));
+  const c = await res.json();
+  if (c.listed || c.count < quota) return null;
+  return { code: "tenant_quota", message: `this token's prefix ${who.scope} already has ${quota} tenants, the deployment's quota per prefix: erase one, or ask for a token of another prefix` };
+}
 
 // TENANT_KEY keeps an object's tenant name in its synchronous KV storage,
 // where the runtime gives an id no name.
@@ -170,6 +221,7 @@ export class Tenant {
     if (this.tenant) out.push([HEADER_TENANT, this.tenant]);
     if (this.env.EXECUTOR) out.push([HEADER_EXECUTOR, "binding"]);
     if (MODULE_VERSION) out.push([HEADER_MODULE, MODULE_VERSION]);
+    out.push([HEADER_CREATE, this.env.STILE_CREATE_TENANTS || "writer"]);
     return out;
   }
 
@@ -254,10 +306,10 @@ export class Tenant {
       return json(400, WRONG_OBJECT);
     }
     if (tenant && !covers(who.scope, tenant)) return forbidden(`this token is for ${who.scope}, not tenant ${tenant}`);
-    if (tenant && !this.tenant) {
-      this.tenant = tenant;
-      this.ctx.storage.kv?.put(TENANT_KEY, tenant);
-    }
+    // The name is kept once the tenant exists: a request for one that was
+    // never created writes nothing, not even this.
+    const keepName = tenant && !this.tenant && !this.ctx.id.name;
+    if (tenant && !this.tenant) this.tenant = tenant;
     const body = new Uint8Array(await request.arrayBuffer());
     if (body.length > MAX_BODY_BYTES) return json(413, BODY_TOO_LARGE);
     const headers = requestHeaders(request, who, this.ownHeaders());
@@ -290,6 +342,7 @@ export class Tenant {
           continue;
         }
       }
+      if (keepName && !resp.headers.some(([name]) => name === HEADER_ABSENT)) this.ctx.storage.kv?.put(TENANT_KEY, tenant);
       const headers = new Headers();
       for (const [name, value] of resp.headers) if (!name.startsWith(RESERVED_PREFIX)) headers.append(name, value);
       headers.set("content-type", "application/json");
@@ -341,6 +394,13 @@ export class Directory {
     if (url.pathname === "/notify" && request.method === "POST") {
       if (!who.admin) return forbidden("only the deployment's tenants note themselves in the directory");
       return this.note(await request.json());
+    }
+    if (url.pathname === "/count" && request.method === "POST") {
+      if (!who.admin) return forbidden("only the deployment's Worker counts tenants");
+      const q = await request.json();
+      const count = this.sql.exec(`SELECT count(*) AS n FROM tenants WHERE substr(name, 1, length(?1)) = ?1`, String(q.prefix)).one().n;
+      const listed = this.sql.exec(`SELECT 1 FROM tenants WHERE name = ?`, String(q.tenant)).toArray().length > 0;
+      return json(200, { count, listed });
     }
     if (who.scope !== "*") return forbidden(`this token is for ${who.scope}: listing the tenants needs a token for every tenant (*)`);
     if (url.pathname !== TENANTS_PATH) return noRoute(request.method, url.pathname);
@@ -412,6 +472,7 @@ function parseQuery(params) {
     if (!["after", "limit", "ready", "after_seq", "wait_ms"].includes(k)) {
       return { error: `unknown parameter "${k}": use after, limit, ready, after_seq, wait_ms` };
     }
+    if (params.getAll(k).length > 1) return { error: `query parameter "${k}" is given twice` };
   }
   const num = (k, lo, hi, def) => {
     const s = params.get(k);
