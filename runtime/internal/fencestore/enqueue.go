@@ -171,7 +171,7 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 	case fence.StateScheduled:
 		s.due.Added(n.RunAt)
 	case fence.StateAvailable:
-		s.woke = true
+		s.wake(n.Queue, n.Kind)
 	}
 	j := Job{Kind: n.Kind, Queue: n.Queue, Priority: n.Priority, Args: n.Args, CreatedAt: now,
 		BackoffMs: n.BackoffMs, BackoffMaxMs: n.BackoffMaxMs, Tags: tags, UniqueKey: n.UniqueKey,

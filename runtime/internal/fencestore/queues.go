@@ -38,7 +38,7 @@ func (s *Store) SetPaused(now int64, queue string, paused bool) error {
 		return printf.Errorf("pause queue %q: %w", queue, err)
 	}
 	if !paused {
-		s.woke = true
+		s.wake(queue, "")
 	}
 	return nil
 }
