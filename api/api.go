@@ -57,6 +57,10 @@ const (
 	// HeldRetryAfter is how long a claim answered at once because too
 	// many are held asks its worker to wait before claiming again.
 	HeldRetryAfter = time.Second
+	// MaxQueues bounds a tenant's distinct queue names (those of its jobs
+	// and its paused or resumed queues): an enqueue or import naming one
+	// more is refused (too_many_queues) and writes nothing.
+	MaxQueues = 1000
 )
 
 // JobState mirrors fence.State on the wire.

@@ -52,6 +52,7 @@ const (
 	CodeMigrationFailed Code = "migration_failed"  // 503: a migration the route needs failed (which, and its error); POST /migrations tries it again
 	CodeSchemaAhead     Code = "schema_ahead"      // 503: the tenant's schema has a destructive migration this module predates; deploy the newer module
 	CodeErased          Code = "erased"            // 410: the tenant was erased (DELETE /v1/t/{tenant}); nothing recreates it
+	CodeTooManyQueues   Code = "too_many_queues"   // 409: the job or paused queue would be the tenant's 1001st distinct queue name (api.MaxQueues); reuse a queue
 )
 
 // Codes of the fences: a heartbeat, report or settlement whose claim no

@@ -27,6 +27,13 @@ type Store struct {
 	woke Wake
 	// paused caches the paused queues (nil: read them again).
 	paused map[string]bool
+	// queues are queue names known to count against MaxQueues (nil: not
+	// read yet); it may hold names no longer counted (finished, rolled
+	// back), so a new name beyond the bound reads them again.
+	queues map[string]struct{}
+	// MaxQueues bounds the tenant's distinct queue names (api.MaxQueues
+	// when 0).
+	MaxQueues int
 }
 
 // DueTracker learns how the store's writes move due times (run_at of
