@@ -47,6 +47,20 @@ const (
 	// memory: the page stops there and says where to continue. A single
 	// row always goes, whatever its size.
 	MaxAnswerBytes = 4 << 20
+	// MaxHeldClaims and MaxHeldClaimsPerToken bound the empty long-poll
+	// claims (jobs or deliveries) a tenant's host holds at once, in all
+	// and for one token: a claim beyond either is answered at once with
+	// what is ready, possibly nothing, and RetryAfterMs (a module may set
+	// lower bounds, runtime.App.HeldClaims).
+	MaxHeldClaims         = 256
+	MaxHeldClaimsPerToken = 64
+	// HeldRetryAfter is how long a claim answered at once because too
+	// many are held asks its worker to wait before claiming again.
+	HeldRetryAfter = time.Second
+	// MaxQueues bounds a tenant's distinct queue names (those of its jobs
+	// and its paused or resumed queues): an enqueue or import naming one
+	// more is refused (too_many_queues) and writes nothing.
+	MaxQueues = 1000
 )
 
 // JobState mirrors fence.State on the wire.
@@ -204,6 +218,11 @@ type ClaimResponse struct {
 	// More says the claim stopped at MaxAnswerBytes with jobs still ready
 	// for it: claim again at once rather than waiting.
 	More bool `json:"more,omitempty"`
+	// RetryAfterMs, on a claim that asked to wait, says it was answered
+	// at once rather than held: the tenant (or the claim's token) holds
+	// as many claims as it may (MaxHeldClaims). Wait this long before
+	// claiming again.
+	RetryAfterMs int64 `json:"retry_after_ms,omitempty"`
 }
 
 // ClaimedJob is a job handed to a worker: what to run and the claim that a

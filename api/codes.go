@@ -54,6 +54,7 @@ const (
 	CodeErased          Code = "erased"            // 410: the tenant was erased (DELETE /v1/t/{tenant}); nothing recreates it
 	CodeTenantNotFound  Code = "tenant_not_found"  // 404: no tenant of that name: PUT /v1/t/{tenant} creates it, as does a write of a role the deployment lets create tenants
 	CodeTenantQuota     Code = "tenant_quota"      // 403: the token's tenant prefix already has as many tenants as the deployment allows one prefix
+	CodeTooManyQueues   Code = "too_many_queues"   // 409: the job or paused queue would be the tenant's 1001st distinct queue name (api.MaxQueues); reuse a queue
 )
 
 // Codes of the fences: a heartbeat, report or settlement whose claim no

@@ -16,7 +16,7 @@ func (c Code) Status() int {
 		return 404
 	case CodeMethodNotAllowed:
 		return 405
-	case CodeFinished, CodeNotRetryable, CodeNotFinished, CodeUniqueConflict, CodeVersionConflict, CodeCommandIDReused, CodeNotStuck, CodeModuleSchedule, CodeImportConflict, CodeStaleAttempt, CodeOtherWorker, CodeBadToken, CodeLeaseExpired, CodeAlreadyReported, CodeClaimTakenOver, CodeUnknownClaim, CodeOutOfOrder, CodeAlreadySettled:
+	case CodeFinished, CodeNotRetryable, CodeNotFinished, CodeUniqueConflict, CodeVersionConflict, CodeCommandIDReused, CodeNotStuck, CodeModuleSchedule, CodeImportConflict, CodeTooManyQueues, CodeStaleAttempt, CodeOtherWorker, CodeBadToken, CodeLeaseExpired, CodeAlreadyReported, CodeClaimTakenOver, CodeUnknownClaim, CodeOutOfOrder, CodeAlreadySettled:
 		return 409
 	case CodeErased:
 		return 410

@@ -145,6 +145,8 @@ type Delivery struct {
 type ReactionClaimResponse struct {
 	Now        time.Time  `json:"now"`
 	Deliveries []Delivery `json:"deliveries"`
+	// RetryAfterMs: as ClaimResponse.RetryAfterMs.
+	RetryAfterMs int64 `json:"retry_after_ms,omitempty"`
 }
 
 // ScheduledCommand is a command to apply at a later time.

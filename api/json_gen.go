@@ -187,6 +187,7 @@ func (v ClaimResponse) AppendJSON(b []byte) []byte {
 	if v.More {
 		o.bool("more", true)
 	}
+	o.intOmit("retry_after_ms", v.RetryAfterMs)
 	return o.end()
 }
 
@@ -784,6 +785,7 @@ func (v ReactionClaimResponse) AppendJSON(b []byte) []byte {
 	o.time("now", v.Now)
 	o.key("deliveries")
 	o.b = appendArray(o.b, v.Deliveries)
+	o.intOmit("retry_after_ms", v.RetryAfterMs)
 	return o.end()
 }
 

@@ -77,6 +77,17 @@ func (hs *Headers) Set(name, value string) {
 //	stile-push       response  the module: pushes to deliver to executors,
 //	                           an api.Push as JSON (only when the request
 //	                           carried stile-executor)
+//	stile-held       request   the transport, when it holds claims of the
+//	                           tenant: how many in all and how many of this
+//	                           request's token ("<tenant>,<token>"; absent:
+//	                           none), so the module answers a claim at once
+//	                           rather than hold one too many
+//	stile-hold       response  the module, on a held claim (HoldMs): the
+//	                           work it waits for (Hold as JSON); absent: any
+//	stile-woke       response  the module, with FlagWake: the work that
+//	                           became ready (Hold as JSON); the transport
+//	                           wakes only the held claims it matches (Hold.
+//	                           Matches); absent: every held claim
 //
 // Names starting with ReservedPrefix belong to Stile: a client-sent header
 // of such a name is never passed into a module, and transports never copy a
@@ -96,6 +107,9 @@ const (
 	HeaderModule      = "stile-module"
 	HeaderCreate      = "stile-create"
 	HeaderAbsent      = "stile-absent"
+	HeaderHeld        = "stile-held"
+	HeaderHold        = "stile-hold"
+	HeaderWoke        = "stile-woke"
 
 	ReservedPrefix = "stile-"
 

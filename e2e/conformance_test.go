@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -160,6 +161,9 @@ func runSuite(t *testing.T, tg target) {
 		{name: "Erase", run: scenarioErase},
 		{name: "ExportImport", run: scenarioExportImport},
 		{name: "ImportHoldsTheTenant", run: scenarioImportHoldsTheTenant},
+		{name: "HeldClaimsAreBounded", run: scenarioHeldClaimsAreBounded},
+		{name: "HeldClaimWakesForItsQueueOnly", run: scenarioHeldClaimWakesForItsQueueOnly},
+		{name: "QueueNamesAreBounded", run: scenarioQueueNamesAreBounded},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
@@ -553,6 +557,124 @@ func scenarioLongPoll(s *scenario) {
 	}
 	require.NoError(t, r.err)
 	require.Empty(t, r.resp.Jobs)
+}
+
+// heldClaim is the answer to a claim sent in the background.
+type heldClaim struct {
+	resp api.ClaimResponse
+	err  error
+}
+
+// holdClaim sends a long-poll claim of queue in the background; its
+// answer comes on the channel.
+func (s *scenario) holdClaim(ctx context.Context, worker, queue string) <-chan heldClaim {
+	done := make(chan heldClaim, 1)
+	go func() {
+		r, err := s.ten.Claim(ctx, api.ClaimRequest{Worker: worker, Queues: []string{queue}, WaitMs: 30_000})
+		done <- heldClaim{r, err}
+	}()
+	return done
+}
+
+// A token holds at most api.MaxHeldClaimsPerToken empty long-poll claims
+// of a tenant: one more is answered at once, empty, with retry_after_ms,
+// and the held ones still take what is enqueued for them.
+func scenarioHeldClaimsAreBounded(s *scenario) {
+	t := s.t
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	s.enqueue(api.EnqueueRequest{Kind: "test.echo", Queue: "elsewhere"}) // the tenant exists
+	held := make([]<-chan heldClaim, api.MaxHeldClaimsPerToken)
+	for i := range held {
+		held[i] = s.holdClaim(ctx, "holder", "capped")
+	}
+	time.Sleep(time.Second) // let the claims arrive and be held
+
+	// Held, it would end with the context rather than answer.
+	one, stop := context.WithTimeout(s.ctx, 20*time.Second)
+	defer stop()
+	r, err := s.ten.Claim(one, api.ClaimRequest{Worker: "one-more", Queues: []string{"capped"}, WaitMs: 30_000})
+	require.NoError(t, err, "one claim too many is answered at once")
+	require.Empty(t, r.Jobs)
+	require.Equal(t, api.HeldRetryAfter.Milliseconds(), r.RetryAfterMs)
+
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.echo", Queue: "capped"})
+	cases := make([]reflect.SelectCase, 0, len(held)+1)
+	for _, c := range held {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c)})
+	}
+	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(time.After(20 * time.Second))})
+	i, v, _ := reflect.Select(cases)
+	require.Less(t, i, len(held), "the enqueue woke no held claim")
+	got := v.Interface().(heldClaim)
+	require.NoError(t, got.err)
+	require.Len(t, got.resp.Jobs, 1)
+	require.Equal(t, j.ID, got.resp.Jobs[0].ID)
+}
+
+// A held claim of queue A looks again only when work it may claim becomes
+// ready: enqueues to queue B do not run it (the claim's statement traps
+// if it runs), an enqueue to A does.
+func scenarioHeldClaimWakesForItsQueueOnly(s *scenario) {
+	t := s.t
+	s.enqueue(api.EnqueueRequest{Kind: "test.echo", Queue: "queue-b"}) // the tenant exists
+	done := s.holdClaim(s.ctx, "poller", "queue-a")
+	time.Sleep(300 * time.Millisecond) // let the claim arrive and be held
+	s.tg.injectFault(t, s.ten.Name(), "UPDATE stile_jobs SET state = 'running'", 1)
+	for range 3 {
+		s.enqueue(api.EnqueueRequest{Kind: "test.echo", Queue: "queue-b"})
+	}
+	time.Sleep(300 * time.Millisecond) // a claim woken would run (and trap) now
+	select {
+	case r := <-done:
+		t.Fatalf("enqueues to another queue ran the held claim: %+v %v", r.resp, r.err)
+	default:
+	}
+	s.tg.injectFault(t, s.ten.Name(), "", 0)
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.echo", Queue: "queue-a"})
+	select {
+	case r := <-done:
+		require.NoError(t, r.err)
+		require.Len(t, r.resp.Jobs, 1)
+		require.Equal(t, j.ID, r.resp.Jobs[0].ID)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the enqueue to its queue did not wake the held claim")
+	}
+}
+
+// A tenant has at most api.MaxQueues distinct queue names: an enqueue or
+// a pause naming one more is refused and writes nothing; a known name
+// still goes.
+func scenarioQueueNamesAreBounded(s *scenario) {
+	t := s.t
+	reqs := make([]api.EnqueueRequest, api.MaxQueues)
+	for i := range reqs {
+		reqs[i] = api.EnqueueRequest{Kind: "test.echo", Queue: fmt.Sprintf("q%04d", i)}
+	}
+	_, err := s.ten.EnqueueBatch(s.ctx, reqs)
+	require.NoError(t, err)
+
+	_, err = s.ten.Enqueue(s.ctx, api.EnqueueRequest{Kind: "test.echo", Queue: "one-more"})
+	requireCode(t, err, 409, api.CodeTooManyQueues)
+	_, err = s.ten.EnqueueBatch(s.ctx, []api.EnqueueRequest{{Kind: "test.echo", Queue: "q0001"}, {Kind: "test.echo", Queue: "one-more"}})
+	requireCode(t, err, 409, api.CodeTooManyQueues)
+	_, err = s.ten.PauseQueue(s.ctx, "one-more", true)
+	requireCode(t, err, 409, api.CodeTooManyQueues)
+
+	qs, err := s.ten.Queues(s.ctx)
+	require.NoError(t, err)
+	names := map[string]bool{}
+	total := int64(0)
+	for _, q := range qs.Queues {
+		names[q.Queue] = true
+		total += q.Counts["available"]
+	}
+	require.Len(t, names, api.MaxQueues, "nothing of the refused requests was written")
+	require.Equal(t, int64(api.MaxQueues), total)
+	require.Empty(t, qs.Paused)
+
+	_, err = s.ten.Enqueue(s.ctx, api.EnqueueRequest{Kind: "test.echo", Queue: "q0999"})
+	require.NoError(t, err, "a known queue still takes jobs")
 }
 
 // refusal is a request that must be refused: with status and code, and

@@ -138,8 +138,23 @@ type tenant struct {
 	restarts atomic.Int64 // engines discarded after a trap
 
 	wakeMu sync.Mutex
-	wake   chan struct{} // closed and replaced to wake held claims
 	finish chan struct{} // closed and replaced to wake held waits for jobs
+
+	// held are the claims held for the tenant, heldBy their count by
+	// token. A claim is entered by the call that answered it empty, with
+	// t.mu held, so a later call's wake never misses it.
+	heldMu sync.Mutex
+	held   map[*waiter]struct{}
+	heldBy map[string]int
+}
+
+// waiter is one held claim: the work it waits for (hold; any: whatever
+// wakes), its token, and the channel a matching wake signals.
+type waiter struct {
+	hold  do.Hold
+	any   bool
+	token string
+	woken chan struct{} // buffered: a wake is never lost, nor blocks
 }
 
 // NewManager starts a manager. Close it to release every engine.
@@ -201,9 +216,12 @@ var ErrClosed = errors.New("host: manager closed")
 
 // Do serves one request for tenant. A claim that found nothing and asked
 // to wait (Response.HoldMs) is held here, never in the module: it is sent
-// again whenever another request of the tenant commits new work (a wait
-// for a job to end: whenever one may have ended), when the tenant's alarm
-// comes due, or finally when its wait runs out.
+// again whenever another request of the tenant commits work it may claim
+// (the module says which work, stile-woke, and which the claim waits for,
+// stile-hold; a wait for a job to end: whenever one may have ended), when
+// the tenant's alarm comes due, or finally when its wait runs out. Each
+// call tells the module how many claims are held (stile-held), so that it
+// answers at once a claim that would be one too many.
 func (m *Manager) Do(ctx context.Context, name string, req do.Request) (do.Response, error) {
 	if m.closed.Load() {
 		return do.Response{}, ErrClosed
@@ -232,11 +250,12 @@ func (m *Manager) Do(ctx context.Context, name string, req do.Request) (do.Respo
 	if req.Kind == do.KindAPI && do.WantsDatabaseSize(req.Method, req.Path) {
 		req.Headers = append(req.Headers, do.Header{Name: do.HeaderDBBytes, Value: strconv.FormatInt(databaseSize(t.path), 10)})
 	}
-	frame := do.AppendRequest(nil, req)
+	w := &waiter{token: tokenOf(req.Headers), woken: make(chan struct{}, 1)}
+	defer t.unhold(w)
 	var deadline int64
 	for {
-		wake, finish := t.wakeChans() // before the call, so no wake-up is missed
-		resp, err := m.call(ctx, t, frame, creates)
+		finish := t.finishChan() // before the call, so no wake-up is missed
+		resp, err := m.call(ctx, t, req, w, creates)
 		if err != nil {
 			return do.Response{}, err
 		}
@@ -254,6 +273,7 @@ func (m *Manager) Do(ctx context.Context, name string, req do.Request) (do.Respo
 		if at := t.alarmAt.Load(); at > 0 && at < until {
 			until = max(at, now+1)
 		}
+		wake := (<-chan struct{})(w.woken)
 		if resp.Flags&do.FlagHoldFinished != 0 {
 			wake = finish // a wait for a job to end
 		}
@@ -274,11 +294,22 @@ func (m *Manager) Do(ctx context.Context, name string, req do.Request) (do.Respo
 	}
 }
 
-// call makes one serialized call into the tenant's engine.
+// tokenOf is whose held claims a request's count among: its token's, else
+// its principal's.
+func tokenOf(hs do.Headers) string {
+	if id := hs.Get(do.HeaderTokenID); id != "" {
+		return id
+	}
+	return hs.Get(do.HeaderPrincipal)
+}
+
+// call makes one serialized call into the tenant's engine for w's
+// request. A claim held before is held no more while it runs again (its
+// own call does not count it), and held again if it is answered empty.
 // creates says whether the call may create the tenant; one that may not
 // finds no storage to open when the tenant does not exist, and is
 // answered 404 without opening any.
-func (m *Manager) call(ctx context.Context, t *tenant, frame []byte, creates bool) (do.Response, error) {
+func (m *Manager) call(ctx context.Context, t *tenant, req do.Request, w *waiter, creates bool) (do.Response, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if m.closed.Load() {
@@ -287,6 +318,11 @@ func (m *Manager) call(ctx context.Context, t *tenant, frame []byte, creates boo
 	if t.engine == nil && !creates && !fileExists(t.path) {
 		return notFound(t.name), nil // a refused creation removed it meanwhile
 	}
+	t.unhold(w)
+	if all, mine := t.heldCounts(w.token); all > 0 {
+		req.Headers = append(slices.Clone(req.Headers), do.Header{Name: do.HeaderHeld, Value: do.HeldCounts(all, mine)})
+	}
+	frame := do.AppendRequest(nil, req)
 	if t.engine == nil {
 		// Opened whatever the caller does next, as the call is (below).
 		if err := m.open(context.WithoutCancel(ctx), t); err != nil {
@@ -335,8 +371,14 @@ func (m *Manager) call(ctx context.Context, t *tenant, frame []byte, creates boo
 		return resp, nil
 	}
 	m.setAlarm(t, resp.AlarmAt)
-	if resp.Flags&(do.FlagWake|do.FlagFinished) != 0 {
-		t.broadcast(resp.Flags)
+	if resp.Flags&do.FlagWake != 0 {
+		t.wakeHeld(resp.Headers.Get(do.HeaderWoke))
+	}
+	if resp.Flags&do.FlagFinished != 0 {
+		t.finished()
+	}
+	if resp.HoldMs > 0 && resp.Flags&do.FlagHoldFinished == 0 {
+		t.hold(w, resp.Headers.Get(do.HeaderHold))
 	}
 	if n := resp.Headers.Get(do.HeaderDirectory); n != "" && m.cfg.Directory != nil {
 		m.note(t.name, n)
@@ -510,29 +552,82 @@ func (m *Manager) tenant(name string) *tenant {
 	defer m.mu.Unlock()
 	t, ok := m.tenants[name]
 	if !ok {
-		t = &tenant{name: name, path: filepath.Join(m.cfg.DataDir, "tenants", name+".sqlite"), wake: make(chan struct{}),
-			finish: make(chan struct{})}
+		t = &tenant{name: name, path: filepath.Join(m.cfg.DataDir, "tenants", name+".sqlite"),
+			finish: make(chan struct{}), held: map[*waiter]struct{}{}, heldBy: map[string]int{}}
 		m.tenants[name] = t
 	}
 	return t
 }
 
-func (t *tenant) wakeChans() (wake, finish <-chan struct{}) {
+func (t *tenant) finishChan() <-chan struct{} {
 	t.wakeMu.Lock()
 	defer t.wakeMu.Unlock()
-	return t.wake, t.finish
+	return t.finish
 }
 
-func (t *tenant) broadcast(flags byte) {
+// finished wakes the held waits for jobs to end.
+func (t *tenant) finished() {
 	t.wakeMu.Lock()
 	defer t.wakeMu.Unlock()
-	if flags&do.FlagWake != 0 {
-		close(t.wake)
-		t.wake = make(chan struct{})
+	close(t.finish)
+	t.finish = make(chan struct{})
+}
+
+// hold enters w among the held claims, waiting for the work header (the
+// module's stile-hold) describes.
+func (t *tenant) hold(w *waiter, header string) {
+	w.hold, w.any = do.Hold{}, false
+	if h, ok := do.ParseHold(header); ok {
+		w.hold = h
+	} else {
+		w.any = true
 	}
-	if flags&do.FlagFinished != 0 {
-		close(t.finish)
-		t.finish = make(chan struct{})
+	select {
+	case <-w.woken: // a wake of an earlier hold is spent
+	default:
+	}
+	t.heldMu.Lock()
+	defer t.heldMu.Unlock()
+	if _, ok := t.held[w]; !ok {
+		t.held[w] = struct{}{}
+		t.heldBy[w.token]++
+	}
+}
+
+// unhold takes w out of the held claims, if it is one.
+func (t *tenant) unhold(w *waiter) {
+	t.heldMu.Lock()
+	defer t.heldMu.Unlock()
+	if _, ok := t.held[w]; !ok {
+		return
+	}
+	delete(t.held, w)
+	if t.heldBy[w.token]--; t.heldBy[w.token] <= 0 {
+		delete(t.heldBy, w.token)
+	}
+}
+
+// heldCounts are the claims held for the tenant and for token.
+func (t *tenant) heldCounts(token string) (all, mine int) {
+	t.heldMu.Lock()
+	defer t.heldMu.Unlock()
+	return len(t.held), t.heldBy[token]
+}
+
+// wakeHeld signals the held claims that the work header (the module's
+// stile-woke) describes may satisfy; without one, every held claim.
+func (t *tenant) wakeHeld(header string) {
+	woke, targeted := do.ParseHold(header)
+	t.heldMu.Lock()
+	defer t.heldMu.Unlock()
+	for w := range t.held {
+		if targeted && !w.any && !w.hold.Matches(woke) {
+			continue
+		}
+		select {
+		case w.woken <- struct{}{}:
+		default:
+		}
 	}
 }
 

@@ -67,9 +67,11 @@ type App struct {
 	projectionBy map[string]*projectionReg
 	queries      map[string]*queryReg
 	pushPolicy   *push.Policy
-	schedules    map[string]moduleSchedule // declared for every tenant
-	retention    *api.Retention            // nil: api.DefaultRetention
-	storageWarn  int64                     // 0: api.DefaultStorageWarning
+	// heldTenant and heldToken bound held claims (HeldClaims; 0: the API's).
+	heldTenant, heldToken int
+	schedules             map[string]moduleSchedule // declared for every tenant
+	retention             *api.Retention            // nil: api.DefaultRetention
+	storageWarn           int64                     // 0: api.DefaultStorageWarning
 }
 
 // NewApp returns an empty registry.
@@ -92,6 +94,30 @@ func (a *App) ConcurrencyLimit(key string, slots int) *App {
 	}
 	a.limits[key] = slots
 	return a
+}
+
+// HeldClaims bounds the empty long-poll claims (of jobs or deliveries) the
+// tenant's host holds at once: perTenant in all, perToken for one token.
+// A claim beyond either is answered at once with RetryAfterMs. Zero keeps
+// the API's bound (api.MaxHeldClaims, api.MaxHeldClaimsPerToken); a bound
+// above it is lowered to it.
+func (a *App) HeldClaims(perTenant, perToken int) *App {
+	if perTenant < 0 || perToken < 0 {
+		panic(printf.Sprintf("stile: held claims %d, %d: bounds are 0 (the default) or more", perTenant, perToken))
+	}
+	a.heldTenant, a.heldToken = perTenant, perToken
+	return a
+}
+
+func (a *App) heldClaims() (perTenant, perToken int) {
+	perTenant, perToken = api.MaxHeldClaims, api.MaxHeldClaimsPerToken
+	if a.heldTenant > 0 {
+		perTenant = min(perTenant, a.heldTenant)
+	}
+	if a.heldToken > 0 {
+		perToken = min(perToken, a.heldToken)
+	}
+	return perTenant, perToken
 }
 
 // Limits returns the default concurrency limits.

@@ -89,7 +89,26 @@ var importChecks = map[string]func(t *Tenant, r importedRow) string{
 	"stile_events":      checkImportedEvent,
 	"stile_concurrency": checkImportedLimit,
 	"stile_settings":    checkImportedSetting,
+	"stile_queues": func(t *Tenant, r importedRow) string {
+		return firstProblem(r.textCheck("name", nameProblem("queue")), queueProblem(t, r, "name", true))
+	},
 }
+
+// queueProblem refuses a row whose queue (column col) would be one too
+// many for the tenant (api.MaxQueues), as an enqueue or a pause would be;
+// counts says the row counts (a finished job does not).
+func queueProblem(t *Tenant, r importedRow, col string, counts bool) string {
+	q := r.text(col)
+	if !counts || !api.ValidName(q) {
+		return ""
+	}
+	if err := t.store.AdmitQueue(q); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+func finishedState(s string) bool { return s == "completed" || s == "cancelled" || s == "dead" }
 
 func between(what string, v, lo, hi int64) string {
 	if v < lo || v > hi {
@@ -98,10 +117,11 @@ func between(what string, v, lo, hi int64) string {
 	return ""
 }
 
-func checkImportedJob(_ *Tenant, r importedRow) string {
+func checkImportedJob(t *Tenant, r importedRow) string {
 	return firstProblem(
 		r.textCheck("kind", nameProblem("kind")),
 		r.textCheck("queue", nameProblem("queue")),
+		queueProblem(t, r, "queue", !finishedState(r.text("state"))),
 		r.textCheck("concurrency_key", nameProblem("concurrency_key")),
 		r.textCheck("unique_key", nameProblem("unique_key")),
 		r.textCheck("args", jsonProblem("args", api.MaxArgsBytes)),

@@ -83,10 +83,16 @@ func (t *Tenant) claimReactions(body []byte) (route, *api.Error) {
 			}
 			resp.Deliveries = append(resp.Deliveries, out)
 		}
-		res := result{status: statusOK, body: resp.AppendJSON}
+		var res result
 		if len(resp.Deliveries) == 0 {
-			res.holdMs, res.idle = r.WaitMs, true
+			res.idle = true
+			if r.WaitMs > 0 && !t.mayHold() {
+				resp.RetryAfterMs = api.HeldRetryAfter.Milliseconds()
+			} else {
+				res.holdMs, res.hold = r.WaitMs, do.Hold{Reactions: true}
+			}
 		}
+		res.status, res.body = statusOK, resp.AppendJSON // a copy of resp, as it is now
 		return res, nil
 	}, nil
 }

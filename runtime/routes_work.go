@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/fence"
 	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/fencestore"
@@ -65,6 +66,7 @@ func (t *Tenant) claim(body []byte) (route, *api.Error) {
 			return result{}, err
 		}
 		t.claims.note(now, r.Kinds)
+		hold := len(claimed) == 0 && r.WaitMs > 0 && t.mayHold()
 		if r.Push != "" {
 			// Whether the push still claims decides whether work that
 			// becomes ready needs a push of its own (pushes.go).
@@ -74,7 +76,7 @@ func (t *Tenant) claim(body []byte) (route, *api.Error) {
 					return result{}, err
 				}
 			}
-			if len(claimed) == 0 && r.WaitMs > 0 && t.pushTracker != nil {
+			if hold && t.pushTracker != nil {
 				t.pushTracker.Lingers(r.Push, r.Linger, now, r.WaitMs) // the host holds the claim
 			} else {
 				t.claimedFor(r.Push, true, more)
@@ -87,12 +89,27 @@ func (t *Tenant) claim(body []byte) (route, *api.Error) {
 				TimeoutMs: c.TimeoutMs, LeaseUntil: ts(c.LeaseUntil), LeaseToken: c.LeaseToken,
 				CreatedAt: ts(c.CreatedAt), Tags: tagList(c.Tags), Traceparent: c.Traceparent}
 		}
-		res := result{status: statusOK, body: resp.AppendJSON}
+		var res result
 		if len(claimed) == 0 {
-			res.holdMs, res.idle = r.WaitMs, true
+			res.idle = true
+			if hold {
+				res.holdMs, res.hold = r.WaitMs, do.Hold{Queues: r.Queues, Kinds: r.Kinds}
+			} else if r.WaitMs > 0 {
+				resp.RetryAfterMs = api.HeldRetryAfter.Milliseconds()
+			}
 		}
+		res.status, res.body = statusOK, resp.AppendJSON // a copy of resp, as it is now
 		return res, nil
 	}, nil
+}
+
+// mayHold says whether an empty claim that asked to wait may be held: not
+// when its host already holds as many claims as the tenant, or the
+// claim's token, may have held (App.HeldClaims). Each held claim costs its
+// host a connection and a look on every wake that matches it.
+func (t *Tenant) mayHold() bool {
+	perTenant, perToken := t.app.heldClaims()
+	return t.heldTenant < perTenant && t.heldToken < perToken
 }
 
 // ---- heartbeat, report ----

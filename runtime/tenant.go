@@ -107,6 +107,9 @@ type Tenant struct {
 	pendingRetention *pendingRetention
 	// dbBytes is the request's stile-db-bytes header (GET /storage).
 	dbBytes string
+	// heldTenant and heldToken are the claims the host holds for the
+	// tenant and for the request's token (stile-held).
+	heldTenant, heldToken int
 
 	out  []byte // the response frame, reused
 	body []byte // the response body, reused
@@ -165,7 +168,9 @@ type result struct {
 	status int
 	body   jsonBody // nil for no body
 	holdMs int64
-	idle   bool // a claim that found nothing: the tenant may be idle
+	// hold is the work a held claim waits for (stile-hold).
+	hold do.Hold
+	idle bool // a claim that found nothing: the tenant may be idle
 	// finished says the route may have ended a job (held waits for jobs
 	// look again); holdFinish that the hold waits for a job to end.
 	finished, holdFinish bool
@@ -183,6 +188,7 @@ func (t *Tenant) serve(req do.Request) do.Response {
 	t.traceparent = req.Headers.Get(do.HeaderTraceparent)
 	t.events.Traceparent = t.traceparent
 	t.dbBytes = req.Headers.Get(do.HeaderDBBytes)
+	t.heldTenant, t.heldToken = do.ParseHeldCounts(req.Headers.Get(do.HeaderHeld))
 	if m := req.Headers.Get(do.HeaderModule); m != "" {
 		t.module = m
 	}
@@ -515,9 +521,25 @@ func (t *Tenant) afterCommit(now int64, req do.Request, res result, committed bo
 	if res.holdFinish {
 		resp.Flags |= do.FlagHoldFinished
 	}
-	jobsWoke, reactionsWoke := t.store.Woke(), t.reactions.Woke()
+	if res.holdMs > 0 {
+		if h := res.hold.AppendJSON(nil); len(h) <= do.MaxHeaderValue {
+			resp.Headers = append(resp.Headers, do.Header{Name: do.HeaderHold, Value: string(h)}) // else any work wakes it
+		}
+	}
+	woke, reactionsWoke := t.store.Woke(), t.reactions.Woke()
+	jobsWoke := woke.Any
 	if jobsWoke || reactionsWoke {
 		resp.Flags |= do.FlagWake
+		if !woke.All {
+			// Only the held claims this work may satisfy wake.
+			w := do.Hold{Queues: woke.Queues, Kinds: woke.Kinds, Reactions: reactionsWoke}
+			if woke.AnyKind {
+				w.Kinds = nil
+			}
+			if h := w.AppendJSON(nil); len(h) <= do.MaxHeaderValue {
+				resp.Headers = append(resp.Headers, do.Header{Name: do.HeaderWoke, Value: string(h)}) // else every claim wakes
+			}
+		}
 	}
 	if req.Headers.Get(do.HeaderExecutor) != "" && t.name != "" {
 		// A single enqueue, with no due work, made one job ready.

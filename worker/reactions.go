@@ -174,6 +174,9 @@ func (w *Worker) reactionLoop(ctx, hctx context.Context, tenant string, names []
 		if !w.startRuns(ctx, hctx, ten, resp, received, runs) {
 			return
 		}
+		if len(resp.Deliveries) == 0 && !w.pauseUnheld(ctx, resp.RetryAfterMs) {
+			return
+		}
 	}
 }
 

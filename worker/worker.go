@@ -379,6 +379,27 @@ func (w *Worker) claimLoop(ctx, hctx context.Context, tenant string, kinds []str
 		}
 		backoff = 0
 		w.startJobs(hctx, ten, resp, received, jobs)
+		if len(resp.Jobs) == 0 && !w.pauseUnheld(ctx, resp.RetryAfterMs) {
+			return
+		}
+	}
+}
+
+// pauseUnheld waits retryAfterMs when the tenant answered an empty claim
+// that asked to wait at once rather than hold it (it holds as many claims
+// as it may: api.MaxHeldClaims): claiming again at once would spin. False
+// if ctx ended first.
+func (w *Worker) pauseUnheld(ctx context.Context, retryAfterMs int64) bool {
+	if retryAfterMs <= 0 {
+		return ctx.Err() == nil
+	}
+	done, stop := w.cfg.Clock.After(time.Duration(retryAfterMs) * time.Millisecond)
+	defer stop()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

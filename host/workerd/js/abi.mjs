@@ -210,6 +210,32 @@ export function checkHeader(name, value) {
   if (problem) throw new Error(`value codec: header ${JSON.stringify(name)}: ${problem}`);
 }
 
+// ---- held claims (do/hold.go) ----
+
+export const HEADER_HELD = "stile-held", HEADER_HOLD = "stile-hold", HEADER_WOKE = "stile-woke";
+
+// parseHold is do.ParseHold: null for an absent or unreadable stile-hold
+// or stile-woke header (which matches everything).
+export function parseHold(v) {
+  if (!v) return null;
+  try {
+    const h = JSON.parse(v);
+    return h !== null && typeof h === "object" && !Array.isArray(h) ? h : null;
+  } catch {
+    return null;
+  }
+}
+
+// holdMatches is do.Hold.Matches: whether work w made ready (a parsed
+// stile-woke) may satisfy the claim held as h (a parsed stile-hold).
+export function holdMatches(h, w) {
+  if (h.reactions && w.reactions) return true;
+  const hq = h.queues ?? [], wq = w.queues ?? [], hk = h.kinds ?? [], wk = w.kinds ?? [];
+  if (hq.length === 0 || wq.length === 0) return false;
+  if (!hq.includes("*") && !hq.some((q) => wq.includes(q))) return false;
+  return hk.length === 0 || wk.length === 0 || hk.some((k) => wk.includes(k));
+}
+
 const traceparent = /^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$/;
 
 // validTraceparent is do.ValidTraceparent: a W3C version-00 traceparent in

@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { decodeParams, decodeResponse, encodeParams, encodeRequest, encodeRows, importNames, validTraceparent } from "./abi.mjs";
+import { decodeParams, decodeResponse, encodeParams, encodeRequest, encodeRows, holdMatches, importNames, parseHold, validTraceparent } from "./abi.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const vectors = JSON.parse(readFileSync(here + "../../../do/testdata/vectors.json", "utf8"));
@@ -87,4 +87,14 @@ test("importNames lists what instantiate provides", () => {
   const names = importNames();
   assert.ok(names.stile.includes("sql") && names.stile.includes("tx"));
   assert.ok(names.wasi_snapshot_preview1.includes("fd_write"));
+});
+
+test("holdMatches wakes a held claim as do.Hold.Matches does", () => {
+  const vectors = JSON.parse(readFileSync(here + "../../../do/testdata/holds.json", "utf8"));
+  assert.ok(vectors.length > 0);
+  for (const v of vectors) {
+    const hold = parseHold(v.hold), woke = parseHold(v.woke);
+    const got = !woke || !hold || holdMatches(hold, woke);
+    assert.equal(got, v.wakes, `hold ${v.hold}, woke ${v.woke}`);
+  }
 });

@@ -10,6 +10,7 @@ import { CONSOLE, CONSOLE_PATH } from "./console.mjs";
 import {
   decodeResponse, encodeRequest, instantiate, validTraceparent,
   FLAG_FINISHED, FLAG_HOLD_FINISHED, FLAG_WAKE, HEADER_PRINCIPAL, HEADER_TRACEPARENT, KIND_ALARM, KIND_API, RESERVED_PREFIX,
+  HEADER_HELD, HEADER_HOLD, HEADER_WOKE, holdMatches, parseHold,
 } from "./abi.mjs";
 import {
   API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_ABSENT, HEADER_CREATE, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_DB_BYTES, HEADER_MODULE, HEADER_TENANT, MODULE_VERSION, HEADER_TOKEN_ID, STORAGE_SUFFIX, INTERNAL_PREFIX, ANSWER_LOST_PREFIX,
@@ -178,16 +179,43 @@ export class Tenant {
     this.tenant = ctx.id.name ?? ctx.storage.kv?.get(TENANT_KEY) ?? "";
     this.module = null;
     this.alarmAt = undefined; // what was last set; undefined: unknown
-    this.wakeUp = null;
-    this.wakeAll = null;
-    this.newWake();
+    // The claims held (hold), and their count by token: each is woken
+    // only by work it may claim (the module's stile-woke against the
+    // claim's stile-hold), and the module hears how many are held
+    // (stile-held) so that it answers one too many at once.
+    this.held = new Set();
+    this.heldBy = new Map();
     this.finishUp = null;
     this.finishAll = null;
     this.newFinish();
   }
 
-  newWake() {
-    this.wakeUp = new Promise((resolve) => (this.wakeAll = resolve));
+  // hold enters w among the held claims, waiting for the work its
+  // stile-hold header describes; it returns the promise a matching wake
+  // resolves.
+  hold(w, header) {
+    w.hold = parseHold(header);
+    w.woken = new Promise((resolve) => (w.wake = resolve));
+    if (!this.held.has(w)) {
+      this.held.add(w);
+      this.heldBy.set(w.token, (this.heldBy.get(w.token) ?? 0) + 1);
+    }
+    return w.woken;
+  }
+
+  // unhold takes w out of the held claims, if it is one.
+  unhold(w) {
+    if (!this.held.delete(w)) return;
+    const n = this.heldBy.get(w.token) - 1;
+    if (n > 0) this.heldBy.set(w.token, n);
+    else this.heldBy.delete(w.token);
+  }
+
+  // wakeHeld wakes the held claims the work a stile-woke header describes
+  // may satisfy; without one, every held claim.
+  wakeHeld(header) {
+    const woke = parseHold(header);
+    for (const w of this.held) if (!woke || !w.hold || holdMatches(w.hold, woke)) w.wake();
   }
 
   newFinish() {
@@ -232,10 +260,7 @@ export class Tenant {
       else this.ctx.storage.deleteAlarm();
       this.alarmAt = resp.alarmAt;
     }
-    if (resp.flags & FLAG_WAKE) {
-      this.wakeAll();
-      this.newWake();
-    }
+    if (resp.flags & FLAG_WAKE) this.wakeHeld(resp.headers.find(([name]) => name === HEADER_WOKE)?.[1]);
     if (resp.flags & FLAG_FINISHED) {
       this.finishAll();
       this.newFinish();
@@ -316,10 +341,25 @@ export class Tenant {
     if (request.method === "GET" && path.endsWith(STORAGE_SUFFIX)) {
       headers.push([HEADER_DB_BYTES, String(this.ctx.storage.sql.databaseSize)]);
     }
-    const frame = encodeRequest(KIND_API, request.method, path, url.search.slice(1), body, headers);
+    const w = { token: who.id || who.role, hold: null, woken: null, wake: null, keepName: keepName ? tenant : "" };
+    try {
+      return await this.serve(request, path, url, body, headers, w);
+    } finally {
+      this.unhold(w);
+    }
+  }
+
+  // serve runs a request through the module, holding it while it is an
+  // empty long-poll claim (w: the claim, when held).
+  async serve(request, path, url, body, frameHeaders, w) {
     let deadline = 0;
     for (;;) {
-      const woken = this.wakeUp, finished = this.finishUp; // before the call, so no wake-up is missed
+      const finished = this.finishUp; // before the call, so no wake-up is missed
+      // A claim held before is not counted while it runs again.
+      this.unhold(w);
+      const own = this.heldBy.get(w.token) ?? 0;
+      const held = this.held.size > 0 ? [[HEADER_HELD, `${this.held.size},${own}`]] : [];
+      const frame = encodeRequest(KIND_API, request.method, path, url.search.slice(1), body, frameHeaders.concat(held));
       let resp;
       try {
         resp = this.call(frame);
@@ -336,13 +376,16 @@ export class Tenant {
           let until = deadline;
           if (this.alarmAt > 0 && this.alarmAt < until) until = Math.max(this.alarmAt, now + 1);
           let timer;
-          const wakes = resp.flags & FLAG_HOLD_FINISHED ? finished : woken; // a wait for a job to end, or for work
+          // A wait for a job to end, or a claim waiting for work it may
+          // claim (entered now, before any other request runs).
+          const hold = resp.headers.find(([name]) => name === HEADER_HOLD)?.[1];
+          const wakes = resp.flags & FLAG_HOLD_FINISHED ? finished : this.hold(w, hold);
           await Promise.race([wakes, new Promise((r) => (timer = setTimeout(r, until - now)))]);
           clearTimeout(timer);
           continue;
         }
       }
-      if (keepName && !resp.headers.some(([name]) => name === HEADER_ABSENT)) this.ctx.storage.kv?.put(TENANT_KEY, tenant);
+      if (w.keepName && !resp.headers.some(([name]) => name === HEADER_ABSENT)) this.ctx.storage.kv?.put(TENANT_KEY, w.keepName);
       const headers = new Headers();
       for (const [name, value] of resp.headers) if (!name.startsWith(RESERVED_PREFIX)) headers.append(name, value);
       headers.set("content-type", "application/json");

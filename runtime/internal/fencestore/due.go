@@ -62,13 +62,13 @@ func (s *Store) ApplyDue(now int64, noticedBy string, jitter func() float64) (Du
 	rows, err = s.db.Query(`UPDATE stile_jobs SET state = 'available'
 		WHERE id IN (SELECT id FROM stile_jobs WHERE state IN ('scheduled', 'retryable') AND run_at <= ?
 		             ORDER BY run_at LIMIT ?)
-		RETURNING id`, now, promoteBatch)
+		RETURNING queue, kind`, now, promoteBatch)
 	if err != nil {
 		return res, printf.Errorf("make due jobs available: %w", err)
 	}
 	res.Promoted = rows.Len()
-	if res.Promoted > 0 {
-		s.woke = true
+	for rows.Next() {
+		s.wake(s.intern(rows.TextBytes(0)), s.intern(rows.TextBytes(1)))
 	}
 	if res.Expired > 0 || res.Promoted > 0 {
 		s.due.Unknown()

@@ -76,6 +76,9 @@ func (s *Store) Enqueue(now int64, jobs []NewJob) ([]Enqueued, error) {
 }
 
 func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error) {
+	if err := s.AdmitQueue(n.Queue); err != nil {
+		return Enqueued{}, err
+	}
 	if n.UniqueKey != "" {
 		if j, ok, err := s.findUnique(now, n.UniqueKey, n.UniqueWindowMs); err != nil || ok {
 			return Enqueued{Job: j, Existing: ok}, err
@@ -171,7 +174,7 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 	case fence.StateScheduled:
 		s.due.Added(n.RunAt)
 	case fence.StateAvailable:
-		s.woke = true
+		s.wake(n.Queue, n.Kind)
 	}
 	j := Job{Kind: n.Kind, Queue: n.Queue, Priority: n.Priority, Args: n.Args, CreatedAt: now,
 		BackoffMs: n.BackoffMs, BackoffMaxMs: n.BackoffMaxMs, Tags: tags, UniqueKey: n.UniqueKey,

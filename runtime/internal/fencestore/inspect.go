@@ -125,7 +125,7 @@ func (s *Store) SetLimit(now int64, key string, slots int64) (Limit, error) {
 	if !rows.Next() {
 		return Limit{}, printf.Errorf("set the limit of %q: %w", key, do.ErrGuard)
 	}
-	s.woke = true // a raised limit may let waiting jobs run
+	s.wakeAll() // a raised limit may let waiting jobs run
 	return Limit{Key: rows.Text(0), Slots: rows.Int(1), InUse: rows.Int(2)}, nil
 }
 

@@ -154,7 +154,7 @@ func (s *Store) finish(now int64, j Job, next fence.Next, e ending) (Job, error)
 	case fence.StateRetryable, fence.StateScheduled:
 		s.due.Added(next.RunAt)
 	case fence.StateAvailable:
-		s.woke = true
+		s.wakeAll() // the fence's columns do not say its queue
 	}
 	if j.ConcurrencyKey != "" {
 		if err := s.releaseSlot(now, j.ConcurrencyKey); err != nil {
@@ -246,14 +246,14 @@ func (s *Store) settleChildren(now int64, parent int64, state fence.State) error
 		rows, err = s.db.Query(`UPDATE stile_jobs SET pending_parents = pending_parents - 1,
 			state = CASE WHEN pending_parents > 1 THEN 'pending' WHEN run_at > ? THEN 'scheduled' ELSE 'available' END
 			WHERE state = 'pending' AND id IN (SELECT value FROM json_each(?))`+regardless+`
-			RETURNING state, run_at`, now, ids)
+			RETURNING state, run_at, queue, kind`, now, ids)
 		if err != nil {
 			return printf.Errorf("unlatch the dependents of job %d: %w", p.id, err)
 		}
 		for rows.Next() {
 			switch fence.State(rows.TextBytes(0)) {
 			case fence.StateAvailable:
-				s.woke = true
+				s.wake(s.intern(rows.TextBytes(2)), s.intern(rows.TextBytes(3)))
 			case fence.StateScheduled:
 				s.due.Added(rows.Int(1))
 			}
@@ -297,7 +297,7 @@ func (s *Store) releaseSlot(now int64, key string) error {
 	if !rows.Next() {
 		return printf.Errorf("release a slot of %q: %w", key, do.ErrGuard)
 	}
-	s.woke = true // a job waiting for this key may run now
+	s.wakeAll() // a job waiting for this key may run now
 	return nil
 }
 
@@ -372,8 +372,11 @@ func (s *Store) Retry(now, id int64) (Job, error) {
 	if !rows.Next() {
 		return j, printf.Errorf("retry job %d: %w", id, do.ErrGuard)
 	}
-	s.woke = true
-	return s.Get(id)
+	j, err = s.Get(id)
+	if err == nil {
+		s.wake(j.Queue, j.Kind)
+	}
+	return j, err
 }
 
 // Delete removes a finished job with its history.

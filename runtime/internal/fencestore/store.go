@@ -2,6 +2,7 @@ package fencestore
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/stile-run/stile/api"
@@ -23,9 +24,16 @@ type Store struct {
 	// Limits are the module's default concurrency limits, by key.
 	Limits map[string]int
 
-	woke bool
+	woke Wake
 	// paused caches the paused queues (nil: read them again).
 	paused map[string]bool
+	// queues are queue names known to count against MaxQueues (nil: not
+	// read yet); it may hold names no longer counted (finished, rolled
+	// back), so a new name beyond the bound reads them again.
+	queues map[string]struct{}
+	// MaxQueues bounds the tenant's distinct queue names (api.MaxQueues
+	// when 0).
+	MaxQueues int
 }
 
 // DueTracker learns how the store's writes move due times (run_at of
@@ -58,12 +66,49 @@ func New(db *do.DB, due DueTracker) *Store {
 	return &Store{db: db, due: due, strings: map[string]string{}}
 }
 
+// Wake says whether writes may have made jobs claimable, and for which
+// held claims: those claiming one of Queues (or every queue) and, unless
+// AnyKind, one of Kinds (or every kind). All: the writes do not say which
+// queues or kinds, so every held claim should look again.
+type Wake struct {
+	Any, All, AnyKind bool
+	Queues, Kinds     []string
+}
+
+// maxWakeNames bounds the queues and kinds a Wake lists; more wake every
+// held claim.
+const maxWakeNames = 16
+
+// wake notes that a job of kind in queue may be claimable ("" kind: any
+// kind of the queue).
+func (s *Store) wake(queue, kind string) {
+	w := &s.woke
+	w.Any = true
+	if w.All {
+		return
+	}
+	if !slices.Contains(w.Queues, queue) {
+		w.Queues = append(w.Queues, queue)
+	}
+	if kind == "" {
+		w.AnyKind = true
+	} else if !w.AnyKind && !slices.Contains(w.Kinds, kind) {
+		w.Kinds = append(w.Kinds, kind)
+	}
+	if len(w.Queues) > maxWakeNames || len(w.Kinds) > maxWakeNames {
+		s.wakeAll()
+	}
+}
+
+// wakeAll notes that jobs of any queue and kind may be claimable.
+func (s *Store) wakeAll() { s.woke = Wake{Any: true, All: true} }
+
 // Woke reports, and forgets, whether writes since the last call may have
 // made jobs claimable (an enqueue, a promotion, a freed slot, a child whose
-// parents finished): held claims should look again.
-func (s *Store) Woke() bool {
+// parents finished), and for which held claims: they should look again.
+func (s *Store) Woke() Wake {
 	w := s.woke
-	s.woke = false
+	s.woke = Wake{}
 	return w
 }
 
