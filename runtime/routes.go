@@ -17,8 +17,8 @@ type input struct {
 	query  string
 	body   []byte
 	route  api.Route // the route matched, for the host's logs and metrics
-	// takesQuery says the route reads query parameters.
-	takesQuery bool
+	// takesQuery says the route reads query parameters, takesBody a body.
+	takesQuery, takesBody bool
 }
 
 // maxParams is the most {parameters} a route's pattern may have.
@@ -33,59 +33,61 @@ type handler func(t *Tenant, in input) (route, *api.Error)
 // same api.Route values.
 var routes = []routeEntry{
 	{Route: api.RouteListJobs, handle: func(t *Tenant, in input) (route, *api.Error) { return t.listJobs(in.query) }, query: true},
-	{Route: api.RouteEnqueue, handle: func(t *Tenant, in input) (route, *api.Error) { return t.enqueueOne(in.body) }},
-	{Route: api.RouteEnqueueMany, handle: func(t *Tenant, in input) (route, *api.Error) { return t.enqueueBatch(in.body) }},
+	{Route: api.RouteEnqueue, handle: func(t *Tenant, in input) (route, *api.Error) { return t.enqueueOne(in.body) }, body: true},
+	{Route: api.RouteEnqueueMany, handle: func(t *Tenant, in input) (route, *api.Error) { return t.enqueueBatch(in.body) }, body: true},
 	{Route: api.RouteGetJob, handle: func(t *Tenant, in input) (route, *api.Error) { return t.getJob(in.params[0], in.query) }, query: true},
 	{Route: api.RouteDeleteJob, handle: func(t *Tenant, in input) (route, *api.Error) { return t.deleteJob(in.params[0]) }},
-	{Route: api.RouteHeartbeat, handle: func(t *Tenant, in input) (route, *api.Error) { return t.heartbeat(in.params[0], in.body) }},
-	{Route: api.RouteReport, handle: func(t *Tenant, in input) (route, *api.Error) { return t.reportOne(in.params[0], in.body) }},
-	{Route: api.RouteCancel, handle: func(t *Tenant, in input) (route, *api.Error) { return t.cancel(in.params[0], in.body) }},
+	{Route: api.RouteHeartbeat, handle: func(t *Tenant, in input) (route, *api.Error) { return t.heartbeat(in.params[0], in.body) }, body: true},
+	{Route: api.RouteReport, handle: func(t *Tenant, in input) (route, *api.Error) { return t.reportOne(in.params[0], in.body) }, body: true},
+	{Route: api.RouteCancel, handle: func(t *Tenant, in input) (route, *api.Error) { return t.cancel(in.params[0], in.body) }, body: true},
 	{Route: api.RouteRetry, handle: func(t *Tenant, in input) (route, *api.Error) { return t.retry(in.params[0]) }},
-	{Route: api.RouteClaim, handle: func(t *Tenant, in input) (route, *api.Error) { return t.claim(in.body) }},
-	{Route: api.RouteReportMany, handle: func(t *Tenant, in input) (route, *api.Error) { return t.reportBatch(in.body) }},
+	{Route: api.RouteClaim, handle: func(t *Tenant, in input) (route, *api.Error) { return t.claim(in.body) }, body: true},
+	{Route: api.RouteReportMany, handle: func(t *Tenant, in input) (route, *api.Error) { return t.reportBatch(in.body) }, body: true},
 	{Route: api.RouteQueues, handle: func(t *Tenant, in input) (route, *api.Error) { return t.queues(), nil }},
-	{Route: api.RoutePauseQueue, handle: func(t *Tenant, in input) (route, *api.Error) { return t.pauseQueue(in.params[0], in.body) }},
+	{Route: api.RoutePauseQueue, handle: func(t *Tenant, in input) (route, *api.Error) { return t.pauseQueue(in.params[0], in.body) }, body: true},
 	{Route: api.RouteLimits, handle: func(t *Tenant, in input) (route, *api.Error) { return t.limits(), nil }},
-	{Route: api.RouteSetLimit, handle: func(t *Tenant, in input) (route, *api.Error) { return t.setLimit(in.params[0], in.body) }},
-	{Route: api.RouteTx, handle: func(t *Tenant, in input) (route, *api.Error) { return t.runTx(in.params[0], in.body) }},
+	{Route: api.RouteSetLimit, handle: func(t *Tenant, in input) (route, *api.Error) { return t.setLimit(in.params[0], in.body) }, body: true},
+	{Route: api.RouteTx, handle: func(t *Tenant, in input) (route, *api.Error) { return t.runTx(in.params[0], in.body) }, body: true},
 	{Route: api.RouteSchedules, handle: func(t *Tenant, in input) (route, *api.Error) { return t.listSchedules(), nil }},
-	{Route: api.RoutePutSchedule, handle: func(t *Tenant, in input) (route, *api.Error) { return t.putSchedule(in.params[0], in.body) }},
+	{Route: api.RoutePutSchedule, handle: func(t *Tenant, in input) (route, *api.Error) { return t.putSchedule(in.params[0], in.body) }, body: true},
 	{Route: api.RouteGetSchedule, handle: func(t *Tenant, in input) (route, *api.Error) { return t.getSchedule(in.params[0]), nil }},
 	{Route: api.RouteDelSchedule, handle: func(t *Tenant, in input) (route, *api.Error) { return t.deleteSchedule(in.params[0]), nil }},
 	{Route: api.RouteStatus, handle: func(t *Tenant, in input) (route, *api.Error) { return t.status(), nil }},
 	{Route: api.RouteEvents, handle: func(t *Tenant, in input) (route, *api.Error) { return t.readEvents(in.query) }, query: true},
 	{Route: api.RouteReadStream, handle: func(t *Tenant, in input) (route, *api.Error) { return t.readStream(in.params[0], in.query) }, query: true},
-	{Route: api.RouteAppend, handle: func(t *Tenant, in input) (route, *api.Error) { return t.appendEvents(in.params[0], in.body) }},
-	{Route: api.RouteCommand, handle: func(t *Tenant, in input) (route, *api.Error) { return t.command(in.body) }},
+	{Route: api.RouteAppend, handle: func(t *Tenant, in input) (route, *api.Error) { return t.appendEvents(in.params[0], in.body) }, body: true},
+	{Route: api.RouteCommand, handle: func(t *Tenant, in input) (route, *api.Error) { return t.command(in.body) }, body: true},
 	{Route: api.RouteGetCommand, handle: func(t *Tenant, in input) (route, *api.Error) { return t.getCommand(in.params[0]), nil }},
 	{Route: api.RouteReactions, handle: func(t *Tenant, in input) (route, *api.Error) { return t.reactionsStatus(), nil }},
-	{Route: api.RouteClaimEvents, handle: func(t *Tenant, in input) (route, *api.Error) { return t.claimReactions(in.body) }},
-	{Route: api.RouteSettle, handle: func(t *Tenant, in input) (route, *api.Error) { return t.settle(in.body) }},
-	{Route: api.RouteSkip, handle: func(t *Tenant, in input) (route, *api.Error) { return t.skipReaction(in.params[0], in.body) }},
+	{Route: api.RouteClaimEvents, handle: func(t *Tenant, in input) (route, *api.Error) { return t.claimReactions(in.body) }, body: true},
+	{Route: api.RouteSettle, handle: func(t *Tenant, in input) (route, *api.Error) { return t.settle(in.body) }, body: true},
+	{Route: api.RouteSkip, handle: func(t *Tenant, in input) (route, *api.Error) { return t.skipReaction(in.params[0], in.body) }, body: true},
 	{Route: api.RouteProjections, handle: func(t *Tenant, in input) (route, *api.Error) { return t.projectionsStatus(), nil }},
 	{Route: api.RouteRebuild, handle: func(t *Tenant, in input) (route, *api.Error) { return t.rebuildProjection(in.params[0]) }},
 	{Route: api.RouteQuery, handle: func(t *Tenant, in input) (route, *api.Error) { return t.runQuery(in.params[0], in.query) }, query: true},
 	{Route: api.RoutePushes, handle: func(t *Tenant, in input) (route, *api.Error) { return t.listPushes(), nil }},
-	{Route: api.RoutePushDone, handle: func(t *Tenant, in input) (route, *api.Error) { return t.pushDone(in.params[0], in.body) }},
+	{Route: api.RoutePushDone, handle: func(t *Tenant, in input) (route, *api.Error) { return t.pushDone(in.params[0], in.body) }, body: true},
 	{Route: api.RouteAudit, handle: func(t *Tenant, in input) (route, *api.Error) { return t.listAudit(), nil }},
 	{Route: api.RouteStorage, handle: func(t *Tenant, in input) (route, *api.Error) { return t.storage(), nil }},
 	{Route: api.RouteRetention, handle: func(t *Tenant, in input) (route, *api.Error) { return t.getRetention(), nil }},
 	{Route: api.RouteErase, handle: func(t *Tenant, in input) (route, *api.Error) { return t.erase(in.query) }, query: true},
 	{Route: api.RouteCreateTenant, handle: func(t *Tenant, in input) (route, *api.Error) { return t.createTenant(), nil }},
 	{Route: api.RouteExport, handle: func(t *Tenant, in input) (route, *api.Error) { return t.export(in.query) }, query: true},
-	{Route: api.RouteImport, handle: func(t *Tenant, in input) (route, *api.Error) { return t.importPage(in.body) }},
+	{Route: api.RouteImport, handle: func(t *Tenant, in input) (route, *api.Error) { return t.importPage(in.body) }, body: true},
 	{Route: api.RouteAbortImport, handle: func(t *Tenant, in input) (route, *api.Error) { return t.abortImport(), nil }},
 	{Route: api.RouteMigrate, handle: func(t *Tenant, in input) (route, *api.Error) { return t.runMigrations(), nil }},
-	{Route: api.RoutePutRetention, handle: func(t *Tenant, in input) (route, *api.Error) { return t.putRetention(in.body) }},
+	{Route: api.RoutePutRetention, handle: func(t *Tenant, in input) (route, *api.Error) { return t.putRetention(in.body) }, body: true},
 }
 
 // routeEntry is a route of the table; segs is its pattern, split once
 // when the module starts. query says its handler reads query parameters
-// (and refuses unknown ones); the other routes refuse any.
+// (and refuses unknown ones), body that it reads a body; the other routes
+// refuse any.
 type routeEntry struct {
 	api.Route
 	handle handler
 	query  bool
+	body   bool
 	segs   segments
 }
 
@@ -131,6 +133,9 @@ func (t *Tenant) match(req do.Request) (run route, refused *api.Error, allow str
 		if req.Query != "" && !in.takesQuery {
 			return nil, api.Refuse(api.CodeInvalidRequest, "%s takes no query parameters: drop ?%s", in.route.String(), req.Query), ""
 		}
+		if len(req.Body) > 0 && !in.takesBody {
+			return nil, api.Refuse(api.CodeInvalidRequest, "%s takes no body: send none", in.route.String()), ""
+		}
 		run, refused = h(t, in)
 		return run, refused, ""
 	case allow != "":
@@ -165,7 +170,7 @@ func lookup(method, path string) (h handler, in input, allow string) {
 			best, h = literals, nil
 		}
 		if r.Method == method {
-			h, in.params, in.route, in.takesQuery = r.handle, params, r.Route, r.query
+			h, in.params, in.route, in.takesQuery, in.takesBody = r.handle, params, r.Route, r.query, r.body
 		}
 	}
 	if h != nil || best < 0 {
