@@ -320,4 +320,3 @@ func cacheDir(data string) string {
 	}
 	return filepath.Join(data, "cache", "wazero")
 }
-
