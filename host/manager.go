@@ -19,6 +19,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/host/directory"
+	"github.com/stile-run/stile/host/dosql"
 )
 
 // Config configures a Manager.
@@ -387,6 +388,9 @@ func (m *Manager) call(ctx context.Context, t *tenant, frame []byte) (do.Respons
 		if m.cfg.Directory != nil {
 			m.note(t.name, n)
 		}
+		if note, err := api.DecodeDirectoryNote([]byte(n)); err == nil && note.Erased {
+			m.scrub(t)
+		}
 	}
 	if p := resp.Headers.Get(do.HeaderPush); p != "" && m.cfg.Pusher != nil {
 		m.pushes.Add(1)
@@ -407,6 +411,23 @@ func (m *Manager) note(tenant, header string) {
 	}
 	if err != nil {
 		m.log.Warn("could not note the tenant in the directory", "tenant", tenant, "err", err)
+	}
+}
+
+// scrub leaves nothing of a tenant just erased on the disk but its
+// tombstone (t.mu is held): its engine is closed, its file rebuilt
+// without the freed pages and its write-ahead log emptied and removed,
+// and its alarm dropped from the schedule's file. The next request opens
+// the file again, and finds the tombstone.
+func (m *Manager) scrub(t *tenant) {
+	if err := m.closeEngine(t); err != nil {
+		m.log.Warn("closing an erased tenant failed", "tenant", t.name, "err", err)
+	}
+	if err := dosql.Scrub(t.path); err != nil {
+		m.log.Error("an erased tenant's file still holds what it erased", "tenant", t.name, "err", err)
+	}
+	if err := m.alarms.forget(t.name); err != nil {
+		m.log.Warn("could not persist alarms", "err", err)
 	}
 }
 

@@ -125,6 +125,40 @@ func (db *DB) CloseForReopen() error {
 	return db.Close()
 }
 
+// Scrub rewrites the database at path, which no connection has open,
+// so that nothing deleted from it stays on its files: VACUUM rebuilds it
+// without free pages (secure_delete zeroes what it frees meanwhile), the
+// checkpoint copies the write-ahead log into it and empties the log, and
+// the log and its index are removed. An erased tenant's file is scrubbed
+// after its erasure commits.
+func Scrub(path string) error {
+	conn, err := sqlite3.Open(path)
+	if err != nil {
+		return fmt.Errorf("scrub %s: %w", path, err)
+	}
+	for _, s := range []string{
+		`PRAGMA busy_timeout = 5000`,
+		`PRAGMA secure_delete = ON`,
+		`PRAGMA temp_store = MEMORY`, // VACUUM's copy stays off the disk
+		`VACUUM`,
+		`PRAGMA wal_checkpoint(TRUNCATE)`,
+	} {
+		if err := conn.Exec(s); err != nil {
+			conn.Close()
+			return fmt.Errorf("scrub %s: %s: %w", path, s, err)
+		}
+	}
+	if err := conn.Close(); err != nil {
+		return fmt.Errorf("scrub %s: %w", path, err)
+	}
+	for _, p := range []string{path + "-wal", path + "-shm"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("scrub %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
 // Close closes the database, rolling back any open transaction.
 func (db *DB) Close() error {
 	for _, s := range db.stmts {
