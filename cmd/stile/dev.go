@@ -44,6 +44,8 @@ func runDev(args []string) error {
 	nextToken := fs.String("next-token", os.Getenv("STILE_TOKEN_NEXT"), "a second secret accepted while you rotate the token (default $STILE_TOKEN_NEXT)")
 	handlers := fs.String("handlers", "", "a handler package (exports Register(*worker.Worker)) run natively in a child process, pushed work as the edge executor is")
 	maxMemory := fs.String("max-memory", defaultMaxMemory, "bound on the memory of open tenant instances (least recently used idle ones close beyond it; 0: none)")
+	bodyTimeout := fs.Duration("body-timeout", server.DefaultBodyTimeout, "bound on receiving a request's body (a slower one is answered 408 body_timeout)")
+	idleTimeout := fs.Duration("idle-timeout", defaultIdleTimeout, "how long an idle keep-alive connection stays open")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -142,7 +144,8 @@ func runDev(args []string) error {
 	}
 	defer m.Close()
 	mx := metrics.New(m)
-	opts := []server.Option{server.WithRequestLog(log), server.WithObserver(mx), server.WithRevoked(revokedFile(filepath.Join(*data, "revoked")))}
+	opts := []server.Option{server.WithRequestLog(log), server.WithObserver(mx), server.WithRevoked(revokedFile(filepath.Join(*data, "revoked"))),
+		server.WithBodyTimeout(*bodyTimeout)}
 	if *nextToken != "" {
 		opts = append(opts, server.WithRotation(*nextToken))
 	}
@@ -155,9 +158,13 @@ func runDev(args []string) error {
 	mux.Handle(console.Path, console.Handler())
 	mux.Handle(console.Path+"/", console.Handler())
 	mux.Handle("/", srv)
+	// Every phase of a connection is bounded, so that slow or idle
+	// clients, authenticated or not, cannot hold connections open: its
+	// headers, its body (the server's body timeout, which answers 408),
+	// the answer (claims long-poll for up to a minute) and the wait for
+	// its next request.
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		// Claims long-poll for up to a minute.
-		WriteTimeout: 2 * time.Minute}
+		WriteTimeout: 2 * time.Minute, IdleTimeout: *idleTimeout}
 	name := pkg
 	if name == "" {
 		name = "the built-in module (" + wasmbuild.DefaultPackage + ")"
@@ -293,6 +300,10 @@ func findToken(data, flagValue string, generate bool) (string, error) {
 	}
 	return token, nil
 }
+
+// defaultIdleTimeout is how long stile dev keeps an idle keep-alive
+// connection.
+const defaultIdleTimeout = time.Minute
 
 // defaultMaxMemory is stile dev's bound on open instances' memory.
 const defaultMaxMemory = "1GiB"
