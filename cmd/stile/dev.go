@@ -24,6 +24,7 @@ import (
 	"github.com/stile-run/stile/executor"
 	"github.com/stile-run/stile/executor/process"
 	"github.com/stile-run/stile/host"
+	"github.com/stile-run/stile/host/dosql"
 	"github.com/stile-run/stile/host/metrics"
 	"github.com/stile-run/stile/host/wazerohost"
 	"github.com/stile-run/stile/internal/wasmbuild"
@@ -44,10 +45,15 @@ func runDev(args []string) error {
 	nextToken := fs.String("next-token", os.Getenv("STILE_TOKEN_NEXT"), "a second secret accepted while you rotate the token (default $STILE_TOKEN_NEXT)")
 	handlers := fs.String("handlers", "", "a handler package (exports Register(*worker.Worker)) run natively in a child process, pushed work as the edge executor is")
 	maxMemory := fs.String("max-memory", defaultMaxMemory, "bound on the memory of open tenant instances (least recently used idle ones close beyond it; 0: none)")
+	syncFlag := fs.String("sync", "normal", "SQLite's synchronous setting for tenant databases: normal (a power loss may lose the last commits) or full (a sync per commit; nothing committed is lost)")
 	bodyTimeout := fs.Duration("body-timeout", server.DefaultBodyTimeout, "bound on receiving a request's body (a slower one is answered 408 body_timeout)")
 	idleTimeout := fs.Duration("idle-timeout", defaultIdleTimeout, "how long an idle keep-alive connection stays open")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	syncMode, err := dosql.ParseSync(*syncFlag)
+	if err != nil {
+		return fmt.Errorf("--sync %w", err)
 	}
 	memBound, err := parseBytes(*maxMemory)
 	if err != nil {
@@ -98,7 +104,7 @@ func runDev(args []string) error {
 	if err != nil {
 		return err
 	}
-	factory, err := wazerohost.New(ctx, wazerohost.Config{Wasm: wasm, CacheDir: cacheDir(*data), Logger: log})
+	factory, err := wazerohost.New(ctx, wazerohost.Config{Wasm: wasm, CacheDir: cacheDir(*data), Logger: log, Sync: syncMode})
 	if err != nil {
 		return err
 	}
