@@ -26,6 +26,7 @@ const (
 	CodeTooLarge         Code = "too_large"             // 400: args over 1 MiB, output over 512 KiB; event data, command data or a process's state over 1 MiB
 	CodeUnknownAggregate Code = "unknown_aggregate"     // 400: no aggregate of that name is registered
 	CodeUnknownHandler   Code = "unknown_handler"       // 400: no policy or process of that name is registered
+	CodeBodyTimeout      Code = "body_timeout"          // 408: the request body did not arrive within the host's body read timeout (stile dev --body-timeout); nothing was done
 	CodeBodyTooLarge     Code = "body_too_large"        // 413: the request body is over 10 MiB
 	CodeNotFound         Code = "not_found"             // 404: no such route, job, schedule, command, projection or query
 	CodeMethodNotAllowed Code = "method_not_allowed"    // 405: the route exists for other methods (the Allow header lists them)

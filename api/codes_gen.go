@@ -16,6 +16,8 @@ func (c Code) Status() int {
 		return 404
 	case CodeMethodNotAllowed:
 		return 405
+	case CodeBodyTimeout:
+		return 408
 	case CodeFinished, CodeNotRetryable, CodeNotFinished, CodeUniqueConflict, CodeVersionConflict, CodeCommandIDReused, CodeNotStuck, CodeModuleSchedule, CodeImportConflict, CodeTooManyQueues, CodeStaleAttempt, CodeOtherWorker, CodeBadToken, CodeLeaseExpired, CodeAlreadyReported, CodeClaimTakenOver, CodeUnknownClaim, CodeOutOfOrder, CodeAlreadySettled:
 		return 409
 	case CodeErased:

@@ -885,14 +885,6 @@ func scenarioRoutesAndPaths(s *scenario) {
 	}
 }
 
-func tenantNames(page api.TenantsResponse) []string {
-	var out []string
-	for _, x := range page.Tenants {
-		out = append(out, x.Name)
-	}
-	return out
-}
-
 func scenarioLargeArgs(s *scenario) {
 	t := s.t
 	// Exactly the 1 MiB limit is accepted and round-trips, in a row that a

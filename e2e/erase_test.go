@@ -1,9 +1,12 @@
 package e2e_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -149,4 +152,84 @@ func (s *scenario) now() time.Time {
 		return time.UnixMilli(p.clock.Now())
 	}
 	return time.Now()
+}
+
+// An erasure leaves nothing of the tenant's data on the disk: not in the
+// database's freed pages, not in its write-ahead log, not in the alarm
+// schedule or the directory. The data stayed in the log and the free
+// pages, and the directory named the tenant until its next compaction.
+func TestEraseLeavesNoByteOnDisk(t *testing.T) {
+	t.Parallel()
+	for name, cfg := range map[string]stiletest.Config{
+		"native": {App: testapp.App()},
+		"wazero": {Package: testTenant},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			cfg.DataDir, cfg.Token = t.TempDir(), token
+			h := stiletest.New(t, cfg)
+			const marker = "marker-5f3a9c-erase-me"
+			ten := h.Tenant("wiped")
+			for range 20 {
+				_, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{"secret":"` + marker + `"}`)})
+				require.NoError(t, err)
+			}
+			at := h.Now().Add(time.Hour)
+			_, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo", RunAt: &at, Args: json.RawMessage(`{"secret":"` + marker + `"}`)})
+			require.NoError(t, err)
+			_, err = h.Tenant("kept").Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo"})
+			require.NoError(t, err)
+			require.NotEmpty(t, filesHolding(t, cfg.DataDir, marker), "the marker is on the disk before the erasure")
+
+			_, err = ten.Erase(ctx)
+			require.NoError(t, err)
+			require.Empty(t, filesHolding(t, cfg.DataDir, marker), "the erasure left the tenant's data on the disk")
+			page, err := h.Client().Tenants(ctx, api.TenantsQuery{})
+			require.NoError(t, err)
+			require.Equal(t, []string{"kept"}, tenantNames(page), "the directory forgot the tenant at once")
+			for _, f := range []string{"alarms.json", "directory.json", "directory.journal"} {
+				b, _ := os.ReadFile(filepath.Join(cfg.DataDir, f))
+				require.NotContains(t, string(b), "wiped", f)
+			}
+			_, err = ten.Status(ctx)
+			requireCode(t, err, http.StatusGone, api.CodeErased)
+
+			// Still erased, and still clean, after a restart.
+			require.NoError(t, h.Close())
+			h = stiletest.New(t, cfg)
+			_, err = h.Tenant("wiped").Status(ctx)
+			requireCode(t, err, http.StatusGone, api.CodeErased)
+			require.NoError(t, h.Close())
+			require.Empty(t, filesHolding(t, cfg.DataDir, marker))
+		})
+	}
+}
+
+// filesHolding lists the files under dir whose bytes contain s.
+func filesHolding(t *testing.T, dir, s string) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte(s)) {
+			out = append(out, path)
+		}
+		return nil
+	}))
+	return out
+}
+
+func tenantNames(page api.TenantsResponse) []string {
+	out := []string{}
+	for _, ti := range page.Tenants {
+		out = append(out, ti.Name)
+	}
+	return out
 }

@@ -99,3 +99,38 @@ func TestWorkerdObjectChecksForItself(t *testing.T) {
 	status, b = direct("direct-a", "/v1/t/direct-a/jobs", true, enqueue)
 	require.Equal(t, http.StatusCreated, status, string(b))
 }
+
+// TestWorkerdErasureLeavesTheDirectoryAtOnce: an erasure answers once the
+// Directory object forgot the tenant, so a listing right after it does
+// not name the tenant. The tenant's object sent the note in the
+// background and answered at once: with the directory slow to take the
+// note, the erased tenant was still listed.
+func TestWorkerdErasureLeavesTheDirectoryAtOnce(t *testing.T) {
+	t.Parallel()
+	w := startWorkerd(t)
+	ctx := context.Background()
+	const name = "erased-from-directory"
+	_, err := w.cl.Tenant(name).Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo"})
+	require.NoError(t, err)
+	listed := func() bool {
+		page, err := w.cl.Tenants(ctx, api.TenantsQuery{After: name[:len(name)-1], Limit: 10})
+		require.NoError(t, err)
+		for _, ti := range page.Tenants {
+			if ti.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	require.Eventually(t, listed, time.Minute, 20*time.Millisecond, "the first use noted the tenant")
+
+	// Only erasure notes are held, so other tests sharing this workerd
+	// are not slowed.
+	status, b, err := w.cl.Raw(ctx, "POST", "/__directory_delay", []byte(`{"ms":1000}`), nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusNoContent, status, string(b))
+	defer w.cl.Raw(ctx, "POST", "/__directory_delay", []byte(`{"ms":0}`), nil)
+	_, err = w.cl.Tenant(name).Erase(ctx)
+	require.NoError(t, err)
+	require.False(t, listed(), "the directory lists the tenant right after its erasure")
+}

@@ -11,6 +11,7 @@ import (
 	goruntime "runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/host/directory"
+	"github.com/stile-run/stile/host/dosql"
 )
 
 // Config configures a Manager.
@@ -192,7 +194,7 @@ func NewManager(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("host: %w", err)
 	}
-	alarms, err := loadAlarms(filepath.Join(cfg.DataDir, "alarms.json"))
+	alarms, alarmsLost, err := loadAlarms(filepath.Join(cfg.DataDir, "alarms.json"))
 	if err != nil {
 		return nil, err
 	}
@@ -204,11 +206,90 @@ func NewManager(cfg Config) (*Manager, error) {
 			m.tenant(name).alarmAt.Store(at)
 		}
 	}
+	// What the host keeps beside the tenants' files is rebuilt from them
+	// when it is lost: never a refusal to start.
+	names, err := m.tenantFiles()
+	if err != nil {
+		return nil, err
+	}
+	dirLost := cfg.Directory.Damage()
+	if dirLost == "" && cfg.Directory.Len() == 0 && len(names) > 0 {
+		dirLost = "the tenant directory is empty"
+	}
+	if len(names) > 0 && (alarmsLost != "" || dirLost != "") {
+		m.log.Warn("rebuilding the host's records from the tenants' files", "alarms", alarmsLost, "directory", dirLost,
+			"tenants", len(names))
+		m.done.Add(1)
+		go m.rebuild(names, alarmsLost != "", dirLost != "")
+	}
 	if cfg.ScheduleAlarms {
 		m.done.Add(1)
 		go m.schedule()
 	}
 	return m, nil
+}
+
+// tenantFiles names the tenants with a file in the data directory.
+func (m *Manager) tenantFiles() ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(m.cfg.DataDir, "tenants"))
+	if err != nil {
+		return nil, fmt.Errorf("host: list the tenants: %w", err)
+	}
+	var names []string
+	for _, e := range ents {
+		if name, ok := strings.CutSuffix(e.Name(), ".sqlite"); ok && !e.IsDir() && api.ValidTenant(name) {
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
+
+// rebuild asks each of the tenants named for its status, in the
+// background: its answer carries the tenant's next alarm (which the call
+// sets, as any call does) and what the directory says of it. A tenant the
+// directory lost is noted ready, so that executors look at it; its first
+// claim that finds nothing notes it idle.
+func (m *Manager) rebuild(names []string, alarms, dir bool) {
+	defer m.done.Done()
+	ctx := context.Background()
+	for _, name := range names {
+		select {
+		case <-m.stop:
+			return
+		default:
+		}
+		if !alarms && m.cfg.Directory.Has(name) && m.cfg.Directory.Damage() == "" {
+			continue
+		}
+		resp, err := m.Do(ctx, name, do.Request{Kind: do.KindAPI, Method: "GET", Path: "/" + api.Version + "/t/" + name + "/status",
+			Headers: do.Headers{{Name: do.HeaderPrincipal, Value: do.PrincipalAdmin}}})
+		if err != nil {
+			m.log.Warn("could not ask a tenant for its status; its next request does", "tenant", name, "err", err)
+			continue
+		}
+		if !dir {
+			continue
+		}
+		n := api.DirectoryNote{Tenant: name, Erased: resp.Status == 410}
+		if resp.Status == 200 {
+			var st api.Status
+			if err := json.Unmarshal(resp.Body, &st); err != nil {
+				m.log.Warn("a tenant's status is unreadable", "tenant", name, "err", err)
+				continue
+			}
+			n.First, n.Ready, n.Version, n.Module, n.Schema = true, true, st.ModuleSchema.Version, st.Module, st.StileSchema.Version
+		} else if !n.Erased {
+			continue
+		}
+		if err := m.cfg.Directory.Note(m.cfg.Clock.Now(), n); err != nil {
+			m.log.Warn("could not note the tenant in the directory", "tenant", name, "err", err)
+		}
+	}
+	if alarms {
+		if err := m.alarms.save(m.alarmSnapshot()); err != nil {
+			m.log.Warn("could not persist alarms", "err", err)
+		}
+	}
 }
 
 // ErrClosed is returned by a closed manager.
@@ -380,8 +461,13 @@ func (m *Manager) call(ctx context.Context, t *tenant, req do.Request, w *waiter
 	if resp.HoldMs > 0 && resp.Flags&do.FlagHoldFinished == 0 {
 		t.hold(w, resp.Headers.Get(do.HeaderHold))
 	}
-	if n := resp.Headers.Get(do.HeaderDirectory); n != "" && m.cfg.Directory != nil {
-		m.note(t.name, n)
+	if n := resp.Headers.Get(do.HeaderDirectory); n != "" {
+		if m.cfg.Directory != nil {
+			m.note(t.name, n)
+		}
+		if note, err := api.DecodeDirectoryNote([]byte(n)); err == nil && note.Erased {
+			m.scrub(t)
+		}
 	}
 	if p := resp.Headers.Get(do.HeaderPush); p != "" && m.cfg.Pusher != nil {
 		m.pushes.Add(1)
@@ -402,6 +488,23 @@ func (m *Manager) note(tenant, header string) {
 	}
 	if err != nil {
 		m.log.Warn("could not note the tenant in the directory", "tenant", tenant, "err", err)
+	}
+}
+
+// scrub leaves nothing of a tenant just erased on the disk but its
+// tombstone (t.mu is held): its engine is closed, its file rebuilt
+// without the freed pages and its write-ahead log emptied and removed,
+// and its alarm dropped from the schedule's file. The next request opens
+// the file again, and finds the tombstone.
+func (m *Manager) scrub(t *tenant) {
+	if err := m.closeEngine(t); err != nil {
+		m.log.Warn("closing an erased tenant failed", "tenant", t.name, "err", err)
+	}
+	if err := dosql.Scrub(t.path); err != nil {
+		m.log.Error("an erased tenant's file still holds what it erased", "tenant", t.name, "err", err)
+	}
+	if err := m.alarms.forget(t.name); err != nil {
+		m.log.Warn("could not persist alarms", "err", err)
 	}
 }
 
@@ -797,19 +900,24 @@ type alarmFile struct {
 	at   map[string]int64
 }
 
-func loadAlarms(path string) (*alarmFile, error) {
-	f := &alarmFile{path: path, at: map[string]int64{}}
+// loadAlarms reads the alarm schedule. A missing or unreadable file is
+// not an error: lost says so, and the manager asks every tenant for its
+// next alarm (a torn file is what a crash or power loss during a write
+// leaves where the system does not keep a rename's order).
+func loadAlarms(path string) (f *alarmFile, lost string, err error) {
+	f = &alarmFile{path: path, at: map[string]int64{}}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return f, nil
+		return f, path + " is missing", nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("host: read alarms: %w", err)
+		return nil, "", fmt.Errorf("host: read alarms: %w", err)
 	}
 	if err := json.Unmarshal(b, &f.at); err != nil {
-		return nil, fmt.Errorf("host: %s is corrupt (%v): delete it and restart; every tenant's next request recomputes its alarm", path, err)
+		f.at = map[string]int64{}
+		return f, fmt.Sprintf("%s is unreadable (%v)", path, err), nil
 	}
-	return f, nil
+	return f, "", nil
 }
 
 func (f *alarmFile) snapshot() map[string]int64 {
@@ -841,17 +949,50 @@ func (f *alarmFile) save(at map[string]int64) error {
 	return f.write(at)
 }
 
+// forget drops tenant's entry (an erased tenant's), rewriting the file
+// if it had one.
+func (f *alarmFile) forget(name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.at[name]; !ok {
+		return nil
+	}
+	delete(f.at, name)
+	return f.write(f.at)
+}
+
 // write replaces the file atomically; f.mu is held.
 func (f *alarmFile) write(at map[string]int64) error {
 	b, err := json.Marshal(at)
 	if err != nil {
 		return err
 	}
-	tmp := f.path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	return writeFileSynced(f.path, b)
+}
+
+// writeFileSynced replaces the file at path with b so that a crash or a
+// power loss leaves either the old file or the new one, whole: it writes
+// a temporary file, syncs it, renames it over path, and syncs the
+// directory (which holds the rename).
+func writeFileSynced(path string, b []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, f.path)
+	_, err = f.Write(b)
+	if err = errors.Join(err, f.Sync(), f.Close()); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync() // where the system can sync a directory
+		d.Close()
+	}
+	return nil
 }
 
 // databaseSize is the size of a tenant's SQLite files: the database and

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -26,7 +27,17 @@ type Server struct {
 	log     *slog.Logger           // nil: no request log
 	obs     Observer               // nil: none
 	quota   int                    // tenants a prefix token may have (0: no quota)
+	body    time.Duration          // bound on reading a request's body
 }
+
+// DefaultBodyTimeout bounds the reading of a request's body, from the
+// handler's start: a client that sends its body slower is answered 408
+// body_timeout and its connection closed.
+const DefaultBodyTimeout = 30 * time.Second
+
+// WithBodyTimeout sets the bound on reading a request's body (default
+// DefaultBodyTimeout).
+func WithBodyTimeout(d time.Duration) Option { return func(s *Server) { s.body = d } }
 
 // Observer is told of every request: its route pattern ("" if it matched
 // none), status, duration and the body it answered (package metrics
@@ -67,7 +78,7 @@ func New(m *host.Manager, token string, opts ...Option) (*Server, error) {
 	if token == "" {
 		return nil, errors.New("server: a token is required")
 	}
-	s := &Server{manager: m, token: []byte(token)}
+	s := &Server{manager: m, token: []byte(token), body: DefaultBodyTimeout}
 	for _, o := range opts {
 		o(s)
 	}
@@ -120,6 +131,9 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return r.ResponseWriter.Write(b)
 }
 
+// Unwrap lets an http.ResponseController reach the connection.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
 // Flush lets a held response through a recorder.
 func (r *recorder) Flush() {
 	if f, ok := r.ResponseWriter.(http.Flusher); ok {
@@ -133,6 +147,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (tenant, route st
 		w.Header().Set("Content-Type", "text/plain")
 		io.WriteString(w, "ok\n")
 		return tenant, route
+	}
+	// A body must arrive within the bound, whether or not it is read:
+	// one refused unread is drained after the answer, and a slow client
+	// would hold the connection as long as it liked. The deadline is
+	// lifted once the body is read, so that a held claim is not cut.
+	rc := http.NewResponseController(w)
+	if r.Body != http.NoBody && s.body > 0 {
+		rc.SetReadDeadline(time.Now().Add(s.body))
 	}
 	if e := api.CheckPath(r.URL.EscapedPath()); e != nil {
 		writeError(w, e)
@@ -149,6 +171,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (tenant, route st
 			writeError(w, api.Refuse(api.CodeForbidden, "this token is for %s: listing the tenants needs a token for every tenant (*)", claims.Scope))
 			return "", "GET tenants"
 		}
+		rc.SetReadDeadline(time.Time{})
 		s.tenants(w, r)
 		return "", "GET tenants"
 	}
@@ -170,6 +193,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (tenant, route st
 		return tenant, route
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, api.MaxBodyBytes+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		writeError(w, api.Refuse(api.CodeBodyTimeout, "the request body did not arrive within %s", s.body))
+		return tenant, route
+	}
+	if err == nil && len(body) <= api.MaxBodyBytes {
+		rc.SetReadDeadline(time.Time{})
+	}
 	if err != nil {
 		writeError(w, api.Refuse(api.CodeInvalidRequest, "could not read the request body: %v", err))
 		return tenant, route

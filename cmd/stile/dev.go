@@ -25,6 +25,7 @@ import (
 	"github.com/stile-run/stile/executor"
 	"github.com/stile-run/stile/executor/process"
 	"github.com/stile-run/stile/host"
+	"github.com/stile-run/stile/host/dosql"
 	"github.com/stile-run/stile/host/metrics"
 	"github.com/stile-run/stile/host/wazerohost"
 	"github.com/stile-run/stile/internal/wasmbuild"
@@ -47,6 +48,9 @@ func runDev(args []string) error {
 	createRole := fs.String("create-tenants", os.Getenv("STILE_CREATE_TENANTS"), "which writes create a tenant that does not exist: a role (its writes and those of the roles above it) or none, where only PUT /v1/t/{tenant} does (default $STILE_CREATE_TENANTS, else writer)")
 	quotaFlag := fs.String("tenant-quota", os.Getenv("STILE_TENANT_QUOTA"), "the most tenants a token scoped to a prefix (acme-*) may create; 0: no quota (default $STILE_TENANT_QUOTA)")
 	maxMemory := fs.String("max-memory", defaultMaxMemory, "bound on the memory of open tenant instances (least recently used idle ones close beyond it; 0: none)")
+	syncFlag := fs.String("sync", "normal", "SQLite's synchronous setting for tenant databases: normal (a power loss may lose the last commits) or full (a sync per commit; nothing committed is lost)")
+	bodyTimeout := fs.Duration("body-timeout", server.DefaultBodyTimeout, "bound on receiving a request's body (a slower one is answered 408 body_timeout)")
+	idleTimeout := fs.Duration("idle-timeout", defaultIdleTimeout, "how long an idle keep-alive connection stays open")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -59,6 +63,10 @@ func runDev(args []string) error {
 		if quota, err = strconv.Atoi(*quotaFlag); err != nil || quota < 0 {
 			return fmt.Errorf("--tenant-quota %q (or $STILE_TENANT_QUOTA): use a number, 0 for no quota", *quotaFlag)
 		}
+	}
+	syncMode, err := dosql.ParseSync(*syncFlag)
+	if err != nil {
+		return fmt.Errorf("--sync %w", err)
 	}
 	memBound, err := parseBytes(*maxMemory)
 	if err != nil {
@@ -109,7 +117,7 @@ func runDev(args []string) error {
 	if err != nil {
 		return err
 	}
-	factory, err := wazerohost.New(ctx, wazerohost.Config{Wasm: wasm, CacheDir: cacheDir(*data), Logger: log})
+	factory, err := wazerohost.New(ctx, wazerohost.Config{Wasm: wasm, CacheDir: cacheDir(*data), Logger: log, Sync: syncMode})
 	if err != nil {
 		return err
 	}
@@ -155,7 +163,8 @@ func runDev(args []string) error {
 	}
 	defer m.Close()
 	mx := metrics.New(m)
-	opts := []server.Option{server.WithRequestLog(log), server.WithObserver(mx), server.WithRevoked(revokedFile(filepath.Join(*data, "revoked")))}
+	opts := []server.Option{server.WithRequestLog(log), server.WithObserver(mx), server.WithRevoked(revokedFile(filepath.Join(*data, "revoked"))),
+		server.WithBodyTimeout(*bodyTimeout)}
 	if *nextToken != "" {
 		opts = append(opts, server.WithRotation(*nextToken))
 	}
@@ -171,9 +180,14 @@ func runDev(args []string) error {
 	mux.Handle(console.Path, console.Handler())
 	mux.Handle(console.Path+"/", console.Handler())
 	mux.Handle("/", srv)
+	// Every phase of a connection is bounded, so that slow or idle
+	// clients, authenticated or not, cannot hold connections open: its
+	// headers, its body (the server's body timeout, which answers 408),
+	// the answer (claims long-poll for up to a minute) and the wait for
+	// its next request. Ambiguous paths are refused before the mux,
+	// which would redirect them.
 	hs := &http.Server{Handler: server.CheckPaths(mux), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		// Claims long-poll for up to a minute.
-		WriteTimeout: 2 * time.Minute}
+		WriteTimeout: 2 * time.Minute, IdleTimeout: *idleTimeout}
 	name := pkg
 	if name == "" {
 		name = "the built-in module (" + wasmbuild.DefaultPackage + ")"
@@ -309,6 +323,10 @@ func findToken(data, flagValue string, generate bool) (string, error) {
 	}
 	return token, nil
 }
+
+// defaultIdleTimeout is how long stile dev keeps an idle keep-alive
+// connection.
+const defaultIdleTimeout = time.Minute
 
 // defaultMaxMemory is stile dev's bound on open instances' memory.
 const defaultMaxMemory = "1GiB"

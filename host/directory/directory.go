@@ -69,6 +69,7 @@ type Dir struct {
 	journal *os.File      // opened at the first note
 	size    int64         // of the journal: where the next line goes
 	lines   int           // in the journal
+	damage  string        // why what Open read was unreadable ("" if it was not)
 }
 
 // compactEvery is the fewest journal lines that trigger a new snapshot.
@@ -83,6 +84,9 @@ func journalPath(path string) string {
 // directory) and its journal, or starts an empty one. A journal left by
 // an earlier process is folded into a new snapshot at once; its last line
 // may be cut short (the process died writing it) and is then ignored.
+// An unreadable snapshot or journal line is never a refusal to open: what
+// can be read is kept, Damage says what could not, and the host notes its
+// tenants again (the directory says only what tenants said of themselves).
 func Open(path string) (*Dir, error) {
 	d := &Dir{path: path, tenants: map[string]*entry{}, wake: make(chan struct{})}
 	b, err := os.ReadFile(path)
@@ -93,11 +97,12 @@ func Open(path string) (*Dir, error) {
 	default:
 		var f file
 		if err := json.Unmarshal(b, &f); err != nil {
-			return nil, fmt.Errorf("read the tenant directory %s: %w", path, err)
+			d.damage = fmt.Sprintf("%s is unreadable (%v)", path, err)
+			break
 		}
 		d.seq = f.Seq
 		for _, e := range f.Tenants {
-			if api.ValidTenant(e.Name) {
+			if e != nil && api.ValidTenant(e.Name) {
 				d.tenants[e.Name] = e
 			}
 		}
@@ -116,7 +121,7 @@ func Open(path string) (*Dir, error) {
 			e.Seq, renumbered = d.seq, true
 		}
 	}
-	if replayed || renumbered {
+	if replayed || renumbered || d.damage != "" {
 		if err := d.compact(); err != nil {
 			return nil, err
 		}
@@ -145,9 +150,15 @@ func (d *Dir) replay() (bool, error) {
 			if i == len(lines)-1 {
 				break // cut short by a crash: the note it held is lost
 			}
-			return false, fmt.Errorf("read the tenant directory's journal %s, line %d: %w", jp, i+1, err)
+			if d.damage == "" {
+				d.damage = fmt.Sprintf("%s, line %d, is unreadable (%v)", jp, i+1, err)
+			}
+			continue
 		}
 		d.seq = max(d.seq, c.Seq)
+		// A later sequence than any read is safe; a damaged snapshot's
+		// sequence is lost, and the host's notes after it start above
+		// every line read here.
 		switch {
 		case c.Erased != "":
 			delete(d.tenants, c.Erased)
@@ -156,6 +167,25 @@ func (d *Dir) replay() (bool, error) {
 		}
 	}
 	return len(b) > 0, nil
+}
+
+// Damage says why what Open read was unreadable, "" if it was not: the
+// directory then lacks what it lost, until the host notes its tenants.
+func (d *Dir) Damage() string { return d.damage }
+
+// Has says whether the directory lists tenant.
+func (d *Dir) Has(tenant string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.tenants[tenant]
+	return ok
+}
+
+// Len is the number of tenants the directory lists.
+func (d *Dir) Len() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.tenants)
 }
 
 // Note records what a tenant said at now (Unix ms).
@@ -167,9 +197,11 @@ func (d *Dir) Note(now int64, n api.DirectoryNote) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if n.Erased {
+		// Nothing of an erased tenant stays in the files: the snapshot is
+		// rewritten without it and the journal, which named it, emptied.
 		delete(d.tenants, n.Tenant)
 		d.seq++
-		return d.record(change{Seq: d.seq, Erased: n.Tenant})
+		return d.compact()
 	}
 	e, ok := d.tenants[n.Tenant]
 	if !ok {
@@ -221,6 +253,11 @@ func (d *Dir) record(c change) error {
 		// cut it off (the note is lost, as its caller is told).
 		d.journal.Truncate(d.size)
 		return fmt.Errorf("write the tenant directory's journal: %w", err)
+	}
+	// On the disk before the note is taken as recorded: a power loss
+	// loses no note that was acknowledged, and cuts at most the last line.
+	if err := d.journal.Sync(); err != nil {
+		return fmt.Errorf("sync the tenant directory's journal: %w", err)
 	}
 	d.size += int64(len(b))
 	d.lines++

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -43,9 +44,11 @@ func TestReopenedDirectoryKeepsEveryNote(t *testing.T) {
 	before := list(t, d, api.TenantsQuery{})
 	ready := list(t, d, api.TenantsQuery{Ready: true})
 
-	// No Close: as if the process had died. The snapshot was never written.
-	_, err = os.Stat(path)
-	require.ErrorIs(t, err, os.ErrNotExist)
+	// No Close: as if the process had died. The erasure wrote a snapshot
+	// (nothing of c stays in the files); the journal has the note after it.
+	j, err := os.ReadFile(filepath.Join(filepath.Dir(path), "directory.journal"))
+	require.NoError(t, err)
+	require.Equal(t, 1, strings.Count(string(j), "\n"))
 	again, err := directory.Open(path)
 	require.NoError(t, err)
 	require.Equal(t, before, list(t, again, api.TenantsQuery{}))
@@ -60,7 +63,7 @@ func TestReopenedDirectoryKeepsEveryNote(t *testing.T) {
 	require.FileExists(t, path)
 	require.NoError(t, again.Note(6000, api.DirectoryNote{Tenant: "d", First: true, Version: 1}))
 	require.NoError(t, again.Close())
-	j, err := os.ReadFile(filepath.Join(filepath.Dir(path), "directory.journal"))
+	j, err = os.ReadFile(filepath.Join(filepath.Dir(path), "directory.journal"))
 	require.NoError(t, err)
 	require.Empty(t, j)
 	third, err := directory.Open(path)
@@ -87,9 +90,13 @@ func TestJournalCutShortLosesOnlyItsLastNote(t *testing.T) {
 	require.Equal(t, []string{"a"}, names(list(t, cut, api.TenantsQuery{})))
 
 	require.NoError(t, os.Remove(path))
+	// An unreadable line elsewhere is skipped and said, never a refusal
+	// to open: the host notes its tenants again.
 	require.NoError(t, os.WriteFile(journal, append([]byte("{not json\n"), b...), 0o644))
-	_, err = directory.Open(path)
-	require.ErrorContains(t, err, "directory.journal, line 1")
+	damaged, err := directory.Open(path)
+	require.NoError(t, err)
+	require.Contains(t, damaged.Damage(), "directory.journal, line 1")
+	require.Equal(t, []string{"a", "b"}, names(list(t, damaged, api.TenantsQuery{})))
 }
 
 // Many notes keep the journal short: it is folded into the snapshot once
@@ -132,4 +139,51 @@ func TestOldSnapshotReadyTenantsAreFound(t *testing.T) {
 	again, err := directory.Open(path)
 	require.NoError(t, err)
 	require.Equal(t, ready, list(t, again, api.TenantsQuery{Ready: true}), "the new sequence was kept")
+}
+
+// An unreadable snapshot or journal line does not stop the directory
+// from opening: what is readable is kept, and Damage says what was not.
+func TestDamagedDirectoryOpens(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "directory.json")
+	d, err := directory.Open(path)
+	require.NoError(t, err)
+	require.NoError(t, d.Note(1000, api.DirectoryNote{Tenant: "a", First: true, Version: 1}))
+	require.NoError(t, d.Close())
+	require.NoError(t, os.WriteFile(path, []byte(`{"seq":1,"tenants":[{"name":"a"`), 0o644))
+	require.NoError(t, os.WriteFile(strings.TrimSuffix(path, ".json")+".journal",
+		[]byte("garbage\n{\"seq\":7,\"entry\":{\"name\":\"b\",\"first_seen\":\"2026-01-01T00:00:00Z\",\"last_seen\":\"2026-01-01T00:00:00Z\",\"version\":1,\"ready\":false,\"seq\":0}}\n{\"seq\":8,"), 0o644))
+	d, err = directory.Open(path)
+	require.NoError(t, err)
+	require.Contains(t, d.Damage(), "unreadable")
+	require.True(t, d.Has("b"), "the readable line is kept")
+	require.False(t, d.Has("a"))
+	require.NoError(t, d.Close())
+
+	d, err = directory.Open(path)
+	require.NoError(t, err)
+	require.Empty(t, d.Damage(), "the files were rewritten whole")
+	require.True(t, d.Has("b"))
+}
+
+// An erased tenant leaves the directory's files at once, not at the next
+// compaction: neither the snapshot nor the journal names it.
+func TestErasedTenantLeavesTheFilesAtOnce(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d, err := directory.Open(filepath.Join(dir, "directory.json"))
+	require.NoError(t, err)
+	t.Cleanup(func() { d.Close() })
+	require.NoError(t, d.Note(1000, api.DirectoryNote{Tenant: "kept", First: true, Version: 1}))
+	require.NoError(t, d.Note(1000, api.DirectoryNote{Tenant: "secret-tenant-zq", First: true, Ready: true, Version: 1, Module: "m1"}))
+	require.NoError(t, d.Note(2000, api.DirectoryNote{Tenant: "secret-tenant-zq", Erased: true}))
+	require.False(t, d.Has("secret-tenant-zq"))
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		require.NoError(t, err)
+		require.NotContains(t, string(b), "secret-tenant-zq", e.Name())
+	}
+	require.True(t, d.Has("kept"))
 }

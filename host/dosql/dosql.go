@@ -57,9 +57,43 @@ const MaxLength = 2_200_000
 // maxCachedStatements bounds the prepared-statement cache.
 const maxCachedStatements = 256
 
-// Open opens (creating if needed) the database at path; ":memory:" works
-// for tests.
-func Open(path string) (*DB, error) {
+// Sync is SQLite's synchronous setting for a tenant's database, in WAL
+// mode: SyncNormal syncs the log at each checkpoint, not at each commit
+// (a power loss or an OS crash may lose the last commits, never the
+// database's consistency; a crash of the process loses nothing);
+// SyncFull syncs the log at each commit (nothing committed is lost),
+// which costs a sync per write request.
+type Sync string
+
+const (
+	SyncNormal Sync = "NORMAL" // the default
+	SyncFull   Sync = "FULL"
+)
+
+// ParseSync reads a Sync from "normal" or "full".
+func ParseSync(s string) (Sync, error) {
+	switch strings.ToUpper(s) {
+	case string(SyncNormal):
+		return SyncNormal, nil
+	case string(SyncFull):
+		return SyncFull, nil
+	}
+	return "", fmt.Errorf("%q: use normal or full", s)
+}
+
+// Open opens (creating if needed) the database at path with SyncNormal;
+// ":memory:" works for tests.
+func Open(path string) (*DB, error) { return OpenSync(path, SyncNormal) }
+
+// OpenSync opens the database at path as Open does, with the given
+// synchronous setting ("" is SyncNormal).
+func OpenSync(path string, sync Sync) (*DB, error) {
+	if sync == "" {
+		sync = SyncNormal
+	}
+	if _, err := ParseSync(string(sync)); err != nil {
+		return nil, fmt.Errorf("open %s: synchronous %w", path, err)
+	}
 	conn, err := sqlite3.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -67,9 +101,10 @@ func Open(path string) (*DB, error) {
 	db := &DB{path: path, conn: conn, stmts: map[string]*sqlite3.Stmt{}, own: map[string]*sqlite3.Stmt{}}
 	setup := []string{
 		// Durable Object storage is durable at commit; WAL with NORMAL is
-		// durable except against power loss, which a dev server accepts.
+		// durable except against power loss or an OS crash, which a dev
+		// server accepts by default (stile dev --sync full does not).
 		`PRAGMA journal_mode = WAL`,
-		`PRAGMA synchronous = NORMAL`,
+		`PRAGMA synchronous = ` + string(sync),
 		`PRAGMA foreign_keys = ON`, // on by default in Durable Objects
 		`PRAGMA busy_timeout = 5000`,
 		// workerd keeps its key-value storage here; tenant SQL may not
@@ -123,6 +158,40 @@ func (db *DB) CloseForReopen() error {
 		}
 	}
 	return db.Close()
+}
+
+// Scrub rewrites the database at path, which no connection has open,
+// so that nothing deleted from it stays on its files: VACUUM rebuilds it
+// without free pages (secure_delete zeroes what it frees meanwhile), the
+// checkpoint copies the write-ahead log into it and empties the log, and
+// the log and its index are removed. An erased tenant's file is scrubbed
+// after its erasure commits.
+func Scrub(path string) error {
+	conn, err := sqlite3.Open(path)
+	if err != nil {
+		return fmt.Errorf("scrub %s: %w", path, err)
+	}
+	for _, s := range []string{
+		`PRAGMA busy_timeout = 5000`,
+		`PRAGMA secure_delete = ON`,
+		`PRAGMA temp_store = MEMORY`, // VACUUM's copy stays off the disk
+		`VACUUM`,
+		`PRAGMA wal_checkpoint(TRUNCATE)`,
+	} {
+		if err := conn.Exec(s); err != nil {
+			conn.Close()
+			return fmt.Errorf("scrub %s: %s: %w", path, s, err)
+		}
+	}
+	if err := conn.Close(); err != nil {
+		return fmt.Errorf("scrub %s: %w", path, err)
+	}
+	for _, p := range []string{path + "-wal", path + "-shm"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("scrub %s: %w", path, err)
+		}
+	}
+	return nil
 }
 
 // Close closes the database, rolling back any open transaction.

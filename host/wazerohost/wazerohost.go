@@ -48,6 +48,9 @@ type Config struct {
 	// stopped"). Without it a spinning guest freezes the process; only
 	// benchmarks turn it off, to show what it costs.
 	NoRunawayGuard bool
+	// Sync is the tenants' databases' synchronous setting (default
+	// dosql.SyncNormal).
+	Sync dosql.Sync
 }
 
 // MemoryLimitPages caps each instance at 128 MiB, a Durable Object's limit.
@@ -245,7 +248,7 @@ func (f *Factory) Close() error {
 // Open implements host.Factory: an instance over the tenant's file, a
 // spare one if there is one.
 func (f *Factory) Open(ctx context.Context, tenant, path string, clock host.Clock) (host.Engine, error) {
-	db, err := dosql.Open(path)
+	db, err := dosql.OpenSync(path, f.cfg.Sync)
 	if err != nil {
 		return nil, err
 	}

@@ -17,12 +17,16 @@
 //     long the last pushes took to be accepted (pushMs: what a tenant's
 //     object waits per push, for stile bench);
 //   - a count of the requests and alarms each tenant's object received:
-//     GET /__object_calls.
+//     GET /__object_calls;
+//   - a delay of the erasure notes the Directory object receives, set by
+//     POST /__directory_delay {ms}: a note that arrives late shows whether
+//     the erasure's answer waited for it.
 //
 // The harness copies it next to the entry; it never ships.
-import worker, { Tenant as Shipped } from "./worker.mjs";
+import worker, { Tenant as Shipped, Directory as ShippedDirectory } from "./worker.mjs";
 import { EXECUTOR_PATH } from "./config.mjs";
-export { Directory } from "./worker.mjs";
+
+const directoryDelay = { ms: 0 };
 
 const executorFaults = { refuse: 0, kill: 0, invocations: 0, maxCalls: 0, pushMs: [] };
 const objectCalls = {}; // tenant -> requests and alarms its object received
@@ -55,6 +59,10 @@ export default {
   async fetch(request, env, ctx) {
     const url = new URL(request.url);
     if (url.pathname === "/__object_calls") return Response.json(objectCalls);
+    if (url.pathname === "/__directory_delay" && request.method === "POST") {
+      Object.assign(directoryDelay, await request.json());
+      return new Response(null, { status: 204 });
+    }
     if (url.pathname === "/__executor_faults") {
       if (request.method === "POST") Object.assign(executorFaults, await request.json());
       return Response.json(executorFaults);
@@ -113,6 +121,15 @@ export class Tenant extends Shipped {
       const rule = await request.json();
       this.faultRule = rule.prefix ? { ...rule, seen: 0 } : null;
       return new Response(null, { status: 204 });
+    }
+    return super.fetch(request);
+  }
+}
+
+export class Directory extends ShippedDirectory {
+  async fetch(request) {
+    if (directoryDelay.ms > 0 && new URL(request.url).pathname === "/notify" && (await request.clone().json()).erased) {
+      await new Promise((r) => setTimeout(r, directoryDelay.ms));
     }
     return super.fetch(request);
   }

@@ -266,7 +266,13 @@ export class Tenant {
       this.newFinish();
     }
     const note = this.env.DIRECTORY && resp.headers.find(([name]) => name === HEADER_DIRECTORY);
-    if (note) this.ctx.waitUntil(this.noteDirectory(note[1]));
+    if (note) {
+      const noted = this.noteDirectory(note[1]);
+      this.ctx.waitUntil(noted);
+      // An erasure answers once the directory forgot the tenant: a
+      // listing right after it must not name the tenant.
+      if (JSON.parse(note[1]).erased) resp.noted = noted;
+    }
     const push = this.env.EXECUTOR && resp.headers.find(([name]) => name === HEADER_PUSH);
     if (push) {
       // Outside the module's transaction, and never awaited by the
@@ -385,6 +391,7 @@ export class Tenant {
           continue;
         }
       }
+      if (resp.noted) await resp.noted;
       if (w.keepName && !resp.headers.some(([name]) => name === HEADER_ABSENT)) this.ctx.storage.kv?.put(TENANT_KEY, w.keepName);
       const headers = new Headers();
       for (const [name, value] of resp.headers) if (!name.startsWith(RESERVED_PREFIX)) headers.append(name, value);
