@@ -50,7 +50,7 @@ export default {
       return internal("the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`");
     }
     const who = await authenticate(request.headers.get("authorization") ?? "", env);
-    if (who.refusal) return json(401, who.refusal);
+    if (who.refusal) return json(who.status ?? 401, who.refusal);
     const path = decodedPath(url);
     if (path === TENANTS_PATH && who.scope !== "*") {
       return forbidden(`this token is for ${who.scope}: listing the tenants needs a token for every tenant (*)`);
@@ -246,7 +246,7 @@ export class Tenant {
       return internal("the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`");
     }
     const who = await authenticate(request.headers.get("authorization") ?? "", this.env);
-    if (who.refusal) return json(401, who.refusal);
+    if (who.refusal) return json(who.status ?? 401, who.refusal);
     const url = new URL(request.url);
     const path = decodedPath(url);
     const tenant = tenantOf(path);
@@ -336,7 +336,7 @@ export class Directory {
 
   async fetch(request) {
     const who = await authenticate(request.headers.get("authorization") ?? "", this.env);
-    if (who.refusal) return json(401, who.refusal);
+    if (who.refusal) return json(who.status ?? 401, who.refusal);
     const url = new URL(request.url);
     if (url.pathname === "/notify" && request.method === "POST") {
       if (!who.admin) return forbidden("only the deployment's tenants note themselves in the directory");
