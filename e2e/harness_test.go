@@ -14,7 +14,7 @@ import (
 )
 
 // token is the bearer token of every test host.
-const token = "test-token"
+const token = "test-token-0123456789-abcdefghijklmn"
 
 // target is one host the conformance suite runs against: the native
 // in-process host, the built tenant.wasm under wazero, or workerd.
@@ -72,7 +72,7 @@ const testTenant = "github.com/stile-run/stile/e2e/testapp/tenant"
 // Every host of the suite accepts nextToken (a rotation under way) and
 // refuses scoped tokens with the id revokedID.
 const (
-	nextToken = "test-token-next"
+	nextToken = "test-token-next-0123456789-abcdefgh"
 	revokedID = "revoked-1"
 )
 
