@@ -4,6 +4,7 @@ package handlers
 
 import (
 	"context"
+	"os"
 
 	"github.com/stile-run/stile/cmd/stile/testdata/partial"
 	"github.com/stile-run/stile/worker"
@@ -18,7 +19,9 @@ func Register(w *worker.Worker) {
 		if err := j.Decode(&a); err != nil {
 			return nil, err
 		}
-		return map[string]string{"greeting": "hello, " + a.Name}, nil
+		// What the handler code holds as its credential, for
+		// TestDevHandlersRunAsAWorker: a worker token, not the secret.
+		return map[string]string{"greeting": "hello, " + a.Name, "credential": os.Getenv("STILE_TOKEN")}, nil
 	})
 	w.HandleReaction(partial.Audit, func(ctx context.Context, r *worker.Reaction) error { return nil })
 }
