@@ -154,6 +154,7 @@ func Config() string {
 	constant("TOKEN_INFO_KEY_ID", token.InfoKeyID)
 	constant("SECRET_MIN_LENGTH", token.MinSecretLength)
 	constant("SECRET_MIN_DISTINCT", token.MinSecretDistinct)
+	constant("PUSH_TOKEN_TTL_S", int(api.PushTokenTTL.Seconds()))
 	constant("ROLES", api.Roles)
 	return b.String()
 }

@@ -3,7 +3,7 @@
 // (host/workerd's TestTokenVectorsUnderNode).
 
 import {
-  INTERNAL_PREFIX, ROLES, SECRET_MIN_DISTINCT, SECRET_MIN_LENGTH, TENANT_PATTERN, TOKEN_EXPIRED, TOKEN_FORGED, TOKEN_HKDF_SALT,
+  INTERNAL_PREFIX, PUSH_TOKEN_TTL_S, ROLES, SECRET_MIN_DISTINCT, SECRET_MIN_LENGTH, TENANT_PATTERN, TOKEN_EXPIRED, TOKEN_FORGED, TOKEN_HKDF_SALT,
   TOKEN_INFO_KEY_ID, TOKEN_INFO_SIGNING, TOKEN_MALFORMED, TOKEN_OLD_FORMAT, TOKEN_OLD_PREFIX, TOKEN_PREFIX, TOKEN_REVOKED,
   TOKEN_UNKNOWN_KEY, UNAUTHORIZED,
 } from "./config.mjs";
@@ -71,6 +71,13 @@ export async function mint(secret, { id, scope, role, exp }) {
   const k = await keys(secret);
   const body = `${TOKEN_PREFIX}${k.kid}.${toB64url(enc(JSON.stringify({ id, scope, role, exp })))}`;
   return `${body}.${toB64url(new Uint8Array(await crypto.subtle.sign("HMAC", k.hmac, enc(body))))}`;
+}
+
+// pushToken is the worker token a tenant's object sends with a push to the
+// edge executor: for that tenant only, for api.PushTokenTTL. The
+// executor's calls back carry it; it never holds the secret.
+export function pushToken(secret, tenant, now = Date.now()) {
+  return mint(secret, { id: "edge-push", scope: tenant, role: "worker", exp: Math.floor(now / 1000) + PUSH_TOKEN_TTL_S });
 }
 
 // authenticate reads a request's Authorization header (as the runtime

@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { authenticate, checkSecret, covers, mint } from "./token.mjs";
+import { authenticate, checkSecret, covers, mint, pushToken } from "./token.mjs";
 
 const v = JSON.parse(readFileSync(process.env.STILE_TOKEN_VECTORS, "utf8"));
 const env = { STILE_TOKEN: v.secret, STILE_TOKEN_NEXT: v.next, STILE_REVOKED: v.revoked };
@@ -47,4 +47,9 @@ test("a token minted here verifies in the Go host's words", async () => {
   assert.deepEqual(await authenticate("Bearer " + tok, env, v.now * 1000), { role: "worker", scope: "acme", id: "edge-1" });
   const good = v.cases.find((c) => c.name === "a tenant").headers[0].slice(7);
   assert.equal(await mint(v.secret, { id: "billing-worker", scope: "acme", role: "worker", exp: v.now + 3600 }), good, "the same bytes as token.Mint");
+});
+
+test("a push token is a worker token for its tenant only", async () => {
+  const tok = await pushToken(v.secret, "acme", v.now * 1000);
+  assert.deepEqual(await authenticate("Bearer " + tok, env, v.now * 1000), { role: "worker", scope: "acme", id: "edge-push" });
 });

@@ -5,7 +5,7 @@
 // from the Go API package) and tenant.wasm.
 
 import wasm from "./tenant.wasm";
-import { authenticate, covers } from "./token.mjs";
+import { authenticate, covers, pushToken } from "./token.mjs";
 import { CONSOLE, CONSOLE_PATH } from "./console.mjs";
 import {
   decodeResponse, encodeRequest, instantiate, validTraceparent,
@@ -219,9 +219,12 @@ export class Tenant {
   async deliver(plan, id) {
     let why;
     try {
+      // The executor gets a worker token for this tenant, never the
+      // secret: its handler code runs as a worker.
+      const push = await pushToken(this.env.STILE_TOKEN, plan.tenant);
       const res = await this.env.EXECUTOR.fetch(new Request("https://executor" + EXECUTOR_PATH, {
         method: "POST",
-        headers: { authorization: `Bearer ${this.env.STILE_TOKEN}`, "content-type": "application/json" },
+        headers: { authorization: `Bearer ${push}`, "content-type": "application/json" },
         body: JSON.stringify({ tenant: plan.tenant, id, jobs: plan.jobs, kinds: plan.kinds, reactions: plan.reactions, linger_ms: plan.linger_ms }),
       }));
       if (res.status === 202) return;
