@@ -274,8 +274,10 @@ func TestNewProjectWorksOutsideStilesTree(t *testing.T) {
 	defer func() { dev.Process.Signal(syscall.SIGINT); dev.Wait() }()
 	apiLine := regexp.MustCompile(`API\s+(http://\S+)/v1/t/`)
 	url := ""
+	var printed strings.Builder
 	sc := bufio.NewScanner(stderr)
 	for url == "" && sc.Scan() {
+		printed.WriteString(sc.Text() + "\n")
 		if m := apiLine.FindStringSubmatch(sc.Text()); m != nil {
 			url = m[1]
 		}
@@ -284,7 +286,7 @@ func TestNewProjectWorksOutsideStilesTree(t *testing.T) {
 		for sc.Scan() {
 		}
 	}()
-	require.NotEmpty(t, url)
+	require.NotEmpty(t, url, "stile dev printed its address:\n%s", printed.String())
 	res, err := client.New(url, testSecret, nil).Tenant("acme").Command(context.Background(), api.Command{ID: "p1", Aggregate: "order",
 		AggregateID: "o-1", Type: "Place", Data: []byte(`{"total":500,"email":"ada@example.com"}`)})
 	require.NoError(t, err)

@@ -13,12 +13,12 @@ import (
 // an error (the server then refuses scoped tokens), never "nothing is
 // revoked".
 func TestRevokedFileFailsClosed(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "revoked")
+	path := filepath.Join(t.TempDir(), "not-yet", "revoked")
 	list := revokedFile(path)
 	_, err := list()
 	require.Error(t, err, "a missing list revokes everything scoped, not nothing")
 
-	require.NoError(t, ensureRevokedFile(path))
+	require.NoError(t, ensureRevokedFile(path), "the data directory is made if need be")
 	ids, err := list()
 	require.NoError(t, err)
 	require.Empty(t, ids)

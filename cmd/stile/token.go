@@ -212,8 +212,11 @@ func revokedFile(path string) func() (map[string]bool, error) {
 // as "nothing revoked".
 func ensureRevokedFile(path string) error {
 	_, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return writeAtomic(path, nil)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
 	}
-	return err
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return writeAtomic(path, nil)
 }

@@ -88,7 +88,7 @@ func TestDevHandlersRunAsAWorker(t *testing.T) {
 		"./cmd/stile/testdata/partial/tenant")
 	ctx := context.Background()
 	acme := client.New(d.url, testSecret, nil).Tenant("acme")
-	j, err := acme.Enqueue(ctx, api.EnqueueRequest{Kind: "greet", Args: json.RawMessage(`{"name":"ada"}`)})
+	j, err := acme.Enqueue(ctx, api.EnqueueRequest{Kind: "greet", Args: json.RawMessage(`{"name":"ada","credential":true}`)})
 	require.NoError(t, err)
 	var done api.Job
 	require.Eventually(t, func() bool {
