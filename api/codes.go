@@ -38,24 +38,25 @@ const (
 // Codes of requests refused because of the state they found. Nothing was
 // written but, for a refused heartbeat or report, a bounded audit row.
 const (
-	CodeFinished        Code = "finished"          // 409: cancel of a job that already ended
-	CodeNotRetryable    Code = "not_retryable"     // 409: only dead or cancelled jobs can be retried
-	CodeNotFinished     Code = "not_finished"      // 409: only finished jobs can be deleted
-	CodeUniqueConflict  Code = "unique_conflict"   // 409: a retried job's unique key is held by another live job
-	CodeVersionConflict Code = "version_conflict"  // 409: the stream is not at the expected version (stream and current_version say where it is)
-	CodeCommandIDReused Code = "command_id_reused" // 409: the command id was applied before with other content
-	CodeNotStuck        Code = "not_stuck"         // 409: skip of an event that is not the reaction's first open delivery
-	CodeModuleSchedule  Code = "module_schedule"   // 409: the schedule is declared by the tenant module; change it there
-	CodeCommandRejected Code = "command_rejected"  // 422: the aggregate's decide refused the command (its error); nothing was written
-	CodeImportConflict  Code = "import_conflict"   // 409: an import page that does not fit the tenant: not empty, another import under way, a page out of order, other schema versions, a row its tables refuse
-	CodeTxFailed        Code = "tx_failed"         // 422: a registered transaction failed; it wrote nothing
-	CodeQueryFailed     Code = "query_failed"      // 422: a registered query's SQL failed with these parameters
-	CodeMigrationFailed Code = "migration_failed"  // 503: a migration the route needs failed (which, and its error); POST /migrations tries it again
-	CodeSchemaAhead     Code = "schema_ahead"      // 503: the tenant's schema has a destructive migration this module predates; deploy the newer module
-	CodeErased          Code = "erased"            // 410: the tenant was erased (DELETE /v1/t/{tenant}); nothing recreates it
-	CodeTenantNotFound  Code = "tenant_not_found"  // 404: no tenant of that name: PUT /v1/t/{tenant} creates it, as does a write of a role the deployment lets create tenants
-	CodeTenantQuota     Code = "tenant_quota"      // 403: the token's tenant prefix already has as many tenants as the deployment allows one prefix
-	CodeTooManyQueues   Code = "too_many_queues"   // 409: the job or paused queue would be the tenant's 1001st distinct queue name (api.MaxQueues); reuse a queue
+	CodeFinished               Code = "finished"                // 409: cancel of a job that already ended
+	CodeNotRetryable           Code = "not_retryable"           // 409: only dead or cancelled jobs can be retried
+	CodeNotFinished            Code = "not_finished"            // 409: only finished jobs can be deleted
+	CodeUniqueConflict         Code = "unique_conflict"         // 409: a retried job's unique key is held by another live job
+	CodeVersionConflict        Code = "version_conflict"        // 409: the stream is not at the expected version (stream and current_version say where it is)
+	CodeCommandIDReused        Code = "command_id_reused"       // 409: the command id was applied before with other content
+	CodeNotStuck               Code = "not_stuck"               // 409: skip of an event that is not the reaction's first open delivery
+	CodeModuleSchedule         Code = "module_schedule"         // 409: the schedule is declared by the tenant module; change it there
+	CodeCommandRejected        Code = "command_rejected"        // 422: the aggregate's decide refused the command (its error); nothing was written
+	CodeImportConflict         Code = "import_conflict"         // 409: an import page that does not fit the tenant: not empty, another import under way, a page out of order, other schema versions, a row its tables refuse
+	CodeTxFailed               Code = "tx_failed"               // 422: a registered transaction failed; it wrote nothing
+	CodeQueryFailed            Code = "query_failed"            // 422: a registered query's SQL failed with these parameters
+	CodeMigrationFailed        Code = "migration_failed"        // 503: a migration the route needs failed (which, and its error); POST /migrations tries it again
+	CodeSchemaAhead            Code = "schema_ahead"            // 503: the tenant's schema has a destructive migration this module predates; deploy the newer module
+	CodeErased                 Code = "erased"                  // 410: the tenant was erased (DELETE /v1/t/{tenant}); nothing recreates it
+	CodeRevocationsUnavailable Code = "revocations_unavailable" // 503: the host cannot read its list of revoked tokens, so it accepts no scoped token until it can (the deployment's secret still works)
+	CodeTenantNotFound         Code = "tenant_not_found"        // 404: no tenant of that name: PUT /v1/t/{tenant} creates it, as does a write of a role the deployment lets create tenants
+	CodeTenantQuota            Code = "tenant_quota"            // 403: the token's tenant prefix already has as many tenants as the deployment allows one prefix
+	CodeTooManyQueues          Code = "too_many_queues"         // 409: the job or paused queue would be the tenant's 1001st distinct queue name (api.MaxQueues); reuse a queue
 )
 
 // Codes of the fences: a heartbeat, report or settlement whose claim no

@@ -28,7 +28,7 @@ func (c Code) Status() int {
 		return 422
 	case CodeInternal, CodeAnswerLost, CodeDecidePanicked:
 		return 500
-	case CodeMigrationFailed, CodeSchemaAhead:
+	case CodeMigrationFailed, CodeSchemaAhead, CodeRevocationsUnavailable:
 		return 503
 	}
 	return 0

@@ -110,6 +110,11 @@ const (
 // serves the API (a service binding from the Tenant class reaches it).
 const ExecutorPath = "/__stile/execute"
 
+// PushTokenTTL is how long the worker token a tenant's object sends with
+// each push to the edge executor lasts (the executor's calls back carry
+// it): longer than any push's work may run on Cloudflare.
+const PushTokenTTL = 15 * time.Minute
+
 // MaxPushCount bounds the ready jobs a push counts.
 const MaxPushCount = 1000
 

@@ -803,6 +803,18 @@ func scenarioAuth(s *scenario) {
 		want, _ := json.Marshal(api.Unauthorized)
 		require.Equal(t, string(want), string(b), "every host words a 401 alike")
 	}
+	// The Authorization header twice is refused, whichever comes first:
+	// one host must not take the first and another refuse.
+	for _, pair := range [][2]string{{"Bearer " + token, "Bearer " + token}, {"Bearer " + token, "Bearer wrong"}, {"Bearer wrong", "Bearer " + token}} {
+		h := http.Header{}
+		h.Add("Authorization", pair[0])
+		h.Add("Authorization", pair[1])
+		status, b, err := s.tg.client().Raw(s.ctx, "POST", path, body, h)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusUnauthorized, status, "auth %q", pair)
+		want, _ := json.Marshal(api.Unauthorized)
+		require.Equal(t, string(want), string(b), "every host refuses a repeated Authorization header alike")
+	}
 	// Nothing was enqueued by the refused requests.
 	j := s.enqueue(api.EnqueueRequest{Kind: "test.echo"})
 	require.Equal(t, "1", j.ID)
@@ -1383,16 +1395,37 @@ func scenarioScopedTokens(s *scenario) {
 	require.Equal(t, 200, status, out)
 	revoked, err := stiletoken.Mint(token, stiletoken.Claims{ID: revokedID, Scope: "*", Role: api.RoleAdmin, Exp: later.Unix()})
 	require.NoError(t, err)
+	// A token of the first format (signed with the secret itself), one
+	// whose signature is written in the standard base64 alphabet or
+	// padded, and one whose kid names no key of this deployment.
+	old := stiletoken.OldPrefix + "eyJpZCI6Im9sZCJ9.c2ln"
+	padded := rotated + "="
+	var std string
+	for i := 0; std == ""; i++ {
+		tok := mint(tenant, api.RoleReader, later.Add(time.Duration(i)*time.Second))
+		dot := strings.LastIndexByte(tok, '.')
+		if alt := tok[:dot] + strings.NewReplacer("-", "+", "_", "/").Replace(tok[dot:]); alt != tok {
+			std = alt
+		}
+	}
+	unknownKid, err := stiletoken.Mint("another-deployment-0123456789-abcdefgh", stiletoken.Claims{ID: "x", Scope: tenant, Role: api.RoleReader, Exp: later.Unix()})
+	require.NoError(t, err)
 	for tok, message := range map[string]string{
-		revoked:      "the token was revoked",
-		forged:       "the token's signature does not match: it was not made with this deployment's secret",
-		"stile1.abc": "the token is not a Stile token",
-		expired:      "the token expired at 2023-11-14T22:13:20Z",
+		revoked:     "the token was revoked",
+		forged:      "the token's kid names a key this deployment does not hold: it was signed with another secret, or one rotated out since; mint a new one",
+		unknownKid:  "the token's kid names a key this deployment does not hold: it was signed with another secret, or one rotated out since; mint a new one",
+		old:         "the token is in the stile1 format, which is no longer accepted: mint a new one with `stile token mint`",
+		"stile2.ab": "the token is not a Stile token",
+		padded:      "the token is not a Stile token",
+		expired:     "the token expired at 2023-11-14T22:13:20Z",
 	} {
 		status, out := call(tok, "GET", "/v1/t/"+tenant+"/status", "")
 		require.Equal(t, 401, status, out)
 		require.JSONEq(t, `{"code":"unauthorized","message":`+strconv.Quote(message)+`}`, out, "every host words it alike")
 	}
+	status, out = call(std, "GET", "/v1/t/"+tenant+"/status", "")
+	require.Equal(t, 401, status, "a signature in the standard base64 alphabet: %s", out)
+	require.JSONEq(t, `{"code":"unauthorized","message":"the token is not a Stile token"}`, out)
 }
 
 func tokenpkgMint(secret, tenant string) (string, error) {

@@ -21,6 +21,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/client"
 	"github.com/stile-run/stile/stiletest"
+	stiletoken "github.com/stile-run/stile/token"
 	"github.com/stile-run/stile/worker"
 )
 
@@ -172,6 +173,7 @@ func TestEdge(t *testing.T) {
 	t.Run("BacklogBeyondOneBudgetDrains", func(t *testing.T) { edgeBacklog(t, e) })
 	t.Run("ManyTenantsOneDeployment", func(t *testing.T) { edgeTenants(t, e) })
 	t.Run("BindingCarriesTheToken", func(t *testing.T) { edgeBindingToken(t, e) })
+	t.Run("HandlersRunAsAWorker", func(t *testing.T) { edgeHandlersRunAsAWorker(t, e) })
 	t.Run("IdleTenantsHearNothing", func(t *testing.T) { edgeIdle(t, e) })
 	t.Run("Pushed", func(t *testing.T) { pushedSuite(t, e.cl, "edge", false) })
 	t.Run("JobSpanJoinsTheEnqueuesTrace", func(t *testing.T) { edgeTraced(t, e) })
@@ -344,6 +346,41 @@ func edgeJob(t *testing.T, e *edge) {
 	require.Regexp(t, `^edge-[0-9a-f]{8}$`, done.Attempts[0].Worker, "run by the edge executor")
 	require.Equal(t, 1, p.calls(j.ID), "the provider was called once, with the job's key")
 	noPushes(t, ten)
+}
+
+// edgeHandlersRunAsAWorker: the handler code at the edge does not find
+// the deployment's secret in its environment, and the executor takes a
+// push only with a worker token for its tenant (which the tenant's object
+// mints for each push), not with the secret.
+func edgeHandlersRunAsAWorker(t *testing.T, e *edge) {
+	ctx := context.Background()
+	ten := e.cl.Tenant("edge-credential")
+	j, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{"credential":true}`)})
+	require.NoError(t, err)
+	done := waitFinal(t, ten, j.ID)
+	require.Equal(t, "completed", done.State, done.LastError)
+	require.JSONEq(t, `{"attempt":1,"credential":""}`, string(done.Output), "the handler code has no STILE_TOKEN")
+	require.Regexp(t, `^edge-[0-9a-f]{8}$`, done.Attempts[0].Worker, "run by the edge executor")
+
+	for _, tok := range []string{token, mintFor(t, "*", api.RoleAdmin), mintFor(t, "other", api.RoleWorker)} {
+		req, err := http.NewRequestWithContext(ctx, "POST", e.url+api.ExecutorPath,
+			strings.NewReader(`{"tenant":"edge-credential","id":"forged-push","jobs":1}`))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, 401, resp.StatusCode, "a push needs a worker token for its tenant: %s", b)
+		require.Contains(t, string(b), "a push carries a worker token for its tenant")
+	}
+	noPushes(t, ten)
+}
+
+func mintFor(t *testing.T, scope string, role api.Role) string {
+	tok, err := stiletoken.Mint(token, stiletoken.Claims{ID: "t-" + string(role), Scope: scope, Role: role, Exp: time.Now().Add(time.Hour).Unix()})
+	require.NoError(t, err)
+	return tok
 }
 
 func edgeReaction(t *testing.T, e *edge) {

@@ -14,7 +14,7 @@ import (
 )
 
 // token is the bearer token of every test host.
-const token = "test-token"
+const token = "test-token-0123456789-abcdefghijklmn"
 
 // target is one host the conformance suite runs against: the native
 // in-process host, the built tenant.wasm under wazero, or workerd.
@@ -73,7 +73,7 @@ const testTenant = "github.com/stile-run/stile/e2e/testapp/tenant"
 // refuses scoped tokens with the id revokedID.
 // A token scoped to a tenant prefix may have tenantQuota tenants.
 const (
-	nextToken   = "test-token-next"
+	nextToken   = "test-token-next-0123456789-abcdefgh"
 	revokedID   = "revoked-1"
 	tenantQuota = 2
 )

@@ -40,7 +40,7 @@ func (w *workerdHost) injectFault(t *testing.T, tenant, prefix string, nth int) 
 // theWorkerd serves the test module's bundle, with the test entry that can
 // inject faults, to every workerd test of this binary.
 var theWorkerd = &stiletest.Workerd{Wasm: func(tb testing.TB) []byte { return stiletest.BuildWasm(tb, testTenant) },
-	Token: token, TestEntry: true, Vars: map[string]string{"STILE_TOKEN_NEXT": nextToken, "STILE_REVOKED": "other-id, " + revokedID,
+	Token: token, TestEntry: true, Vars: map[string]string{"STILE_TOKEN_NEXT": nextToken, "STILE_REVOKED": "other-id,\t" + revokedID,
 		"STILE_TENANT_QUOTA": strconv.Itoa(tenantQuota)}}
 
 // ci reports whether the suite runs in CI, where the workerd layer must run.

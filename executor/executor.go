@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,8 +20,14 @@ import (
 
 // Config configures a Handler.
 type Config struct {
-	// Token is the bearer token a push must carry (the deployment's).
+	// Token is the bearer token a push must carry, unless Authorize is
+	// set.
 	Token string
+	// Authorize, if set, decides instead of Token whether a push may run:
+	// it is given the push's bearer token and the push, and its error
+	// refuses the push with a 401 in its words. The edge executor accepts
+	// a worker token for the push's tenant there.
+	Authorize func(bearer string, p api.PushRequest) error
 	// Budget is the budget of one push's work, asked when it is accepted.
 	// Default: 25 s and no subrequest limit (DefaultBudget).
 	Budget func() worker.Budget
@@ -75,8 +82,9 @@ func New(w *worker.Worker, cfg Config) *Handler {
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	cred, hasBearer := bearerOf(r)
 	switch {
-	case !bearer.Matches(r, h.token):
+	case h.cfg.Authorize == nil && !bearer.Matches(r, h.token), h.cfg.Authorize != nil && !hasBearer:
 		refuse(rw, &api.Unauthorized)
 		return
 	case r.URL.Path != api.ExecutorPath:
@@ -101,8 +109,24 @@ func (h *Handler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		refuse(rw, e)
 		return
 	}
+	if h.cfg.Authorize != nil {
+		if err := h.cfg.Authorize(cred, p); err != nil {
+			refuse(rw, api.Refuse(api.CodeUnauthorized, "%s", err.Error()))
+			return
+		}
+	}
 	h.Accept(p)
 	rw.WriteHeader(http.StatusAccepted)
+}
+
+// bearerOf is the credential of a request's one Authorization header.
+func bearerOf(r *http.Request) (string, bool) {
+	v := r.Header.Values("Authorization")
+	if len(v) != 1 {
+		return "", false
+	}
+	cred, ok := strings.CutPrefix(v[0], "Bearer ")
+	return cred, ok && cred != ""
 }
 
 // Validate refuses a push that names no valid tenant or push id.

@@ -14,7 +14,6 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/host"
-	"github.com/stile-run/stile/internal/bearer"
 	"github.com/stile-run/stile/token"
 )
 
@@ -22,12 +21,12 @@ import (
 type Server struct {
 	manager *host.Manager
 	token   []byte
-	next    []byte                 // a second secret accepted during a rotation
-	revoked func() map[string]bool // ids of revoked scoped tokens (nil: none)
-	log     *slog.Logger           // nil: no request log
-	obs     Observer               // nil: none
-	quota   int                    // tenants a prefix token may have (0: no quota)
-	body    time.Duration          // bound on reading a request's body
+	next    []byte                          // a second secret accepted during a rotation
+	revoked func() (map[string]bool, error) // ids of revoked scoped tokens (nil: none)
+	log     *slog.Logger                    // nil: no request log
+	obs     Observer                        // nil: none
+	quota   int                             // tenants a prefix token may have (0: no quota)
+	body    time.Duration                   // bound on reading a request's body
 }
 
 // DefaultBodyTimeout bounds the reading of a request's body, from the
@@ -50,9 +49,9 @@ type Observer interface {
 // token, and to verify scoped tokens signed with it.
 func WithRotation(next string) Option { return func(s *Server) { s.next = []byte(next) } }
 
-// WithRevoked refuses scoped tokens whose id revoked (asked per request)
-// lists.
-func WithRevoked(revoked func() map[string]bool) Option {
+// WithRevoked refuses scoped tokens whose id revoked (asked per request
+// with a scoped token) lists, and every scoped token while it fails.
+func WithRevoked(revoked func() (map[string]bool, error)) Option {
 	return func(s *Server) { s.revoked = revoked }
 }
 
@@ -246,26 +245,20 @@ func requestHeaders(r *http.Request, role api.Role, claims *token.Claims) do.Hea
 	return append(hs, do.Header{Name: do.HeaderPrincipal, Value: string(role)}, do.Header{Name: do.HeaderTokenID, Value: id})
 }
 
-// principal authenticates a request: the deployment's secret is the admin;
-// a scoped token (package token) its role, with its claims. A missing,
-// forged or expired token is a 401.
+// principal authenticates a request (token.Keys.Authenticate, the rule
+// every host shares): the deployment's secret is the admin; a scoped token
+// its role, with its claims. A missing, forged or expired token is a 401;
+// any scoped token is a 503 while the revoked list cannot be read.
 func (s *Server) principal(r *http.Request) (api.Role, *token.Claims, *api.Error) {
-	if bearer.Matches(r, s.token) || len(s.next) > 0 && bearer.Matches(r, s.next) {
+	keys := token.Keys{Secret: string(s.token), Next: string(s.next), LoadRevoked: s.revoked}
+	p, err := keys.Authenticate(r.Header.Values("Authorization"), time.Now())
+	if err != nil {
+		return "", nil, token.Refusal(err)
+	}
+	if p.Admin {
 		return api.RoleAdmin, nil, nil
 	}
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || !strings.HasPrefix(tok, token.Prefix) {
-		return "", nil, &api.Unauthorized
-	}
-	keys := token.Keys{Secret: string(s.token), Next: string(s.next)}
-	if s.revoked != nil {
-		keys.Revoked = s.revoked()
-	}
-	c, err := keys.Verify(tok, time.Now())
-	if err != nil {
-		return "", nil, api.Refuse(api.CodeUnauthorized, "%s", err.Error())
-	}
-	return c.Role, &c, nil
+	return p.Role, &p.Claims, nil
 }
 
 func writeError(w http.ResponseWriter, e *api.Error) {

@@ -50,7 +50,7 @@ type Config struct {
 	// UTC, a fixed time easy to recognise in a failure.
 	Now time.Time
 
-	// Token is the bearer token of the API. Default "stiletest".
+	// Token is the bearer token of the API. Default DefaultToken.
 	Token string
 	// DataDir holds the tenants' SQLite files and the alarm schedule; a
 	// second harness over the same directory is the same deployment
@@ -102,8 +102,9 @@ type Config struct {
 	Concurrency int
 }
 
-// DefaultToken is the API token when Config.Token is empty.
-const DefaultToken = "stiletest"
+// DefaultToken is the API token when Config.Token is empty: strong enough
+// for the hosts that refuse a weak secret (the Worker).
+const DefaultToken = "stiletest-0123456789-abcdefghijklmnop"
 
 // defaultNow is the manual clock's start when Config.Now is zero.
 var defaultNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -252,7 +253,7 @@ func start(cfg Config) (*Harness, error) {
 	for _, id := range cfg.Revoked {
 		revoked[id] = true
 	}
-	opts := []server.Option{server.WithRevoked(func() map[string]bool { return revoked })}
+	opts := []server.Option{server.WithRevoked(func() (map[string]bool, error) { return revoked, nil })}
 	if cfg.NextToken != "" {
 		opts = append(opts, server.WithRotation(cfg.NextToken))
 	}

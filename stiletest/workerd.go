@@ -22,7 +22,7 @@ import (
 type Workerd struct {
 	// Wasm returns the module (e.g. BuildWasm of a package); called once.
 	Wasm func(testing.TB) []byte
-	// Token is the bearer token of the API. Default "stiletest".
+	// Token is the bearer token of the API. Default DefaultToken.
 	Token string
 	// TestEntry runs the bundle with the test entry (workerd.TestEntryFile)
 	// instead of the shipped one, so a test can make the module trap.

@@ -53,7 +53,7 @@ func drainOnce(ctx context.Context, c drainConfig, jobs, concurrency int) (bench
 		return bench.DrainResult{}, err
 	}
 	defer m.Close()
-	h, stop, err := bench.Serve(m, "bench-token")
+	h, stop, err := bench.Serve(m, benchToken)
 	if err != nil {
 		return bench.DrainResult{}, err
 	}
@@ -62,7 +62,7 @@ func drainOnce(ctx context.Context, c drainConfig, jobs, concurrency int) (bench
 	for i := range tenants {
 		tenants[i] = fmt.Sprintf("drain-%d", i)
 	}
-	return bench.Drain(ctx, bench.DrainConfig{URL: h.C.BaseURL(), Token: "bench-token", Tenants: tenants,
+	return bench.Drain(ctx, bench.DrainConfig{URL: h.C.BaseURL(), Token: benchToken, Tenants: tenants,
 		Jobs: jobs / c.tenants, Concurrency: concurrency, SingleReports: c.single})
 }
 
@@ -104,12 +104,12 @@ func latencyOnce(ctx context.Context, open func() (*host.Manager, error), jobs, 
 		return nil, err
 	}
 	defer m.Close()
-	h, stop, err := bench.Serve(m, "bench-token")
+	h, stop, err := bench.Serve(m, benchToken)
 	if err != nil {
 		return nil, err
 	}
 	defer stop()
-	c := bench.DrainConfig{URL: h.C.BaseURL(), Token: "bench-token", Tenants: []string{"latency"}, Concurrency: concurrency, SingleReports: single}
+	c := bench.DrainConfig{URL: h.C.BaseURL(), Token: benchToken, Tenants: []string{"latency"}, Concurrency: concurrency, SingleReports: single}
 	return bench.WorkerLatency(ctx, c, 20, jobs, time.Second/time.Duration(rate))
 }
 
@@ -125,7 +125,7 @@ func drainWorkerd(ctx context.Context, url string, jobs, concurrency, runs int) 
 		var rs []bench.DrainResult
 		for range runs {
 			run++
-			r, err := bench.Drain(ctx, bench.DrainConfig{URL: url, Token: "bench-token", Tenants: []string{fmt.Sprintf("drain-%d", run)},
+			r, err := bench.Drain(ctx, bench.DrainConfig{URL: url, Token: benchToken, Tenants: []string{fmt.Sprintf("drain-%d", run)},
 				Jobs: jobs, Concurrency: concurrency, SingleReports: single})
 			if err != nil {
 				return fmt.Errorf("workerd drain: %w", err)

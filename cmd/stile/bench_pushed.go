@@ -59,24 +59,24 @@ func benchPushed(ctx context.Context, dir string, open func(host.Pusher) (*host.
 		return err
 	}
 	defer pushed.Close()
-	ph, stop, err := bench.Serve(pushed, "bench-token")
+	ph, stop, err := bench.Serve(pushed, benchToken)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	child, err := process.Start(ctx, bin, ph.C.BaseURL(), "bench-token", io.Discard)
+	child, err := process.Start(ctx, bin, ph.C.BaseURL(), benchToken, io.Discard)
 	if err != nil {
 		return err
 	}
 	defer child.Stop(10 * time.Second)
-	remote.Store(&executor.Remote{URL: child.URL, Token: "bench-token"})
+	remote.Store(&executor.Remote{URL: child.URL, Token: benchToken})
 
 	polled, polledDir, err := open(nil)
 	if err != nil {
 		return err
 	}
 	defer polled.Close()
-	lh, stop2, err := bench.Serve(polled, "bench-token")
+	lh, stop2, err := bench.Serve(polled, benchToken)
 	if err != nil {
 		return err
 	}

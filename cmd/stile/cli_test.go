@@ -3,6 +3,7 @@ package main_test
 import (
 	"bufio"
 	"context"
+	stiletoken "github.com/stile-run/stile/token"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -45,26 +46,30 @@ func TestQuickStart(t *testing.T) {
 	defer dev.Process.Kill()
 
 	apiLine := regexp.MustCompile(`API\s+(http://\S+)/v1/t/`)
-	tokenLine := regexp.MustCompile(`token\s+([0-9a-f]{48})`)
-	var url, token string
+	tokenLine := regexp.MustCompile(`token\s+in (\S+) `)
+	var url, tokenFile string
+	var banner strings.Builder
 	sc := bufio.NewScanner(stderr)
-	for sc.Scan() && (url == "" || token == "") {
+	for sc.Scan() && !strings.Contains(sc.Text(), "/jobs/1") {
+		banner.WriteString(sc.Text() + "\n")
 		if m := apiLine.FindStringSubmatch(sc.Text()); m != nil {
 			url = m[1]
 		}
 		if m := tokenLine.FindStringSubmatch(sc.Text()); m != nil {
-			token = m[1]
+			tokenFile = m[1]
 		}
 	}
 	require.NotEmpty(t, url, "stile dev printed its address")
-	require.NotEmpty(t, token, "stile dev printed a generated token")
+	require.Equal(t, filepath.Join(data, "token"), tokenFile, "stile dev names the file of the generated token:\n%s", banner.String())
 	go func() {
 		for sc.Scan() {
 		}
 	}()
 	kept, err := os.ReadFile(filepath.Join(data, "token"))
 	require.NoError(t, err)
-	require.Equal(t, token, strings.TrimSpace(string(kept)), "the generated token is kept for the next start")
+	token := strings.TrimSpace(string(kept))
+	require.NoError(t, stiletoken.CheckSecret("the generated secret", token))
+	require.NotContains(t, banner.String(), token, "the banner never prints the secret")
 
 	ctx := context.Background()
 	acme := client.New(url, token, nil).Tenant("acme")
@@ -129,7 +134,7 @@ func TestDevWithHandlers(t *testing.T) {
 	bin := stile(t)
 	data := t.TempDir()
 	root, _ := filepath.Abs("../..")
-	dev := exec.Command(bin, "dev", "--addr", "127.0.0.1:0", "--data", data, "--token", "dev-token",
+	dev := exec.Command(bin, "dev", "--addr", "127.0.0.1:0", "--data", data, "--token", testSecret,
 		"--handlers", "./cmd/stile/defaultapp/handlers")
 	dev.Dir = root
 	stderr, err := dev.StderrPipe()
@@ -155,7 +160,7 @@ func TestDevWithHandlers(t *testing.T) {
 	}()
 
 	ctx := context.Background()
-	acme := client.New(url, "dev-token", nil).Tenant("acme")
+	acme := client.New(url, testSecret, nil).Tenant("acme")
 	j, err := acme.Enqueue(ctx, api.EnqueueRequest{Kind: "echo", Args: []byte(`{"pushed":true}`)})
 	require.NoError(t, err)
 	var got api.Job
@@ -261,7 +266,7 @@ func TestNewProjectWorksOutsideStilesTree(t *testing.T) {
 	require.Contains(t, run("tool", "stile", "build", "--handlers", "./handlers", "./tenant"), "kept wrangler.toml")
 
 	// stile dev serves the project's module.
-	dev := exec.Command("go", "tool", "stile", "dev", "--addr", "127.0.0.1:0", "--token", "t0k", "--quiet", "./tenant")
+	dev := exec.Command("go", "tool", "stile", "dev", "--addr", "127.0.0.1:0", "--token", testSecret, "--quiet", "./tenant")
 	dev.Dir = dir
 	stderr, err := dev.StderrPipe()
 	require.NoError(t, err)
@@ -269,8 +274,10 @@ func TestNewProjectWorksOutsideStilesTree(t *testing.T) {
 	defer func() { dev.Process.Signal(syscall.SIGINT); dev.Wait() }()
 	apiLine := regexp.MustCompile(`API\s+(http://\S+)/v1/t/`)
 	url := ""
+	var printed strings.Builder
 	sc := bufio.NewScanner(stderr)
 	for url == "" && sc.Scan() {
+		printed.WriteString(sc.Text() + "\n")
 		if m := apiLine.FindStringSubmatch(sc.Text()); m != nil {
 			url = m[1]
 		}
@@ -279,8 +286,8 @@ func TestNewProjectWorksOutsideStilesTree(t *testing.T) {
 		for sc.Scan() {
 		}
 	}()
-	require.NotEmpty(t, url)
-	res, err := client.New(url, "t0k", nil).Tenant("acme").Command(context.Background(), api.Command{ID: "p1", Aggregate: "order",
+	require.NotEmpty(t, url, "stile dev printed its address:\n%s", printed.String())
+	res, err := client.New(url, testSecret, nil).Tenant("acme").Command(context.Background(), api.Command{ID: "p1", Aggregate: "order",
 		AggregateID: "o-1", Type: "Place", Data: []byte(`{"total":500,"email":"ada@example.com"}`)})
 	require.NoError(t, err)
 	require.Equal(t, "order:o-1", res.Stream)
@@ -288,7 +295,7 @@ func TestNewProjectWorksOutsideStilesTree(t *testing.T) {
 	// go tool stile work runs the project's handlers: its notify policy
 	// calls the provider for the placed order. Without --handlers it says
 	// what to pass.
-	noHandlers := exec.Command("go", "tool", "stile", "work", "--token", "t0k", "--url", url)
+	noHandlers := exec.Command("go", "tool", "stile", "work", "--token", testSecret, "--url", url)
 	noHandlers.Dir = dir
 	refused, err := noHandlers.CombinedOutput()
 	require.Error(t, err)
@@ -302,7 +309,7 @@ func TestNewProjectWorksOutsideStilesTree(t *testing.T) {
 		w.Write([]byte(`{"id":"n-1"}`))
 	}))
 	defer provider.Close()
-	work := exec.Command("go", "tool", "stile", "work", "--token", "t0k", "--url", url, "--tenant", "acme", "--handlers", "./handlers")
+	work := exec.Command("go", "tool", "stile", "work", "--token", testSecret, "--url", url, "--tenant", "acme", "--handlers", "./handlers")
 	work.Dir = dir
 	work.Env = append(os.Environ(), "PROVIDER_URL="+provider.URL)
 	var workOut syncBuffer

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -30,6 +28,7 @@ import (
 	"github.com/stile-run/stile/host/wazerohost"
 	"github.com/stile-run/stile/internal/wasmbuild"
 	"github.com/stile-run/stile/server"
+	"github.com/stile-run/stile/token"
 )
 
 func runDev(args []string) error {
@@ -95,8 +94,20 @@ func runDev(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	token, err := findToken(*data, *tokenFlag, true)
+	secret, secretFrom, err := devSecret(*data, *tokenFlag)
 	if err != nil {
+		return err
+	}
+	if err := token.CheckSecret(secretFrom, secret); err != nil {
+		return fmt.Errorf("stile dev will not start with a weak secret: %w", err)
+	}
+	if *nextToken != "" {
+		if err := token.CheckSecret("--next-token", *nextToken); err != nil {
+			return fmt.Errorf("stile dev will not start with a weak secret: %w", err)
+		}
+	}
+	revokedPath := filepath.Join(*data, "revoked")
+	if err := ensureRevokedFile(revokedPath); err != nil {
 		return err
 	}
 	started := time.Now()
@@ -142,7 +153,16 @@ func runDev(args []string) error {
 	var warnings []string
 	stopChild := func() {}
 	if *handlers != "" {
-		child, err := process.Start(ctx, exePath, base, token, os.Stderr)
+		// The handlers run as a worker, not as the admin: their code gets
+		// a worker token for every tenant, minted for this run, never the
+		// secret. Pushes to them carry it too.
+		workerToken, err := token.Mint(secret, token.Claims{ID: "stile-dev-handlers", Scope: "*", Role: api.RoleWorker,
+			Exp: time.Now().Add(handlersTokenTTL).Unix()})
+		if err != nil {
+			factory.Close()
+			return err
+		}
+		child, err := process.Start(ctx, exePath, base, workerToken, os.Stderr)
 		if err != nil {
 			factory.Close()
 			return fmt.Errorf("start the handlers of %s: %w", *handlers, err)
@@ -150,7 +170,7 @@ func runDev(args []string) error {
 		var once sync.Once
 		stopChild = func() { once.Do(func() { child.Stop(10 * time.Second) }) }
 		defer stopChild()
-		pusher = executor.Remote{URL: child.URL, Token: token}
+		pusher = executor.Remote{URL: child.URL, Token: workerToken}
 		running = fmt.Sprintf("  handlers of %s running: %s, pushed by the tenants to %s\n", *handlers,
 			process.Handles(child.Kinds, child.Reactions), child.URL)
 		warnings = unhandled(registered, child.Ready, *handlers)
@@ -163,7 +183,7 @@ func runDev(args []string) error {
 	}
 	defer m.Close()
 	mx := metrics.New(m)
-	opts := []server.Option{server.WithRequestLog(log), server.WithObserver(mx), server.WithRevoked(revokedFile(filepath.Join(*data, "revoked"))),
+	opts := []server.Option{server.WithRequestLog(log), server.WithObserver(mx), server.WithRevoked(revokedFile(revokedPath)),
 		server.WithBodyTimeout(*bodyTimeout)}
 	if *nextToken != "" {
 		opts = append(opts, server.WithRotation(*nextToken))
@@ -171,12 +191,12 @@ func runDev(args []string) error {
 	if quota > 0 {
 		opts = append(opts, server.WithTenantQuota(quota))
 	}
-	srv, err := server.New(m, token, opts...)
+	srv, err := server.New(m, secret, opts...)
 	if err != nil {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", mx.Handler(token))
+	mux.Handle("/metrics", mx.Handler(secret))
 	mux.Handle(console.Path, console.Handler())
 	mux.Handle(console.Path+"/", console.Handler())
 	mux.Handle("/", srv)
@@ -203,6 +223,14 @@ func runDev(args []string) error {
 			runIt = "go tool stile work --handlers <your handler package>   # runs it and reports back"
 		}
 	}
+	// The banner names where the secret is, never the secret: a terminal
+	// or a CI log is no place for the admin token.
+	tokenLine, exportToken := "from "+secretFrom, "<the secret>"
+	if secretFrom != "--token" && secretFrom != "STILE_TOKEN" {
+		tokenLine, exportToken = "in "+secretFrom+" (the admin secret; mint scoped tokens with `stile token mint`)", "$(cat "+secretFrom+")"
+	} else if secretFrom == "STILE_TOKEN" {
+		exportToken = "$STILE_TOKEN"
+	}
 	built := "module"
 	if *handlers != "" {
 		built = "module and handlers"
@@ -220,7 +248,7 @@ try it:
   %s
   curl -s -H "Authorization: Bearer $STILE_TOKEN" %s/v1/t/acme/jobs/1
 
-`, name, built, time.Since(started).Round(time.Millisecond), len(wasm)>>10, running, base, base, token, *data, token, job, base, runIt, base)
+`, name, built, time.Since(started).Round(time.Millisecond), len(wasm)>>10, running, base, base, tokenLine, *data, exportToken, job, base, runIt, base)
 	for _, w := range warnings {
 		fmt.Fprintln(os.Stderr, "stile dev: warning:", w)
 	}
@@ -294,9 +322,9 @@ func unhandled(module api.Status, handlers process.Ready, pkg string) []string {
 	return out
 }
 
-// findToken is the flag, else $STILE_TOKEN, else the token `stile dev`
-// keeps in <data>/token, which it generates on first use.
-func findToken(data, flagValue string, generate bool) (string, error) {
+// findToken is a client's credential: the flag, else $STILE_TOKEN, else
+// the secret `stile dev` keeps in <data>/token.
+func findToken(data, flagValue string) (string, error) {
 	if flagValue != "" {
 		return flagValue, nil
 	}
@@ -307,26 +335,39 @@ func findToken(data, flagValue string, generate bool) (string, error) {
 	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
 		return strings.TrimSpace(string(b)), nil
 	}
-	if !generate {
-		return "", errors.New("no token: pass --token, set STILE_TOKEN, or start `stile dev` in this directory first")
-	}
-	var b [24]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", err
-	}
-	token := hex.EncodeToString(b[:])
-	if err := os.MkdirAll(data, 0o755); err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
-		return "", err
-	}
-	return token, nil
+	return "", fmt.Errorf("no token: pass --token, set STILE_TOKEN, or run `stile dev` here first (it keeps its secret in %s)", path)
 }
 
 // defaultIdleTimeout is how long stile dev keeps an idle keep-alive
 // connection.
 const defaultIdleTimeout = time.Minute
+
+// devSecret is stile dev's secret and where it is from: --token, else
+// $STILE_TOKEN, else <data>/token, which it generates (`stile token
+// secret`) on first use.
+func devSecret(data, flagValue string) (secret, from string, err error) {
+	if flagValue != "" {
+		return flagValue, "--token", nil
+	}
+	if env := os.Getenv("STILE_TOKEN"); env != "" {
+		return env, "STILE_TOKEN", nil
+	}
+	path := filepath.Join(data, "token")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b)), path, nil
+	}
+	if secret, err = newSecret(); err != nil {
+		return "", "", err
+	}
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return "", "", err
+	}
+	return secret, path, writeAtomic(path, []byte(secret+"\n"))
+}
+
+// handlersTokenTTL is how long the worker token of stile dev's handlers
+// lasts: longer than any one run.
+const handlersTokenTTL = 365 * 24 * time.Hour
 
 // defaultMaxMemory is stile dev's bound on open instances' memory.
 const defaultMaxMemory = "1GiB"

@@ -103,7 +103,7 @@ func TestDevWithHandlersIsReadyBeforeItAnswers(t *testing.T) {
 	logFile, err := os.Create(logPath)
 	require.NoError(t, err)
 	defer logFile.Close()
-	cmd := exec.Command(bin, "dev", "--addr", addr, "--data", t.TempDir(), "--token", "dev-token",
+	cmd := exec.Command(bin, "dev", "--addr", addr, "--data", t.TempDir(), "--token", testSecret,
 		"--handlers", "./cmd/stile/defaultapp/handlers")
 	cmd.Dir = root
 	cmd.Stderr = logFile
@@ -127,7 +127,7 @@ func TestDevWithHandlersIsReadyBeforeItAnswers(t *testing.T) {
 	before, err := os.ReadFile(logPath)
 	require.NoError(t, err)
 
-	acme := client.New(d.url, "dev-token", nil).Tenant("acme")
+	acme := client.New(d.url, testSecret, nil).Tenant("acme")
 	var ids []string
 	for i := range 100 {
 		j, err := acme.Enqueue(ctx, api.EnqueueRequest{Kind: "echo", Args: json.RawMessage(`{"n":` + strconv.Itoa(i) + `}`)})
@@ -156,7 +156,7 @@ func TestDevWarnsAboutWorkNoHandlerHandles(t *testing.T) {
 	bin := stile(t)
 	root, _ := filepath.Abs("../..")
 	data := t.TempDir()
-	d := startDev(t, bin, root, "--data", data, "--token", "dev-token", "--handlers", "./cmd/stile/testdata/partial/handlers",
+	d := startDev(t, bin, root, "--data", data, "--token", testSecret, "--handlers", "./cmd/stile/testdata/partial/handlers",
 		"./cmd/stile/testdata/partial/tenant")
 	kind := regexp.MustCompile(`warning: job kind "forgotten" \(queue later\) has no handler in \./cmd/stile/testdata/partial/handlers`)
 	policy := regexp.MustCompile(`warning: policy "unheard" has no handler in \./cmd/stile/testdata/partial/handlers`)
@@ -171,7 +171,7 @@ func TestDevWarnsAboutWorkNoHandlerHandles(t *testing.T) {
 	entries, err := os.ReadDir(filepath.Join(data, "tenants"))
 	require.NoError(t, err)
 	require.Empty(t, entries, "no tenant was created")
-	tenants, err := client.New(d.url, "dev-token", nil).Tenants(context.Background(), api.TenantsQuery{})
+	tenants, err := client.New(d.url, testSecret, nil).Tenants(context.Background(), api.TenantsQuery{})
 	require.NoError(t, err)
 	require.Empty(t, tenants.Tenants, "the directory lists no tenant")
 }
@@ -181,7 +181,7 @@ func TestDevWarnsAboutWorkNoHandlerHandles(t *testing.T) {
 func TestDevRefusesAHandlerPackageThatDoesNotBuild(t *testing.T) {
 	bin := stile(t)
 	root, _ := filepath.Abs("../..")
-	cmd := exec.Command(bin, "dev", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--token", "t", "--handlers", "./no/such/handlers")
+	cmd := exec.Command(bin, "dev", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--token", testSecret, "--handlers", "./no/such/handlers")
 	cmd.Dir = root
 	b, err := cmd.CombinedOutput()
 	require.Error(t, err)

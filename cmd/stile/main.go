@@ -28,7 +28,7 @@ operate a deployment (stile dev or a Worker; --url, --token, --tenant, --json):
   tenants       the tenant directory
   migrate       apply pending migrations (and retry failed ones) in one tenant or all
   export        a tenant's state, one JSON page a line (--out FILE); import --in FILE into an empty tenant
-  token         mint a scoped token: --scope, --role, --ttl (docs/SECURITY.md)
+  token         mint a scoped token (--scope, --role, --ttl), revoke one, or make a secret (docs/SECURITY.md)
 Exit codes: 0 done, 2 usage, 3 refused, 4 not found, 5 unreachable, 1 anything else.
   version       print the version
 

@@ -122,7 +122,7 @@ func (o *ops) parse(args []string) ([]string, error) {
 }
 
 func (o *ops) client() (*client.Client, error) {
-	token, err := findToken(*o.data, *o.token, false)
+	token, err := findToken(*o.data, *o.token)
 	if err != nil {
 		return nil, &exitError{exitUsage, err}
 	}

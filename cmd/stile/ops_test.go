@@ -251,7 +251,7 @@ func TestTokensMintedAndRevokedAgainstStileDev(t *testing.T) {
 	out, err := mint.Output()
 	require.NoError(t, err)
 	tok := strings.TrimSpace(string(out))
-	require.True(t, strings.HasPrefix(tok, "stile1."))
+	require.True(t, strings.HasPrefix(tok, "stile2."))
 	ten := client.New(url, tok, nil).Tenant("acme")
 	_, err = ten.Status(context.Background())
 	require.NoError(t, err, "a reader reads")
@@ -269,4 +269,22 @@ func TestTokensMintedAndRevokedAgainstStileDev(t *testing.T) {
 	_, err = ten.Status(context.Background())
 	require.Equal(t, api.CodeUnauthorized, client.Code(err))
 	require.ErrorContains(t, err, "the token was revoked")
+
+	// A revoked list that cannot be read fails closed: no scoped token
+	// passes (a revoked one must not), the secret still does.
+	mint = exec.Command(bin, "token", "mint", "--scope", "acme", "--role", "reader", "--ttl", "1h", "--id", "r2", "--data", data)
+	mint.Env = append(os.Environ(), "STILE_TOKEN=")
+	out, err = mint.Output()
+	require.NoError(t, err)
+	r2 := client.New(url, strings.TrimSpace(string(out)), nil).Tenant("acme")
+	_, err = r2.Status(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(filepath.Join(data, "revoked")))
+	_, err = r2.Status(context.Background())
+	require.Equal(t, api.CodeRevocationsUnavailable, client.Code(err))
+	require.ErrorContains(t, err, "the list of revoked tokens cannot be read")
+	secret, err := os.ReadFile(filepath.Join(data, "token"))
+	require.NoError(t, err)
+	_, err = client.New(url, strings.TrimSpace(string(secret)), nil).Tenant("acme").Status(context.Background())
+	require.NoError(t, err, "the secret still works")
 }

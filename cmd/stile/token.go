@@ -1,9 +1,13 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -20,8 +24,19 @@ func runToken(args []string) error {
 	if len(args) > 0 && args[0] == "revoke" {
 		return revokeToken(args[1:])
 	}
+	if len(args) > 0 && args[0] == "secret" {
+		if len(args) > 1 {
+			return &exitError{exitUsage, errors.New("stile token secret takes no arguments")}
+		}
+		s, err := newSecret()
+		if err != nil {
+			return err
+		}
+		fmt.Println(s)
+		return nil
+	}
 	if len(args) == 0 || args[0] != "mint" {
-		return &exitError{exitUsage, errors.New("stile token mint --scope TENANT|PREFIX*|* --role ROLE --ttl DURATION [--id ID] | stile token revoke ID")}
+		return &exitError{exitUsage, errors.New("stile token mint --scope TENANT|PREFIX*|* --role ROLE --ttl DURATION [--id ID] | stile token revoke ID | stile token secret")}
 	}
 	fs := flag.NewFlagSet("token mint", flag.ContinueOnError)
 	scope := fs.String("scope", "", "a tenant, a tenant prefix (acme-*) or * for every tenant")
@@ -33,7 +48,10 @@ func runToken(args []string) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return &exitError{exitUsage, err}
 	}
-	key, err := findToken(*data, *secret, false)
+	if *ttl <= 0 {
+		return &exitError{exitUsage, fmt.Errorf("--ttl %s: a token needs a positive lifetime (720h, say)", *ttl)}
+	}
+	key, err := findSecret(*data, *secret)
 	if err != nil {
 		return &exitError{exitUsage, err}
 	}
@@ -78,7 +96,7 @@ func revokeToken(args []string) error {
 	if err := os.MkdirAll(*data, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, []byte(strings.Join(list, "\n")+"\n"), 0o600); err != nil {
+	if err := writeAtomic(path, []byte(strings.Join(list, "\n")+"\n")); err != nil {
 		return err
 	}
 	fmt.Printf("revoked %s for stile dev (%s)\non Cloudflare, set the Worker's list and it applies at once:\n  echo %s | stile wrangler secret put STILE_REVOKED\n",
@@ -86,22 +104,119 @@ func revokeToken(args []string) error {
 	return nil
 }
 
-// revokedFile reads a revoked list when it changed (stat per request).
-func revokedFile(path string) func() map[string]bool {
+// newSecret is a strong deployment secret: 32 random bytes, base64url.
+func newSecret() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// findSecret is the secret that signs tokens: --secret, else $STILE_TOKEN,
+// else stile dev's <data>/token. A weak one is refused.
+func findSecret(data, flagValue string) (string, error) {
+	secret, name := flagValue, "--secret"
+	if secret == "" {
+		secret, name = os.Getenv("STILE_TOKEN"), "STILE_TOKEN"
+	}
+	if secret == "" {
+		path := filepath.Join(data, "token")
+		b, err := os.ReadFile(path)
+		if err != nil || strings.TrimSpace(string(b)) == "" {
+			return "", fmt.Errorf("no secret: pass --secret, set STILE_TOKEN, or run `stile dev` here first (it keeps one in %s; --data names another directory)", path)
+		}
+		secret, name = strings.TrimSpace(string(b)), path
+	}
+	return secret, token.CheckSecret(name, secret)
+}
+
+// writeAtomic replaces path with b whole: a reader sees the old content
+// or the new, never a part (a temporary file, synced, renamed over it).
+func writeAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // no-op once renamed
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// revokedFile reads the revoked list at path when it changed: it stats
+// the path per request and reads it again when it is another file (each
+// `stile token revoke` renames a new one over it), or its time or size
+// changed. It fails closed: a list that cannot be read (or is gone) is an
+// error, and the server then refuses every scoped token until it can.
+func revokedFile(path string) func() (map[string]bool, error) {
 	var mu sync.Mutex
-	var mod time.Time
-	ids := map[string]bool{}
-	return func() map[string]bool {
+	var seen os.FileInfo
+	var ids map[string]bool
+	return func() (map[string]bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		st, err := os.Stat(path)
 		if err != nil {
-			return map[string]bool{}
+			seen = nil
+			return nil, fmt.Errorf("the revoked list: %w", err)
 		}
-		if !st.ModTime().Equal(mod) {
-			b, _ := os.ReadFile(path)
-			ids, mod = token.ParseRevoked(string(b)), st.ModTime()
+		if seen != nil && os.SameFile(seen, st) && st.ModTime().Equal(seen.ModTime()) && st.Size() == seen.Size() {
+			return ids, nil
 		}
-		return ids
+		f, err := os.Open(path)
+		if err != nil {
+			seen = nil
+			return nil, fmt.Errorf("the revoked list: %w", err)
+		}
+		defer f.Close()
+		// What was read is keyed by the file it was read from: a rewrite
+		// in place while reading leaves another time or size behind.
+		fst, err := f.Stat()
+		if err != nil {
+			seen = nil
+			return nil, fmt.Errorf("the revoked list: %w", err)
+		}
+		b, err := io.ReadAll(f)
+		if err != nil {
+			seen = nil
+			return nil, fmt.Errorf("the revoked list: %w", err)
+		}
+		ids, seen = token.ParseRevoked(string(b)), fst
+		return ids, nil
 	}
+}
+
+// ensureRevokedFile creates an empty revoked list at path if there is none,
+// so that a list gone later is noticed (and fails closed) rather than read
+// as "nothing revoked".
+func ensureRevokedFile(path string) error {
+	_, err := os.Stat(path)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return writeAtomic(path, nil)
 }

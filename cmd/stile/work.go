@@ -55,7 +55,7 @@ func runWork(args []string) error {
 	if err != nil {
 		return err
 	}
-	token, err := findToken(*data, *tokenFlag, false)
+	token, err := findToken(*data, *tokenFlag)
 	if err != nil {
 		return err
 	}

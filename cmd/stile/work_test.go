@@ -23,13 +23,13 @@ import (
 func TestWorkRunsTheHandlerPackage(t *testing.T) {
 	bin := stile(t)
 	root, _ := filepath.Abs("../..")
-	d := startDev(t, bin, root, "--data", t.TempDir(), "--token", "dev-token", "--quiet", "./cmd/stile/testdata/partial/tenant")
+	d := startDev(t, bin, root, "--data", t.TempDir(), "--token", testSecret, "--quiet", "./cmd/stile/testdata/partial/tenant")
 	ctx := context.Background()
-	acme := client.New(d.url, "dev-token", nil).Tenant("acme")
+	acme := client.New(d.url, testSecret, nil).Tenant("acme")
 	j, err := acme.Enqueue(ctx, api.EnqueueRequest{Kind: "greet", Args: json.RawMessage(`{"name":"ada"}`)})
 	require.NoError(t, err)
 
-	work := exec.Command(bin, "work", "--url", d.url, "--token", "dev-token", "--tenant", "acme",
+	work := exec.Command(bin, "work", "--url", d.url, "--token", testSecret, "--tenant", "acme",
 		"--handlers", "./cmd/stile/testdata/partial/handlers")
 	work.Dir = root
 	var out syncBuffer

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -27,6 +28,9 @@ type Args struct {
 	SleepMs int `json:"sleep_ms,omitempty"`
 	// FailTimes makes the first attempts fail, that many.
 	FailTimes int64 `json:"fail_times,omitempty"`
+	// Credential makes the output tell what the handler code finds as
+	// STILE_TOKEN in its environment.
+	Credential bool `json:"credential,omitempty"`
 }
 
 // RefundPolicy, AuditPolicy and ExpiryProcess are testapp's, spelt out:
@@ -150,6 +154,9 @@ func echo(ctx context.Context, j *worker.Job) (any, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	}
+	if a.Credential {
+		return map[string]any{"attempt": j.Attempt, "credential": os.Getenv("STILE_TOKEN")}, nil
 	}
 	if a.Provider == "" {
 		return map[string]any{"attempt": j.Attempt}, nil

@@ -21,7 +21,12 @@
 // (package worker), and configuration errors.
 //
 // The Worker's string vars and secrets are the process environment of the
-// handlers (os.Getenv), as natively. Stile reads: STILE_TOKEN (required), and
+// handlers (os.Getenv), as natively, but for the deployment's secrets
+// (Secrets): handler code runs as a worker. A push carries a worker token
+// for its tenant that the tenant's object minted for it (api.PushTokenTTL);
+// the executor verifies it and its calls to that tenant carry it. Stile
+// reads: STILE_TOKEN (required, to verify pushes; STILE_TOKEN_NEXT and
+// STILE_REVOKED too), and
 // optionally STILE_EXECUTOR_CONCURRENCY (handlers at once, default 6: a
 // Worker keeps at most 6 connections open), STILE_EXECUTOR_BUDGET_MS
 // (default 25000: Cloudflare ends waitUntil work 30 s after the response)

@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/token"
 	"github.com/stile-run/stile/worker"
 )
 
@@ -43,6 +45,8 @@ var ErrNoTenant = errors.New("the request's path names no tenant")
 // secrets.
 type settings struct {
 	token       string
+	next        string // STILE_TOKEN_NEXT, during a rotation
+	revoked     string // STILE_REVOKED
 	concurrency int
 	budget      time.Duration
 	subrequests int64
@@ -51,9 +55,12 @@ type settings struct {
 // readSettings reads the settings through getenv ("" for a var the
 // Worker does not have).
 func readSettings(getenv func(string) string) (settings, error) {
-	s := settings{token: getenv("STILE_TOKEN")}
+	s := settings{token: getenv("STILE_TOKEN"), next: getenv("STILE_TOKEN_NEXT"), revoked: getenv("STILE_REVOKED")}
 	if s.token == "" {
 		return s, fmt.Errorf("%w: the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`", ErrMisconfigured)
+	}
+	if err := token.CheckSecret("STILE_TOKEN", s.token); err != nil {
+		return s, fmt.Errorf("%w: %w", ErrMisconfigured, err)
 	}
 	var err error
 	if s.concurrency, err = envInt(getenv, "STILE_EXECUTOR_CONCURRENCY", DefaultConcurrency); err != nil {
@@ -96,6 +103,67 @@ func (s settings) budgetFrom(start time.Time, requests *atomic.Int64) worker.Bud
 // lastCall is when an invocation started at start cuts its calls to the
 // object.
 func (s settings) lastCall(start time.Time) time.Time { return start.Add(s.budget + LastCalls) }
+
+// Secrets are the Worker's variables the handler code never sees in its
+// environment: the deployment's secrets and its revoked list.
+var Secrets = []string{"STILE_TOKEN", "STILE_TOKEN_NEXT", "STILE_REVOKED"}
+
+// pushTokens authorizes pushes by the token each carries, a worker token
+// for the push's tenant that the tenant's object minted for it, and keeps
+// the latest per tenant: the push's calls to the object carry it. The
+// handler code holds no other credential (not the secret).
+type pushTokens struct {
+	keys     token.Keys
+	mu       sync.Mutex
+	byTenant map[string]string
+}
+
+func newPushTokens(s settings) *pushTokens {
+	return &pushTokens{keys: token.Keys{Secret: s.token, Next: s.next, Revoked: token.ParseRevoked(s.revoked)}, byTenant: map[string]string{}}
+}
+
+// authorize accepts a push whose bearer is a worker token covering its
+// tenant (executor.Config.Authorize).
+func (t *pushTokens) authorize(bearer string, p api.PushRequest, now time.Time) error {
+	c, err := t.keys.Verify(bearer, now)
+	if err != nil {
+		return fmt.Errorf("a push carries a worker token for its tenant: %w", err)
+	}
+	if c.Role != api.RoleWorker || !c.Covers(p.Tenant) {
+		return fmt.Errorf("a push carries a worker token for its tenant: this is a %s token for %s, and the push is for %s", c.Role, c.Scope, p.Tenant)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.byTenant[p.Tenant] = bearer
+	return nil
+}
+
+// forTenant is the token of the latest push for tenant ("" if none came).
+func (t *pushTokens) forTenant(tenant string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.byTenant[tenant]
+}
+
+// withPushToken makes each call to a tenant's object carry the token of
+// that tenant's latest push.
+type withPushToken struct {
+	next   http.RoundTripper
+	tokens *pushTokens
+}
+
+func (w *withPushToken) RoundTrip(r *http.Request) (*http.Response, error) {
+	tenant, err := tenantOf(r)
+	if err != nil {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return nil, err
+	}
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+w.tokens.forTenant(tenant))
+	return w.next.RoundTrip(r)
+}
 
 // tenantOf is the tenant an API request is for: its object is the one
 // the request goes to.

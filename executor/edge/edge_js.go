@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall/js"
@@ -70,15 +71,19 @@ func newHandler(register func(*worker.Worker), start time.Time, requests *atomic
 	var id [4]byte
 	rand.Read(id[:])
 	tr := tracing(log)
-	w, err := worker.New(worker.Config{URL: "https://stile.internal", Token: s.token, ID: "edge-" + hex.EncodeToString(id[:]),
+	// The worker calls each tenant with the worker token of its push (the
+	// placeholder below is replaced on every call): never the secret.
+	tokens := newPushTokens(s)
+	w, err := worker.New(worker.Config{URL: "https://stile.internal", Token: "the-push-token", ID: "edge-" + hex.EncodeToString(id[:]),
 		Concurrency: s.concurrency, Logger: log, Tracer: tr.Tracer,
-		HTTPClient: &http.Client{Transport: tr.Transport(&counted{next: &stubs{ns: ns, limit: s.lastCall(start)}, n: requests})}})
+		HTTPClient: &http.Client{Transport: tr.Transport(&counted{next: &withPushToken{next: &stubs{ns: ns, limit: s.lastCall(start)}, tokens: tokens}, n: requests})}})
 	if err != nil {
 		return nil, err
 	}
 	register(w)
 	var bg sync.WaitGroup
-	return executor.New(w, executor.Config{Token: s.token, Logger: log, AfterPush: tr.Flush,
+	return executor.New(w, executor.Config{Logger: log, AfterPush: tr.Flush,
+		Authorize: func(bearer string, p api.PushRequest) error { return tokens.authorize(bearer, p, time.Now()) },
 		Budget: func() worker.Budget {
 			b := s.budgetFrom(time.Now(), requests)
 			// The spans' one request at the end is kept out of what the
@@ -94,7 +99,8 @@ func newHandler(register func(*worker.Worker), start time.Time, requests *atomic
 
 // importEnv makes the Worker's string vars and secrets the process
 // environment, so a handler package reads its configuration with
-// os.Getenv alike natively and at the edge.
+// os.Getenv alike natively and at the edge; but for the deployment's own
+// secrets (Secrets), which handler code has no use for.
 func importEnv() {
 	env := js.Global().Get("context").Get("env") // syumai/workers' runtime context
 	if env.Type() != js.TypeObject {
@@ -103,6 +109,9 @@ func importEnv() {
 	keys := js.Global().Get("Object").Call("keys", env)
 	for i := range keys.Length() {
 		k := keys.Index(i).String()
+		if slices.Contains(Secrets, k) {
+			continue
+		}
 		if v := env.Get(k); v.Type() == js.TypeString {
 			os.Setenv(k, v.String())
 		}

@@ -15,21 +15,26 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/token"
 )
+
+const secret = "edge-secret-0123456789-abcdefghijklm"
 
 func vars(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestSettingsDefaultAndRead(t *testing.T) {
 	t.Parallel()
-	s, err := readSettings(vars(map[string]string{"STILE_TOKEN": "t"}))
+	s, err := readSettings(vars(map[string]string{"STILE_TOKEN": secret}))
 	require.NoError(t, err)
-	require.Equal(t, settings{token: "t", concurrency: DefaultConcurrency, budget: DefaultBudgetMs * time.Millisecond,
+	require.Equal(t, settings{token: secret, concurrency: DefaultConcurrency, budget: DefaultBudgetMs * time.Millisecond,
 		subrequests: DefaultSubrequests}, s)
 
-	s, err = readSettings(vars(map[string]string{"STILE_TOKEN": "t", "STILE_EXECUTOR_CONCURRENCY": "2",
+	s, err = readSettings(vars(map[string]string{"STILE_TOKEN": secret, "STILE_EXECUTOR_CONCURRENCY": "2",
 		"STILE_EXECUTOR_BUDGET_MS": "1500", "STILE_EXECUTOR_SUBREQUESTS": "50"}))
 	require.NoError(t, err)
-	require.Equal(t, settings{token: "t", concurrency: 2, budget: 1500 * time.Millisecond, subrequests: 50}, s)
+	require.Equal(t, settings{token: secret, concurrency: 2, budget: 1500 * time.Millisecond, subrequests: 50}, s)
 }
 
 func TestSettingsRefused(t *testing.T) {
@@ -39,7 +44,7 @@ func TestSettingsRefused(t *testing.T) {
 	require.ErrorContains(t, err, "STILE_TOKEN")
 	for _, name := range []string{"STILE_EXECUTOR_CONCURRENCY", "STILE_EXECUTOR_BUDGET_MS", "STILE_EXECUTOR_SUBREQUESTS"} {
 		for _, v := range []string{"0", "-3", "ten", "1.5"} {
-			_, err := readSettings(vars(map[string]string{"STILE_TOKEN": "t", name: v}))
+			_, err := readSettings(vars(map[string]string{"STILE_TOKEN": secret, name: v}))
 			require.ErrorIs(t, err, ErrMisconfigured, "%s=%s", name, v)
 			require.ErrorContains(t, err, name+` is "`+v+`": set a positive whole number`)
 		}
@@ -87,3 +92,50 @@ func TestTheObjectOfARequestIsItsTenants(t *testing.T) {
 		require.True(t, errors.Is(err, ErrNoTenant), "%s: %v", path, err)
 	}
 }
+
+// TestWeakSecretRefused: the edge executor does not start with a weak
+// secret, as the Worker's entry refuses to serve with one.
+func TestWeakSecretRefused(t *testing.T) {
+	t.Parallel()
+	_, err := readSettings(vars(map[string]string{"STILE_TOKEN": "t"}))
+	require.ErrorIs(t, err, ErrMisconfigured)
+	require.ErrorContains(t, err, "STILE_TOKEN is too weak")
+}
+
+// TestPushTokens: a push is accepted with a worker token for its tenant
+// (what the tenant's object mints for it), never with the secret or
+// another role's or tenant's token, and the push's calls to the object
+// carry that token.
+func TestPushTokens(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_800_000_000, 0)
+	tokens := newPushTokens(settings{token: secret, revoked: "gone"})
+	mint := func(id, scope string, role api.Role) string {
+		tok, err := token.Mint(secret, token.Claims{ID: id, Scope: scope, Role: role, Exp: now.Add(time.Minute).Unix()})
+		require.NoError(t, err)
+		return tok
+	}
+	push := api.PushRequest{Tenant: "acme", ID: "p1"}
+	for _, bad := range []string{secret, mint("w", "globex", api.RoleWorker), mint("a", "*", api.RoleAdmin), mint("gone", "acme", api.RoleWorker)} {
+		require.Error(t, tokens.authorize(bad, push, now))
+	}
+	require.Empty(t, tokens.forTenant("acme"), "a refused push leaves no token")
+	good := mint("edge-push", "acme", api.RoleWorker)
+	require.NoError(t, tokens.authorize(good, push, now))
+
+	var got []string
+	rt := &withPushToken{tokens: tokens, next: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		got = append(got, r.Header.Get("Authorization"))
+		return httptest.NewRecorder().Result(), nil
+	})}
+	r := httptest.NewRequest("POST", "https://stile.internal/v1/t/acme/claims", nil)
+	r.Header.Set("Authorization", "Bearer the-push-token")
+	_, err := rt.RoundTrip(r)
+	require.NoError(t, err)
+	require.Equal(t, []string{"Bearer " + good}, got)
+	require.Equal(t, "Bearer the-push-token", r.Header.Get("Authorization"), "the caller's request is not changed")
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -19,7 +19,7 @@ import (
 	"github.com/stile-run/stile/stiletest"
 )
 
-const token = "contract-token"
+const token = "contract-token-0123456789-abcdefghij"
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 

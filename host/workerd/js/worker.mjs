@@ -5,7 +5,7 @@
 // from the Go API package) and tenant.wasm.
 
 import wasm from "./tenant.wasm";
-import { authenticate, covers } from "./token.mjs";
+import { authenticate, covers, pushToken } from "./token.mjs";
 import { CONSOLE, CONSOLE_PATH } from "./console.mjs";
 import {
   decodeResponse, encodeRequest, instantiate, validTraceparent,
@@ -82,7 +82,7 @@ export default {
       return internal("the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`");
     }
     const who = await authenticate(request.headers.get("authorization") ?? "", env);
-    if (who.refusal) return json(401, who.refusal);
+    if (who.refusal) return json(who.status ?? 401, who.refusal);
     const path = decodedPath(url);
     if (path === TENANTS_PATH && who.scope !== "*") {
       return forbidden(`this token is for ${who.scope}: listing the tenants needs a token for every tenant (*)`);
@@ -302,9 +302,12 @@ export class Tenant {
   async deliver(plan, id) {
     let why;
     try {
+      // The executor gets a worker token for this tenant, never the
+      // secret: its handler code runs as a worker.
+      const push = await pushToken(this.env.STILE_TOKEN, plan.tenant);
       const res = await this.env.EXECUTOR.fetch(new Request("https://executor" + EXECUTOR_PATH, {
         method: "POST",
-        headers: { authorization: `Bearer ${this.env.STILE_TOKEN}`, "content-type": "application/json" },
+        headers: { authorization: `Bearer ${push}`, "content-type": "application/json" },
         body: JSON.stringify({ tenant: plan.tenant, id, jobs: plan.jobs, kinds: plan.kinds, reactions: plan.reactions, linger_ms: plan.linger_ms }),
       }));
       if (res.status === 202) return;
@@ -329,7 +332,7 @@ export class Tenant {
       return internal("the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`");
     }
     const who = await authenticate(request.headers.get("authorization") ?? "", this.env);
-    if (who.refusal) return json(401, who.refusal);
+    if (who.refusal) return json(who.status ?? 401, who.refusal);
     const url = new URL(request.url);
     const path = decodedPath(url);
     const tenant = tenantOf(path);
@@ -439,7 +442,7 @@ export class Directory {
 
   async fetch(request) {
     const who = await authenticate(request.headers.get("authorization") ?? "", this.env);
-    if (who.refusal) return json(401, who.refusal);
+    if (who.refusal) return json(who.status ?? 401, who.refusal);
     const url = new URL(request.url);
     if (url.pathname === "/notify" && request.method === "POST") {
       if (!who.admin) return forbidden("only the deployment's tenants note themselves in the directory");
