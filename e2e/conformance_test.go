@@ -1307,18 +1307,7 @@ func scenarioScopedTokens(s *scenario) {
 		return tok
 	}
 	later := time.Now().Add(time.Hour)
-	call := func(tok, method, path, body string) (int, string) {
-		t.Helper()
-		h := http.Header{}
-		h.Set("Authorization", "Bearer "+tok)
-		var b []byte
-		if body != "" {
-			b = []byte(body)
-		}
-		status, out, err := s.tg.client().Raw(s.ctx, method, path, b, h)
-		require.NoError(t, err)
-		return status, string(out)
-	}
+	call := s.callAs
 	param := regexp.MustCompile(`\{[a-z]+\}`)
 	for _, role := range api.Roles {
 		tok := mint("*", role, later)
@@ -1432,6 +1421,21 @@ func tokenpkgMint(secret, tenant string) (string, error) {
 	return stiletoken.Mint(secret, stiletoken.Claims{ID: "forger", Scope: tenant, Role: api.RoleAdmin, Exp: time.Now().Add(time.Hour).Unix()})
 }
 
+// callAs sends a request with tok as its bearer token, and returns the
+// status and the body.
+func (s *scenario) callAs(tok, method, path, body string) (int, string) {
+	s.t.Helper()
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+tok)
+	var b []byte
+	if body != "" {
+		b = []byte(body)
+	}
+	status, out, err := s.tg.client().Raw(s.ctx, method, path, b, h)
+	require.NoError(s.t, err)
+	return status, string(out)
+}
+
 // scenarioTenantsExistOnceCreated: a tenant that was never created answers
 // 404 tenant_not_found to reads and to writes of roles that may not create
 // it, and neither those nor requests refused for other reasons leave a
@@ -1449,19 +1453,10 @@ func scenarioTenantsExistOnceCreated(s *scenario) {
 	}
 	call := func(tok, method, path, body string) (int, api.Error) {
 		t.Helper()
-		h := http.Header{}
-		if tok != "" {
-			h.Set("Authorization", "Bearer "+tok)
-		}
-		var b []byte
-		if body != "" {
-			b = []byte(body)
-		}
-		status, out, err := s.tg.client().Raw(s.ctx, method, path, b, h)
-		require.NoError(t, err)
+		status, out := s.callAs(tok, method, path, body)
 		var e api.Error
 		if status >= 300 {
-			require.NoError(t, json.Unmarshal(out, &e), "every refusal is JSON: %s", out)
+			require.NoError(t, json.Unmarshal([]byte(out), &e), "every refusal is JSON: %s", out)
 		}
 		return status, e
 	}

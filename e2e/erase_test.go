@@ -198,7 +198,7 @@ func TestEraseLeavesNoByteOnDisk(t *testing.T) {
 			// Still erased, and still clean, after a restart.
 			require.NoError(t, h.Close())
 			h = stiletest.New(t, cfg)
-			_, err = h.Tenant("wiped").Status(ctx)
+			_, err = h.Client().Tenant("wiped").Status(ctx)
 			requireCode(t, err, http.StatusGone, api.CodeErased)
 			require.NoError(t, h.Close())
 			require.Empty(t, filesHolding(t, cfg.DataDir, marker))

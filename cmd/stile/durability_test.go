@@ -26,7 +26,7 @@ import (
 func runDevOver(t *testing.T, bin, data string, args ...string) (url string, stop func()) {
 	t.Helper()
 	root, _ := filepath.Abs("../..")
-	dev := exec.Command(bin, append([]string{"dev", "--addr", "127.0.0.1:0", "--data", data, "--token", "t0k"}, args...)...)
+	dev := exec.Command(bin, append([]string{"dev", "--addr", "127.0.0.1:0", "--data", data, "--token", testSecret}, args...)...)
 	dev.Dir = root
 	stderr, err := dev.StderrPipe()
 	require.NoError(t, err)
@@ -61,7 +61,7 @@ func TestDevStartsOverTornRecords(t *testing.T) {
 	ctx := context.Background()
 	url, stop := runDevOver(t, bin, data)
 	runAt := time.Now().Add(5 * time.Second).UTC()
-	_, err := client.New(url, "t0k", nil).Tenant("acme").Enqueue(ctx, api.EnqueueRequest{Kind: "echo", RunAt: &runAt})
+	_, err := client.New(url, testSecret, nil).Tenant("acme").Enqueue(ctx, api.EnqueueRequest{Kind: "echo", RunAt: &runAt})
 	require.NoError(t, err)
 	stop()
 
@@ -71,7 +71,7 @@ func TestDevStartsOverTornRecords(t *testing.T) {
 
 	url, stop = runDevOver(t, bin, data)
 	defer stop()
-	cl := client.New(url, "t0k", nil)
+	cl := client.New(url, testSecret, nil)
 	// The alarm fired when the job came due: the tenant told the
 	// directory it has ready work, at the alarm's time or later. Nothing
 	// asked the tenant anything but the host's rebuild.
@@ -99,7 +99,7 @@ func TestDevBoundsSlowAndIdleConnections(t *testing.T) {
 	require.NoError(t, err)
 	defer slow.Close()
 	require.NoError(t, slow.SetDeadline(time.Now().Add(time.Minute))) // a bound on the test only
-	_, err = io.WriteString(slow, "POST /v1/t/acme/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t0k\r\nContent-Length: 100\r\n\r\n{\"kind\":")
+	_, err = io.WriteString(slow, "POST /v1/t/acme/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+testSecret+"\r\nContent-Length: 100\r\n\r\n{\"kind\":")
 	require.NoError(t, err)
 	resp, err := http.ReadResponse(bufio.NewReader(slow), nil)
 	require.NoError(t, err)
