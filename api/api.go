@@ -12,6 +12,7 @@ const Version = "v1"
 // change nothing.
 const (
 	MaxBodyBytes    = 10 << 20 // a request body
+	MaxHeaderBytes  = 32 << 10 // a request's headers: their names and values
 	MaxArgsBytes    = 1 << 20  // a job's JSON args
 	MaxOutputBytes  = 512 << 10
 	MaxErrorBytes   = 16 << 10 // longer failure messages are truncated, not refused

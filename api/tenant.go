@@ -42,6 +42,9 @@ var (
 	// BodyTooLarge is the 413 for a request body over MaxBodyBytes.
 	BodyTooLarge = Error{Status: 413, Code: CodeBodyTooLarge,
 		Message: printf.Sprintf("request body exceeds %d bytes", MaxBodyBytes)}
+	// HeadersTooLarge is the 431 for request headers over MaxHeaderBytes.
+	HeadersTooLarge = Error{Status: 431, Code: CodeHeadersTooLarge,
+		Message: printf.Sprintf("request headers exceed %d bytes (their names and values): send fewer or shorter ones", MaxHeaderBytes)}
 	// WrongObject is the 400 of a tenant's object asked for another
 	// tenant's path (a caller that binds the Tenant class directly and
 	// routes by itself); it writes nothing.

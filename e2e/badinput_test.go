@@ -24,6 +24,7 @@ type badRequest struct {
 	query        string
 	body         []byte
 	auth         string // the Authorization header ("" for none)
+	pad          int    // the size of an X-Pad header (0: none)
 	status       int
 	code         api.Code
 }
@@ -144,6 +145,9 @@ func scenarioBadInputChangesNothing(s *scenario) {
 		badRequest{what: "tenants: a scoped token", method: "GET", path: api.TenantsPath, auth: mint(tenant, api.RoleAdmin), status: 403, code: api.CodeForbidden},
 		badRequest{what: "tenants: no token", method: "GET", path: api.TenantsPath, status: 401, code: api.CodeUnauthorized},
 		badRequest{what: "no route", method: "GET", path: "/v1/nowhere", auth: admin, status: 404, code: api.CodeNotFound},
+		badRequest{what: "enqueue: headers over the limit", method: "POST", path: pathOf(tenant, api.RouteEnqueue, ""), body: []byte(`{"kind":"test.echo"}`), auth: admin, pad: api.MaxHeaderBytes + 1, status: 431, code: api.CodeHeadersTooLarge},
+		badRequest{what: "status: headers over the limit", method: "GET", path: pathOf(tenant, api.RouteStatus, ""), auth: admin, pad: api.MaxHeaderBytes + 1, status: 431, code: api.CodeHeadersTooLarge},
+		badRequest{what: "tenants: headers over the limit", method: "GET", path: api.TenantsPath, auth: admin, pad: api.MaxHeaderBytes + 1, status: 431, code: api.CodeHeadersTooLarge},
 	)
 	require.GreaterOrEqual(t, len(cases), 250, "the suite sends at least 250 bad requests")
 
@@ -151,6 +155,9 @@ func scenarioBadInputChangesNothing(s *scenario) {
 		h := http.Header{}
 		if c.auth != "" {
 			h.Set("Authorization", c.auth)
+		}
+		if c.pad > 0 {
+			h.Set("X-Pad", strings.Repeat("p", c.pad))
 		}
 		path := c.path
 		if c.query != "" {

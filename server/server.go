@@ -155,7 +155,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (tenant, route st
 	if r.Body != http.NoBody && s.body > 0 {
 		rc.SetReadDeadline(time.Now().Add(s.body))
 	}
-	if e := api.CheckPath(r.URL.EscapedPath()); e != nil {
+	if e := checkRequest(r); e != nil {
 		writeError(w, e)
 		return tenant, route
 	}
@@ -279,13 +279,29 @@ func decodePath(escaped string) string {
 	return escaped
 }
 
-// CheckPaths refuses, before h sees it, a request whose path api.CheckPath
-// refuses: a mux that cleans paths would redirect it to another resource
+// checkRequest refuses a request whose headers are over
+// api.MaxHeaderBytes (with a JSON 431, where net/http's own limit answers
+// in plain text), or whose path api.CheckPath refuses.
+func checkRequest(r *http.Request) *api.Error {
+	n := len("host") + len(r.Host)
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v)
+		}
+	}
+	if n > api.MaxHeaderBytes {
+		return &api.HeadersTooLarge
+	}
+	return api.CheckPath(r.URL.EscapedPath())
+}
+
+// CheckPaths refuses, before h sees it, a request that checkRequest
+// refuses, its path in particular: a mux that cleans paths would redirect it to another resource
 // (307), and a client following the redirect would reach, or create, a
 // tenant the path did not name.
 func CheckPaths(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if e := api.CheckPath(r.URL.EscapedPath()); e != nil {
+		if e := checkRequest(r); e != nil {
 			writeError(w, e)
 			return
 		}

@@ -123,6 +123,8 @@ func Config() string {
 	constant("UNAUTHORIZED", body(api.Unauthorized))
 	constant("INVALID_TENANT", body(api.InvalidTenant))
 	constant("BODY_TOO_LARGE", body(api.BodyTooLarge))
+	constant("HEADERS_TOO_LARGE", body(api.HeadersTooLarge))
+	constant("MAX_HEADER_BYTES", api.MaxHeaderBytes)
 	constant("WRONG_OBJECT", body(api.WrongObject))
 	constant("NO_ROUTE_HINT", api.NoRouteHint)
 	constant("INTERNAL_PREFIX", api.InternalPrefix)

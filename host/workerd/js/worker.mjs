@@ -14,7 +14,7 @@ import {
 } from "./abi.mjs";
 import {
   API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_ABSENT, HEADER_CREATE, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_DB_BYTES, HEADER_MODULE, HEADER_TENANT, MODULE_VERSION, HEADER_TOKEN_ID, STORAGE_SUFFIX, INTERNAL_PREFIX, ANSWER_LOST_PREFIX,
-  INVALID_TENANT, MAX_BODY_BYTES, MAX_TENANTS_PAGE, MAX_WAIT_MS, NO_ROUTE_HINT, PRINCIPAL_ADMIN, PUSH_FAILED,
+  HEADERS_TOO_LARGE, INVALID_TENANT, MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_TENANTS_PAGE, MAX_WAIT_MS, NO_ROUTE_HINT, PRINCIPAL_ADMIN, PUSH_FAILED,
   TENANTS_PATH, TENANT_PATTERN, WRONG_OBJECT,
 } from "./config.mjs";
 
@@ -73,6 +73,9 @@ function checkPath(rawURL) {
 
 export default {
   async fetch(request, env) {
+    let headerBytes = 0;
+    for (const [name, value] of request.headers) headerBytes += name.length + value.length;
+    if (headerBytes > MAX_HEADER_BYTES) return json(431, HEADERS_TOO_LARGE);
     const bad = checkPath(request.url);
     if (bad) return json(400, { code: "invalid_request", message: bad });
     const url = new URL(request.url);
