@@ -28,7 +28,9 @@ func TestRunawayGuestIsStopped(t *testing.T) {
 	f, err := wazerohost.New(context.Background(), wazerohost.Config{Wasm: stiletest.BuildWasm(t, testTenant), Logger: quietLog})
 	require.NoError(t, err)
 	require.Equal(t, "loops", f.RunawayGuard(), "the module's loops were instrumented")
-	m := stiletest.New(t, stiletest.Config{Factory: f, CallTimeout: 300 * time.Millisecond}).Manager()
+	// The deadline leaves a loaded machine time for collections to run
+	// while the guest spins (at 300 ms, none completed once on two busy cores).
+	m := stiletest.New(t, stiletest.Config{Factory: f, CallTimeout: 2 * time.Second}).Manager()
 	enqueue := func(args string) (do.Response, error) {
 		body, _ := json.Marshal(api.EnqueueRequest{Kind: "test.spin", Args: json.RawMessage(args)})
 		return m.Do(context.Background(), "spin", do.Request{Kind: do.KindAPI, Method: "POST", Path: "/v1/t/spin/jobs", Body: body})
