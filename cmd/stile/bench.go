@@ -553,11 +553,11 @@ func benchProjections(ctx context.Context, dir string, apply, rebuild int, n *in
 	return nil
 }
 
-// call0 sends a request that creates the bench tenant.
+// call0 creates the bench tenant (PUT /v1/t/{tenant}).
 func call0(ctx context.Context, d bench.Driver) error {
-	status, b, err := d.Do(ctx, "GET", "status", nil)
-	if err == nil && status != 200 {
-		err = fmt.Errorf("status: %d %s", status, b)
+	status, b, err := d.Do(ctx, "PUT", "", nil)
+	if err == nil && status != 200 && status != 201 {
+		err = fmt.Errorf("create the bench tenant: %d %s", status, b)
 	}
 	return err
 }

@@ -105,7 +105,7 @@ func benchPushed(ctx context.Context, dir string, open func(host.Pusher) (*host.
 		{name: fmt.Sprintf("long-polling worker, %s kept", commas(cfg.kept)), ten: lh.C.Tenant("light-kept"), poll: true, kept: true},
 	}
 	for _, c := range cases {
-		if _, err := c.ten.Status(ctx); err != nil { // creates the tenant
+		if _, err := c.ten.Create(ctx); err != nil {
 			return err
 		}
 		if !c.kept {

@@ -33,9 +33,18 @@ type InProcess struct{ M *host.Manager }
 
 // Do implements Driver.
 func (d InProcess) Do(ctx context.Context, method, rest string, body []byte) (int, []byte, error) {
-	resp, err := d.M.Do(ctx, Tenant, do.Request{Kind: do.KindAPI, Method: method,
-		Path: "/" + api.Version + "/t/" + Tenant + "/" + rest, Body: body})
+	resp, err := d.M.Do(ctx, Tenant, do.Request{Kind: do.KindAPI, Method: method, Path: tenantPath(rest), Body: body})
 	return resp.Status, resp.Body, err
+}
+
+// tenantPath is the path of rest in the bench tenant (rest "": the tenant
+// itself).
+func tenantPath(rest string) string {
+	p := "/" + api.Version + "/t/" + Tenant
+	if rest != "" {
+		p += "/" + rest
+	}
+	return p
 }
 
 // HTTP drives a server over loopback.
@@ -43,7 +52,7 @@ type HTTP struct{ C *client.Client }
 
 // Do implements Driver.
 func (d HTTP) Do(ctx context.Context, method, rest string, body []byte) (int, []byte, error) {
-	return d.C.Raw(ctx, method, "/"+api.Version+"/t/"+Tenant+"/"+rest, body, nil)
+	return d.C.Raw(ctx, method, tenantPath(rest), body, nil)
 }
 
 // Serve puts m behind an HTTP server on a loopback port.
