@@ -126,7 +126,7 @@ func benchPushed(ctx context.Context, dir string, open func(host.Pusher) (*host.
 		return err
 	}
 	wcmd := exec.Command(wbin)
-	wcmd.Env = append(os.Environ(), "STILE_URL="+lh.C.BaseURL(), "STILE_TOKEN=bench-token", "STILE_TENANTS=light-fresh,light-kept")
+	wcmd.Env = append(os.Environ(), "STILE_URL="+lh.C.BaseURL(), "STILE_TOKEN="+benchToken, "STILE_TENANTS=light-fresh,light-kept")
 	if err := wcmd.Start(); err != nil {
 		return fmt.Errorf("start the long-polling worker: %w", err)
 	}
