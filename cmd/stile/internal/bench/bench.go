@@ -67,9 +67,12 @@ func Serve(m *host.Manager, token string) (HTTP, func(), error) {
 }
 
 func call(ctx context.Context, d Driver, method, rest string, in, out any, want int) error {
-	body, err := json.Marshal(in)
-	if err != nil {
-		return err
+	var body []byte // none for a route that reads none (a body there is refused)
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return err
+		}
 	}
 	status, b, err := d.Do(ctx, method, rest, body)
 	if err != nil {
