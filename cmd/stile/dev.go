@@ -26,6 +26,7 @@ import (
 	"github.com/stile-run/stile/host/dosql"
 	"github.com/stile-run/stile/host/metrics"
 	"github.com/stile-run/stile/host/wazerohost"
+	"github.com/stile-run/stile/internal/atomicfile"
 	"github.com/stile-run/stile/internal/wasmbuild"
 	"github.com/stile-run/stile/server"
 	"github.com/stile-run/stile/token"
@@ -362,7 +363,7 @@ func devSecret(data, flagValue string) (secret, from string, err error) {
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return "", "", err
 	}
-	return secret, path, writeAtomic(path, []byte(secret+"\n"))
+	return secret, path, atomicfile.Write(path, []byte(secret+"\n"), 0o600)
 }
 
 // handlersTokenTTL is how long the worker token of stile dev's handlers

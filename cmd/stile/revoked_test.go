@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/internal/atomicfile"
 )
 
 // TestRevokedFileFailsClosed: a revoked list that is gone or unreadable is
@@ -38,7 +40,7 @@ func TestRevokedFileFailsClosed(t *testing.T) {
 func TestRevokedFileSeesEveryRewrite(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "revoked")
-	require.NoError(t, writeAtomic(path, []byte("old-1\n")))
+	require.NoError(t, atomicfile.Write(path, []byte("old-1\n"), 0o600))
 	st, err := os.Stat(path)
 	require.NoError(t, err)
 	list := revokedFile(path)
@@ -46,14 +48,14 @@ func TestRevokedFileSeesEveryRewrite(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string]bool{"old-1": true}, ids)
 
-	require.NoError(t, writeAtomic(path, []byte("new-1\n")))
+	require.NoError(t, atomicfile.Write(path, []byte("new-1\n"), 0o600))
 	require.NoError(t, os.Chtimes(path, time.Time{}, st.ModTime()))
 	ids, err = list()
 	require.NoError(t, err)
 	require.Equal(t, map[string]bool{"new-1": true}, ids)
 
 	// Ids split on tabs too, as the Worker splits them.
-	require.NoError(t, writeAtomic(path, []byte("a\tb,c d\r\n")))
+	require.NoError(t, atomicfile.Write(path, []byte("a\tb,c d\r\n"), 0o600))
 	ids, err = list()
 	require.NoError(t, err)
 	require.Equal(t, map[string]bool{"a": true, "b": true, "c": true, "d": true}, ids)

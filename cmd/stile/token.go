@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/internal/atomicfile"
 	"github.com/stile-run/stile/token"
 )
 
@@ -96,7 +97,7 @@ func revokeToken(args []string) error {
 	if err := os.MkdirAll(*data, 0o755); err != nil {
 		return err
 	}
-	if err := writeAtomic(path, []byte(strings.Join(list, "\n")+"\n")); err != nil {
+	if err := atomicfile.Write(path, []byte(strings.Join(list, "\n")+"\n"), 0o600); err != nil {
 		return err
 	}
 	fmt.Printf("revoked %s for stile dev (%s)\non Cloudflare, set the Worker's list and it applies at once:\n  echo %s | stile wrangler secret put STILE_REVOKED\n",
@@ -129,39 +130,6 @@ func findSecret(data, flagValue string) (string, error) {
 		secret, name = strings.TrimSpace(string(b)), path
 	}
 	return secret, token.CheckSecret(name, secret)
-}
-
-// writeAtomic replaces path with b whole: a reader sees the old content
-// or the new, never a part (a temporary file, synced, renamed over it).
-func writeAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // no-op once renamed
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
 }
 
 // revokedFile reads the revoked list at path when it changed: it stats
@@ -218,5 +186,5 @@ func ensureRevokedFile(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return writeAtomic(path, nil)
+	return atomicfile.Write(path, nil, 0o600)
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/internal/atomicfile"
 )
 
 // entry is one tenant, as the files keep it.
@@ -278,21 +279,13 @@ func (d *Dir) compact() error {
 	if err != nil {
 		return err
 	}
-	tmp := d.path + ".tmp"
 	if err := os.MkdirAll(filepath.Dir(d.path), 0o755); err != nil {
 		return fmt.Errorf("write the tenant directory: %w", err)
 	}
 	// The snapshot reaches the disk before the journal it replaces is
 	// emptied: a power loss between them must not lose both.
-	if err := writeSynced(tmp, b); err != nil {
+	if err := atomicfile.Write(d.path, b, 0o644); err != nil {
 		return fmt.Errorf("write the tenant directory: %w", err)
-	}
-	if err := os.Rename(tmp, d.path); err != nil {
-		return fmt.Errorf("write the tenant directory: %w", err)
-	}
-	if dir, err := os.Open(filepath.Dir(d.path)); err == nil {
-		dir.Sync() // the rename, where the system can sync a directory
-		dir.Close()
 	}
 	if d.journal != nil {
 		err = d.journal.Truncate(0)
@@ -307,16 +300,6 @@ func (d *Dir) compact() error {
 	}
 	d.lines, d.size = 0, 0
 	return nil
-}
-
-// writeSynced writes a file and syncs it.
-func writeSynced(path string, b []byte) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	return errors.Join(err, f.Sync(), f.Close())
 }
 
 // Close folds the journal into the snapshot and closes it.

@@ -1,0 +1,32 @@
+// Package atomicfile replaces a file whole: after a crash or a power loss
+// a reader finds the old content or the new, never a part of either.
+package atomicfile
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+)
+
+// Write replaces path with b, with mode perm: it writes a temporary file
+// in path's directory, syncs it, renames it over path, and syncs the
+// directory (which holds the rename) where the system can.
+func Write(path string, b []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // a no-op once renamed
+	_, err = f.Write(b)
+	if err = errors.Join(err, f.Chmod(perm), f.Sync(), f.Close()); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
