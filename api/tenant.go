@@ -178,17 +178,13 @@ func ParseCreateRole(s string) (Role, error) {
 // creates it: PUT /v1/t/{tenant} by a role allowed to, or a POST or PUT
 // by least or a role above it (least "": none); a DELETE never does. rest is the
 // path after the tenant. The hosts decide with it before they open any
-// storage, and the module again with the route it matched (Creates).
+// storage, and the module again before it matches the route.
 func MayCreate(method, rest string, role, least Role) bool {
 	if method == "PUT" && rest == "" {
 		return RouteCreateTenant.Allows(role)
 	}
 	return (method == "POST" || method == "PUT") && least != "" && role.AtLeast(least)
 }
-
-// Creates reports whether a request of route r by role creates the
-// tenant it names when the tenant does not exist (see MayCreate).
-func Creates(r Route, role, least Role) bool { return MayCreate(r.Method, r.Pattern, role, least) }
 
 // CheckPath refuses a request path (as sent: escaped) that names its
 // resource ambiguously, in every host and before anything else: an empty

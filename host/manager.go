@@ -20,6 +20,7 @@ import (
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/host/directory"
 	"github.com/stile-run/stile/host/dosql"
+	"github.com/stile-run/stile/internal/atomicfile"
 )
 
 // Config configures a Manager.
@@ -655,7 +656,7 @@ func (m *Manager) tenant(name string) *tenant {
 	defer m.mu.Unlock()
 	t, ok := m.tenants[name]
 	if !ok {
-		t = &tenant{name: name, path: filepath.Join(m.cfg.DataDir, "tenants", name+".sqlite"),
+		t = &tenant{name: name, path: m.databasePath(name),
 			finish: make(chan struct{}), held: map[*waiter]struct{}{}, heldBy: map[string]int{}}
 		m.tenants[name] = t
 	}
@@ -967,32 +968,7 @@ func (f *alarmFile) write(at map[string]int64) error {
 	if err != nil {
 		return err
 	}
-	return writeFileSynced(f.path, b)
-}
-
-// writeFileSynced replaces the file at path with b so that a crash or a
-// power loss leaves either the old file or the new one, whole: it writes
-// a temporary file, syncs it, renames it over path, and syncs the
-// directory (which holds the rename).
-func writeFileSynced(path string, b []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err = errors.Join(err, f.Sync(), f.Close()); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync() // where the system can sync a directory
-		d.Close()
-	}
-	return nil
+	return atomicfile.Write(f.path, b, 0o644)
 }
 
 // databaseSize is the size of a tenant's SQLite files: the database and
@@ -1008,8 +984,9 @@ func databaseSize(path string) int64 {
 }
 
 // mayCreate says whether req may create the tenant it names when that does
-// not exist (api.MayCreate): the module decides for certain, with the
-// route it matched.
+// not exist (api.MayCreate). The module decides the same again, and a
+// request it then refuses for its route or input creates nothing either
+// (the stile-absent header).
 func (m *Manager) mayCreate(req do.Request) bool {
 	if req.Kind != do.KindAPI {
 		return false
@@ -1043,7 +1020,12 @@ func (m *Manager) Exists(name string) bool {
 	if t != nil && t.isOpen.Load() {
 		return true
 	}
-	return fileExists(filepath.Join(m.cfg.DataDir, "tenants", name+".sqlite"))
+	return fileExists(m.databasePath(name))
+}
+
+// databasePath is where tenant name's SQLite database is.
+func (m *Manager) databasePath(name string) string {
+	return filepath.Join(m.cfg.DataDir, "tenants", name+".sqlite")
 }
 
 func fileExists(path string) bool {

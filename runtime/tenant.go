@@ -327,14 +327,7 @@ func (t *Tenant) admit(req do.Request) (run route, noticedBy string, refusal *do
 		if req.Kind != do.KindAPI {
 			return refuse(do.Response{Status: statusOK}) // an alarm of a tenant never created: nothing is due
 		}
-		role, least, err := t.creation(req)
-		if err != nil {
-			return refuse(errorResponse(api.Internal(err.Error())))
-		}
-		if !api.Creates(t.route, role, least) {
-			return refuse(errorResponse(api.TenantNotFound(t.name)))
-		}
-		t.creating = true
+		t.creating = true // api.MayCreate let it through, above
 	}
 	// Only a request that passed validation migrates: a refused one (a
 	// mistyped tenant name, say) leaves the object's storage untouched.
