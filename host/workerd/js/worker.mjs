@@ -110,10 +110,14 @@ export default {
 // overQuota refuses a write of a token scoped to a prefix ("acme-*") that
 // would create a tenant beyond STILE_TENANT_QUOTA tenants of that prefix,
 // as the directory counts them (server.WithTenantQuota in the Go host).
+// A tenant the directory listed stays counted, so an isolate asks about it
+// once, not on every write (a bounded set: past it, it asks again).
+const listedTenants = new Set();
+
 async function overQuota(method, tenant, who, env) {
   const quota = Number(env.STILE_TENANT_QUOTA ?? 0);
   if (!(quota > 0) || !env.DIRECTORY || (method !== "POST" && method !== "PUT")) return null;
-  if (who.scope === "*" || !who.scope.endsWith("*")) return null;
+  if (who.scope === "*" || !who.scope.endsWith("*") || listedTenants.has(tenant)) return null;
   const prefix = who.scope.slice(0, -1);
   const res = await directory(env).fetch(new Request("https://directory/count", {
     method: "POST",
@@ -121,6 +125,10 @@ async function overQuota(method, tenant, who, env) {
     body: JSON.stringify({ prefix, tenant }),
   }));
   const c = await res.json();
+  if (c.listed) {
+    if (listedTenants.size >= 10000) listedTenants.clear();
+    listedTenants.add(tenant);
+  }
   if (c.listed || c.count < quota) return null;
   return { code: "tenant_quota", message: `this token's prefix ${who.scope} already has ${quota} tenants, the deployment's quota per prefix: erase one, or ask for a token of another prefix` };
 }
