@@ -1,9 +1,10 @@
-// Package storetest opens a tenant database for the stores' tests: a real
-// SQLite file with Stile's migrations applied, in the test's temporary
-// directory, behind the same do.DB the tenant module uses.
+// Package dosqltest gives a test a tenant database as a Durable Object runs
+// it: a real SQLite file behind package dosql (its refusals and limits),
+// with Stile's migrations applied, in the test's temporary directory,
+// behind the same do.DB the tenant module uses.
 //
-// The store tests under runtime/internal import it.
-package storetest
+// The stores' tests under runtime/internal import it.
+package dosqltest
 
 import (
 	"path/filepath"
