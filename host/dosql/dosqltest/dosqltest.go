@@ -29,3 +29,29 @@ func Open(t testing.TB) *do.DB {
 	require.NoError(t, err)
 	return db
 }
+
+// Rows runs a query and returns its rows as Go values (nil, int64, float64,
+// or string for text and blobs), for a test to compare what a store wrote
+// with what it expects, or with what was there before.
+func Rows(t testing.TB, db *do.DB, sql string, args ...any) [][]any {
+	t.Helper()
+	rows, err := db.Query(sql, args...)
+	require.NoError(t, err)
+	var out [][]any
+	for rows.Next() {
+		row := make([]any, rows.Columns())
+		for i := range row {
+			switch v := rows.Value(i); v.Kind {
+			case do.KindInt:
+				row[i] = v.Int
+			case do.KindFloat:
+				row[i] = v.Float
+			case do.KindText, do.KindBlob:
+				row[i] = string(v.Bytes)
+			}
+		}
+		out = append(out, row)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
