@@ -14,7 +14,7 @@ import (
 )
 
 // t0 is when a fixture's jobs are enqueued and claimed.
-const t0 = 10_000
+const t0 int64 = 10_000
 
 // jobs is a job store over a fresh migrated database, with shorthands that
 // fail the test on an error.

@@ -221,7 +221,7 @@ func TestReport(t *testing.T) {
 			if tc.before != nil {
 				c = tc.before(f, j)
 			}
-			at := int64(now)
+			at := now
 			if tc.at != 0 {
 				at = tc.at
 			}
