@@ -8,5 +8,5 @@
 // The .sql files are the documented source; after adding or changing one,
 // run go generate ./schema, which compiles them in without their comments
 // (the tests fail until it has run). Package runtime applies them; the
-// store tests open a migrated database through runtime/internal/storetest.
+// store tests open a migrated database through host/dosql/dosqltest.
 package schema

@@ -7,5 +7,6 @@
 // tenant SQL through it, so a statement that fails in workerd fails locally.
 //
 // The behaviour it copies was measured in workerd; see e2e/dosqlite. Only
-// host/native and host/wazerohost import it.
+// host/native and host/wazerohost import it, and the stores' tests through
+// dosqltest, which opens a migrated tenant database over it.
 package dosql

@@ -9,12 +9,12 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/host/dosql/dosqltest"
 	"github.com/stile-run/stile/runtime/internal/eventstore"
-	"github.com/stile-run/stile/runtime/internal/storetest"
 )
 
 func open(t *testing.T) (*do.DB, *eventstore.Store) {
-	db := storetest.Open(t)
+	db := dosqltest.Open(t)
 	return db, eventstore.New(db)
 }
 
@@ -209,7 +209,7 @@ func TestCommandLedger(t *testing.T) {
 // A budget stops a page where its events' data would pass it, and says
 // so; the next page goes on from there.
 func TestAPageStopsAtItsByteBudget(t *testing.T) {
-	db := storetest.Open(t)
+	db := dosqltest.Open(t)
 	s := eventstore.New(db)
 	big := []byte(`"` + strings.Repeat("x", 1000) + `"`)
 	require.NoError(t, db.Tx(func() error {

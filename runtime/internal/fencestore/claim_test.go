@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/host/dosql/dosqltest"
 	"github.com/stile-run/stile/runtime/internal/fencestore"
-	"github.com/stile-run/stile/runtime/internal/storetest"
 )
 
 func in(queue, kind string, priority int, key string) fencestore.NewJob {
@@ -31,7 +31,7 @@ func queuesOf(js []fencestore.Job) []string {
 // some, in the claim order, through free concurrency slots only, and none
 // from a paused queue; MoreReady says whether it left any.
 func TestAClaimOfEveryQueue(t *testing.T) {
-	db := storetest.Open(t)
+	db := dosqltest.Open(t)
 	s := fencestore.New(db, nil)
 	s.Limits = map[string]int{"k": 1}
 	const now = 10_000
@@ -74,7 +74,7 @@ func TestAClaimOfEveryQueue(t *testing.T) {
 // Every queue is the first MaxAnyQueues queues with ready jobs, by name,
 // paused queues passed over rather than counted.
 func TestEveryQueueReadsPastPausedOnes(t *testing.T) {
-	db := storetest.Open(t)
+	db := dosqltest.Open(t)
 	s := fencestore.New(db, nil)
 	const now = 10_000
 	var js []fencestore.NewJob
@@ -115,7 +115,7 @@ func TestEveryQueueReadsPastPausedOnes(t *testing.T) {
 func TestAClaimStopsAtItsByteBudget(t *testing.T) {
 	for _, queues := range [][]string{{"default"}, {api.AnyQueue}} {
 		t.Run(queues[0], func(t *testing.T) {
-			db := storetest.Open(t)
+			db := dosqltest.Open(t)
 			s := fencestore.New(db, nil)
 			const now = 10_000
 			var js []fencestore.NewJob

@@ -6,8 +6,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/host/dosql/dosqltest"
 	"github.com/stile-run/stile/runtime/internal/fencestore"
-	"github.com/stile-run/stile/runtime/internal/storetest"
 )
 
 func job(kind string) fencestore.NewJob {
@@ -24,7 +24,7 @@ func tx(t *testing.T, db *do.DB, fn func() error) {
 // together share their lease's end, a job waits for that very time, and a
 // schedule ticks then; items due later are not counted.
 func TestNextDueCountsWhatSharesTheEarliestTime(t *testing.T) {
-	db := storetest.Open(t)
+	db := dosqltest.Open(t)
 	s := fencestore.New(db, nil)
 	const now = 10_000
 	later := job("k")
@@ -60,7 +60,7 @@ func TestNextDueCountsWhatSharesTheEarliestTime(t *testing.T) {
 // 0013's trigger, whatever module records the dependency; a job nobody
 // waits for is not.
 func TestAWaitedForJobIsMarked(t *testing.T) {
-	db := storetest.Open(t)
+	db := dosqltest.Open(t)
 	s := fencestore.New(db, nil)
 	var parent, alone int64
 	tx(t, db, func() error {

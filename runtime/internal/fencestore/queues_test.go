@@ -7,15 +7,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/host/dosql/dosqltest"
 	"github.com/stile-run/stile/runtime/internal/fencestore"
-	"github.com/stile-run/stile/runtime/internal/storetest"
 )
 
 // A tenant's distinct queue names are bounded: an enqueue or a pause that
 // names one more is refused, a known one always goes, and a new instance
 // counts what is stored.
 func TestQueueNamesAreBounded(t *testing.T) {
-	db := storetest.Open(t)
+	db := dosqltest.Open(t)
 	s := fencestore.New(db, nil)
 	s.MaxQueues = 3
 	const now = 10_000
@@ -48,7 +48,7 @@ func TestQueueNamesAreBounded(t *testing.T) {
 // A commit's wake names the queues and kinds that got ready jobs, so that
 // only the held claims they may satisfy look again.
 func TestWokeSaysWhichQueuesAndKinds(t *testing.T) {
-	db := storetest.Open(t)
+	db := dosqltest.Open(t)
 	s := fencestore.New(db, nil)
 	const now = 10_000
 	require.False(t, s.Woke().Any)

@@ -8,10 +8,10 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/host/dosql/dosqltest"
 	"github.com/stile-run/stile/inbox"
 	"github.com/stile-run/stile/runtime/internal/eventstore"
 	"github.com/stile-run/stile/runtime/internal/inboxstore"
-	"github.com/stile-run/stile/runtime/internal/storetest"
 )
 
 type fixture struct {
@@ -22,7 +22,7 @@ type fixture struct {
 }
 
 func open(t *testing.T) *fixture {
-	db := storetest.Open(t)
+	db := dosqltest.Open(t)
 	ev := eventstore.New(db)
 	return &fixture{t: t, db: db, ev: ev, s: inboxstore.New(db, ev, nil)}
 }

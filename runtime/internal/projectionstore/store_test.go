@@ -6,12 +6,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/host/dosql/dosqltest"
 	"github.com/stile-run/stile/runtime/internal/projectionstore"
-	"github.com/stile-run/stile/runtime/internal/storetest"
 )
 
 func open(t *testing.T) (*do.DB, *projectionstore.Store) {
-	db := storetest.Open(t)
+	db := dosqltest.Open(t)
 	return db, projectionstore.New(db)
 }
 
