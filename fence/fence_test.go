@@ -2,6 +2,7 @@ package fence_test
 
 import (
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/stile-run/stile/api"
@@ -108,6 +109,8 @@ func TestBackoffDelay(t *testing.T) {
 	require.Equal(t, int64(751), b.Delay(1, 0.999999999), "jitter takes less than a quarter")
 	require.Equal(t, int64(1750), b.Delay(2, 0.5))
 	require.Equal(t, int64(1000), b.Delay(1, 7), "out-of-range jitter is ignored")
+	require.Equal(t, int64(1000), b.Delay(1, -0.5), "negative jitter is ignored")
+	require.Equal(t, int64(1000), b.Delay(1, math.NaN()), "NaN jitter is ignored")
 }
 
 func TestAfterFailure(t *testing.T) {

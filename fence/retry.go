@@ -30,7 +30,7 @@ func (b Backoff) Delay(n int64, jitter float64) int64 {
 	if d > b.MaxMs {
 		d = b.MaxMs
 	}
-	if jitter < 0 || jitter >= 1 {
+	if !(jitter >= 0 && jitter < 1) { // NaN too
 		jitter = 0
 	}
 	return d - int64(float64(d)*JitterFraction*jitter)
