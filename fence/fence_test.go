@@ -143,3 +143,37 @@ func TestReportAfterACancelRequest(t *testing.T) {
 	j.CancelRequested = false
 	require.Equal(t, fence.StateScheduled, fence.AfterReport(j, fence.Report{Outcome: fence.OutcomeSnoozed, SnoozeMs: 500}, b, 50, 0).State)
 }
+
+// A snooze ends the attempt without spending the retry budget: the job is
+// scheduled after the delay, or available at once for a snooze of no time
+// (nothing would be due to release it later), unless a cancel was
+// requested.
+func TestSnooze(t *testing.T) {
+	t.Parallel()
+	b := fence.Backoff{BaseMs: 100, MaxMs: 1000}
+	for _, tc := range []struct {
+		name     string
+		snoozeMs int64
+		cancel   bool
+		want     fence.Next
+	}{
+		{name: "for a while: scheduled after it", snoozeMs: 500,
+			want: fence.Next{State: fence.StateScheduled, Failures: 1, RunAt: 550}},
+		{name: "for a millisecond: scheduled", snoozeMs: 1,
+			want: fence.Next{State: fence.StateScheduled, Failures: 1, RunAt: 51}},
+		{name: "for no time: available at once", snoozeMs: 0,
+			want: fence.Next{State: fence.StateAvailable, Failures: 1, RunAt: 50}},
+		{name: "for less than no time: available at once", snoozeMs: -5,
+			want: fence.Next{State: fence.StateAvailable, Failures: 1, RunAt: 50}},
+		{name: "for no time after a cancel request: cancelled", snoozeMs: 0, cancel: true,
+			want: fence.Next{State: fence.StateCancelled, Failures: 1, RunAt: 20}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			j := running() // Failures 1 of MaxAttempts 3
+			j.RunAt, j.CancelRequested = 20, tc.cancel
+			got := fence.AfterReport(j, fence.Report{Outcome: fence.OutcomeSnoozed, SnoozeMs: tc.snoozeMs}, b, 50, 0)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}

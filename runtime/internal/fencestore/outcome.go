@@ -111,9 +111,6 @@ func (s *Store) finish(now int64, j Job, next fence.Next, e ending) (Job, error)
 	} else if j.LastError != "" {
 		lastErr = j.LastError
 	}
-	if next.State == fence.StateScheduled && next.RunAt <= now {
-		next.State = fence.StateAvailable // a snooze of no time releases the job at once
-	}
 	tags, err := mergeTags(j.Tags, e.tags)
 	if err != nil {
 		return j, printf.Errorf("tags of job %d: %w", j.ID, err)
