@@ -80,7 +80,8 @@ func FuzzFence(f *testing.F) {
 // FuzzAfterReport checks what an accepted report leads to, over arbitrary
 // jobs, reports and backoffs:
 //   - a completion stands, even after a cancel request; any other outcome
-//     that would run the job again ends it cancelled once one was requested;
+//     that would run the job again ends it cancelled once one was requested
+//     (a failure that spends the budget still ends it dead);
 //   - a snooze spends no budget: it schedules the job after its delay, or
 //     makes it available at once when the delay is none, so a scheduled
 //     job is always due after now;
@@ -95,6 +96,7 @@ func FuzzAfterReport(f *testing.F) {
 	f.Add(byte(1), int64(0), false, false, int64(1), int64(3), int64(50), int64(0), int64(1), int64(1), math.NaN())
 	f.Add(byte(1), int64(0), true, false, int64(2), int64(3), int64(7), int64(5), int64(10), int64(100), 0.99)
 	f.Add(byte(0), int64(0), false, true, int64(0), int64(5), int64(7), int64(5), int64(10), int64(100), 0.25)
+	f.Add(byte(1), int64(500), false, true, int64(0), int64(1), int64(50), int64(20), int64(100), int64(1000), 0.0)
 	f.Fuzz(func(t *testing.T, outcome byte, snoozeMs int64, final, cancel bool, failures, maxAttempts, now, runAt,
 		baseMs, maxMs int64, jitter float64) {
 		if maxAttempts < 1 || maxAttempts > 1000 || failures < 0 || failures >= maxAttempts || now < 1 || now > 1<<50 ||
@@ -122,7 +124,10 @@ func FuzzAfterReport(f *testing.F) {
 			if n.State != fence.StateCompleted || n.Failures != failures {
 				t.Fatalf("a completion led to %+v", n)
 			}
-		case r.Outcome == fence.OutcomeCancelled || cancel && !(r.Outcome == fence.OutcomeFailed && final):
+		case r.Outcome == fence.OutcomeCancelled || cancel && r.Outcome == fence.OutcomeSnoozed ||
+			cancel && r.Outcome == fence.OutcomeFailed && !final && failures+1 < maxAttempts:
+			// A failure that spends the last attempt ends the job dead,
+			// cancel or not: it would not run again either way.
 			if n.State != fence.StateCancelled || n.Failures != failures {
 				t.Fatalf("%s (cancel requested %v) led to %+v", r.Outcome, cancel, n)
 			}
