@@ -71,8 +71,8 @@ var ErrOutOfOrder = errors.New("the batch does not follow the projection's check
 // failures are counted (from 1 for an event other than the one it was
 // stalled on), and it is tried again after the backoff, at most
 // Backoff.MaxMs after now, while the events after it wait. A batch that
-// read nothing leaves c as it is, at the head. jitter in [0, 1) comes from the caller, so the decision
-// stays deterministic.
+// read nothing leaves c as it is, at the head. jitter in [0, 1) comes from
+// the caller, so the decision stays deterministic.
 func AfterBatch(c Checkpoint, b Batch, p Policy, now int64, jitter float64) (Next, error) {
 	if b.From != c.Seq {
 		return Next{}, printf.Errorf("batch read after event %d, checkpoint at %d: %w", b.From, c.Seq, ErrStale)
