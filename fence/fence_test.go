@@ -2,6 +2,7 @@ package fence_test
 
 import (
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/stile-run/stile/api"
@@ -108,6 +109,8 @@ func TestBackoffDelay(t *testing.T) {
 	require.Equal(t, int64(751), b.Delay(1, 0.999999999), "jitter takes less than a quarter")
 	require.Equal(t, int64(1750), b.Delay(2, 0.5))
 	require.Equal(t, int64(1000), b.Delay(1, 7), "out-of-range jitter is ignored")
+	require.Equal(t, int64(1000), b.Delay(1, -0.5), "negative jitter is ignored")
+	require.Equal(t, int64(1000), b.Delay(1, math.NaN()), "NaN jitter is ignored")
 }
 
 func TestAfterFailure(t *testing.T) {
@@ -139,4 +142,38 @@ func TestReportAfterACancelRequest(t *testing.T) {
 	require.Equal(t, fence.StateDead, fence.AfterReport(j, fence.Report{Outcome: fence.OutcomeFailed, Final: true}, b, 50, 0).State)
 	j.CancelRequested = false
 	require.Equal(t, fence.StateScheduled, fence.AfterReport(j, fence.Report{Outcome: fence.OutcomeSnoozed, SnoozeMs: 500}, b, 50, 0).State)
+}
+
+// A snooze ends the attempt without spending the retry budget: the job is
+// scheduled after the delay, or available at once for a snooze of no time
+// (nothing would be due to release it later), unless a cancel was
+// requested.
+func TestSnooze(t *testing.T) {
+	t.Parallel()
+	b := fence.Backoff{BaseMs: 100, MaxMs: 1000}
+	for _, tc := range []struct {
+		name     string
+		snoozeMs int64
+		cancel   bool
+		want     fence.Next
+	}{
+		{name: "for a while: scheduled after it", snoozeMs: 500,
+			want: fence.Next{State: fence.StateScheduled, Failures: 1, RunAt: 550}},
+		{name: "for a millisecond: scheduled", snoozeMs: 1,
+			want: fence.Next{State: fence.StateScheduled, Failures: 1, RunAt: 51}},
+		{name: "for no time: available at once", snoozeMs: 0,
+			want: fence.Next{State: fence.StateAvailable, Failures: 1, RunAt: 50}},
+		{name: "for less than no time: available at once", snoozeMs: -5,
+			want: fence.Next{State: fence.StateAvailable, Failures: 1, RunAt: 50}},
+		{name: "for no time after a cancel request: cancelled", snoozeMs: 0, cancel: true,
+			want: fence.Next{State: fence.StateCancelled, Failures: 1, RunAt: 20}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			j := running() // Failures 1 of MaxAttempts 3
+			j.RunAt, j.CancelRequested = 20, tc.cancel
+			got := fence.AfterReport(j, fence.Report{Outcome: fence.OutcomeSnoozed, SnoozeMs: tc.snoozeMs}, b, 50, 0)
+			require.Equal(t, tc.want, got)
+		})
+	}
 }

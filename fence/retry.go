@@ -30,17 +30,18 @@ func (b Backoff) Delay(n int64, jitter float64) int64 {
 	if d > b.MaxMs {
 		d = b.MaxMs
 	}
-	if jitter < 0 || jitter >= 1 {
+	if !(jitter >= 0 && jitter < 1) { // NaN too
 		jitter = 0
 	}
 	return d - int64(float64(d)*JitterFraction*jitter)
 }
 
-// Next is where a job goes after an attempt failed or its lease expired.
+// Next is where a job goes after its attempt ended: reported, or its lease
+// expired.
 type Next struct {
-	State    State // StateRetryable or StateDead
+	State    State // the job's state after the attempt
 	Failures int64 // the new count of failed attempts
-	RunAt    int64 // when a retryable job may run again
+	RunAt    int64 // when a retryable or scheduled job may run again
 }
 
 // AfterFailure decides the job's next state once one more attempt failed at
@@ -64,7 +65,8 @@ type Report struct {
 
 // AfterReport decides the job's next state once a report was accepted at
 // now. A snooze runs the job again later without spending its retry budget
-// (the next claim still takes a new attempt number); a final failure ends
+// (the next claim still takes a new attempt number): scheduled after the
+// delay, or available at once for a snooze of no time; a final failure ends
 // it dead whatever its budget; a cancelled report ends it cancelled. Once a
 // cancel was requested the job never runs again: a report that would retry
 // or snooze it ends it cancelled, as a lease running out after the request
@@ -85,7 +87,12 @@ func afterReport(j Job, r Report, b Backoff, now int64, jitter float64) Next {
 	case OutcomeCancelled:
 		return Next{State: StateCancelled, Failures: j.Failures, RunAt: j.RunAtOr(now)}
 	case OutcomeSnoozed:
-		return Next{State: StateScheduled, Failures: j.Failures, RunAt: now + max(r.SnoozeMs, 0)}
+		if r.SnoozeMs <= 0 {
+			// A snooze of no time releases the job at once: nothing is
+			// due to make it available later.
+			return Next{State: StateAvailable, Failures: j.Failures, RunAt: now}
+		}
+		return Next{State: StateScheduled, Failures: j.Failures, RunAt: now + r.SnoozeMs}
 	}
 	if r.Final {
 		return Next{State: StateDead, Failures: min(j.Failures+1, j.MaxAttempts), RunAt: now}

@@ -460,53 +460,44 @@ func (t *Tenant) applyBatch(now int64, p *projectionReg, g *projectionstore.Gene
 		if err != nil {
 			return err
 		}
-		if len(evs) == 0 {
-			atHead = true
-			return nil
+		b := projection.Batch{From: g.Checkpoint, Seqs: make([]int64, len(evs)), Cut: cut, Applied: len(evs)}
+		for i, e := range evs {
+			b.Seqs[i] = e.Seq
 		}
-		tx := t.projectionTx(p, g.Generation, now)
-		failedAt, herr, err := t.applyEvents(tx, evs)
-		if err != nil {
-			return err
-		}
-		if herr == nil {
-			applied = len(evs)
-			atHead = len(evs) < p.Batch && !cut
-			next = g.Advanced(now, evs[len(evs)-1].Seq)
-			return t.projections.Advance(now, g.Name, g.Generation, g.Checkpoint, next.Checkpoint)
-		}
-		// The batch rolled back; the events before the failing one are
-		// committed again on their own, and the failing one waits. Should
-		// one of those fail now (a handler that is not deterministic), it
-		// is the one that waits.
-		cp := g.Checkpoint
-		for failedAt > 0 {
-			k, kerr, err := t.applyEvents(tx, evs[:failedAt])
+		if len(evs) > 0 {
+			tx := t.projectionTx(p, g.Generation, now)
+			failedAt, herr, err := t.applyEvents(tx, evs)
 			if err != nil {
 				return err
 			}
-			if kerr != nil {
+			// The batch rolled back; the events before the failing one are
+			// committed again on their own, and the failing one waits. Should
+			// one of those fail now (a handler that is not deterministic), it
+			// is the one that waits.
+			for herr != nil && failedAt > 0 {
+				k, kerr, err := t.applyEvents(tx, evs[:failedAt])
+				if err != nil {
+					return err
+				}
+				if kerr == nil {
+					break
+				}
 				failedAt, herr = k, kerr
-				continue
 			}
-			cp = evs[failedAt-1].Seq
-			if err := t.projections.Advance(now, g.Name, g.Generation, g.Checkpoint, cp); err != nil {
-				return err
+			if herr != nil {
+				b.Applied = failedAt
+				b.Error = printf.Sprintf("event %d (%s): %s", evs[failedAt].Seq, evs[failedAt].Type, oneLine(herr.Error()))
 			}
-			break
 		}
-		failures := g.Failures + 1
-		if g.ErrorSeq != evs[failedAt].Seq {
-			failures = 1
+		policy := projection.Policy{Batch: p.Batch, Backoff: p.backoff}
+		d, err := projection.AfterBatch(cur.Progress(), b, policy, now, mrandFloat())
+		if err != nil {
+			return printf.Errorf("projection %s generation %d: %w", g.Name, g.Generation, err)
 		}
-		retryAt := now + p.backoff.Delay(failures, mrandFloat())
-		msg := printf.Sprintf("event %d (%s): %s", evs[failedAt].Seq, evs[failedAt].Type, oneLine(herr.Error()))
-		if err := t.projections.Stall(now, g.Name, g.Generation, cp, evs[failedAt].Seq, failures, retryAt, msg); err != nil {
+		if err := t.projections.Record(now, g.Name, g.Generation, b.From, d); err != nil {
 			return err
 		}
-		applied = failedAt
-		next = g.Advanced(now, cp)
-		next.Failures, next.RetryAt, next.Error, next.ErrorSeq = failures, retryAt, msg, evs[failedAt].Seq
+		applied, atHead, next = b.Applied, d.AtHead, g.After(now, d)
 		return nil
 	})
 	if err != nil {

@@ -7,6 +7,18 @@ import (
 	"github.com/stile-run/stile/internal/printf"
 )
 
+// claimHeld is the fence's guard on a job's row: it is still running the
+// attempt read, held by the worker read under the token read (arguments:
+// id, attempt, worker, token). Every write that a claim's holder commits,
+// or that ends its attempt, repeats it, with the lease's side (argument:
+// now): live for a heartbeat or a report, lapsed for an expiry. It is the
+// last clause of each statement, so its arguments come last.
+const (
+	claimHeld   = `id = ? AND state = 'running' AND attempt = ? AND worker = ? AND lease_token = ?`
+	liveLease   = claimHeld + ` AND lease_until > ?`
+	lapsedLease = claimHeld + ` AND lease_until <= ?`
+)
+
 // Heartbeat extends the lease of a live claim, as far as fence.ExtendLease
 // allows, and says whether a cancel was requested. A refused heartbeat is
 // audited and returned as a *api.Error.
@@ -24,9 +36,8 @@ func (s *Store) Heartbeat(now, id int64, c fence.Claim) (leaseUntil int64, cance
 	// Written even when the lease cannot grow (it is cut at the time
 	// limit): the heartbeat is counted for the attempt's timeline.
 	until := fence.ExtendLease(j.Job, now)
-	rows, err := s.db.Query(`UPDATE stile_jobs SET lease_until = ?1, heartbeats = heartbeats + 1, last_heartbeat_at = ?6
-		WHERE id = ?2 AND state = 'running' AND attempt = ?3 AND worker = ?4 AND lease_token = ?5 AND lease_until > ?6
-		RETURNING id`, until, id, j.Attempt, j.Worker, j.LeaseToken, now)
+	rows, err := s.db.Query(`UPDATE stile_jobs SET lease_until = ?, heartbeats = heartbeats + 1, last_heartbeat_at = ?
+		WHERE `+liveLease+` RETURNING id`, until, now, id, j.Attempt, j.Worker, j.LeaseToken, now)
 	if err != nil {
 		return 0, false, printf.Errorf("extend lease of job %d: %w", id, err)
 	}
@@ -111,22 +122,18 @@ func (s *Store) finish(now int64, j Job, next fence.Next, e ending) (Job, error)
 	} else if j.LastError != "" {
 		lastErr = j.LastError
 	}
-	if next.State == fence.StateScheduled && next.RunAt <= now {
-		next.State = fence.StateAvailable // a snooze of no time releases the job at once
-	}
 	tags, err := mergeTags(j.Tags, e.tags)
 	if err != nil {
 		return j, printf.Errorf("tags of job %d: %w", j.ID, err)
 	}
-	lease := "lease_until > ?"
+	guard := liveLease
 	if e.outcome == fence.OutcomeLeaseExpired {
-		lease = "lease_until <= ?"
+		guard = lapsedLease
 	}
 	rows, err := s.db.Query(`UPDATE stile_jobs SET state = ?, failures = ?, run_at = ?, output = ?,
 		last_error = ?, finished_at = ?, tags = ?, worker = NULL, lease_token = NULL, claimed_at = NULL,
 		lease_until = NULL, cancel_requested = NULL
-		WHERE id = ? AND state = 'running' AND attempt = ? AND worker = ? AND lease_token = ? AND `+lease+`
-		RETURNING id`,
+		WHERE `+guard+` RETURNING id`,
 		string(next.State), next.Failures, next.RunAt, out, lastErr, finished, string(tags),
 		j.ID, j.Attempt, j.Worker, j.LeaseToken, now)
 	if err != nil {

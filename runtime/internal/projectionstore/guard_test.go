@@ -7,6 +7,7 @@ import (
 
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/host/dosql/dosqltest"
+	"github.com/stile-run/stile/projection"
 	"github.com/stile-run/stile/runtime/internal/projectionstore"
 )
 
@@ -18,11 +19,20 @@ func TestGenerationWritesAreGuarded(t *testing.T) {
 	t.Parallel()
 	const now = 100
 	type write func(s *projectionstore.Store) error
+	// Decisions of projection.AfterBatch for a batch read after 5.
+	advancedThenStalled := projection.Next{Advanced: true, Failed: true,
+		Checkpoint: projection.Checkpoint{Seq: 8, Failures: 1, RetryAt: 900, ErrorSeq: 9, Error: "event 9: boom"}}
+	stalledAgain := projection.Next{Failed: true,
+		Checkpoint: projection.Checkpoint{Seq: 5, Failures: 2, RetryAt: 900, ErrorSeq: 6, Error: "event 6: again"}}
+	readNothing := projection.Next{AtHead: true,
+		Checkpoint: projection.Checkpoint{Seq: 5, Failures: 1, RetryAt: 500, ErrorSeq: 6, Error: "first"}}
 	for _, tc := range []struct {
 		name  string
 		write write
 		ok    bool
 		want  func(g projectionstore.Generation) projectionstore.Generation // the live generation after
+		// decided, for a Record, is the decision it wrote.
+		decided *projection.Next
 	}{
 		{name: "advance from the checkpoint read", ok: true,
 			write: func(s *projectionstore.Store) error { return s.Advance(now, "orders", 1, 5, 9) },
@@ -39,6 +49,26 @@ func TestGenerationWritesAreGuarded(t *testing.T) {
 			}},
 		{name: "stall at a checkpoint that moved",
 			write: func(s *projectionstore.Store) error { return s.Stall(now, "orders", 1, 6, 7, 1, 900, "boom") }},
+		{name: "record a batch that advanced, then stalled", ok: true,
+			write:   func(s *projectionstore.Store) error { return s.Record(now, "orders", 1, 5, advancedThenStalled) },
+			decided: &advancedThenStalled,
+			want: func(g projectionstore.Generation) projectionstore.Generation {
+				g.Checkpoint, g.Failures, g.RetryAt, g.Error, g.ErrorSeq, g.UpdatedAt = 8, 1, 900, "event 9: boom", 9, now
+				return g
+			}},
+		{name: "record a batch that stalled again where it was", ok: true,
+			write:   func(s *projectionstore.Store) error { return s.Record(now, "orders", 1, 5, stalledAgain) },
+			decided: &stalledAgain,
+			want: func(g projectionstore.Generation) projectionstore.Generation {
+				g.Failures, g.RetryAt, g.Error, g.ErrorSeq, g.UpdatedAt = 2, 900, "event 6: again", 6, now
+				return g
+			}},
+		{name: "record a batch that read nothing", ok: true,
+			write:   func(s *projectionstore.Store) error { return s.Record(now, "orders", 1, 5, readNothing) },
+			decided: &readNothing,
+			want:    func(g projectionstore.Generation) projectionstore.Generation { return g }},
+		{name: "record a batch read after a checkpoint that moved",
+			write: func(s *projectionstore.Store) error { return s.Record(now, "orders", 1, 4, advancedThenStalled) }},
 		{name: "promote the building generation at the checkpoint read", ok: true,
 			write: func(s *projectionstore.Store) error {
 				if err := s.Delete("orders", 1); err != nil { // the caller deletes the live one first
@@ -81,6 +111,9 @@ func TestGenerationWritesAreGuarded(t *testing.T) {
 			require.NoError(t, err)
 			if tc.want != nil {
 				require.Equal(t, tc.want(live), g1)
+				if tc.decided != nil {
+					require.Equal(t, live.After(now, *tc.decided), g1, "After derives what Record stores")
+				}
 				require.Equal(t, building, g2, "the other generation is untouched")
 				return
 			}

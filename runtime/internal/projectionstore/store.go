@@ -5,6 +5,7 @@ import (
 
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/internal/printf"
+	"github.com/stile-run/stile/projection"
 )
 
 // Roles of a generation.
@@ -148,6 +149,37 @@ func (s *Store) guarded(sql string, args ...any) error {
 	}
 	if rows.Len() != 1 {
 		return do.ErrGuard
+	}
+	return nil
+}
+
+// Progress is how far g has applied the log, as package projection
+// decides from it.
+func (g Generation) Progress() projection.Checkpoint {
+	return projection.Checkpoint{Seq: g.Checkpoint, Failures: g.Failures, RetryAt: g.RetryAt, ErrorSeq: g.ErrorSeq, Error: g.Error}
+}
+
+// After is g as Record of n at now leaves it.
+func (g Generation) After(now int64, n projection.Next) Generation {
+	if !n.Advanced && !n.Failed {
+		return g
+	}
+	g.Checkpoint, g.Failures, g.RetryAt, g.ErrorSeq, g.Error, g.UpdatedAt = n.Seq, n.Failures, n.RetryAt, n.ErrorSeq, n.Error, now
+	return g
+}
+
+// Record writes where a batch read after checkpoint from left generation
+// gen of name, as projection.AfterBatch decided: the checkpoint advanced
+// past the events that committed, then the stall on the event that failed.
+// Each write is guarded by the checkpoint it moves from.
+func (s *Store) Record(now int64, name string, gen, from int64, n projection.Next) error {
+	if n.Advanced {
+		if err := s.Advance(now, name, gen, from, n.Seq); err != nil {
+			return err
+		}
+	}
+	if n.Failed {
+		return s.Stall(now, name, gen, n.Seq, n.ErrorSeq, n.Failures, n.RetryAt, n.Error)
 	}
 	return nil
 }
