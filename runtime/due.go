@@ -80,7 +80,8 @@ func (t *Tenant) alarmAt() int64 {
 	return at
 }
 
-func (t *Tenant) applyDue(now int64, noticedBy string) error {
+func (t *Tenant) applyDue(c *call) error {
+	now := c.now
 	if !t.due.known {
 		// Two reads, where applying every kind of due work blindly is
 		// seven statements: on a new instance, mostly nothing is due yet.
@@ -91,12 +92,12 @@ func (t *Tenant) applyDue(now int64, noticedBy string) error {
 	if t.due.at == 0 || now < t.due.at {
 		return nil
 	}
-	t.dueApplied = true
-	res, err := t.store.ApplyDue(now, noticedBy, mrandFloat)
+	c.dueApplied = true
+	res, err := t.store.ApplyDue(now, c.noticedBy, mrandFloat)
 	if err != nil {
 		return err
 	}
-	t.dueEnded = t.dueEnded || res.Expired > 0
+	c.dueEnded = c.dueEnded || res.Expired > 0
 	if err := t.tickSchedules(now); err != nil {
 		return err
 	}

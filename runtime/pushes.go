@@ -196,7 +196,7 @@ func (t *Tenant) listPushes() route {
 	}
 }
 
-func (t *Tenant) pushDone(id string, body []byte) (route, *api.Error) {
+func (t *Tenant) pushDone(c *call, id string, body []byte) (route, *api.Error) {
 	if !api.ValidName(id) {
 		return nil, api.Refuse(api.CodeInvalidRequest, "push id %q is invalid: use %s", id, api.NameRule)
 	}
@@ -211,7 +211,7 @@ func (t *Tenant) pushDone(id string, body []byte) (route, *api.Error) {
 	}
 	return func(now int64) (result, error) {
 		ended, again := t.tracker(now).End(now, id, r.End)
-		t.pushAgain = again
+		c.pushAgain = again
 		return result{status: statusOK, body: api.PushDoneResponse{Ended: ended}.AppendJSON}, nil
 	}, nil
 }

@@ -121,7 +121,7 @@ func (t *Tenant) retentionResponse() api.RetentionResponse {
 		Overridden: retention.Overridden(t.retentionSet), NextPurgeAt: tsPtr(t.retainDue)}
 }
 
-func (t *Tenant) putRetention(body []byte) (route, *api.Error) {
+func (t *Tenant) putRetention(c *call, body []byte) (route, *api.Error) {
 	r, set, err := api.DecodeRetentionFields(body)
 	if err != nil {
 		return nil, decodeErr(err)
@@ -137,7 +137,7 @@ func (t *Tenant) putRetention(body []byte) (route, *api.Error) {
 			return result{}, err
 		}
 		// In memory only once committed: the tenant looks again now.
-		t.pendingRetention = &pendingRetention{over: r, set: set}
+		c.retention = &pendingRetention{over: r, set: set}
 		resp := t.retentionResponse()
 		resp.Effective = retention.Effective(t.app.retentionPolicy(), r, set)
 		resp.Overridden = retention.Overridden(set)
@@ -156,12 +156,11 @@ type pendingRetention struct {
 	set  api.RetentionFields
 }
 
-// settle applies what the request changed once its transaction committed
-// (ok) or forgets it.
-func (t *Tenant) settleRetention(ok bool, now int64) error {
-	p := t.pendingRetention
-	t.pendingRetention = nil
-	if p == nil || !ok {
+// settleRetention puts in force the policy a request changed, once its
+// transaction committed.
+func (t *Tenant) settleRetention(c *call) error {
+	p := c.retention
+	if p == nil || !c.committed {
 		return nil
 	}
 	t.retentionOver, t.retentionSet = p.over, p.set
@@ -170,11 +169,11 @@ func (t *Tenant) settleRetention(ok bool, now int64) error {
 	if err != nil {
 		return err
 	}
-	t.retainDue = retention.Next(t.retention, oldest, false, now)
+	t.retainDue = retention.Next(t.retention, oldest, false, c.now)
 	return nil
 }
 
-func (t *Tenant) storage() route {
+func (t *Tenant) storage(c *call) route {
 	return func(int64) (result, error) {
 		kinds, err := retention.Counts(t.db)
 		if err != nil {
@@ -185,7 +184,7 @@ func (t *Tenant) storage() route {
 		for _, k := range kinds {
 			resp.CountedBytes += k.Bytes
 		}
-		resp.DatabaseBytes, _ = strconv.ParseInt(t.dbBytes, 10, 64)
+		resp.DatabaseBytes, _ = strconv.ParseInt(c.dbBytes, 10, 64)
 		if size := max(resp.DatabaseBytes, resp.CountedBytes); size >= resp.WarnBytes {
 			resp.Warning = printf.Sprintf("this tenant stores %d bytes, past the warning at %d of the platform's %d: shorten its retention (PUT /retention), or move data out", size, resp.WarnBytes, int64(api.StorageLimit))
 		}

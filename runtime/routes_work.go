@@ -13,7 +13,7 @@ import (
 
 // ---- claim ----
 
-func (t *Tenant) claim(body []byte) (route, *api.Error) {
+func (t *Tenant) claim(c *call, body []byte) (route, *api.Error) {
 	r, f, err := api.DecodeClaimFields(body)
 	if err != nil {
 		return nil, decodeErr(err)
@@ -66,7 +66,7 @@ func (t *Tenant) claim(body []byte) (route, *api.Error) {
 			return result{}, err
 		}
 		t.claims.note(now, r.Kinds)
-		hold := len(claimed) == 0 && r.WaitMs > 0 && t.mayHold()
+		hold := len(claimed) == 0 && r.WaitMs > 0 && t.mayHold(c)
 		if r.Push != "" {
 			// Whether the push still claims decides whether work that
 			// becomes ready needs a push of its own (pushes.go).
@@ -107,9 +107,9 @@ func (t *Tenant) claim(body []byte) (route, *api.Error) {
 // when its host already holds as many claims as the tenant, or the
 // claim's token, may have held (App.HeldClaims). Each held claim costs its
 // host a connection and a look on every wake that matches it.
-func (t *Tenant) mayHold() bool {
+func (t *Tenant) mayHold(c *call) bool {
 	perTenant, perToken := t.app.heldClaims()
-	return t.heldTenant < perTenant && t.heldToken < perToken
+	return c.heldTenant < perTenant && c.heldToken < perToken
 }
 
 // ---- heartbeat, report ----
