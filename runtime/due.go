@@ -66,14 +66,14 @@ func (d *dueCache) Unknown() { d.known = false }
 // the reactions and the projections.
 func (t *Tenant) alarmAt() int64 {
 	at := t.due.at
-	if t.projDue != 0 && (at == 0 || t.projDue < at) {
-		at = t.projDue
+	if t.proj.due != 0 && (at == 0 || t.proj.due < at) {
+		at = t.proj.due
 	}
-	if t.retainDue != 0 && (at == 0 || t.retainDue < at) {
-		at = t.retainDue
+	if t.retain.due != 0 && (at == 0 || t.retain.due < at) {
+		at = t.retain.due
 	}
-	if t.pushTracker != nil {
-		if p := t.pushTracker.NextAt(); p != 0 && (at == 0 || p < at) {
+	if t.executors.pushes != nil {
+		if p := t.executors.pushes.NextAt(); p != 0 && (at == 0 || p < at) {
 			at = p
 		}
 	}

@@ -92,7 +92,7 @@ func (t *Tenant) readTombstone() (bool, error) {
 		return false, printf.Errorf("read the tenant's tombstone: %w", err)
 	}
 	if rows.Next() {
-		t.erasedAt = rows.Int(0)
+		t.life.erasedAt = rows.Int(0)
 	}
 	return true, rows.Err()
 }
@@ -103,7 +103,7 @@ func (t *Tenant) erasedResponse(req do.Request) do.Response {
 	if req.Kind == do.KindAlarm {
 		return do.Response{Status: statusOK, AlarmAt: 0}
 	}
-	e := api.Refuse(api.CodeErased, "tenant %s was erased at %s: nothing of it is kept, and nothing recreates it", t.name, ts(t.erasedAt).Format("2006-01-02T15:04:05.000Z07:00"))
+	e := api.Refuse(api.CodeErased, "tenant %s was erased at %s: nothing of it is kept, and nothing recreates it", t.name, ts(t.life.erasedAt).Format("2006-01-02T15:04:05.000Z07:00"))
 	resp := errorResponse(e)
 	resp.AlarmAt = 0
 	return resp

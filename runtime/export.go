@@ -220,8 +220,8 @@ func (t *Tenant) export(raw string) (route, *api.Error) {
 }
 
 func (t *Tenant) exportPage(cur exportCursor, first bool, limit int) (api.ExportPage, error) {
-	page := api.ExportPage{Format: api.ExportFormat, Tenant: t.name, Mark: cur.mark, StileSchema: t.stileSchema.Version,
-		ModuleSchema: t.appSchema.Version, First: first, Tables: []api.ExportTable{}}
+	page := api.ExportPage{Format: api.ExportFormat, Tenant: t.name, Mark: cur.mark, StileSchema: t.schema.stile.Version,
+		ModuleSchema: t.schema.app.Version, First: first, Tables: []api.ExportTable{}}
 	tables, err := t.exportTables()
 	if err != nil {
 		return page, err
@@ -435,8 +435,8 @@ func (t *Tenant) importPage(c *call, body []byte) (route, *api.Error) {
 		tables = append(tables, decoded{tb, rows})
 	}
 	return func(now int64) (result, error) {
-		if page.StileSchema != t.stileSchema.Version || page.ModuleSchema != t.appSchema.Version {
-			return result{}, api.Refuse(api.CodeImportConflict, "the export's tables are at versions %d (Stile's) and %d (the module's), and this tenant's at %d and %d: import with the module that exported", page.StileSchema, page.ModuleSchema, t.stileSchema.Version, t.appSchema.Version)
+		if page.StileSchema != t.schema.stile.Version || page.ModuleSchema != t.schema.app.Version {
+			return result{}, api.Refuse(api.CodeImportConflict, "the export's tables are at versions %d (Stile's) and %d (the module's), and this tenant's at %d and %d: import with the module that exported", page.StileSchema, page.ModuleSchema, t.schema.stile.Version, t.schema.app.Version)
 		}
 		key := markKey(page.Mark)
 		under, _, err := t.setting(settingImport)

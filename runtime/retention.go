@@ -65,13 +65,13 @@ func (t *Tenant) loadRetention(now int64) error {
 	}
 	n, _ := strconv.ParseUint(v, 10, 64) // unset: none
 	set = api.RetentionFields(n)
-	t.retentionOver, t.retentionSet = over, set
-	t.retention = retention.Effective(t.app.retentionPolicy(), over, set)
+	t.retain.over, t.retain.set = over, set
+	t.retain.policy = retention.Effective(t.app.retentionPolicy(), over, set)
 	oldest, err := retention.ReadOldest(t.db)
 	if err != nil {
 		return err
 	}
-	t.retainDue = retention.Next(t.retention, oldest, false, now)
+	t.retain.due = retention.Next(t.retain.policy, oldest, false, now)
 	return nil
 }
 
@@ -80,7 +80,7 @@ func (t *Tenant) loadRetention(now int64) error {
 func (t *Tenant) purge(now int64) (int64, error) {
 	next := int64(0)
 	err := t.db.Tx(func() error {
-		res, err := retention.Purge(t.db, t.retention, now)
+		res, err := retention.Purge(t.db, t.retain.policy, now)
 		if err != nil {
 			return err
 		}
@@ -88,7 +88,7 @@ func (t *Tenant) purge(now int64) (int64, error) {
 		if err != nil {
 			return err
 		}
-		next = retention.Next(t.retention, oldest, res.Full, now)
+		next = retention.Next(t.retain.policy, oldest, res.Full, now)
 		return nil
 	})
 	return next, err
@@ -98,15 +98,15 @@ func (t *Tenant) purge(now int64) (int64, error) {
 // the look planned; when none was, it may be the first row retention will
 // delete (one statement reads the oldest of each kind).
 func (t *Tenant) wrote(now int64) error {
-	if t.retainDue != 0 {
-		t.retainDue = retention.AfterWrite(t.retention, t.retainDue, now)
+	if t.retain.due != 0 {
+		t.retain.due = retention.AfterWrite(t.retain.policy, t.retain.due, now)
 		return nil
 	}
 	oldest, err := retention.ReadOldest(t.db)
 	if err != nil {
 		return err
 	}
-	t.retainDue = retention.Next(t.retention, oldest, false, now)
+	t.retain.due = retention.Next(t.retain.policy, oldest, false, now)
 	return nil
 }
 
@@ -117,8 +117,8 @@ func (t *Tenant) getRetention() route {
 }
 
 func (t *Tenant) retentionResponse() api.RetentionResponse {
-	return api.RetentionResponse{Effective: t.retention, Module: t.app.retentionPolicy(),
-		Overridden: retention.Overridden(t.retentionSet), NextPurgeAt: tsPtr(t.retainDue)}
+	return api.RetentionResponse{Effective: t.retain.policy, Module: t.app.retentionPolicy(),
+		Overridden: retention.Overridden(t.retain.set), NextPurgeAt: tsPtr(t.retain.due)}
 }
 
 func (t *Tenant) putRetention(c *call, body []byte) (route, *api.Error) {
@@ -163,13 +163,13 @@ func (t *Tenant) settleRetention(c *call) error {
 	if p == nil || !c.committed {
 		return nil
 	}
-	t.retentionOver, t.retentionSet = p.over, p.set
-	t.retention = retention.Effective(t.app.retentionPolicy(), p.over, p.set)
+	t.retain.over, t.retain.set = p.over, p.set
+	t.retain.policy = retention.Effective(t.app.retentionPolicy(), p.over, p.set)
 	oldest, err := retention.ReadOldest(t.db)
 	if err != nil {
 		return err
 	}
-	t.retainDue = retention.Next(t.retention, oldest, false, c.now)
+	t.retain.due = retention.Next(t.retain.policy, oldest, false, c.now)
 	return nil
 }
 
@@ -180,7 +180,7 @@ func (t *Tenant) storage(c *call) route {
 			return result{}, err
 		}
 		resp := api.StorageResponse{Kinds: kinds, LimitBytes: api.StorageLimit, WarnBytes: t.app.storageWarning(),
-			Retention: t.retention}
+			Retention: t.retain.policy}
 		for _, k := range kinds {
 			resp.CountedBytes += k.Bytes
 		}

@@ -65,7 +65,7 @@ func (t *Tenant) claim(c *call, body []byte) (route, *api.Error) {
 		if err != nil {
 			return result{}, err
 		}
-		t.claims.note(now, r.Kinds)
+		t.executors.claims.note(now, r.Kinds)
 		hold := len(claimed) == 0 && r.WaitMs > 0 && t.mayHold(c)
 		if r.Push != "" {
 			// Whether the push still claims decides whether work that
@@ -76,8 +76,8 @@ func (t *Tenant) claim(c *call, body []byte) (route, *api.Error) {
 					return result{}, err
 				}
 			}
-			if hold && t.pushTracker != nil {
-				t.pushTracker.Lingers(r.Push, r.Linger, now, r.WaitMs) // the host holds the claim
+			if hold && t.executors.pushes != nil {
+				t.executors.pushes.Lingers(r.Push, r.Linger, now, r.WaitMs) // the host holds the claim
 			} else {
 				t.claimedFor(r.Push, true, more)
 			}

@@ -26,68 +26,98 @@ type Tenant struct {
 	events      *eventstore.Store
 	reactions   *inboxstore.Store
 	projections *projectionstore.Store
-	projTx      map[string]*ProjectionTx
-	// projDue is when projection work is next due (0: none): now after
-	// events were appended, a stalled event's retry time.
-	projDue int64
 
-	migrated      bool
-	settings      map[string]string // every setting, while migrate runs (readSettings)
-	schemaVersion int64
-	// stileSchema and appSchema are the two ledgers as migrate left them;
-	// stileBlocked says Stile's own schema is not usable (a migration
-	// failed, or a destructive one is ahead), appBlocked is the refusal of
-	// the routes that run the module's SQL (nil: they serve).
-	stileSchema, appSchema api.SchemaState
-	stileBlocked           bool
-	appBlocked             *api.Error
-	// module is the module's version, as its host says (stile-module).
-	module string
-	// erased says the tenant was erased (erase.go), at erasedAt.
-	erased bool
-	// importUnder is the mark of the import under way ("": none), which
-	// holds the tenant for itself (importServes).
-	importUnder string
-	erasedAt    int64
-	tombChecked bool
-	// exists says the tenant was created (its storage has the migration
-	// ledger, or an erased tenant's tombstone). A tenant that does not
-	// exist answers 404 tenant_not_found and writes nothing, unless the
-	// request creates it.
-	exists bool
-	// drift reports applied migrations whose SQL changed since (GET /status).
-	drift []string
-
-	// due is the earliest due time of committed state: the alarm, and the
-	// reason a request may skip due work. The store tells it how writes
-	// move due times; it is re-read only when the earliest may have gone.
-	due dueCache
-
-	// pushTracker holds the pushes to executors in flight (pushes.go).
-	pushTracker *push.Tracker
-	// claims is what executors' claims named (executors.go).
-	claims claimsSeen
-
-	// dirFirst says this request created the tenant's storage; dirState
-	// is what the directory was last told (directory.go).
-	dirFirst bool
-	dirState dirState
-	// dirVersions says the next response tells the directory the tenant's
-	// versions (noteVersions).
-	dirVersions bool
-
-	// retention is the policy in force: the module's, under the tenant's
-	// override (retentionOver, the fields in retentionSet); retainDue when
-	// the alarm next looks for rows to delete (0: not until a write).
-	retention     api.Retention
-	retentionOver api.Retention
-	retentionSet  api.RetentionFields
-	retainDue     int64
+	// What lives across requests, each group kept by the code that owns
+	// it. What one request decides is its call's (call.go).
+	life      lifecycle     // created, being imported, erased (erase.go, export.go)
+	schema    tenantSchema  // the migrations and versions (migrate.go)
+	due       dueCache      // the alarm (due.go)
+	executors executorState // pushes and claims (pushes.go, executors.go)
+	dir       directory     // what the directory was told (directory.go)
+	proj      projState     // the projections' work (projections.go)
+	retain    retainState   // the retention policy (retention.go)
 
 	// out and body are buffers reused by every request, for the response
 	// frame and the answer's body; they carry nothing from one to the
 	// next.
 	out, body []byte
+}
+
+// lifecycle is whether the tenant exists, is being imported, or was
+// erased.
+type lifecycle struct {
+	// exists says the tenant was created (its storage has the migration
+	// ledger, or an erased tenant's tombstone). A tenant that does not
+	// exist answers 404 tenant_not_found and writes nothing, unless the
+	// request creates it.
+	exists bool
+	// tombChecked says the tombstone was looked for; erased that the
+	// tenant was erased (erase.go), at erasedAt.
+	tombChecked bool
+	erased      bool
+	erasedAt    int64
+	// importMark is the mark of the import under way ("": none), which
+	// holds the tenant for itself (importServes).
+	importMark string
+}
+
+// tenantSchema is the tenant's tables' versions, as migrate left them.
+type tenantSchema struct {
+	// migrated says migrate ran on this instance (POST /migrations runs
+	// it again).
+	migrated bool
+	// settings is every setting, while migrate runs (readSettings).
+	settings map[string]string
+	// stile and app are the two ledgers; stileBlocked says Stile's own
+	// schema is not usable (a migration failed, or a destructive one is
+	// ahead), appBlocked is the refusal of the routes that run the
+	// module's SQL (nil: they serve).
+	stile, app   api.SchemaState
+	stileBlocked bool
+	appBlocked   *api.Error
+	// drift reports applied migrations whose SQL changed since (GET /status).
+	drift []string
+	// module is the module's version, as its host says (stile-module).
+	module string
+}
+
+// executorState is what the tenant knows of its executors.
+type executorState struct {
+	// pushes holds the pushes to executors in flight (pushes.go; nil:
+	// none yet).
+	pushes *push.Tracker
+	// claims is what executors' claims named (executors.go).
+	claims claimsSeen
+}
+
+// directory is what the tenant directory was told, and what it is to be
+// told next (directory.go).
+type directory struct {
+	// first says this instance created the tenant's storage; versions
+	// that the next response tells the directory the tenant's versions
+	// (noteVersions).
+	first, versions bool
+	// told is what the directory was last told of readiness.
+	told dirState
+}
+
+// projState is the projections' pending work.
+type projState struct {
+	// tx holds each generation's handler transaction, reused.
+	tx map[string]*ProjectionTx
+	// due is when projection work is next due (0: none): now after
+	// events were appended, a stalled event's retry time.
+	due int64
+}
+
+// retainState is the retention policy in force: the module's (policy),
+// under the tenant's override (over, the fields in set); due when the
+// alarm next looks for rows to delete (0: not until a write).
+type retainState struct {
+	policy api.Retention
+	over   api.Retention
+	set    api.RetentionFields
+	due    int64
 }
 
 // NewTenant returns a tenant serving app's API over h.
@@ -104,7 +134,7 @@ func (t *Tenant) init(app *App, db *do.DB) {
 	t.events = eventstore.New(db)
 	t.reactions = inboxstore.New(db, t.events, &t.due)
 	t.projections = projectionstore.New(db)
-	t.projTx = map[string]*ProjectionTx{}
+	t.proj.tx = map[string]*ProjectionTx{}
 	if app != nil {
 		t.store.Limits = app.Limits()
 	}
@@ -163,7 +193,7 @@ func (t *Tenant) serve(req do.Request) do.Response {
 	c := newCall(req, t.body)
 	t.events.Traceparent, t.store.Traceparent = c.traceparent, c.traceparent
 	if m := req.Headers.Get(do.HeaderModule); m != "" {
-		t.module = m
+		t.schema.module = m
 	}
 	resp := t.answer(c)
 	t.body = c.body // its room, for the next answer
@@ -195,7 +225,7 @@ func (t *Tenant) serve(req do.Request) do.Response {
 func (t *Tenant) answer(c *call) do.Response {
 	// What the instance's start applied is the first answer's to tell;
 	// later answers applied nothing.
-	defer func() { t.stileSchema.Applied, t.appSchema.Applied = 0, 0 }()
+	defer func() { t.schema.stile.Applied, t.schema.app.Applied = 0, 0 }()
 	if refusal := t.admit(c); refusal != nil {
 		return *refusal
 	}
@@ -237,7 +267,7 @@ func (t *Tenant) admit(c *call) *do.Response {
 	if refusal := t.identify(c); refusal != nil {
 		return refusal
 	}
-	absent := !t.exists
+	absent := !t.life.exists
 	refusal := t.routeCall(c)
 	if refusal == nil {
 		refusal = t.prepare(c)
@@ -265,27 +295,27 @@ func (t *Tenant) identify(c *call) *do.Response {
 		}
 		t.name = name
 	}
-	if !t.migrated && !t.tombChecked {
+	if !t.schema.migrated && !t.life.tombChecked {
 		// An erased tenant answers 410 to everything, even a request that
 		// would be refused: read its tombstone before anything else.
 		erased, err := t.readTombstone()
 		if err != nil {
 			return early(errorResponse(api.Internal(err.Error())))
 		}
-		t.erased, t.tombChecked = erased, true
+		t.life.erased, t.life.tombChecked = erased, true
 	}
-	if t.erased {
+	if t.life.erased {
 		if t.name == "" {
 			t.name, _, _ = api.SplitTenantPath(req.Path)
 		}
 		return early(t.erasedResponse(req))
 	}
-	if !t.exists {
+	if !t.life.exists {
 		ok, err := t.hasLedger()
 		if err != nil {
 			return early(errorResponse(api.Internal(err.Error())))
 		}
-		t.exists = ok
+		t.life.exists = ok
 	}
 	return nil
 }
@@ -294,7 +324,7 @@ func (t *Tenant) identify(c *call) *do.Response {
 // it decides whether the request creates the tenant.
 func (t *Tenant) routeCall(c *call) *do.Response {
 	req := c.req
-	if !t.exists && req.Kind == do.KindAPI {
+	if !t.life.exists && req.Kind == do.KindAPI {
 		// A request that cannot create the tenant is answered before its
 		// route or input is looked at, as the hosts answer it before
 		// opening any storage.
@@ -325,7 +355,7 @@ func (t *Tenant) routeCall(c *call) *do.Response {
 	default:
 		return early(errorResponse(api.Refuse(api.CodeInvalidRequest, "unknown request kind %d", byte(req.Kind))))
 	}
-	if !t.exists {
+	if !t.life.exists {
 		if req.Kind != do.KindAPI {
 			return early(do.Response{Status: statusOK}) // an alarm of a tenant never created: nothing is due
 		}
@@ -341,28 +371,28 @@ func (t *Tenant) prepare(c *call) *do.Response {
 	// Only a request that passed validation migrates: a refused one (a
 	// mistyped tenant name, say) leaves the object's storage untouched.
 	if kind == do.KindAPI && c.route == api.RouteMigrate {
-		t.migrated = false // try the pending migrations again now
+		t.schema.migrated = false // try the pending migrations again now
 	}
 	if kind == do.KindAPI && c.route == api.RouteErase {
 		// Erasing drops whatever tables there are: it needs no migration,
 		// and works whatever state they are in.
 		return nil
 	}
-	if !t.migrated {
+	if !t.schema.migrated {
 		if err := t.migrate(); err != nil {
 			return early(errorResponse(api.Internal(err.Error())))
 		}
-		t.exists = true
+		t.life.exists = true
 	}
 	if refused := t.migrationRefusal(c); refused != nil {
 		return early(errorResponse(refused))
 	}
-	if t.importUnder != "" && !t.importServes(c) {
+	if t.life.importMark != "" && !t.importServes(c) {
 		if kind == do.KindAlarm {
 			// Nothing is due while rows come in; the import's end looks.
 			return early(do.Response{Status: statusOK})
 		}
-		return early(errorResponse(api.Refuse(api.CodeImportConflict, "tenant %s is being imported (the export with mark %s): until its last page, or DELETE /v1/t/%s/import to abort it, only the import's pages, GET /status and an erase are served", t.name, t.importUnder, t.name)))
+		return early(errorResponse(api.Refuse(api.CodeImportConflict, "tenant %s is being imported (the export with mark %s): until its last page, or DELETE /v1/t/%s/import to abort it, only the import's pages, GET /status and an erase are served", t.name, t.life.importMark, t.name)))
 	}
 	return nil
 }
@@ -472,18 +502,18 @@ func (t *Tenant) adopt(c *call) *do.Response {
 		return nil
 	}
 	if c.importBegun != "" {
-		t.importUnder = c.importBegun
+		t.life.importMark = c.importBegun
 	}
 	if c.importDone {
 		// The alarm follows what was imported (read in respond); after
 		// the answer, the tenant reads everything anew (answer).
 		t.due.Unknown()
-		t.retainDue = c.now
+		t.retain.due = c.now
 	}
 	if c.erasing {
 		// Answer, clear the alarm, and tell the directory.
-		t.erased, t.erasedAt = true, c.now
-		t.pushTracker = nil
+		t.life.erased, t.life.erasedAt = true, c.now
+		t.executors.pushes = nil
 		return &do.Response{Status: c.res.status, AlarmAt: 0, Body: c.body, Headers: do.Headers{t.erasedNote()}}
 	}
 	return nil
@@ -510,7 +540,7 @@ func (t *Tenant) afterCommit(c *call) error {
 		appended = false
 	}
 	if appended && len(t.app.projections) > 0 {
-		t.projDue = c.now // the alarm catches the projections up
+		t.proj.due = c.now // the alarm catches the projections up
 	}
 	if c.req.Kind == do.KindAlarm {
 		return t.alarmWork(c.now)
@@ -522,17 +552,17 @@ func (t *Tenant) afterCommit(c *call) error {
 // transactions of its own: projections catch up, retention deletes a
 // slice.
 func (t *Tenant) alarmWork(now int64) error {
-	if len(t.app.projections) > 0 && t.projDue != 0 && now >= t.projDue {
+	if len(t.app.projections) > 0 && t.proj.due != 0 && now >= t.proj.due {
 		var err error
-		if t.projDue, err = t.catchUp(now); err != nil {
-			t.projDue = now // the host retries the alarm
+		if t.proj.due, err = t.catchUp(now); err != nil {
+			t.proj.due = now // the host retries the alarm
 			return printf.Errorf("projection catch-up failed: %w", err)
 		}
 	}
-	if t.retainDue != 0 && now >= t.retainDue {
+	if t.retain.due != 0 && now >= t.retain.due {
 		var err error
-		if t.retainDue, err = t.purge(now); err != nil {
-			t.retainDue = now // the host retries the alarm
+		if t.retain.due, err = t.purge(now); err != nil {
+			t.retain.due = now // the host retries the alarm
 			return printf.Errorf("retention failed: %w", err)
 		}
 	}
@@ -612,46 +642,45 @@ func (t *Tenant) wake(resp *do.Response) (jobs, reactions bool) {
 // goes on serving what does not need it (migrationRefusal); the error is
 // only for what keeps the tenant from serving at all.
 func (t *Tenant) migrate() error {
-	t.migrated = false
+	t.schema.migrated = false
 	r, err := schema.ApplyChecked(t.db, schema.Ledger, schema.Migrations())
 	if err != nil {
 		return printf.Errorf("migrate tenant schema: %w", err)
 	}
-	t.stileSchema = schemaState(r, len(schema.Migrations()))
-	t.stileBlocked = r.Failed != nil || r.AheadDestructive()
-	t.dirFirst = t.dirFirst || r.Applied == len(schema.Migrations())
-	t.schemaVersion = r.Version
-	t.drift = t.drift[:0]
-	t.migrated = true
-	if t.stileBlocked {
+	t.schema.stile = schemaState(r, len(schema.Migrations()))
+	t.schema.stileBlocked = r.Failed != nil || r.AheadDestructive()
+	t.dir.first = t.dir.first || r.Applied == len(schema.Migrations())
+	t.schema.drift = t.schema.drift[:0]
+	t.schema.migrated = true
+	if t.schema.stileBlocked {
 		return t.noteVersions() // only GET /status and POST /migrations serve
 	}
 	if err := t.readSettings(); err != nil {
 		return err
 	}
 	defer t.forgetSettings()
-	t.appSchema = api.SchemaState{Known: int64(len(t.app.migrations))}
-	t.appBlocked = nil
+	t.schema.app = api.SchemaState{Known: int64(len(t.app.migrations))}
+	t.schema.appBlocked = nil
 	if len(t.app.migrations) > 0 {
 		ar, err := schema.ApplyChecked(t.db, AppLedger, t.app.migrations)
 		if err != nil {
 			return printf.Errorf("migrate the module's own tables: %w", err)
 		}
-		t.appSchema = schemaState(ar, len(t.app.migrations))
+		t.schema.app = schemaState(ar, len(t.app.migrations))
 		for _, d := range ar.Drift {
-			t.drift = append(t.drift, printf.Sprintf("migration %d_%s of the module's own tables changed after it was applied (applied %s, now %s): it is not run again; restore it, or add a new migration", d.Version, d.Name, d.Applied, d.Current))
+			t.schema.drift = append(t.schema.drift, printf.Sprintf("migration %d_%s of the module's own tables changed after it was applied (applied %s, now %s): it is not run again; restore it, or add a new migration", d.Version, d.Name, d.Applied, d.Current))
 		}
 		switch {
 		case ar.Failed != nil:
-			t.appBlocked = api.Refuse(api.CodeMigrationFailed, "migration %d_%s of the module's own tables failed (attempt %d): %s; registered transactions wait for it; fix it and POST /v1/t/%s/migrations", ar.Failed.Version, ar.Failed.Name, ar.Failed.Attempts, firstLine(ar.Failed.Error), t.name)
+			t.schema.appBlocked = api.Refuse(api.CodeMigrationFailed, "migration %d_%s of the module's own tables failed (attempt %d): %s; registered transactions wait for it; fix it and POST /v1/t/%s/migrations", ar.Failed.Version, ar.Failed.Name, ar.Failed.Attempts, firstLine(ar.Failed.Error), t.name)
 		case ar.AheadDestructive():
-			t.appBlocked = api.Refuse(api.CodeSchemaAhead, "the module's own tables are at migration %d, past this module's %d, and %s: registered transactions would read what it removed; deploy the newer module", ar.Version, len(t.app.migrations), aheadWhy(schemaState(ar, 0).Ahead))
+			t.schema.appBlocked = api.Refuse(api.CodeSchemaAhead, "the module's own tables are at migration %d, past this module's %d, and %s: registered transactions would read what it removed; deploy the newer module", ar.Version, len(t.app.migrations), aheadWhy(schemaState(ar, 0).Ahead))
 		}
 	}
-	if t.importUnder = t.settings[settingImport]; t.importUnder != "" {
+	if t.life.importMark = t.schema.settings[settingImport]; t.life.importMark != "" {
 		// Half imported: what follows reads and syncs the tenant's rows,
 		// which is for the import's end (a new instance then).
-		t.dirVersions = true
+		t.dir.versions = true
 		return nil
 	}
 	// Every registered reaction gets its checkpoint before any request
@@ -678,15 +707,15 @@ func (t *Tenant) migrate() error {
 // failed, or that an older module must not run over; nil when it serves.
 func (t *Tenant) migrationRefusal(c *call) *api.Error {
 	kind := c.req.Kind
-	if t.stileBlocked && (kind == do.KindAlarm || c.route != api.RouteStatus && c.route != api.RouteMigrate) {
-		st := t.stileSchema
+	if t.schema.stileBlocked && (kind == do.KindAlarm || c.route != api.RouteStatus && c.route != api.RouteMigrate) {
+		st := t.schema.stile
 		if st.Failed != nil {
 			return api.Refuse(api.CodeMigrationFailed, "migration %d_%s of Stile's tables failed (attempt %d): %s; every route but GET /status waits for it: POST /v1/t/%s/migrations tries it again", st.Failed.Version, st.Failed.Name, st.Failed.Attempts, firstLine(st.Failed.Error), t.name)
 		}
 		return api.Refuse(api.CodeSchemaAhead, "Stile's tables are at migration %d, past this module's %d, and %s: deploy the newer module", st.Version, st.Known, aheadWhy(st.Ahead))
 	}
-	if t.appBlocked != nil && kind == do.KindAPI && c.route == api.RouteTx {
-		return t.appBlocked
+	if t.schema.appBlocked != nil && kind == do.KindAPI && c.route == api.RouteTx {
+		return t.schema.appBlocked
 	}
 	return nil
 }
