@@ -147,7 +147,7 @@ func (t *Tenant) heartbeat(idText string, body []byte) (route, *api.Error) {
 	return func(now int64) (result, error) {
 		until, cancel, err := t.store.Heartbeat(now, id, fenceClaim(r.Claim))
 		if err != nil {
-			return result{}, err // a fence's refusal commits its audit row (serve)
+			return result{}, err // a fence's refusal commits its audit row (inTx)
 		}
 		return result{status: statusOK, body: api.HeartbeatResponse{Now: ts(now), LeaseUntil: ts(until), CancelRequested: cancel}.AppendJSON}, nil
 	}, nil
@@ -223,7 +223,7 @@ func (t *Tenant) reportOne(idText string, body []byte) (route, *api.Error) {
 	return func(now int64) (result, error) {
 		res, err := t.store.Report(now, id, rep, mrandFloat())
 		if err != nil {
-			return result{}, err // a fence's refusal commits its audit row (serve)
+			return result{}, err // a fence's refusal commits its audit row (inTx)
 		}
 		j := res.Job
 		return result{status: statusOK, body: api.ReportResponse{JobID: idText, State: string(j.State), Attempt: j.Attempt,
