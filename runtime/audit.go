@@ -13,14 +13,15 @@ import (
 // auditLimit is how many entries GET /audit lists, newest first.
 const auditLimit = 200
 
-func (t *Tenant) audit(now int64, req do.Request, status int) error {
+func (t *Tenant) audit(c *call, status int) error {
+	req := c.req
 	role := req.Headers.Get(do.HeaderPrincipal)
 	if role == "" {
 		role = string(api.RoleAdmin)
 	}
 	id := req.Headers.Get(do.HeaderTokenID)
 	if err := t.db.Exec(`INSERT INTO stile_audit (at, role, token_id, route, path, status) VALUES (?, ?, ?, ?, ?, ?)`,
-		now, role, id, t.route.Method+" "+t.route.Pattern, req.Path, status); err != nil {
+		c.now, role, id, c.route.Method+" "+c.route.Pattern, req.Path, status); err != nil {
 		return printf.Errorf("record the operator action: %w", err)
 	}
 	return nil

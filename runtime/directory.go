@@ -22,22 +22,22 @@ const (
 )
 
 func (t *Tenant) directoryNote(woke, idle bool) (do.Header, bool) {
-	first := t.dirFirst
-	t.dirFirst = false
-	versions := t.dirVersions
-	t.dirVersions = false
+	first := t.dir.first
+	t.dir.first = false
+	versions := t.dir.versions
+	t.dir.versions = false
 	changed := false
 	switch {
-	case woke && t.dirState != dirReady:
-		t.dirState, changed = dirReady, true
-	case idle && !woke && t.dirState != dirIdle:
-		t.dirState, changed = dirIdle, true
+	case woke && t.dir.told != dirReady:
+		t.dir.told, changed = dirReady, true
+	case idle && !woke && t.dir.told != dirIdle:
+		t.dir.told, changed = dirIdle, true
 	}
 	if !first && !changed && !versions || t.name == "" {
 		return do.Header{}, false
 	}
-	n := api.DirectoryNote{Tenant: t.name, First: first, Ready: t.dirState == dirReady, Version: t.appSchema.Version,
-		Module: t.module, Schema: t.stileSchema.Version, Failed: t.failedNote(),
+	n := api.DirectoryNote{Tenant: t.name, First: first, Ready: t.dir.told == dirReady, Version: t.schema.app.Version,
+		Module: t.schema.module, Schema: t.schema.stile.Version, Failed: t.failedNote(),
 		// Only the versions changed: the directory keeps what it knows of
 		// readiness (this instance does not know it yet).
 		VersionsOnly: !first && !changed}
@@ -46,9 +46,9 @@ func (t *Tenant) directoryNote(woke, idle bool) (do.Header, bool) {
 
 // failedNote names the migration that failed, for the directory.
 func (t *Tenant) failedNote() string {
-	f := t.stileSchema.Failed
+	f := t.schema.stile.Failed
 	if f == nil {
-		f = t.appSchema.Failed
+		f = t.schema.app.Failed
 	}
 	if f == nil {
 		return ""
@@ -64,15 +64,15 @@ const settingNoted = "directory_versions"
 // the tenant's versions: when they changed since it last did, or when
 // Stile's own tables cannot say.
 func (t *Tenant) noteVersions() error {
-	v := printf.Sprintf("%s %d %d %s", t.module, t.stileSchema.Version, t.appSchema.Version, t.failedNote())
-	if t.stileBlocked {
-		t.dirVersions = true
+	v := printf.Sprintf("%s %d %d %s", t.schema.module, t.schema.stile.Version, t.schema.app.Version, t.failedNote())
+	if t.schema.stileBlocked {
+		t.dir.versions = true
 		return nil
 	}
 	noted, _, err := t.setting(settingNoted)
 	if err != nil || noted == v {
 		return err
 	}
-	t.dirVersions = true
+	t.dir.versions = true
 	return t.setSetting(t.db.Now(), settingNoted, v)
 }

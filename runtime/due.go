@@ -66,21 +66,22 @@ func (d *dueCache) Unknown() { d.known = false }
 // the reactions and the projections.
 func (t *Tenant) alarmAt() int64 {
 	at := t.due.at
-	if t.projDue != 0 && (at == 0 || t.projDue < at) {
-		at = t.projDue
+	if t.proj.due != 0 && (at == 0 || t.proj.due < at) {
+		at = t.proj.due
 	}
-	if t.retainDue != 0 && (at == 0 || t.retainDue < at) {
-		at = t.retainDue
+	if t.retain.due != 0 && (at == 0 || t.retain.due < at) {
+		at = t.retain.due
 	}
-	if t.pushTracker != nil {
-		if p := t.pushTracker.NextAt(); p != 0 && (at == 0 || p < at) {
+	if t.executors.pushes != nil {
+		if p := t.executors.pushes.NextAt(); p != 0 && (at == 0 || p < at) {
 			at = p
 		}
 	}
 	return at
 }
 
-func (t *Tenant) applyDue(now int64, noticedBy string) error {
+func (t *Tenant) applyDue(c *call) error {
+	now := c.now
 	if !t.due.known {
 		// Two reads, where applying every kind of due work blindly is
 		// seven statements: on a new instance, mostly nothing is due yet.
@@ -91,12 +92,12 @@ func (t *Tenant) applyDue(now int64, noticedBy string) error {
 	if t.due.at == 0 || now < t.due.at {
 		return nil
 	}
-	t.dueApplied = true
-	res, err := t.store.ApplyDue(now, noticedBy, mrandFloat)
+	c.dueApplied = true
+	res, err := t.store.ApplyDue(now, c.noticedBy, mrandFloat)
 	if err != nil {
 		return err
 	}
-	t.dueEnded = t.dueEnded || res.Expired > 0
+	c.dueEnded = c.dueEnded || res.Expired > 0
 	if err := t.tickSchedules(now); err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ import (
 // tombstone is the one table an erased tenant keeps.
 const tombstone = "stile_tombstone"
 
-func (t *Tenant) erase(raw string) (route, *api.Error) {
+func (t *Tenant) erase(c *call, raw string) (route, *api.Error) {
 	q, refused := query(raw)
 	if refused != nil {
 		return nil, refused
@@ -62,7 +62,7 @@ func (t *Tenant) erase(raw string) (route, *api.Error) {
 		if err := t.db.Exec(`INSERT INTO `+tombstone+` (erased_at) VALUES (?)`, now); err != nil {
 			return result{}, printf.Errorf("erase tenant %s: %w", t.name, err)
 		}
-		t.erasing = true
+		c.erasing = true
 		return result{status: statusOK, body: api.Erased{Tenant: t.name, ErasedAt: ts(now), Dropped: len(objects)}.AppendJSON}, nil
 	}, nil
 }
@@ -92,7 +92,7 @@ func (t *Tenant) readTombstone() (bool, error) {
 		return false, printf.Errorf("read the tenant's tombstone: %w", err)
 	}
 	if rows.Next() {
-		t.erasedAt = rows.Int(0)
+		t.life.erasedAt = rows.Int(0)
 	}
 	return true, rows.Err()
 }
@@ -103,7 +103,7 @@ func (t *Tenant) erasedResponse(req do.Request) do.Response {
 	if req.Kind == do.KindAlarm {
 		return do.Response{Status: statusOK, AlarmAt: 0}
 	}
-	e := api.Refuse(api.CodeErased, "tenant %s was erased at %s: nothing of it is kept, and nothing recreates it", t.name, ts(t.erasedAt).Format("2006-01-02T15:04:05.000Z07:00"))
+	e := api.Refuse(api.CodeErased, "tenant %s was erased at %s: nothing of it is kept, and nothing recreates it", t.name, ts(t.life.erasedAt).Format("2006-01-02T15:04:05.000Z07:00"))
 	resp := errorResponse(e)
 	resp.AlarmAt = 0
 	return resp
@@ -117,9 +117,9 @@ func (t *Tenant) erasedNote() do.Header {
 
 // createTenant answers PUT /v1/t/{tenant}: the request's admission created
 // the tenant (its migrations ran) when it did not exist.
-func (t *Tenant) createTenant() route {
+func (t *Tenant) createTenant(c *call) route {
 	return func(int64) (result, error) {
-		created := t.creating // admit decided it after the route matched
+		created := c.creating // admit decided it after the route matched
 		status := statusOK
 		if created {
 			status = statusCreated

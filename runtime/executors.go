@@ -65,8 +65,8 @@ func (t *Tenant) waiting(j api.Job) (string, error) {
 	if paused[j.Queue] {
 		return printf.Sprintf("its queue %q is paused: claims take nothing from it until PUT /v1/t/%s/queues/%s resumes it", j.Queue, t.name, j.Queue), nil
 	}
-	if t.claims.unhandled(j.Kind) {
-		return t.claims.why(j.Kind), nil
+	if t.executors.claims.unhandled(j.Kind) {
+		return t.executors.claims.why(j.Kind), nil
 	}
 	return "", nil
 }

@@ -220,8 +220,8 @@ func (t *Tenant) export(raw string) (route, *api.Error) {
 }
 
 func (t *Tenant) exportPage(cur exportCursor, first bool, limit int) (api.ExportPage, error) {
-	page := api.ExportPage{Format: api.ExportFormat, Tenant: t.name, Mark: cur.mark, StileSchema: t.stileSchema.Version,
-		ModuleSchema: t.appSchema.Version, First: first, Tables: []api.ExportTable{}}
+	page := api.ExportPage{Format: api.ExportFormat, Tenant: t.name, Mark: cur.mark, StileSchema: t.schema.stile.Version,
+		ModuleSchema: t.schema.app.Version, First: first, Tables: []api.ExportTable{}}
 	tables, err := t.exportTables()
 	if err != nil {
 		return page, err
@@ -393,9 +393,9 @@ const (
 
 // importServes says whether a request is served while an import holds
 // the tenant: the import's own pages and abort, GET /status, an erase.
-func (t *Tenant) importServes(kind do.RequestKind) bool {
-	r := t.route
-	return kind == do.KindAPI && (r == api.RouteImport || r == api.RouteAbortImport || r == api.RouteStatus || r == api.RouteErase)
+func (t *Tenant) importServes(c *call) bool {
+	r := c.route
+	return c.req.Kind == do.KindAPI && (r == api.RouteImport || r == api.RouteAbortImport || r == api.RouteStatus || r == api.RouteErase)
 }
 
 // noteModuleWrite records, once, that the module's own tables were
@@ -411,7 +411,7 @@ func markKey(m api.ExportMark) string {
 	return printf.Sprintf("%d.%d.%d", m.EventSeq, m.JobID, m.At.UnixMilli())
 }
 
-func (t *Tenant) importPage(body []byte) (route, *api.Error) {
+func (t *Tenant) importPage(c *call, body []byte) (route, *api.Error) {
 	page, err := api.DecodeExportPage(body)
 	if err != nil {
 		return nil, decodeErr(err)
@@ -435,8 +435,8 @@ func (t *Tenant) importPage(body []byte) (route, *api.Error) {
 		tables = append(tables, decoded{tb, rows})
 	}
 	return func(now int64) (result, error) {
-		if page.StileSchema != t.stileSchema.Version || page.ModuleSchema != t.appSchema.Version {
-			return result{}, api.Refuse(api.CodeImportConflict, "the export's tables are at versions %d (Stile's) and %d (the module's), and this tenant's at %d and %d: import with the module that exported", page.StileSchema, page.ModuleSchema, t.stileSchema.Version, t.appSchema.Version)
+		if page.StileSchema != t.schema.stile.Version || page.ModuleSchema != t.schema.app.Version {
+			return result{}, api.Refuse(api.CodeImportConflict, "the export's tables are at versions %d (Stile's) and %d (the module's), and this tenant's at %d and %d: import with the module that exported", page.StileSchema, page.ModuleSchema, t.schema.stile.Version, t.schema.app.Version)
 		}
 		key := markKey(page.Mark)
 		under, _, err := t.setting(settingImport)
@@ -475,7 +475,7 @@ func (t *Tenant) importPage(body []byte) (route, *api.Error) {
 				touched = append(touched, name)
 			}
 		}
-		if err := t.endImportPage(now, key, touched, page.Next == ""); err != nil {
+		if err := t.endImportPage(c, now, key, touched, page.Next == ""); err != nil {
 			return result{}, err
 		}
 		return result{status: statusOK, body: api.ImportResult{Rows: written, Done: page.Next == ""}.AppendJSON}, nil
@@ -498,7 +498,7 @@ func (t *Tenant) importTables() ([]string, error) {
 // endImportPage records where the import stands after a page: under way
 // with the tables it wrote to, or done (the tenant holds the module's
 // rows if it wrote any: no import goes over them).
-func (t *Tenant) endImportPage(now int64, key string, touched []string, done bool) error {
+func (t *Tenant) endImportPage(c *call, now int64, key string, touched []string, done bool) error {
 	if !done {
 		if err := t.setSetting(now, settingImportTables, string(api.AppendStrings(nil, touched))); err != nil {
 			return err
@@ -506,7 +506,7 @@ func (t *Tenant) endImportPage(now int64, key string, touched []string, done boo
 		if err := t.setSetting(now, settingImport, key); err != nil {
 			return err
 		}
-		t.importBegun = key
+		c.importBegun = key
 		return nil
 	}
 	for _, k := range []string{settingImport, settingImportTables} {
@@ -514,7 +514,7 @@ func (t *Tenant) endImportPage(now int64, key string, touched []string, done boo
 			return err
 		}
 	}
-	t.importDone = true
+	c.importDone = true
 	for _, name := range touched {
 		if !strings.HasPrefix(name, "stile_") {
 			// The exported tenant's own mark came along, if it had one.
@@ -531,7 +531,7 @@ func (t *Tenant) endImportPage(now int64, key string, touched []string, done boo
 // to is emptied, the tenant's identity drawn again if it was imported,
 // and the tenant is free again; what the module's migrations put in a
 // table the import wrote to is not put back.
-func (t *Tenant) abortImport() route {
+func (t *Tenant) abortImport(c *call) route {
 	return func(now int64) (result, error) {
 		under, _, err := t.setting(settingImport)
 		if err != nil {
@@ -562,7 +562,7 @@ func (t *Tenant) abortImport() route {
 				return result{}, err
 			}
 		}
-		t.importDone = true
+		c.importDone = true
 		if touched == nil {
 			touched = []string{}
 		}

@@ -260,10 +260,10 @@ func (tx *ProjectionTx) check(sql string) (string, error) {
 // projectionTx returns the (reused) view of generation gen of p.
 func (t *Tenant) projectionTx(p *projectionReg, gen, now int64) *ProjectionTx {
 	key := p.Name + "/" + strconv.FormatInt(gen, 10)
-	tx, ok := t.projTx[key]
+	tx, ok := t.proj.tx[key]
 	if !ok {
 		tx = &ProjectionTx{t: t, p: p, gen: gen, names: p.names(gen), sql: map[string]string{}}
-		t.projTx[key] = tx
+		t.proj.tx[key] = tx
 	}
 	tx.now = now
 	return tx
@@ -325,7 +325,7 @@ func (t *Tenant) syncProjections(now int64) error {
 		gens = nil // read them again
 	}
 	due, err := t.projectionsDue(now, gens)
-	t.projDue = due
+	t.proj.due = due
 	return err
 }
 
@@ -373,7 +373,7 @@ func (t *Tenant) dropGeneration(p *projectionReg, gen int64) error {
 			return printf.Errorf("projection %s: drop generation %d: %w", p.Name, gen, err)
 		}
 	}
-	delete(t.projTx, p.Name+"/"+strconv.FormatInt(gen, 10))
+	delete(t.proj.tx, p.Name+"/"+strconv.FormatInt(gen, 10))
 	return t.projections.Delete(p.Name, gen)
 }
 

@@ -85,10 +85,10 @@ func (a *App) pushes() push.Policy {
 // with the instance's start time, so an id of a lost instance is never
 // reused.
 func (t *Tenant) tracker(now int64) *push.Tracker {
-	if t.pushTracker == nil {
-		t.pushTracker = push.New(t.app.pushes(), "p"+strconv.FormatInt(now, 36)+"-")
+	if t.executors.pushes == nil {
+		t.executors.pushes = push.New(t.app.pushes(), "p"+strconv.FormatInt(now, 36)+"-")
 	}
-	return t.pushTracker
+	return t.executors.pushes
 }
 
 // maxPushNames bounds the bytes of kind and reaction names in a push, so
@@ -157,8 +157,8 @@ func (t *Tenant) planPushes(now int64, jobsWoke, reactionsWoke, again, one bool)
 // claim that took fewer found everything it could: its push only finishes
 // what it took from then on.
 func (t *Tenant) claimedFor(pushID string, jobs, more bool) {
-	if pushID != "" && t.pushTracker != nil {
-		t.pushTracker.Claimed(pushID, jobs, more)
+	if pushID != "" && t.executors.pushes != nil {
+		t.executors.pushes.Claimed(pushID, jobs, more)
 	}
 }
 
@@ -196,7 +196,7 @@ func (t *Tenant) listPushes() route {
 	}
 }
 
-func (t *Tenant) pushDone(id string, body []byte) (route, *api.Error) {
+func (t *Tenant) pushDone(c *call, id string, body []byte) (route, *api.Error) {
 	if !api.ValidName(id) {
 		return nil, api.Refuse(api.CodeInvalidRequest, "push id %q is invalid: use %s", id, api.NameRule)
 	}
@@ -211,7 +211,7 @@ func (t *Tenant) pushDone(id string, body []byte) (route, *api.Error) {
 	}
 	return func(now int64) (result, error) {
 		ended, again := t.tracker(now).End(now, id, r.End)
-		t.pushAgain = again
+		c.pushAgain = again
 		return result{status: statusOK, body: api.PushDoneResponse{Ended: ended}.AppendJSON}, nil
 	}, nil
 }

@@ -65,13 +65,13 @@ func (t *Tenant) loadRetention(now int64) error {
 	}
 	n, _ := strconv.ParseUint(v, 10, 64) // unset: none
 	set = api.RetentionFields(n)
-	t.retentionOver, t.retentionSet = over, set
-	t.retention = retention.Effective(t.app.retentionPolicy(), over, set)
+	t.retain.over, t.retain.set = over, set
+	t.retain.policy = retention.Effective(t.app.retentionPolicy(), over, set)
 	oldest, err := retention.ReadOldest(t.db)
 	if err != nil {
 		return err
 	}
-	t.retainDue = retention.Next(t.retention, oldest, false, now)
+	t.retain.due = retention.Next(t.retain.policy, oldest, false, now)
 	return nil
 }
 
@@ -80,7 +80,7 @@ func (t *Tenant) loadRetention(now int64) error {
 func (t *Tenant) purge(now int64) (int64, error) {
 	next := int64(0)
 	err := t.db.Tx(func() error {
-		res, err := retention.Purge(t.db, t.retention, now)
+		res, err := retention.Purge(t.db, t.retain.policy, now)
 		if err != nil {
 			return err
 		}
@@ -88,7 +88,7 @@ func (t *Tenant) purge(now int64) (int64, error) {
 		if err != nil {
 			return err
 		}
-		next = retention.Next(t.retention, oldest, res.Full, now)
+		next = retention.Next(t.retain.policy, oldest, res.Full, now)
 		return nil
 	})
 	return next, err
@@ -98,15 +98,15 @@ func (t *Tenant) purge(now int64) (int64, error) {
 // the look planned; when none was, it may be the first row retention will
 // delete (one statement reads the oldest of each kind).
 func (t *Tenant) wrote(now int64) error {
-	if t.retainDue != 0 {
-		t.retainDue = retention.AfterWrite(t.retention, t.retainDue, now)
+	if t.retain.due != 0 {
+		t.retain.due = retention.AfterWrite(t.retain.policy, t.retain.due, now)
 		return nil
 	}
 	oldest, err := retention.ReadOldest(t.db)
 	if err != nil {
 		return err
 	}
-	t.retainDue = retention.Next(t.retention, oldest, false, now)
+	t.retain.due = retention.Next(t.retain.policy, oldest, false, now)
 	return nil
 }
 
@@ -117,11 +117,11 @@ func (t *Tenant) getRetention() route {
 }
 
 func (t *Tenant) retentionResponse() api.RetentionResponse {
-	return api.RetentionResponse{Effective: t.retention, Module: t.app.retentionPolicy(),
-		Overridden: retention.Overridden(t.retentionSet), NextPurgeAt: tsPtr(t.retainDue)}
+	return api.RetentionResponse{Effective: t.retain.policy, Module: t.app.retentionPolicy(),
+		Overridden: retention.Overridden(t.retain.set), NextPurgeAt: tsPtr(t.retain.due)}
 }
 
-func (t *Tenant) putRetention(body []byte) (route, *api.Error) {
+func (t *Tenant) putRetention(c *call, body []byte) (route, *api.Error) {
 	r, set, err := api.DecodeRetentionFields(body)
 	if err != nil {
 		return nil, decodeErr(err)
@@ -137,7 +137,7 @@ func (t *Tenant) putRetention(body []byte) (route, *api.Error) {
 			return result{}, err
 		}
 		// In memory only once committed: the tenant looks again now.
-		t.pendingRetention = &pendingRetention{over: r, set: set}
+		c.retention = &pendingRetention{over: r, set: set}
 		resp := t.retentionResponse()
 		resp.Effective = retention.Effective(t.app.retentionPolicy(), r, set)
 		resp.Overridden = retention.Overridden(set)
@@ -156,36 +156,35 @@ type pendingRetention struct {
 	set  api.RetentionFields
 }
 
-// settle applies what the request changed once its transaction committed
-// (ok) or forgets it.
-func (t *Tenant) settleRetention(ok bool, now int64) error {
-	p := t.pendingRetention
-	t.pendingRetention = nil
-	if p == nil || !ok {
+// settleRetention puts in force the policy a request changed, once its
+// transaction committed.
+func (t *Tenant) settleRetention(c *call) error {
+	p := c.retention
+	if p == nil || !c.committed {
 		return nil
 	}
-	t.retentionOver, t.retentionSet = p.over, p.set
-	t.retention = retention.Effective(t.app.retentionPolicy(), p.over, p.set)
+	t.retain.over, t.retain.set = p.over, p.set
+	t.retain.policy = retention.Effective(t.app.retentionPolicy(), p.over, p.set)
 	oldest, err := retention.ReadOldest(t.db)
 	if err != nil {
 		return err
 	}
-	t.retainDue = retention.Next(t.retention, oldest, false, now)
+	t.retain.due = retention.Next(t.retain.policy, oldest, false, c.now)
 	return nil
 }
 
-func (t *Tenant) storage() route {
+func (t *Tenant) storage(c *call) route {
 	return func(int64) (result, error) {
 		kinds, err := retention.Counts(t.db)
 		if err != nil {
 			return result{}, err
 		}
 		resp := api.StorageResponse{Kinds: kinds, LimitBytes: api.StorageLimit, WarnBytes: t.app.storageWarning(),
-			Retention: t.retention}
+			Retention: t.retain.policy}
 		for _, k := range kinds {
 			resp.CountedBytes += k.Bytes
 		}
-		resp.DatabaseBytes, _ = strconv.ParseInt(t.dbBytes, 10, 64)
+		resp.DatabaseBytes, _ = strconv.ParseInt(c.dbBytes, 10, 64)
 		if size := max(resp.DatabaseBytes, resp.CountedBytes); size >= resp.WarnBytes {
 			resp.Warning = printf.Sprintf("this tenant stores %d bytes, past the warning at %d of the platform's %d: shorten its retention (PUT /retention), or move data out", size, resp.WarnBytes, int64(api.StorageLimit))
 		}

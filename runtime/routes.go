@@ -26,57 +26,58 @@ const maxParams = 2
 
 // handler validates a request's input and returns the route that runs it
 // in the transaction, or a refusal decided before any storage is touched.
-type handler func(t *Tenant, in input) (route, *api.Error)
+// What the route decides for after the commit it notes on c.
+type handler func(t *Tenant, c *call, in input) (route, *api.Error)
 
 // routes is the tenant API: every route with its handler. The 404 and 405
 // answers are derived from it, and the client builds its paths from the
 // same api.Route values.
 var routes = []routeEntry{
-	{Route: api.RouteListJobs, handle: func(t *Tenant, in input) (route, *api.Error) { return t.listJobs(in.query) }, query: true},
-	{Route: api.RouteEnqueue, handle: func(t *Tenant, in input) (route, *api.Error) { return t.enqueueOne(in.body) }, body: true},
-	{Route: api.RouteEnqueueMany, handle: func(t *Tenant, in input) (route, *api.Error) { return t.enqueueBatch(in.body) }, body: true},
-	{Route: api.RouteGetJob, handle: func(t *Tenant, in input) (route, *api.Error) { return t.getJob(in.params[0], in.query) }, query: true},
-	{Route: api.RouteDeleteJob, handle: func(t *Tenant, in input) (route, *api.Error) { return t.deleteJob(in.params[0]) }},
-	{Route: api.RouteHeartbeat, handle: func(t *Tenant, in input) (route, *api.Error) { return t.heartbeat(in.params[0], in.body) }, body: true},
-	{Route: api.RouteReport, handle: func(t *Tenant, in input) (route, *api.Error) { return t.reportOne(in.params[0], in.body) }, body: true},
-	{Route: api.RouteCancel, handle: func(t *Tenant, in input) (route, *api.Error) { return t.cancel(in.params[0], in.body) }, body: true},
-	{Route: api.RouteRetry, handle: func(t *Tenant, in input) (route, *api.Error) { return t.retry(in.params[0]) }},
-	{Route: api.RouteClaim, handle: func(t *Tenant, in input) (route, *api.Error) { return t.claim(in.body) }, body: true},
-	{Route: api.RouteReportMany, handle: func(t *Tenant, in input) (route, *api.Error) { return t.reportBatch(in.body) }, body: true},
-	{Route: api.RouteQueues, handle: func(t *Tenant, in input) (route, *api.Error) { return t.queues(), nil }},
-	{Route: api.RoutePauseQueue, handle: func(t *Tenant, in input) (route, *api.Error) { return t.pauseQueue(in.params[0], in.body) }, body: true},
-	{Route: api.RouteLimits, handle: func(t *Tenant, in input) (route, *api.Error) { return t.limits(), nil }},
-	{Route: api.RouteSetLimit, handle: func(t *Tenant, in input) (route, *api.Error) { return t.setLimit(in.params[0], in.body) }, body: true},
-	{Route: api.RouteTx, handle: func(t *Tenant, in input) (route, *api.Error) { return t.runTx(in.params[0], in.body) }, body: true},
-	{Route: api.RouteSchedules, handle: func(t *Tenant, in input) (route, *api.Error) { return t.listSchedules(), nil }},
-	{Route: api.RoutePutSchedule, handle: func(t *Tenant, in input) (route, *api.Error) { return t.putSchedule(in.params[0], in.body) }, body: true},
-	{Route: api.RouteGetSchedule, handle: func(t *Tenant, in input) (route, *api.Error) { return t.getSchedule(in.params[0]), nil }},
-	{Route: api.RouteDelSchedule, handle: func(t *Tenant, in input) (route, *api.Error) { return t.deleteSchedule(in.params[0]), nil }},
-	{Route: api.RouteStatus, handle: func(t *Tenant, in input) (route, *api.Error) { return t.status(), nil }},
-	{Route: api.RouteEvents, handle: func(t *Tenant, in input) (route, *api.Error) { return t.readEvents(in.query) }, query: true},
-	{Route: api.RouteReadStream, handle: func(t *Tenant, in input) (route, *api.Error) { return t.readStream(in.params[0], in.query) }, query: true},
-	{Route: api.RouteAppend, handle: func(t *Tenant, in input) (route, *api.Error) { return t.appendEvents(in.params[0], in.body) }, body: true},
-	{Route: api.RouteCommand, handle: func(t *Tenant, in input) (route, *api.Error) { return t.command(in.body) }, body: true},
-	{Route: api.RouteGetCommand, handle: func(t *Tenant, in input) (route, *api.Error) { return t.getCommand(in.params[0]), nil }},
-	{Route: api.RouteReactions, handle: func(t *Tenant, in input) (route, *api.Error) { return t.reactionsStatus(), nil }},
-	{Route: api.RouteClaimEvents, handle: func(t *Tenant, in input) (route, *api.Error) { return t.claimReactions(in.body) }, body: true},
-	{Route: api.RouteSettle, handle: func(t *Tenant, in input) (route, *api.Error) { return t.settle(in.body) }, body: true},
-	{Route: api.RouteSkip, handle: func(t *Tenant, in input) (route, *api.Error) { return t.skipReaction(in.params[0], in.body) }, body: true},
-	{Route: api.RouteProjections, handle: func(t *Tenant, in input) (route, *api.Error) { return t.projectionsStatus(), nil }},
-	{Route: api.RouteRebuild, handle: func(t *Tenant, in input) (route, *api.Error) { return t.rebuildProjection(in.params[0]) }},
-	{Route: api.RouteQuery, handle: func(t *Tenant, in input) (route, *api.Error) { return t.runQuery(in.params[0], in.query) }, query: true},
-	{Route: api.RoutePushes, handle: func(t *Tenant, in input) (route, *api.Error) { return t.listPushes(), nil }},
-	{Route: api.RoutePushDone, handle: func(t *Tenant, in input) (route, *api.Error) { return t.pushDone(in.params[0], in.body) }, body: true},
-	{Route: api.RouteAudit, handle: func(t *Tenant, in input) (route, *api.Error) { return t.listAudit(), nil }},
-	{Route: api.RouteStorage, handle: func(t *Tenant, in input) (route, *api.Error) { return t.storage(), nil }},
-	{Route: api.RouteRetention, handle: func(t *Tenant, in input) (route, *api.Error) { return t.getRetention(), nil }},
-	{Route: api.RouteErase, handle: func(t *Tenant, in input) (route, *api.Error) { return t.erase(in.query) }, query: true},
-	{Route: api.RouteCreateTenant, handle: func(t *Tenant, in input) (route, *api.Error) { return t.createTenant(), nil }},
-	{Route: api.RouteExport, handle: func(t *Tenant, in input) (route, *api.Error) { return t.export(in.query) }, query: true},
-	{Route: api.RouteImport, handle: func(t *Tenant, in input) (route, *api.Error) { return t.importPage(in.body) }, body: true},
-	{Route: api.RouteAbortImport, handle: func(t *Tenant, in input) (route, *api.Error) { return t.abortImport(), nil }},
-	{Route: api.RouteMigrate, handle: func(t *Tenant, in input) (route, *api.Error) { return t.runMigrations(), nil }},
-	{Route: api.RoutePutRetention, handle: func(t *Tenant, in input) (route, *api.Error) { return t.putRetention(in.body) }, body: true},
+	{Route: api.RouteListJobs, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.listJobs(in.query) }, query: true},
+	{Route: api.RouteEnqueue, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.enqueueOne(in.body) }, body: true},
+	{Route: api.RouteEnqueueMany, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.enqueueBatch(in.body) }, body: true},
+	{Route: api.RouteGetJob, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.getJob(in.params[0], in.query) }, query: true},
+	{Route: api.RouteDeleteJob, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.deleteJob(in.params[0]) }},
+	{Route: api.RouteHeartbeat, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.heartbeat(in.params[0], in.body) }, body: true},
+	{Route: api.RouteReport, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.reportOne(in.params[0], in.body) }, body: true},
+	{Route: api.RouteCancel, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.cancel(in.params[0], in.body) }, body: true},
+	{Route: api.RouteRetry, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.retry(in.params[0]) }},
+	{Route: api.RouteClaim, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.claim(c, in.body) }, body: true},
+	{Route: api.RouteReportMany, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.reportBatch(in.body) }, body: true},
+	{Route: api.RouteQueues, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.queues(), nil }},
+	{Route: api.RoutePauseQueue, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.pauseQueue(in.params[0], in.body) }, body: true},
+	{Route: api.RouteLimits, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.limits(), nil }},
+	{Route: api.RouteSetLimit, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.setLimit(in.params[0], in.body) }, body: true},
+	{Route: api.RouteTx, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.runTx(in.params[0], in.body) }, body: true},
+	{Route: api.RouteSchedules, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.listSchedules(), nil }},
+	{Route: api.RoutePutSchedule, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.putSchedule(in.params[0], in.body) }, body: true},
+	{Route: api.RouteGetSchedule, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.getSchedule(in.params[0]), nil }},
+	{Route: api.RouteDelSchedule, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.deleteSchedule(in.params[0]), nil }},
+	{Route: api.RouteStatus, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.status(), nil }},
+	{Route: api.RouteEvents, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.readEvents(in.query) }, query: true},
+	{Route: api.RouteReadStream, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.readStream(in.params[0], in.query) }, query: true},
+	{Route: api.RouteAppend, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.appendEvents(in.params[0], in.body) }, body: true},
+	{Route: api.RouteCommand, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.command(in.body) }, body: true},
+	{Route: api.RouteGetCommand, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.getCommand(in.params[0]), nil }},
+	{Route: api.RouteReactions, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.reactionsStatus(), nil }},
+	{Route: api.RouteClaimEvents, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.claimReactions(c, in.body) }, body: true},
+	{Route: api.RouteSettle, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.settle(in.body) }, body: true},
+	{Route: api.RouteSkip, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.skipReaction(in.params[0], in.body) }, body: true},
+	{Route: api.RouteProjections, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.projectionsStatus(), nil }},
+	{Route: api.RouteRebuild, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.rebuildProjection(in.params[0]) }},
+	{Route: api.RouteQuery, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.runQuery(in.params[0], in.query) }, query: true},
+	{Route: api.RoutePushes, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.listPushes(), nil }},
+	{Route: api.RoutePushDone, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.pushDone(c, in.params[0], in.body) }, body: true},
+	{Route: api.RouteAudit, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.listAudit(), nil }},
+	{Route: api.RouteStorage, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.storage(c), nil }},
+	{Route: api.RouteRetention, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.getRetention(), nil }},
+	{Route: api.RouteErase, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.erase(c, in.query) }, query: true},
+	{Route: api.RouteCreateTenant, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.createTenant(c), nil }},
+	{Route: api.RouteExport, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.export(in.query) }, query: true},
+	{Route: api.RouteImport, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.importPage(c, in.body) }, body: true},
+	{Route: api.RouteAbortImport, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.abortImport(c), nil }},
+	{Route: api.RouteMigrate, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.runMigrations(), nil }},
+	{Route: api.RoutePutRetention, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.putRetention(c, in.body) }, body: true},
 }
 
 // routeEntry is a route of the table; segs is its pattern, split once
@@ -101,7 +102,8 @@ func init() {
 // be refused without reading storage is refused here, so bad input writes
 // nothing, not even due work. allow lists the methods of a path asked with
 // another one (405), for the Allow header.
-func (t *Tenant) match(req do.Request) (run route, refused *api.Error, allow string) {
+func (t *Tenant) match(c *call) (run route, refused *api.Error, allow string) {
+	req := c.req
 	tenant, rest, ok := api.SplitTenantPath(req.Path)
 	if !ok {
 		return nil, api.NoRoute(req.Method, req.Path), ""
@@ -124,7 +126,7 @@ func (t *Tenant) match(req do.Request) (run route, refused *api.Error, allow str
 	switch {
 	case h != nil:
 		in.query, in.body = req.Query, req.Body
-		t.route = in.route
+		c.route = in.route
 		// The host verified the token and says its role; no header is a
 		// host that knows only the admin token.
 		if role := api.Role(req.Headers.Get(do.HeaderPrincipal)); role != "" && !in.route.Allows(role) {
@@ -136,7 +138,7 @@ func (t *Tenant) match(req do.Request) (run route, refused *api.Error, allow str
 		if len(req.Body) > 0 && !in.takesBody {
 			return nil, api.Refuse(api.CodeInvalidRequest, "%s takes no body: send none", in.route.String()), ""
 		}
-		run, refused = h(t, in)
+		run, refused = h(t, c, in)
 		return run, refused, ""
 	case allow != "":
 		return nil, api.Refuse(api.CodeMethodNotAllowed, "%s %s: use %s", req.Method, req.Path, allow), allow

@@ -16,19 +16,19 @@ func (t *Tenant) status() route {
 // statusBody is GET /status: the due time read from storage (not the
 // cache: status shows the truth), and both ledgers.
 func (t *Tenant) statusBody(now int64) api.Status {
-	st := api.Status{Tenant: t.name, Now: ts(now), SchemaVersion: t.schemaVersion, MigrationDrift: t.drift,
-		Module: t.module, StileSchema: t.stileSchema, ModuleSchema: t.appSchema}
+	st := api.Status{Tenant: t.name, Now: ts(now), SchemaVersion: t.schema.stile.Version, MigrationDrift: t.schema.drift,
+		Module: t.schema.module, StileSchema: t.schema.stile, ModuleSchema: t.schema.app}
 	st.Kinds, st.Reactions = t.app.registered()
-	if t.stileBlocked {
+	if t.schema.stileBlocked {
 		return st // Stile's tables may not be there to read
 	}
 	at, err := t.nextDue()
 	if err == nil {
-		if t.projDue != 0 && (at == 0 || t.projDue < at) {
-			at = t.projDue
+		if t.proj.due != 0 && (at == 0 || t.proj.due < at) {
+			at = t.proj.due
 		}
-		if t.retainDue != 0 && (at == 0 || t.retainDue < at) {
-			at = t.retainDue
+		if t.retain.due != 0 && (at == 0 || t.retain.due < at) {
+			at = t.retain.due
 		}
 		st.AlarmAt = tsPtr(at)
 	}
@@ -84,7 +84,7 @@ func (t *Tenant) queues() route {
 			return result{}, err
 		}
 		resp.Paused = slices.Sorted(maps.Keys(paused))
-		if t.claims.since != 0 && !t.claims.every {
+		if t.executors.claims.since != 0 && !t.executors.claims.every {
 			// Kinds of ready jobs no claim named: checked among the jobs a
 			// push would count.
 			_, ready, err := t.store.Ready(api.MaxPushCount)
@@ -93,7 +93,7 @@ func (t *Tenant) queues() route {
 			}
 			for _, c := range ready {
 				i := slices.IndexFunc(resp.Queues, func(q api.QueueCounts) bool { return q.Queue == c.Queue })
-				if i >= 0 && t.claims.unhandled(c.Kind) {
+				if i >= 0 && t.executors.claims.unhandled(c.Kind) {
 					resp.Queues[i].Unhandled = append(resp.Queues[i].Unhandled, c.Kind)
 				}
 			}

@@ -129,7 +129,6 @@ func (t *Tenant) validateEnqueueSent(i int, r api.EnqueueRequest, f api.EnqueueR
 	if r.RunRegardless && len(r.DependsOn) == 0 {
 		return n, api.Refuse(api.CodeInvalidRequest, "%srun_regardless needs depends_on", where)
 	}
-	n.Traceparent = t.traceparent // the enqueuing request's, carried to every claim
 	return n, nil
 }
 

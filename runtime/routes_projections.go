@@ -87,7 +87,7 @@ func (t *Tenant) rebuildProjection(name string) (route, *api.Error) {
 		if err := t.createGeneration(now, p, projectionstore.Building); err != nil {
 			return result{}, err
 		}
-		t.projDue = now
+		t.proj.due = now
 		route := t.projectionsStatus()
 		res, err := route(now)
 		res.status = statusAccepted

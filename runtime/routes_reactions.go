@@ -14,7 +14,7 @@ import (
 
 // ---- claim ----
 
-func (t *Tenant) claimReactions(body []byte) (route, *api.Error) {
+func (t *Tenant) claimReactions(c *call, body []byte) (route, *api.Error) {
 	r, f, err := api.DecodeReactionClaimFields(body)
 	if err != nil {
 		return nil, decodeErr(err)
@@ -86,7 +86,7 @@ func (t *Tenant) claimReactions(body []byte) (route, *api.Error) {
 		var res result
 		if len(resp.Deliveries) == 0 {
 			res.idle = true
-			if r.WaitMs > 0 && !t.mayHold() {
+			if r.WaitMs > 0 && !t.mayHold(c) {
 				resp.RetryAfterMs = api.HeldRetryAfter.Milliseconds()
 			} else {
 				res.holdMs, res.hold = r.WaitMs, do.Hold{Reactions: true}

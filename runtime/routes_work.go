@@ -13,7 +13,7 @@ import (
 
 // ---- claim ----
 
-func (t *Tenant) claim(body []byte) (route, *api.Error) {
+func (t *Tenant) claim(c *call, body []byte) (route, *api.Error) {
 	r, f, err := api.DecodeClaimFields(body)
 	if err != nil {
 		return nil, decodeErr(err)
@@ -65,8 +65,8 @@ func (t *Tenant) claim(body []byte) (route, *api.Error) {
 		if err != nil {
 			return result{}, err
 		}
-		t.claims.note(now, r.Kinds)
-		hold := len(claimed) == 0 && r.WaitMs > 0 && t.mayHold()
+		t.executors.claims.note(now, r.Kinds)
+		hold := len(claimed) == 0 && r.WaitMs > 0 && t.mayHold(c)
 		if r.Push != "" {
 			// Whether the push still claims decides whether work that
 			// becomes ready needs a push of its own (pushes.go).
@@ -76,8 +76,8 @@ func (t *Tenant) claim(body []byte) (route, *api.Error) {
 					return result{}, err
 				}
 			}
-			if hold && t.pushTracker != nil {
-				t.pushTracker.Lingers(r.Push, r.Linger, now, r.WaitMs) // the host holds the claim
+			if hold && t.executors.pushes != nil {
+				t.executors.pushes.Lingers(r.Push, r.Linger, now, r.WaitMs) // the host holds the claim
 			} else {
 				t.claimedFor(r.Push, true, more)
 			}
@@ -107,9 +107,9 @@ func (t *Tenant) claim(body []byte) (route, *api.Error) {
 // when its host already holds as many claims as the tenant, or the
 // claim's token, may have held (App.HeldClaims). Each held claim costs its
 // host a connection and a look on every wake that matches it.
-func (t *Tenant) mayHold() bool {
+func (t *Tenant) mayHold(c *call) bool {
 	perTenant, perToken := t.app.heldClaims()
-	return t.heldTenant < perTenant && t.heldToken < perToken
+	return c.heldTenant < perTenant && c.heldToken < perToken
 }
 
 // ---- heartbeat, report ----
@@ -147,7 +147,7 @@ func (t *Tenant) heartbeat(idText string, body []byte) (route, *api.Error) {
 	return func(now int64) (result, error) {
 		until, cancel, err := t.store.Heartbeat(now, id, fenceClaim(r.Claim))
 		if err != nil {
-			return result{}, err // a fence's refusal commits its audit row (serve)
+			return result{}, err // a fence's refusal commits its audit row (inTx)
 		}
 		return result{status: statusOK, body: api.HeartbeatResponse{Now: ts(now), LeaseUntil: ts(until), CancelRequested: cancel}.AppendJSON}, nil
 	}, nil
@@ -223,7 +223,7 @@ func (t *Tenant) reportOne(idText string, body []byte) (route, *api.Error) {
 	return func(now int64) (result, error) {
 		res, err := t.store.Report(now, id, rep, mrandFloat())
 		if err != nil {
-			return result{}, err // a fence's refusal commits its audit row (serve)
+			return result{}, err // a fence's refusal commits its audit row (inTx)
 		}
 		j := res.Job
 		return result{status: statusOK, body: api.ReportResponse{JobID: idText, State: string(j.State), Attempt: j.Attempt,

@@ -8,8 +8,8 @@ import "github.com/stile-run/stile/internal/printf"
 
 // setting reads a setting ("" and false when it is not set).
 func (t *Tenant) setting(key string) (string, bool, error) {
-	if t.settings != nil {
-		v, ok := t.settings[key]
+	if t.schema.settings != nil {
+		v, ok := t.schema.settings[key]
 		return v, ok, nil
 	}
 	rows, err := t.db.Query(`SELECT value FROM stile_settings WHERE key = ?`, key)
@@ -28,8 +28,8 @@ func (t *Tenant) setSetting(now int64, key, value string) error {
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`, key, value, now); err != nil {
 		return printf.Errorf("write setting %s: %w", key, err)
 	}
-	if t.settings != nil {
-		t.settings[key] = value
+	if t.schema.settings != nil {
+		t.schema.settings[key] = value
 	}
 	return nil
 }
@@ -39,11 +39,11 @@ func (t *Tenant) clearSetting(key string) error {
 	if err := t.db.Exec(`DELETE FROM stile_settings WHERE key = ?`, key); err != nil {
 		return printf.Errorf("clear setting %s: %w", key, err)
 	}
-	delete(t.settings, key)
+	delete(t.schema.settings, key)
 	return nil
 }
 
-// readSettings reads every setting at once into t.settings, which setting
+// readSettings reads every setting at once into t.schema.settings, which setting
 // then answers from until forgetSettings: a new instance's start reads
 // four, in one statement instead of four.
 func (t *Tenant) readSettings() error {
@@ -51,16 +51,16 @@ func (t *Tenant) readSettings() error {
 	if err != nil {
 		return printf.Errorf("read settings: %w", err)
 	}
-	t.settings = map[string]string{}
+	t.schema.settings = map[string]string{}
 	for rows.Next() {
-		t.settings[rows.Text(0)] = rows.Text(1)
+		t.schema.settings[rows.Text(0)] = rows.Text(1)
 	}
 	if err := rows.Err(); err != nil {
-		t.settings = nil
+		t.schema.settings = nil
 		return printf.Errorf("read settings: %w", err)
 	}
 	return nil
 }
 
 // forgetSettings makes setting read storage again.
-func (t *Tenant) forgetSettings() { t.settings = nil }
+func (t *Tenant) forgetSettings() { t.schema.settings = nil }

@@ -12,7 +12,6 @@ import (
 	"github.com/stile-run/stile/runtime/internal/inboxstore"
 	"github.com/stile-run/stile/runtime/internal/projectionstore"
 	"github.com/stile-run/stile/runtime/internal/push"
-	"github.com/stile-run/stile/schema"
 )
 
 // Tenant serves the API of one tenant: it is what a tenant module does for
@@ -26,93 +25,98 @@ type Tenant struct {
 	events      *eventstore.Store
 	reactions   *inboxstore.Store
 	projections *projectionstore.Store
-	projTx      map[string]*ProjectionTx
-	// projDue is when projection work is next due (0: none): now after
-	// events were appended, a stalled event's retry time.
-	projDue int64
 
-	migrated      bool
-	settings      map[string]string // every setting, while migrate runs (readSettings)
-	schemaVersion int64
-	// stileSchema and appSchema are the two ledgers as migrate left them;
-	// stileBlocked says Stile's own schema is not usable (a migration
-	// failed, or a destructive one is ahead), appBlocked is the refusal of
-	// the routes that run the module's SQL (nil: they serve).
-	stileSchema, appSchema api.SchemaState
-	stileBlocked           bool
-	appBlocked             *api.Error
-	// module is the module's version, as its host says (stile-module).
-	module string
-	// erased says the tenant was erased (erase.go), at erasedAt; erasing
-	// that the request being served erases it.
-	erased  bool
-	erasing bool
-	// importDone says the request imported an export's last page, or
-	// aborted an import: once it commits, the tenant forgets what it read
-	// (reset).
-	importDone bool
-	// importUnder is the mark of the import under way ("": none), which
-	// holds the tenant for itself (importServes); importBegun the mark a
-	// first page sets once it commits.
-	importUnder, importBegun string
-	erasedAt                 int64
-	tombChecked              bool
+	// What lives across requests, each group kept by the code that owns
+	// it. What one request decides is its call's (call.go).
+	life      lifecycle     // created, being imported, erased (erase.go, export.go)
+	schema    tenantSchema  // the migrations and versions (migrate.go)
+	due       dueCache      // the alarm (due.go)
+	executors executorState // pushes and claims (pushes.go, executors.go)
+	dir       directory     // what the directory was told (directory.go)
+	proj      projState     // the projections' work (projections.go)
+	retain    retainState   // the retention policy (retention.go)
+
+	// out and body are buffers reused by every request, for the response
+	// frame and the answer's body; they carry nothing from one to the
+	// next.
+	out, body []byte
+}
+
+// lifecycle is whether the tenant exists, is being imported, or was
+// erased.
+type lifecycle struct {
 	// exists says the tenant was created (its storage has the migration
-	// ledger, or an erased tenant's tombstone); creating that a request
-	// creates it. A tenant that does not exist answers 404
-	// tenant_not_found and writes nothing, unless the request creates it.
-	exists, creating bool
+	// ledger, or an erased tenant's tombstone). A tenant that does not
+	// exist answers 404 tenant_not_found and writes nothing, unless the
+	// request creates it.
+	exists bool
+	// tombChecked says the tombstone was looked for; erased that the
+	// tenant was erased (erase.go), at erasedAt.
+	tombChecked bool
+	erased      bool
+	erasedAt    int64
+	// importMark is the mark of the import under way ("": none), which
+	// holds the tenant for itself (importServes).
+	importMark string
+}
+
+// tenantSchema is the tenant's tables' versions, as migrate left them.
+type tenantSchema struct {
+	// migrated says migrate ran on this instance (POST /migrations runs
+	// it again).
+	migrated bool
+	// settings is every setting, while migrate runs (readSettings).
+	settings map[string]string
+	// stile and app are the two ledgers; stileBlocked says Stile's own
+	// schema is not usable (a migration failed, or a destructive one is
+	// ahead), appBlocked is the refusal of the routes that run the
+	// module's SQL (nil: they serve).
+	stile, app   api.SchemaState
+	stileBlocked bool
+	appBlocked   *api.Error
 	// drift reports applied migrations whose SQL changed since (GET /status).
 	drift []string
+	// module is the module's version, as its host says (stile-module).
+	module string
+}
 
-	// due is the earliest due time of committed state: the alarm, and the
-	// reason a request may skip due work. The store tells it how writes
-	// move due times; it is re-read only when the earliest may have gone.
-	due dueCache
-
-	// pushTracker holds the pushes to executors in flight (pushes.go);
-	// pushAgain says an ended push asked to look for ready work again.
-	pushTracker *push.Tracker
-	pushAgain   bool
+// executorState is what the tenant knows of its executors.
+type executorState struct {
+	// pushes holds the pushes to executors in flight (pushes.go; nil:
+	// none yet).
+	pushes *push.Tracker
 	// claims is what executors' claims named (executors.go).
 	claims claimsSeen
+}
 
-	// dirFirst says this request created the tenant's storage; dirState
-	// is what the directory was last told (directory.go).
-	dirFirst bool
-	dirState dirState
-	// dirVersions says the next response tells the directory the tenant's
-	// versions (noteVersions).
-	dirVersions bool
+// directory is what the tenant directory was told, and what it is to be
+// told next (directory.go).
+type directory struct {
+	// first says this instance created the tenant's storage; versions
+	// that the next response tells the directory the tenant's versions
+	// (noteVersions).
+	first, versions bool
+	// told is what the directory was last told of readiness.
+	told dirState
+}
 
-	// dueEnded says the request's due work expired a lease (which may have
-	// ended a job): the response says FlagFinished. dueApplied says the
-	// request applied due work at all.
-	dueEnded, dueApplied bool
+// projState is the projections' pending work.
+type projState struct {
+	// tx holds each generation's handler transaction, reused.
+	tx map[string]*ProjectionTx
+	// due is when projection work is next due (0: none): now after
+	// events were appended, a stalled event's retry time.
+	due int64
+}
 
-	// route is the route the request matched ("" before a match): the
-	// response names it in stile-route, for the host's logs and metrics.
-	route api.Route
-	// traceparent is the request's (its frame header), stored with the
-	// jobs it enqueues.
-	traceparent string
-
-	// retention is the policy in force: the module's, under the tenant's
-	// override (retentionOver, the fields in retentionSet); retainDue when
-	// the alarm next looks for rows to delete (0: not until a write).
-	retention        api.Retention
-	retentionOver    api.Retention
-	retentionSet     api.RetentionFields
-	retainDue        int64
-	pendingRetention *pendingRetention
-	// dbBytes is the request's stile-db-bytes header (GET /storage).
-	dbBytes string
-	// heldTenant and heldToken are the claims the host holds for the
-	// tenant and for the request's token (stile-held).
-	heldTenant, heldToken int
-
-	out  []byte // the response frame, reused
-	body []byte // the response body, reused
+// retainState is the retention policy in force: the module's (policy),
+// under the tenant's override (over, the fields in set); due when the
+// alarm next looks for rows to delete (0: not until a write).
+type retainState struct {
+	policy api.Retention
+	over   api.Retention
+	set    api.RetentionFields
+	due    int64
 }
 
 // NewTenant returns a tenant serving app's API over h.
@@ -129,7 +133,7 @@ func (t *Tenant) init(app *App, db *do.DB) {
 	t.events = eventstore.New(db)
 	t.reactions = inboxstore.New(db, t.events, &t.due)
 	t.projections = projectionstore.New(db)
-	t.projTx = map[string]*ProjectionTx{}
+	t.proj.tx = map[string]*ProjectionTx{}
 	if app != nil {
 		t.store.Limits = app.Limits()
 	}
@@ -181,26 +185,25 @@ type route func(now int64) (result, error)
 
 var errNoServe = errors.New("this module never called runtime.Serve")
 
-// serve answers a request. A refusal before the transaction reads no
-// committed state and leaves the host's alarm as it is.
+// serve answers a request, naming the route it matched. A refusal before
+// the transaction reads no committed state and leaves the host's alarm as
+// it is.
 func (t *Tenant) serve(req do.Request) do.Response {
-	t.route = api.Route{}
-	t.traceparent = req.Headers.Get(do.HeaderTraceparent)
-	t.events.Traceparent = t.traceparent
-	t.dbBytes = req.Headers.Get(do.HeaderDBBytes)
-	t.heldTenant, t.heldToken = do.ParseHeldCounts(req.Headers.Get(do.HeaderHeld))
+	c := newCall(req, t.body)
+	t.events.Traceparent, t.store.Traceparent = c.traceparent, c.traceparent
 	if m := req.Headers.Get(do.HeaderModule); m != "" {
-		t.module = m
+		t.schema.module = m
 	}
-	resp := t.answer(req)
-	if t.route.Pattern != "" {
-		resp.Headers = append(resp.Headers, do.Header{Name: do.HeaderRoute, Value: t.route.Method + " " + t.route.Pattern})
+	resp := t.answer(c)
+	t.body = c.body // its room, for the next answer
+	if c.route.Pattern != "" {
+		resp.Headers = append(resp.Headers, do.Header{Name: do.HeaderRoute, Value: c.route.Method + " " + c.route.Pattern})
 	}
 	return resp
 }
 
-// answer is serve's answer before it names its route. A request goes
-// through four phases, and what a failure answers depends on the phase:
+// answer takes a request through its phases; what a failure answers
+// depends on the phase:
 //
 //   - admit: the tenant's identity, its tombstone, the route and its
 //     validation, migrations. Nothing of the request is written; a
@@ -209,153 +212,188 @@ func (t *Tenant) serve(req do.Request) do.Response {
 //     the audit row and the encoding of the answer's body, so that running
 //     out of memory on a large answer rolls the request back. A failure
 //     here wrote nothing (api.Internal).
-//   - after commit: what follows the commit (retention's settling, the
-//     alarm's catch-up and purge, push planning, the directory's note,
-//     the next due time). The request's writes stand: a failure here is
+//   - adopt and afterCommit: what follows the commit (an import's or an
+//     erasure's new state, retention's settling, the alarm's catch-up and
+//     purge). The request's writes stand: a failure here is
 //     api.AnswerLost, never "wrote nothing".
-//   - respond: the response frame.
+//   - respond: the response (its wakes, push planning, the directory's
+//     note, the next due time), under the same rule.
 //
 // A trap (a Go panic) is reported by the host, which knows whether a
 // transaction of the call had committed (host.ErrAnswerLost).
-func (t *Tenant) answer(req do.Request) do.Response {
+func (t *Tenant) answer(c *call) do.Response {
 	// What the instance's start applied is the first answer's to tell;
 	// later answers applied nothing.
-	defer func() { t.stileSchema.Applied, t.appSchema.Applied = 0, 0 }()
-	run, noticedBy, refused := t.admit(req)
-	if refused != nil {
-		return *refused
+	defer func() { t.schema.stile.Applied, t.schema.app.Applied = 0, 0 }()
+	if refusal := t.admit(c); refusal != nil {
+		return *refusal
 	}
-	now := t.db.Now()
-	res, committed, err := t.transact(now, req, run, noticedBy)
+	c.now = t.db.Now()
+	if err := t.transact(c); err != nil {
+		return t.rolledBack(err)
+	}
+	if c.committed && c.importDone {
+		defer t.reset() // after the answer, the tenant reads everything anew
+	}
+	if erased := t.adopt(c); erased != nil {
+		return *erased
+	}
+	if err := t.afterCommit(c); err != nil {
+		return c.lost(err)
+	}
+	resp, err := t.respond(c)
 	if err != nil {
-		t.dueEnded, t.pushAgain, t.importDone, t.erasing = false, false, false, false
-		t.importBegun = ""
-		t.pendingRetention = nil
-		t.due.Unknown() // what the stores reported did not commit
-		t.store.Woke()  // nor what they woke
-		t.reactions.Woke()
-		t.events.Appended()
-		resp := errorResponse(api.Internal(err.Error()))
-		if ferr := t.refreshDue(); ferr != nil {
-			return errorResponse(api.Internal(ferr.Error()))
-		}
-		resp.AlarmAt = t.alarmAt()
-		return resp
+		return c.lost(err)
 	}
-	return t.afterCommit(now, req, res, committed)
+	return resp
 }
+
+// lost answers a failure after the transaction: api.AnswerLost when it
+// committed (what it wrote stands), with the cause.
+func (c *call) lost(err error) do.Response {
+	if c.committed {
+		return errorResponse(api.AnswerLost(err.Error()))
+	}
+	return errorResponse(api.Internal(err.Error()))
+}
+
+// early is a refusal admit answers, before the transaction.
+func early(r do.Response) *do.Response { return &r }
 
 // admit is the first phase: it writes nothing of the request, and answers
 // a refusal itself (nil: go on).
-func (t *Tenant) admit(req do.Request) (run route, noticedBy string, refusal *do.Response) {
-	refuse := func(r do.Response) (route, string, *do.Response) { return nil, "", &r }
+func (t *Tenant) admit(c *call) *do.Response {
+	if refusal := t.identify(c); refusal != nil {
+		return refusal
+	}
+	absent := !t.life.exists
+	refusal := t.routeCall(c)
+	if refusal == nil {
+		refusal = t.prepare(c)
+	}
+	if refusal != nil && absent {
+		// Nothing is written for a tenant that was never created, and the
+		// host is told, so that it keeps no storage it opened for it.
+		refusal.Headers = append(refusal.Headers, do.Header{Name: do.HeaderAbsent, Value: "1"})
+	}
+	return refusal
+}
+
+// identify learns which tenant the request is for and whether it was
+// created or erased (admit).
+func (t *Tenant) identify(c *call) *do.Response {
+	req := c.req
 	if t.app == nil {
-		return refuse(errorResponse(api.Internal(errNoServe.Error())))
+		return early(errorResponse(api.Internal(errNoServe.Error())))
 	}
 	if name := req.Headers.Get(do.HeaderTenant); name != "" && name != t.name {
 		// The transport names the tenant the object is: the module takes
 		// it as its own before any path can.
 		if t.name != "" || !api.ValidTenant(name) {
-			return refuse(errorResponse(api.Refuse(api.CodeInvalidTenant, "this object serves tenant %q, and its host says %q", t.name, name)))
+			return early(errorResponse(api.Refuse(api.CodeInvalidTenant, "this object serves tenant %q, and its host says %q", t.name, name)))
 		}
 		t.name = name
 	}
-	if !t.migrated && !t.tombChecked {
+	if !t.schema.migrated && !t.life.tombChecked {
 		// An erased tenant answers 410 to everything, even a request that
 		// would be refused: read its tombstone before anything else.
 		erased, err := t.readTombstone()
 		if err != nil {
-			return refuse(errorResponse(api.Internal(err.Error())))
+			return early(errorResponse(api.Internal(err.Error())))
 		}
-		t.erased, t.tombChecked = erased, true
+		t.life.erased, t.life.tombChecked = erased, true
 	}
-	if t.erased {
+	if t.life.erased {
 		if t.name == "" {
 			t.name, _, _ = api.SplitTenantPath(req.Path)
 		}
-		return refuse(t.erasedResponse(req))
+		return early(t.erasedResponse(req))
 	}
-	t.creating = false
-	if !t.exists {
+	if !t.life.exists {
 		ok, err := t.hasLedger()
 		if err != nil {
-			return refuse(errorResponse(api.Internal(err.Error())))
+			return early(errorResponse(api.Internal(err.Error())))
 		}
-		t.exists = ok
+		t.life.exists = ok
 	}
-	if !t.exists {
-		// Nothing is written for a tenant that was never created, and the
-		// host is told, so that it keeps no storage it opened for it.
-		defer func() {
-			if refusal != nil {
-				refusal.Headers = append(refusal.Headers, do.Header{Name: do.HeaderAbsent, Value: "1"})
-			}
-		}()
-	}
-	if !t.exists && req.Kind == do.KindAPI {
+	return nil
+}
+
+// routeCall matches the request's route and validates its input (admit);
+// it decides whether the request creates the tenant.
+func (t *Tenant) routeCall(c *call) *do.Response {
+	req := c.req
+	if !t.life.exists && req.Kind == do.KindAPI {
 		// A request that cannot create the tenant is answered before its
 		// route or input is looked at, as the hosts answer it before
 		// opening any storage.
 		tenant, rest, _ := api.SplitTenantPath(req.Path)
 		role, least, err := t.creation(req)
 		if err != nil {
-			return refuse(errorResponse(api.Internal(err.Error())))
+			return early(errorResponse(api.Internal(err.Error())))
 		}
 		if api.ValidTenant(tenant) && !api.MayCreate(req.Method, rest, role, least) {
-			return refuse(errorResponse(api.TenantNotFound(tenant)))
+			return early(errorResponse(api.TenantNotFound(tenant)))
 		}
 	}
-	noticedBy = "request"
+	c.noticedBy = "request"
 	switch req.Kind {
 	case do.KindAlarm:
-		noticedBy = "alarm"
-		run = func(int64) (result, error) { return result{status: statusOK}, nil }
+		c.noticedBy = "alarm"
+		c.run = func(int64) (result, error) { return result{status: statusOK}, nil }
 	case do.KindAPI:
-		var refused *api.Error
-		var allow string
-		if run, refused, allow = t.match(req); refused != nil {
+		run, refused, allow := t.match(c)
+		if refused != nil {
 			resp := errorResponse(refused)
 			if allow != "" {
 				resp.Headers = do.Headers{{Name: do.HeaderAllow, Value: allow}}
 			}
-			return refuse(resp)
+			return early(resp)
 		}
+		c.run = run
 	default:
-		return refuse(errorResponse(api.Refuse(api.CodeInvalidRequest, "unknown request kind %d", byte(req.Kind))))
+		return early(errorResponse(api.Refuse(api.CodeInvalidRequest, "unknown request kind %d", byte(req.Kind))))
 	}
-	if !t.exists {
+	if !t.life.exists {
 		if req.Kind != do.KindAPI {
-			return refuse(do.Response{Status: statusOK}) // an alarm of a tenant never created: nothing is due
+			return early(do.Response{Status: statusOK}) // an alarm of a tenant never created: nothing is due
 		}
-		t.creating = true // api.MayCreate let it through, above
+		c.creating = true // api.MayCreate let it through, above
 	}
+	return nil
+}
+
+// prepare readies the tenant's storage for the route (admit): its
+// migrations, and what a failed one or an import under way refuses.
+func (t *Tenant) prepare(c *call) *do.Response {
+	kind := c.req.Kind
 	// Only a request that passed validation migrates: a refused one (a
 	// mistyped tenant name, say) leaves the object's storage untouched.
-	if req.Kind == do.KindAPI && t.route == api.RouteMigrate {
-		t.migrated = false // try the pending migrations again now
+	if kind == do.KindAPI && c.route == api.RouteMigrate {
+		t.schema.migrated = false // try the pending migrations again now
 	}
-	if req.Kind == do.KindAPI && t.route == api.RouteErase {
+	if kind == do.KindAPI && c.route == api.RouteErase {
 		// Erasing drops whatever tables there are: it needs no migration,
 		// and works whatever state they are in.
-		return run, noticedBy, nil
+		return nil
 	}
-	if !t.migrated {
+	if !t.schema.migrated {
 		if err := t.migrate(); err != nil {
-			return refuse(errorResponse(api.Internal(err.Error())))
+			return early(errorResponse(api.Internal(err.Error())))
 		}
-		t.exists = true
+		t.life.exists = true
 	}
-	if refused := t.migrationRefusal(req.Kind); refused != nil {
-		return refuse(errorResponse(refused))
+	if refused := t.migrationRefusal(c); refused != nil {
+		return early(errorResponse(refused))
 	}
-	if t.importUnder != "" && !t.importServes(req.Kind) {
-		if req.Kind == do.KindAlarm {
+	if t.life.importMark != "" && !t.importServes(c) {
+		if kind == do.KindAlarm {
 			// Nothing is due while rows come in; the import's end looks.
-			return refuse(do.Response{Status: statusOK})
+			return early(do.Response{Status: statusOK})
 		}
-		return refuse(errorResponse(api.Refuse(api.CodeImportConflict, "tenant %s is being imported (the export with mark %s): until its last page, or DELETE /v1/t/%s/import to abort it, only the import's pages, GET /status and an erase are served", t.name, t.importUnder, t.name)))
+		return early(errorResponse(api.Refuse(api.CodeImportConflict, "tenant %s is being imported (the export with mark %s): until its last page, or DELETE /v1/t/%s/import to abort it, only the import's pages, GET /status and an erase are served", t.name, t.life.importMark, t.name)))
 	}
-	return run, noticedBy, nil
+	return nil
 }
 
 // creation is what decides whether req creates the tenant: the caller's
@@ -371,144 +409,172 @@ func (t *Tenant) creation(req do.Request) (role, least api.Role, err error) {
 }
 
 // transact is the second phase: the request's one transaction, which
-// encodes the answer's body too (t.body). A refusal (an *api.Error) rolls
-// back and is the answer, committed false; a fence's refusal commits its
-// audit row, committed true. err is any other failure: it rolled back.
-func (t *Tenant) transact(now int64, req do.Request, run route, noticedBy string) (res result, committed bool, err error) {
-	t.dueEnded, t.dueApplied = false, false
+// encodes the answer's body too (c.res, c.body). A refusal (an
+// *api.Error) rolls back and is the answer, c.committed false; a fence's
+// refusal commits its audit row, c.committed true. The error is any other
+// failure: it rolled back.
+func (t *Tenant) transact(c *call) error {
 	encoded := false
-	err = t.db.Tx(func() error {
-		// Nothing is due in a tenant being erased, whose tables may be at
-		// any migration, nor in one being imported: due work would move
-		// the rows that came in before the rest has.
-		if r := t.route; req.Kind != do.KindAPI || r != api.RouteErase && r != api.RouteImport && r != api.RouteAbortImport {
-			if err := t.applyDue(now, noticedBy); err != nil {
-				return err
-			}
-		}
-		var err error
-		res, err = run(now)
-		// An erasure erases its audit list too; an import brings the
-		// exported tenant's, and its abort leaves the tenant as empty as
-		// it found it.
-		if err == nil && t.route.Audited() && res.status < 300 && !t.erasing && t.route != api.RouteImport && t.route != api.RouteAbortImport {
-			err = t.audit(now, req, res.status)
-		}
-		// A fence's refusal (a stale code) commits: the store wrote its
-		// bounded audit row and nothing else.
-		if refused := (*api.Error)(nil); errors.As(err, &refused) && refused.Code.Stale() {
-			res, err = refusal(refused), nil
-		}
-		if err != nil {
+	err := t.db.Tx(func() error {
+		if err := t.inTx(c); err != nil {
 			return err
-		}
-		// The answer is made before the commit: one too large for the
-		// module's memory traps here and rolls the request back, instead
-		// of losing the answer of a request that committed.
-		t.body = t.body[:0]
-		if res.body != nil {
-			t.body = res.body(t.body)
 		}
 		encoded = true
 		return nil
 	})
 	// The one mapping from a route's error to its answer: a refusal (an
 	// *api.Error, from the route or a store) answers its status and, but
-	// for a fence's (above), rolls back everything the route wrote; any
+	// for a fence's (inTx), rolls back everything the route wrote; any
 	// other error is a 500.
 	var refused *api.Error
 	if errors.As(err, &refused) {
-		res = refusal(refused)
-		t.body = res.body(t.body[:0])
-		return res, false, nil
+		c.res = refusal(refused)
+		c.body = c.res.body(c.body[:0])
+		return nil
 	}
 	if err != nil {
-		return result{}, false, err
+		return err
 	}
 	if !encoded {
-		return result{}, false, errors.New("the request's transaction ended without its answer")
+		return errors.New("the request's transaction ended without its answer")
 	}
-	return res, true, nil
+	c.committed = true
+	return nil
 }
 
-// afterCommit is the last phases: what follows the request's transaction,
-// and the response. A failure here answers api.AnswerLost when the
-// transaction committed (what it wrote stands), with the cause.
-func (t *Tenant) afterCommit(now int64, req do.Request, res result, committed bool) do.Response {
-	lost := func(what string, err error) do.Response {
-		msg := what + ": " + err.Error()
-		if committed {
-			return errorResponse(api.AnswerLost(msg))
-		}
-		return errorResponse(api.Internal(msg))
-	}
-	again := t.pushAgain
-	t.pushAgain = false
-	if t.importBegun != "" {
-		if committed {
-			t.importUnder = t.importBegun
-		}
-		t.importBegun = ""
-	}
-	if t.importDone {
-		t.importDone = false
-		if committed {
-			// The alarm follows what was imported (read below); after
-			// the answer, the tenant reads everything anew.
-			t.due.Unknown()
-			t.retainDue = now
-			defer t.reset()
+// inTx is what the request's transaction runs: due work, the route, its
+// audit row, and the answer's body.
+func (t *Tenant) inTx(c *call) error {
+	// Nothing is due in a tenant being erased, whose tables may be at
+	// any migration, nor in one being imported: due work would move
+	// the rows that came in before the rest has.
+	if r := c.route; c.req.Kind != do.KindAPI || r != api.RouteErase && r != api.RouteImport && r != api.RouteAbortImport {
+		if err := t.applyDue(c); err != nil {
+			return err
 		}
 	}
-	if t.erasing {
-		t.erasing = false
-		if committed {
-			// Nothing of the tenant is left to read: answer, clear the
-			// alarm, and tell the directory.
-			t.erased, t.erasedAt = true, now
-			t.pushTracker = nil
-			return do.Response{Status: res.status, AlarmAt: 0, Body: t.body, Headers: do.Headers{t.erasedNote()}}
-		}
+	res, err := c.run(c.now)
+	// An erasure erases its audit list too; an import brings the
+	// exported tenant's, and its abort leaves the tenant as empty as
+	// it found it.
+	if r := c.route; err == nil && r.Audited() && res.status < 300 && !c.erasing && r != api.RouteImport && r != api.RouteAbortImport {
+		err = t.audit(c, res.status)
 	}
-	if err := t.settleRetention(committed, now); err != nil {
-		return lost("settle retention", err)
+	// A fence's refusal (a stale code) commits: the store wrote its
+	// bounded audit row and nothing else.
+	if refused := (*api.Error)(nil); errors.As(err, &refused) && refused.Code.Stale() {
+		res, err = refusal(refused), nil
 	}
-	if committed && (req.Kind == do.KindAlarm || req.Method != "GET") {
-		if err := t.wrote(now); err != nil {
-			return lost("note the write", err)
+	if err != nil {
+		return err
+	}
+	// The answer is made before the commit: one too large for the
+	// module's memory traps here and rolls the request back, instead
+	// of losing the answer of a request that committed.
+	c.res, c.body = res, c.body[:0]
+	if res.body != nil {
+		c.body = res.body(c.body)
+	}
+	return nil
+}
+
+// rolledBack answers a transaction that failed: it wrote nothing, and
+// what the stores reported of it did not happen.
+func (t *Tenant) rolledBack(err error) do.Response {
+	t.due.Unknown() // what the stores reported did not commit
+	t.store.Woke()  // nor what they woke
+	t.reactions.Woke()
+	t.events.Appended()
+	resp := errorResponse(api.Internal(err.Error()))
+	if ferr := t.refreshDue(); ferr != nil {
+		return errorResponse(api.Internal(ferr.Error()))
+	}
+	resp.AlarmAt = t.alarmAt()
+	return resp
+}
+
+// adopt makes what a committed request decided the tenant's own: an
+// import begun or ended, an erasure. It answers an erasure (non-nil):
+// nothing of the tenant is left to read.
+func (t *Tenant) adopt(c *call) *do.Response {
+	if !c.committed {
+		return nil
+	}
+	if c.importBegun != "" {
+		t.life.importMark = c.importBegun
+	}
+	if c.importDone {
+		// The alarm follows what was imported (read in respond); after
+		// the answer, the tenant reads everything anew (answer).
+		t.due.Unknown()
+		t.retain.due = c.now
+	}
+	if c.erasing {
+		// Answer, clear the alarm, and tell the directory.
+		t.life.erased, t.life.erasedAt = true, c.now
+		t.executors.pushes = nil
+		return &do.Response{Status: c.res.status, AlarmAt: 0, Body: c.body, Headers: do.Headers{t.erasedNote()}}
+	}
+	return nil
+}
+
+// afterCommit is the work that follows the request's transaction, in
+// transactions of its own; what the stores reported of a transaction that
+// rolled back is forgotten.
+func (t *Tenant) afterCommit(c *call) error {
+	if err := t.settleRetention(c); err != nil {
+		return printf.Errorf("settle retention: %w", err)
+	}
+	if c.committed && (c.req.Kind == do.KindAlarm || c.req.Method != "GET") {
+		if err := t.wrote(c.now); err != nil {
+			return printf.Errorf("note the write: %w", err)
 		}
 	}
 	appended := t.events.Appended()
-	if !committed {
-		t.dueEnded = false
+	if !c.committed {
+		c.dueEnded = false
 		t.due.Unknown() // a refusal rolled back what the stores reported
 		t.store.Woke()
 		t.reactions.Woke()
 		appended = false
 	}
 	if appended && len(t.app.projections) > 0 {
-		t.projDue = now // the alarm catches the projections up
+		t.proj.due = c.now // the alarm catches the projections up
 	}
-	if req.Kind == do.KindAlarm && len(t.app.projections) > 0 && t.projDue != 0 && now >= t.projDue {
-		// Projections catch up in their own transactions, after the
-		// alarm's due work committed.
-		var cerr error
-		if t.projDue, cerr = t.catchUp(now); cerr != nil {
-			t.projDue = now // the host retries the alarm
-			return lost("projection catch-up failed", cerr)
+	if c.req.Kind == do.KindAlarm {
+		return t.alarmWork(c.now)
+	}
+	return nil
+}
+
+// alarmWork is what an alarm does once its due work committed, each in
+// transactions of its own: projections catch up, retention deletes a
+// slice.
+func (t *Tenant) alarmWork(now int64) error {
+	if len(t.app.projections) > 0 && t.proj.due != 0 && now >= t.proj.due {
+		var err error
+		if t.proj.due, err = t.catchUp(now); err != nil {
+			t.proj.due = now // the host retries the alarm
+			return printf.Errorf("projection catch-up failed: %w", err)
 		}
 	}
-	if req.Kind == do.KindAlarm && t.retainDue != 0 && now >= t.retainDue {
-		// Retention deletes a slice in a transaction of its own, after
-		// the alarm's due work committed.
-		var perr error
-		if t.retainDue, perr = t.purge(now); perr != nil {
-			t.retainDue = now // the host retries the alarm
-			return lost("retention failed", perr)
+	if t.retain.due != 0 && now >= t.retain.due {
+		var err error
+		if t.retain.due, err = t.purge(now); err != nil {
+			t.retain.due = now // the host retries the alarm
+			return printf.Errorf("retention failed: %w", err)
 		}
 	}
-	resp := do.Response{Status: res.status, HoldMs: res.holdMs, Body: t.body}
-	if res.finished || t.dueEnded {
+	return nil
+}
+
+// respond is the last phase: the response to a request whose transaction
+// ended, with what it woke, the pushes to plan, the directory's note and
+// the alarm. An error is a failure after the transaction (lost).
+func (t *Tenant) respond(c *call) (do.Response, error) {
+	res := c.res
+	resp := do.Response{Status: res.status, HoldMs: res.holdMs, Body: c.body}
+	if res.finished || c.dueEnded {
 		resp.Flags |= do.FlagFinished
 	}
 	if res.holdFinish {
@@ -519,27 +585,13 @@ func (t *Tenant) afterCommit(now int64, req do.Request, res result, committed bo
 			resp.Headers = append(resp.Headers, do.Header{Name: do.HeaderHold, Value: string(h)}) // else any work wakes it
 		}
 	}
-	woke, reactionsWoke := t.store.Woke(), t.reactions.Woke()
-	jobsWoke := woke.Any
-	if jobsWoke || reactionsWoke {
-		resp.Flags |= do.FlagWake
-		if !woke.All {
-			// Only the held claims this work may satisfy wake.
-			w := do.Hold{Queues: woke.Queues, Kinds: woke.Kinds, Reactions: reactionsWoke}
-			if woke.AnyKind {
-				w.Kinds = nil
-			}
-			if h := w.AppendJSON(nil); len(h) <= do.MaxHeaderValue {
-				resp.Headers = append(resp.Headers, do.Header{Name: do.HeaderWoke, Value: string(h)}) // else every claim wakes
-			}
-		}
-	}
-	if req.Headers.Get(do.HeaderExecutor) != "" && t.name != "" {
+	jobsWoke, reactionsWoke := t.wake(&resp)
+	if c.req.Headers.Get(do.HeaderExecutor) != "" && t.name != "" {
 		// A single enqueue, with no due work, made one job ready.
-		one := jobsWoke && !reactionsWoke && !t.dueApplied && t.route == api.RouteEnqueue
-		h, ok, perr := t.planPushes(now, jobsWoke, reactionsWoke, again, one)
-		if perr != nil {
-			return lost("plan pushes", perr)
+		one := jobsWoke && !reactionsWoke && !c.dueApplied && c.route == api.RouteEnqueue
+		h, ok, err := t.planPushes(c.now, jobsWoke, reactionsWoke, c.pushAgain, one)
+		if err != nil {
+			return do.Response{}, printf.Errorf("plan pushes: %w", err)
 		}
 		if ok {
 			resp.Headers = append(resp.Headers, h)
@@ -552,120 +604,35 @@ func (t *Tenant) afterCommit(now int64, req do.Request, res result, committed bo
 	// alarm re-reads it once its time came: the incremental tracking is
 	// exact by construction, but an alarm that fired for work no longer
 	// there must not keep firing.
-	if req.Kind == do.KindAlarm && t.due.at != 0 && t.due.at <= now {
+	if c.req.Kind == do.KindAlarm && t.due.at != 0 && t.due.at <= c.now {
 		t.due.Unknown()
 	}
 	if err := t.refreshDue(); err != nil {
-		return lost("read the next due time", err)
+		return do.Response{}, printf.Errorf("read the next due time: %w", err)
 	}
 	resp.AlarmAt = t.alarmAt()
-	return resp
+	return resp, nil
 }
 
-// migrate applies Stile's migrations and then the module's, each in a
-// transaction of its own, and registers what the module declares. A
-// migration that fails is recorded (schema.ApplyChecked) and the tenant
-// goes on serving what does not need it (migrationRefusal); the error is
-// only for what keeps the tenant from serving at all.
-func (t *Tenant) migrate() error {
-	t.migrated = false
-	r, err := schema.ApplyChecked(t.db, schema.Ledger, schema.Migrations())
-	if err != nil {
-		return printf.Errorf("migrate tenant schema: %w", err)
+// wake says in resp which held claims what the request committed may
+// satisfy (FlagWake, stile-woke), and whether it woke jobs and reactions.
+func (t *Tenant) wake(resp *do.Response) (jobs, reactions bool) {
+	woke, reactionsWoke := t.store.Woke(), t.reactions.Woke()
+	if !woke.Any && !reactionsWoke {
+		return false, false
 	}
-	t.stileSchema = schemaState(r, len(schema.Migrations()))
-	t.stileBlocked = r.Failed != nil || r.AheadDestructive()
-	t.dirFirst = t.dirFirst || r.Applied == len(schema.Migrations())
-	t.schemaVersion = r.Version
-	t.drift = t.drift[:0]
-	t.migrated = true
-	if t.stileBlocked {
-		return t.noteVersions() // only GET /status and POST /migrations serve
-	}
-	if err := t.readSettings(); err != nil {
-		return err
-	}
-	defer t.forgetSettings()
-	t.appSchema = api.SchemaState{Known: int64(len(t.app.migrations))}
-	t.appBlocked = nil
-	if len(t.app.migrations) > 0 {
-		ar, err := schema.ApplyChecked(t.db, AppLedger, t.app.migrations)
-		if err != nil {
-			return printf.Errorf("migrate the module's own tables: %w", err)
+	resp.Flags |= do.FlagWake
+	if !woke.All {
+		// Only the held claims this work may satisfy wake.
+		w := do.Hold{Queues: woke.Queues, Kinds: woke.Kinds, Reactions: reactionsWoke}
+		if woke.AnyKind {
+			w.Kinds = nil
 		}
-		t.appSchema = schemaState(ar, len(t.app.migrations))
-		for _, d := range ar.Drift {
-			t.drift = append(t.drift, printf.Sprintf("migration %d_%s of the module's own tables changed after it was applied (applied %s, now %s): it is not run again; restore it, or add a new migration", d.Version, d.Name, d.Applied, d.Current))
-		}
-		switch {
-		case ar.Failed != nil:
-			t.appBlocked = api.Refuse(api.CodeMigrationFailed, "migration %d_%s of the module's own tables failed (attempt %d): %s; registered transactions wait for it; fix it and POST /v1/t/%s/migrations", ar.Failed.Version, ar.Failed.Name, ar.Failed.Attempts, firstLine(ar.Failed.Error), t.name)
-		case ar.AheadDestructive():
-			t.appBlocked = api.Refuse(api.CodeSchemaAhead, "the module's own tables are at migration %d, past this module's %d, and %s: registered transactions would read what it removed; deploy the newer module", ar.Version, len(t.app.migrations), aheadWhy(schemaState(ar, 0).Ahead))
+		if h := w.AppendJSON(nil); len(h) <= do.MaxHeaderValue {
+			resp.Headers = append(resp.Headers, do.Header{Name: do.HeaderWoke, Value: string(h)}) // else every claim wakes
 		}
 	}
-	if t.importUnder = t.settings[settingImport]; t.importUnder != "" {
-		// Half imported: what follows reads and syncs the tenant's rows,
-		// which is for the import's end (a new instance then).
-		t.dirVersions = true
-		return nil
-	}
-	// Every registered reaction gets its checkpoint before any request
-	// can append an event it should see.
-	if err := t.db.Tx(func() error { return t.reactions.Sync(t.db.Now(), t.app.handlers()) }); err != nil {
-		return printf.Errorf("register the module's reactions: %w", err)
-	}
-	if err := t.db.Tx(func() error { return t.syncProjections(t.db.Now()) }); err != nil {
-		return printf.Errorf("register the module's projections: %w", err)
-	}
-	if err := t.db.Tx(func() error { return t.syncSchedules(t.db.Now()) }); err != nil {
-		return printf.Errorf("apply the module's schedules: %w", err)
-	}
-	if err := t.failUnregistered(t.db.Now()); err != nil {
-		return err
-	}
-	if err := t.loadRetention(t.db.Now()); err != nil {
-		return err
-	}
-	return t.noteVersions()
-}
-
-// migrationRefusal is the 503 of a route that needs a migration that
-// failed, or that an older module must not run over; nil when it serves.
-func (t *Tenant) migrationRefusal(kind do.RequestKind) *api.Error {
-	if t.stileBlocked && (kind == do.KindAlarm || t.route != api.RouteStatus && t.route != api.RouteMigrate) {
-		st := t.stileSchema
-		if st.Failed != nil {
-			return api.Refuse(api.CodeMigrationFailed, "migration %d_%s of Stile's tables failed (attempt %d): %s; every route but GET /status waits for it: POST /v1/t/%s/migrations tries it again", st.Failed.Version, st.Failed.Name, st.Failed.Attempts, firstLine(st.Failed.Error), t.name)
-		}
-		return api.Refuse(api.CodeSchemaAhead, "Stile's tables are at migration %d, past this module's %d, and %s: deploy the newer module", st.Version, st.Known, aheadWhy(st.Ahead))
-	}
-	if t.appBlocked != nil && kind == do.KindAPI && t.route == api.RouteTx {
-		return t.appBlocked
-	}
-	return nil
-}
-
-func schemaState(r schema.Result, known int) api.SchemaState {
-	st := api.SchemaState{Version: r.Version, Known: int64(known), Applied: r.Applied}
-	if f := r.Failed; f != nil {
-		st.Failed = &api.MigrationFailure{Version: f.Version, Name: f.Name, Error: f.Error, At: ts(f.At), Attempts: f.Attempts}
-	}
-	for _, a := range r.Ahead {
-		st.Ahead = append(st.Ahead, api.MigrationAhead{Version: a.Version, Name: a.Name, Class: a.Class})
-	}
-	return st
-}
-
-// aheadWhy names the migrations ahead that are not additive.
-func aheadWhy(ahead []api.MigrationAhead) string {
-	var names []string
-	for _, a := range ahead {
-		if a.Class != schema.Additive {
-			names = append(names, printf.Sprintf("%d_%s is %s", a.Version, a.Name, a.Class))
-		}
-	}
-	return strings.Join(names, ", ")
+	return woke.Any, reactionsWoke
 }
 
 func firstLine(s string) string {

@@ -1,6 +1,7 @@
 package fencestore
 
 import (
+	"cmp"
 	"errors"
 	"strconv"
 
@@ -150,7 +151,7 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0) RETURNING id`,
 		n.Kind, n.Queue, n.Priority, string(n.Args), string(state), n.MaxAttempts,
 		n.LeaseMs, n.TimeoutMs, n.BackoffMs, n.BackoffMaxMs, n.RunAt, now, finished, lastErr,
-		string(tags), unique, n.UniqueWindowMs, key, pending, n.RunRegardless, nullIfEmpty(n.Traceparent))
+		string(tags), unique, n.UniqueWindowMs, key, pending, n.RunRegardless, nullIfEmpty(cmp.Or(n.Traceparent, s.Traceparent)))
 	if err != nil {
 		return Enqueued{}, printf.Errorf("enqueue job of kind %s: %w", n.Kind, err)
 	}

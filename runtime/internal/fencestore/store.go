@@ -34,6 +34,9 @@ type Store struct {
 	// MaxQueues bounds the tenant's distinct queue names (api.MaxQueues
 	// when 0).
 	MaxQueues int
+	// Traceparent is the current request's traceparent, stored with the
+	// jobs it enqueues that name none (the runtime sets it per request).
+	Traceparent string
 }
 
 // DueTracker learns how the store's writes move due times (run_at of

@@ -1,0 +1,76 @@
+package runtime
+
+import (
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
+)
+
+// call is one request on its way through the tenant: what its frame said
+// and what its route decided, carried through the phases of answer and
+// dropped with the response. Nothing a request decides is kept on the
+// Tenant, so no request sees another's decisions and nothing needs
+// resetting; what outlives a request is the Tenant's.
+type call struct {
+	req do.Request
+	// now is the host's clock for the request, read once admitted.
+	now int64
+
+	// What the host's headers say of the request.
+	//
+	// traceparent is the request's (its frame header), stored with the
+	// jobs and events it writes; dbBytes its stile-db-bytes (GET
+	// /storage); heldTenant and heldToken the claims the host holds for
+	// the tenant and for the request's token (stile-held).
+	traceparent           string
+	dbBytes               string
+	heldTenant, heldToken int
+
+	// What admission decided.
+	//
+	// route is the route the request matched ("" before a match, and for
+	// an alarm): the response names it in stile-route, for the host's logs
+	// and metrics. run is its work in the transaction; noticedBy who
+	// noticed the due work it applies ("request" or "alarm"). creating
+	// says the request creates the tenant.
+	route     api.Route
+	run       route
+	noticedBy string
+	creating  bool
+
+	// What the transaction decided, applied after it committed.
+	//
+	// dueApplied says the request applied due work at all, dueEnded that
+	// the due work expired a lease (which may have ended a job: the
+	// response says FlagFinished).
+	dueApplied, dueEnded bool
+	// erasing says the request erases the tenant (erase.go).
+	erasing bool
+	// importBegun is the mark a first import page sets (the tenant is
+	// held for the import once it commits); importDone says the request
+	// imported an export's last page, or aborted an import: once it
+	// commits, the tenant forgets what it read (reset).
+	importBegun string
+	importDone  bool
+	// pushAgain says an ended push asked to look for ready work again.
+	pushAgain bool
+	// retention is a PUT /retention's policy, in force once it commits.
+	retention *pendingRetention
+
+	// The answer.
+	//
+	// res is what the route decided, body its encoded body (made inside
+	// the transaction), committed whether the transaction committed.
+	res       result
+	body      []byte
+	committed bool
+}
+
+// newCall reads what a request's frame says; body is a buffer to reuse
+// for the answer's body.
+func newCall(req do.Request, body []byte) *call {
+	c := &call{req: req, body: body[:0]}
+	c.traceparent = req.Headers.Get(do.HeaderTraceparent)
+	c.dbBytes = req.Headers.Get(do.HeaderDBBytes)
+	c.heldTenant, c.heldToken = do.ParseHeldCounts(req.Headers.Get(do.HeaderHeld))
+	return c
+}
