@@ -1367,12 +1367,9 @@ func (md *rmModel) drain() {
 		}
 		idle = 0
 		md.counts["drained"] += len(ds)
-		var hds []*rmHeld
 		var ss []api.Settlement
 		for _, d := range ds {
-			hd := &rmHeld{d: d}
-			hds = append(hds, hd)
-			ss = append(ss, md.success(w, hd, true))
+			ss = append(ss, md.success(w, &rmHeld{d: d}, true))
 		}
 		for i, r := range md.settleReq(w, ss) {
 			if r.Error != nil || r.State != rmSucceeded {

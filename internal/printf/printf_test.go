@@ -77,7 +77,7 @@ func cases() []struct {
 		{"%v %s %q", []any{[]string{}, []string{"x"}, []string{"y", "z"}}},
 		{"%v", []any{[]byte{1, 2, 255}}},
 		{"%v %v %v", []any{1.5, float32(0.1), 1e21}},
-		{"%v %v %v %v", []any{math.Inf(1), math.Inf(-1), math.NaN(), -0.0}},
+		{"%v %v %v %v", []any{math.Inf(1), math.Inf(-1), math.NaN(), math.Copysign(0, -1)}},
 		{"%v %v", []any{nil, error(nil)}},
 		{"%T %T %T %T %T", []any{"s", 1, err, wrapped, nilErr}},
 		{"%T %T %T %T", []any{point{}, &point{}, []point{}, map[string][]int{}}},

@@ -68,7 +68,7 @@ func TestOneTraceFromEnqueueToTheHandlersEffect(t *testing.T) {
 	require.Equal(t, job.SpanContext.SpanID(), report.Parent.SpanID(), "so is its report")
 	attrs := map[string]string{}
 	for _, a := range job.Attributes {
-		attrs[string(a.Key)] = a.Value.Emit()
+		attrs[string(a.Key)] = a.Value.String()
 	}
 	require.Equal(t, map[string]string{"stile.tenant": "acme", "stile.job.id": "1", "stile.job.kind": "test.echo",
 		"stile.job.queue": "default", "stile.job.attempt": "1", "stile.job.outcome": "completed"}, attrs)

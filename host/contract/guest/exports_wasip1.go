@@ -17,6 +17,7 @@ var (
 	guest      *contract.Guest
 )
 
+//lint:ignore U1000 the host calls it through go:wasmexport, which the unused check does not count as a use
 //go:wasmexport stile_buffer
 func exportBuffer(n int32) int32 {
 	if cap(requestBuf) < int(n) {
@@ -26,6 +27,7 @@ func exportBuffer(n int32) int32 {
 	return int32(uintptr(unsafe.Pointer(unsafe.SliceData(requestBuf))))
 }
 
+//lint:ignore U1000 the host calls it through go:wasmexport, which the unused check does not count as a use
 //go:wasmexport stile_handle
 func exportHandle(n int32) int64 {
 	if guest == nil {
