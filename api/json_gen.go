@@ -2343,6 +2343,43 @@ func (v *ExportTable) decode(r *reader) error {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
+func (v *Push) decode(r *reader) error {
+	return decodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "tenant":
+			v.Tenant, err = r.stringField(key)
+		case "ids":
+			v.IDs, err = stringArray(r, key)
+		case "jobs":
+			v.Jobs, err = r.integer(key)
+		case "kinds":
+			v.Kinds, err = stringArray(r, key)
+		case "reactions":
+			v.Reactions, err = stringArray(r, key)
+		case "linger_ms":
+			v.LingerMs, err = r.integer(key)
+		default:
+			return unknownField(key)
+		}
+		return err
+	})
+}
+
+// DecodePush decodes a Push strictly.
+func DecodePush(b []byte) (Push, error) {
+	var v Push
+	r := reader{b: b}
+	err := r.open()
+	if err == nil {
+		err = r.closeBody(v.decode(&r))
+	}
+	return v, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
 func (v *PushRequest) decode(r *reader) error {
 	return decodeObject(r, func(key string) error {
 		var err error

@@ -227,6 +227,7 @@ var decoders = map[string]func([]byte) (any, error){
 	"EnqueueBatchRequest":  dec(api.DecodeEnqueueBatch),
 	"ClaimRequest":         dec(api.DecodeClaim),
 	"HeartbeatRequest":     dec(api.DecodeHeartbeat),
+	"Push":                 dec(api.DecodePush),
 	"PushRequest":          dec(api.DecodePushRequest),
 	"PushDone":             dec(api.DecodePushDone),
 	"QueuePause":           dec(api.DecodeQueuePause),

@@ -517,8 +517,8 @@ func (m *Manager) Directory() *directory.Dir { return m.cfg.Directory }
 // tenant retries it after a backoff.
 func (m *Manager) deliver(tenant, header string) {
 	defer m.pushes.Done()
-	var p api.Push
-	if err := json.Unmarshal([]byte(header), &p); err != nil {
+	p, err := api.DecodePush([]byte(header))
+	if err != nil {
 		m.log.Error("tenant sent an unreadable push", "tenant", tenant, "err", err)
 		return
 	}
@@ -531,7 +531,7 @@ func (m *Manager) deliver(tenant, header string) {
 			continue
 		}
 		m.log.Warn("push not delivered; the tenant retries it", "tenant", tenant, "push", id, "err", err)
-		body, _ := json.Marshal(api.PushDone{End: api.PushFailed, Error: err.Error()})
+		body := api.PushDone{End: api.PushFailed, Error: err.Error()}.AppendJSON(nil)
 		path := "/" + api.Version + "/t/" + tenant + "/pushes/" + id + "/done"
 		if _, err := m.Do(context.Background(), tenant, do.Request{Kind: do.KindAPI, Method: "POST", Path: path, Body: body,
 			Headers: do.Headers{{Name: do.HeaderPrincipal, Value: do.PrincipalAdmin}}}); err != nil {
