@@ -9,15 +9,25 @@ import (
 	"github.com/stile-run/stile/do"
 )
 
+// alarmSchedule is the manager's side of the tenants' alarms (each tenant
+// keeps its own time, tenant.alarmAt): the file that keeps them across
+// restarts, and the kick that wakes the scheduler when one moves.
+type alarmSchedule struct {
+	file *alarmFile
+	kick chan struct{} // buffered: a kick is never lost, nor blocks
+}
+
+// setAlarm moves t's alarm to at, as its call answered (at is
+// do.AlarmUnchanged: it stays).
 func (m *Manager) setAlarm(t *tenant, at int64) {
 	if at == do.AlarmUnchanged || t.alarmAt.Swap(at) == at {
 		return
 	}
-	if err := m.alarms.note(t.name, at); err != nil {
+	if err := m.alarms.file.note(t.name, at); err != nil {
 		m.log.Warn("could not persist alarm", "tenant", t.name, "err", err)
 	}
 	select {
-	case m.kick <- struct{}{}:
+	case m.alarms.kick <- struct{}{}:
 	default:
 	}
 }
@@ -33,7 +43,7 @@ func (m *Manager) FireDue(ctx context.Context) int {
 	now := m.cfg.Clock.Now()
 	m.mu.Lock()
 	var due []*tenant
-	for _, t := range m.tenants {
+	for _, t := range m.mu.tenants {
 		if at := t.alarmAt.Load(); at > 0 && at <= now {
 			due = append(due, t)
 		}
@@ -46,9 +56,7 @@ func (m *Manager) FireDue(ctx context.Context) int {
 	var wg sync.WaitGroup
 	for _, t := range due {
 		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-sem }()
 			if _, err := m.Do(ctx, t.name, do.Request{Kind: do.KindAlarm}); err != nil {
 				n := t.failures.Add(1)
@@ -58,11 +66,11 @@ func (m *Manager) FireDue(ctx context.Context) int {
 				return
 			}
 			t.failures.Store(0)
-		}()
+		})
 	}
 	wg.Wait()
 	if len(due) > 0 {
-		if err := m.alarms.save(m.alarmSnapshot()); err != nil {
+		if err := m.alarms.file.save(m.alarmSnapshot()); err != nil {
 			m.log.Warn("could not persist alarms", "err", err)
 		}
 	}
@@ -72,8 +80,8 @@ func (m *Manager) FireDue(ctx context.Context) int {
 func (m *Manager) alarmSnapshot() map[string]int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make(map[string]int64, len(m.tenants))
-	for name, t := range m.tenants {
+	out := make(map[string]int64, len(m.mu.tenants))
+	for name, t := range m.mu.tenants {
 		if at := t.alarmAt.Load(); at > 0 {
 			out[name] = at
 		}
@@ -83,7 +91,6 @@ func (m *Manager) alarmSnapshot() map[string]int64 {
 
 // schedule fires alarms on time with the real clock.
 func (m *Manager) schedule() {
-	defer m.done.Done()
 	for {
 		next := int64(0)
 		for _, at := range m.alarmSnapshot() {
@@ -100,7 +107,7 @@ func (m *Manager) schedule() {
 		case <-m.stop:
 			timer.Stop()
 			return
-		case <-m.kick:
+		case <-m.alarms.kick:
 			timer.Stop()
 			continue
 		case <-timer.C:

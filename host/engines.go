@@ -3,7 +3,20 @@ package host
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 )
+
+// engines is what the manager counts of the open engines, for its bounds
+// (Config.MaxOpen and MaxMemory) and Stats; each tenant keeps its own
+// engine (tenant.go).
+type engines struct {
+	open      atomic.Int64   // engines open
+	memory    atomic.Int64   // their Sized memory
+	opened    atomic.Int64   // engines opened, ever
+	evictions atomic.Int64   // idle engines closed to stay within MaxOpen or MaxMemory, or by Evict
+	closing   sync.WaitGroup // evicted engines closing in the background
+}
 
 // Stats is a snapshot of a manager's engines.
 type Stats struct {
@@ -17,18 +30,17 @@ type Stats struct {
 // IsOpen says whether tenant's engine is open (a request would not need
 // to open it).
 func (m *Manager) IsOpen(name string) bool {
-	m.mu.Lock()
-	t := m.tenants[name]
-	m.mu.Unlock()
+	t := m.seen(name)
 	return t != nil && t.isOpen.Load()
 }
 
 // Stats reports the manager's engines.
 func (m *Manager) Stats() Stats {
 	m.mu.Lock()
-	n := len(m.tenants)
+	n := len(m.mu.tenants)
 	m.mu.Unlock()
-	return Stats{Tenants: n, Open: int(m.openNow.Load()), Memory: m.memory.Load(), Opens: m.opens.Load(), Evictions: m.evictions.Load()}
+	e := &m.engines
+	return Stats{Tenants: n, Open: int(e.open.Load()), Memory: e.memory.Load(), Opens: e.opened.Load(), Evictions: e.evictions.Load()}
 }
 
 func (m *Manager) open(ctx context.Context, t *tenant) error {
@@ -43,8 +55,8 @@ func (m *Manager) open(ctx context.Context, t *tenant) error {
 	}
 	t.engine = e
 	t.isOpen.Store(true)
-	m.openNow.Add(1)
-	m.opens.Add(1)
+	m.engines.open.Add(1)
+	m.engines.opened.Add(1)
 	m.measure(t)
 	return nil
 }
@@ -57,7 +69,7 @@ func (m *Manager) measure(t *tenant) bool {
 		return false
 	}
 	n := s.MemoryBytes()
-	m.memory.Add(n - t.memory.Swap(n))
+	m.engines.memory.Add(n - t.memory.Swap(n))
 	return true
 }
 
@@ -79,22 +91,22 @@ func (m *Manager) detach(t *tenant) Engine {
 	e := t.engine
 	t.engine = nil
 	t.isOpen.Store(false)
-	m.openNow.Add(-1)
-	m.memory.Add(-t.memory.Swap(0))
+	m.engines.open.Add(-1)
+	m.engines.memory.Add(-t.memory.Swap(0))
 	return e
 }
 
-// over says whether the open engines exceed a bound, counting one more
-// engine about to open when opening.
-func (m *Manager) over(opening bool) bool {
-	open, mem := m.openNow.Load(), m.memory.Load()
+// over says whether the open engines exceed a bound (maxMemory 0: none),
+// counting one more engine about to open when opening.
+func (e *engines) over(opening bool, maxOpen int, maxMemory int64) bool {
+	open, mem := e.open.Load(), e.memory.Load()
 	if opening {
 		open++
-		if n := m.openNow.Load(); n > 0 {
+		if n := e.open.Load(); n > 0 {
 			mem += mem / n // the newcomer costs about the average
 		}
 	}
-	return open > int64(m.cfg.MaxOpen) || (m.cfg.MaxMemory > 0 && mem > m.cfg.MaxMemory)
+	return open > int64(maxOpen) || (maxMemory > 0 && mem > maxMemory)
 }
 
 // evict closes least recently used idle engines until the open ones are
@@ -102,10 +114,10 @@ func (m *Manager) over(opening bool) bool {
 // that just grew), whose lock is held and which is never evicted.
 func (m *Manager) evict(t *tenant) {
 	skip := map[*tenant]bool{}
-	for m.over(!t.isOpen.Load()) {
+	for m.engines.over(!t.isOpen.Load(), m.cfg.MaxOpen, m.cfg.MaxMemory) {
 		m.mu.Lock()
 		var lru *tenant
-		for _, o := range m.tenants {
+		for _, o := range m.mu.tenants {
 			if o == t || !o.isOpen.Load() || skip[o] {
 				continue
 			}
@@ -126,17 +138,15 @@ func (m *Manager) evict(t *tenant) {
 			// and its database takes a millisecond or two that the request
 			// opening another need not wait for.
 			e := m.detach(lru)
-			m.evictions.Add(1)
-			m.closing.Add(1)
+			m.engines.evictions.Add(1)
 			done := make(chan struct{})
 			lru.closing = done
-			go func() {
-				defer m.closing.Done()
+			m.engines.closing.Go(func() {
 				defer close(done)
 				if err := evictEngine(e); err != nil {
 					m.log.Warn("closing an idle tenant failed", "tenant", lru.name, "err", err)
 				}
-			}()
+			})
 		}
 		lru.mu.Unlock()
 	}
@@ -147,9 +157,7 @@ func (m *Manager) evict(t *tenant) {
 // one over the same file. Tests use it to show that what an instance keeps
 // in memory is rebuilt from storage.
 func (m *Manager) Evict(name string) bool {
-	m.mu.Lock()
-	t := m.tenants[name]
-	m.mu.Unlock()
+	t := m.seen(name)
 	if t == nil || !t.mu.TryLock() {
 		return false
 	}
@@ -160,7 +168,7 @@ func (m *Manager) Evict(name string) bool {
 	if err := evictEngine(m.detach(t)); err != nil {
 		m.log.Warn("closing a tenant failed", "tenant", name, "err", err)
 	}
-	m.evictions.Add(1)
+	m.engines.evictions.Add(1)
 	return true
 }
 

@@ -1,6 +1,9 @@
 package host
 
 import (
+	"context"
+	"sync"
+
 	"github.com/stile-run/stile/do"
 )
 
@@ -13,26 +16,42 @@ type waiter struct {
 	woken chan struct{} // buffered: a wake is never lost, nor blocks
 }
 
-func (t *tenant) finishChan() <-chan struct{} {
-	t.wakeMu.Lock()
-	defer t.wakeMu.Unlock()
-	return t.finish
+// holds are a tenant's requests held by the host (Manager.Do): its
+// claims held for work, and its waits for jobs to end.
+type holds struct {
+	finishMu sync.Mutex
+	finish   chan struct{} // closed and replaced to wake held waits for jobs
+
+	// held are the claims held for the tenant, and by their count for each
+	// token. A claim is entered by the call that answered it empty, with
+	// the tenant's t.mu held, so a later call's wake never misses it.
+	mu   sync.Mutex
+	held map[*waiter]struct{}
+	by   map[string]int
+}
+
+// finishChan is the channel the next finished closes: taken before a
+// call, it misses no job that ends after.
+func (h *holds) finishChan() <-chan struct{} {
+	h.finishMu.Lock()
+	defer h.finishMu.Unlock()
+	return h.finish
 }
 
 // finished wakes the held waits for jobs to end.
-func (t *tenant) finished() {
-	t.wakeMu.Lock()
-	defer t.wakeMu.Unlock()
-	close(t.finish)
-	t.finish = make(chan struct{})
+func (h *holds) finished() {
+	h.finishMu.Lock()
+	defer h.finishMu.Unlock()
+	close(h.finish)
+	h.finish = make(chan struct{})
 }
 
 // hold enters w among the held claims, waiting for the work header (the
 // module's stile-hold) describes.
-func (t *tenant) hold(w *waiter, header string) {
+func (h *holds) hold(w *waiter, header string) {
 	w.hold, w.any = do.Hold{}, false
-	if h, ok := do.ParseHold(header); ok {
-		w.hold = h
+	if hold, ok := do.ParseHold(header); ok {
+		w.hold = hold
 	} else {
 		w.any = true
 	}
@@ -40,41 +59,41 @@ func (t *tenant) hold(w *waiter, header string) {
 	case <-w.woken: // a wake of an earlier hold is spent
 	default:
 	}
-	t.heldMu.Lock()
-	defer t.heldMu.Unlock()
-	if _, ok := t.held[w]; !ok {
-		t.held[w] = struct{}{}
-		t.heldBy[w.token]++
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.held[w]; !ok {
+		h.held[w] = struct{}{}
+		h.by[w.token]++
 	}
 }
 
 // unhold takes w out of the held claims, if it is one.
-func (t *tenant) unhold(w *waiter) {
-	t.heldMu.Lock()
-	defer t.heldMu.Unlock()
-	if _, ok := t.held[w]; !ok {
+func (h *holds) unhold(w *waiter) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.held[w]; !ok {
 		return
 	}
-	delete(t.held, w)
-	if t.heldBy[w.token]--; t.heldBy[w.token] <= 0 {
-		delete(t.heldBy, w.token)
+	delete(h.held, w)
+	if h.by[w.token]--; h.by[w.token] <= 0 {
+		delete(h.by, w.token)
 	}
 }
 
-// heldCounts are the claims held for the tenant and for token.
-func (t *tenant) heldCounts(token string) (all, mine int) {
-	t.heldMu.Lock()
-	defer t.heldMu.Unlock()
-	return len(t.held), t.heldBy[token]
+// counts are the claims held for the tenant and for token.
+func (h *holds) counts(token string) (all, mine int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.held), h.by[token]
 }
 
-// wakeHeld signals the held claims that the work header (the module's
+// wake signals the held claims that the work header (the module's
 // stile-woke) describes may satisfy; without one, every held claim.
-func (t *tenant) wakeHeld(header string) {
+func (h *holds) wake(header string) {
 	woke, targeted := do.ParseHold(header)
-	t.heldMu.Lock()
-	defer t.heldMu.Unlock()
-	for w := range t.held {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for w := range h.held {
 		if targeted && !w.any && !w.hold.Matches(woke) {
 			continue
 		}
@@ -83,4 +102,62 @@ func (t *tenant) wakeHeld(header string) {
 		default:
 		}
 	}
+}
+
+// callHeld calls t for req until its answer is not one to hold (Do): a
+// claim that found nothing and asked to wait (Response.HoldMs) is held
+// here, and called again when a call of the tenant wakes it, when the
+// tenant's alarm comes due, or finally when its wait runs out.
+func (m *Manager) callHeld(ctx context.Context, t *tenant, req do.Request, creates bool) (do.Response, error) {
+	w := &waiter{token: tokenOf(req.Headers), woken: make(chan struct{}, 1)}
+	defer t.holds.unhold(w)
+	var deadline int64
+	for {
+		finish := t.holds.finishChan() // before the call, so no wake-up is missed
+		resp, err := m.call(ctx, t, req, w, creates)
+		if err != nil {
+			return do.Response{}, err
+		}
+		if resp.HoldMs <= 0 {
+			return resp, nil
+		}
+		now := m.cfg.Clock.Now()
+		if deadline == 0 {
+			deadline = now + resp.HoldMs
+		}
+		if now >= deadline {
+			return resp, nil
+		}
+		until := deadline
+		if at := t.alarmAt.Load(); at > 0 && at < until {
+			until = max(at, now+1)
+		}
+		wake := (<-chan struct{})(w.woken)
+		if resp.Flags&do.FlagHoldFinished != 0 {
+			wake = finish // a wait for a job to end
+		}
+		select {
+		case <-wake:
+		case <-m.cfg.Clock.After(until):
+		case <-ctx.Done():
+			return resp, nil
+		case <-m.stop:
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			// The caller left as the wake came (select picks either): a
+			// claim made now would hold jobs no one receives until their
+			// leases end.
+			return resp, nil
+		}
+	}
+}
+
+// tokenOf is whose held claims a request's count among: its token's, else
+// its principal's.
+func tokenOf(hs do.Headers) string {
+	if id := hs.Get(do.HeaderTokenID); id != "" {
+		return id
+	}
+	return hs.Get(do.HeaderPrincipal)
 }

@@ -64,22 +64,23 @@ type Manager struct {
 	cfg     Config
 	log     *slog.Logger
 	creates api.Role // cfg.CreateRole parsed ("": none)
-	mu      sync.Mutex
-	tenants map[string]*tenant
-	uses    int64
-	alarms  *alarmFile
-	ownDir  bool // the directory was opened here, and is closed with the manager
-	kick    chan struct{}
-	stop    chan struct{}
-	done    sync.WaitGroup
-	pushes  sync.WaitGroup // deliveries in progress
-	closing sync.WaitGroup // evicted engines closing in the background
-	closed  atomic.Bool
+	ownDir  bool     // the directory was opened here, and is closed with the manager
 
-	openNow   atomic.Int64 // engines open
-	memory    atomic.Int64 // their Sized memory
-	opens     atomic.Int64 // engines opened, ever
-	evictions atomic.Int64 // idle engines closed to stay within MaxOpen or MaxMemory, or by Evict
+	// mu guards the tenants seen and the count of calls that orders their
+	// uses (for eviction, least recently used first). Each tenant's own
+	// state has its own locks (tenant.go).
+	mu struct {
+		sync.Mutex
+		tenants map[string]*tenant
+		uses    int64
+	}
+	engines engines        // the open engines, counted for the bounds (engines.go)
+	alarms  alarmSchedule  // the tenants' alarms, kept and fired (alarms.go)
+	pushes  sync.WaitGroup // pushes being delivered (pushes.go)
+
+	stop   chan struct{}  // closed by Close: background work and held claims end
+	done   sync.WaitGroup // the background goroutines (alarms, the records' rebuild)
+	closed atomic.Bool
 }
 
 // NewManager starts a manager. Close it to release every engine.
@@ -121,10 +122,11 @@ func NewManager(cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Manager{cfg: cfg, log: cfg.Logger, creates: creates, tenants: map[string]*tenant{}, alarms: alarms, ownDir: ownDir,
-		kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	m := &Manager{cfg: cfg, log: cfg.Logger, creates: creates, ownDir: ownDir, stop: make(chan struct{}),
+		alarms: alarmSchedule{file: alarms, kick: make(chan struct{}, 1)}}
+	m.mu.tenants = map[string]*tenant{}
 	// Alarms survive a restart: tenants that had one get it back.
-	for name, at := range alarms.snapshot() {
+	for name, at := range m.alarms.file.snapshot() {
 		if api.ValidTenant(name) {
 			m.tenant(name).alarmAt.Store(at)
 		}
@@ -142,12 +144,10 @@ func NewManager(cfg Config) (*Manager, error) {
 	if len(names) > 0 && (alarmsLost != "" || dirLost != "") {
 		m.log.Warn("rebuilding the host's records from the tenants' files", "alarms", alarmsLost, "directory", dirLost,
 			"tenants", len(names))
-		m.done.Add(1)
-		go m.rebuild(names, alarmsLost != "", dirLost != "")
+		m.done.Go(func() { m.rebuild(names, alarmsLost != "", dirLost != "") })
 	}
 	if cfg.ScheduleAlarms {
-		m.done.Add(1)
-		go m.schedule()
+		m.done.Go(m.schedule)
 	}
 	return m, nil
 }
@@ -191,57 +191,7 @@ func (m *Manager) Do(ctx context.Context, name string, req do.Request) (do.Respo
 	if req.Kind == do.KindAPI && do.WantsDatabaseSize(req.Method, req.Path) {
 		req.Headers = append(req.Headers, do.Header{Name: do.HeaderDBBytes, Value: strconv.FormatInt(databaseSize(t.path), 10)})
 	}
-	w := &waiter{token: tokenOf(req.Headers), woken: make(chan struct{}, 1)}
-	defer t.unhold(w)
-	var deadline int64
-	for {
-		finish := t.finishChan() // before the call, so no wake-up is missed
-		resp, err := m.call(ctx, t, req, w, creates)
-		if err != nil {
-			return do.Response{}, err
-		}
-		if resp.HoldMs <= 0 {
-			return resp, nil
-		}
-		now := m.cfg.Clock.Now()
-		if deadline == 0 {
-			deadline = now + resp.HoldMs
-		}
-		if now >= deadline {
-			return resp, nil
-		}
-		until := deadline
-		if at := t.alarmAt.Load(); at > 0 && at < until {
-			until = max(at, now+1)
-		}
-		wake := (<-chan struct{})(w.woken)
-		if resp.Flags&do.FlagHoldFinished != 0 {
-			wake = finish // a wait for a job to end
-		}
-		select {
-		case <-wake:
-		case <-m.cfg.Clock.After(until):
-		case <-ctx.Done():
-			return resp, nil
-		case <-m.stop:
-			return resp, nil
-		}
-		if ctx.Err() != nil {
-			// The caller left as the wake came (select picks either): a
-			// claim made now would hold jobs no one receives until their
-			// leases end.
-			return resp, nil
-		}
-	}
-}
-
-// tokenOf is whose held claims a request's count among: its token's, else
-// its principal's.
-func tokenOf(hs do.Headers) string {
-	if id := hs.Get(do.HeaderTokenID); id != "" {
-		return id
-	}
-	return hs.Get(do.HeaderPrincipal)
+	return m.callHeld(ctx, t, req, creates)
 }
 
 // call makes one serialized call into the tenant's engine for w's
@@ -259,8 +209,8 @@ func (m *Manager) call(ctx context.Context, t *tenant, req do.Request, w *waiter
 	if t.engine == nil && !creates && !fileExists(t.path) {
 		return notFound(t.name), nil // a refused creation removed it meanwhile
 	}
-	t.unhold(w)
-	if all, mine := t.heldCounts(w.token); all > 0 {
+	t.holds.unhold(w)
+	if all, mine := t.holds.counts(w.token); all > 0 {
 		req.Headers = append(slices.Clone(req.Headers), do.Header{Name: do.HeaderHeld, Value: do.HeldCounts(all, mine)})
 	}
 	frame := do.AppendRequest(nil, req)
@@ -271,8 +221,8 @@ func (m *Manager) call(ctx context.Context, t *tenant, req do.Request, w *waiter
 		}
 	}
 	m.mu.Lock()
-	m.uses++
-	t.lastUse = m.uses
+	m.mu.uses++
+	t.lastUse = m.mu.uses
 	m.mu.Unlock()
 
 	// A call runs to its end once started, whatever its caller does: a
@@ -293,7 +243,7 @@ func (m *Manager) call(ctx context.Context, t *tenant, req do.Request, w *waiter
 	}
 	// Instances grow with their work: with a bound, measure after each
 	// call (without one, what open measured is what Stats reports).
-	if m.cfg.MaxMemory > 0 && m.measure(t) && m.memory.Load() > m.cfg.MaxMemory {
+	if m.cfg.MaxMemory > 0 && m.measure(t) && m.engines.memory.Load() > m.cfg.MaxMemory {
 		m.evict(t)
 	}
 	resp, err := do.DecodeResponse(out)
@@ -313,13 +263,13 @@ func (m *Manager) call(ctx context.Context, t *tenant, req do.Request, w *waiter
 	}
 	m.setAlarm(t, resp.AlarmAt)
 	if resp.Flags&do.FlagWake != 0 {
-		t.wakeHeld(resp.Headers.Get(do.HeaderWoke))
+		t.holds.wake(resp.Headers.Get(do.HeaderWoke))
 	}
 	if resp.Flags&do.FlagFinished != 0 {
-		t.finished()
+		t.holds.finished()
 	}
 	if resp.HoldMs > 0 && resp.Flags&do.FlagHoldFinished == 0 {
-		t.hold(w, resp.Headers.Get(do.HeaderHold))
+		t.holds.hold(w, resp.Headers.Get(do.HeaderHold))
 	}
 	if n := resp.Headers.Get(do.HeaderDirectory); n != "" {
 		if m.cfg.Directory != nil {
@@ -330,8 +280,7 @@ func (m *Manager) call(ctx context.Context, t *tenant, req do.Request, w *waiter
 		}
 	}
 	if p := resp.Headers.Get(do.HeaderPush); p != "" && m.cfg.Pusher != nil {
-		m.pushes.Add(1)
-		go m.deliver(t.name, p)
+		m.pushes.Go(func() { m.deliver(t.name, p) })
 	}
 	return resp, nil
 }
@@ -376,8 +325,8 @@ func (m *Manager) Close() error {
 	close(m.stop)
 	m.done.Wait()
 	m.mu.Lock()
-	ts := make([]*tenant, 0, len(m.tenants))
-	for _, t := range m.tenants {
+	ts := make([]*tenant, 0, len(m.mu.tenants))
+	for _, t := range m.mu.tenants {
 		ts = append(ts, t)
 	}
 	m.mu.Unlock()
@@ -390,8 +339,8 @@ func (m *Manager) Close() error {
 		t.mu.Unlock()
 	}
 	m.pushes.Wait() // no call is in progress: none can start another
-	m.closing.Wait()
-	errs = append(errs, m.alarms.save(m.alarmSnapshot()), m.cfg.Factory.Close())
+	m.engines.closing.Wait()
+	errs = append(errs, m.alarms.file.save(m.alarmSnapshot()), m.cfg.Factory.Close())
 	if m.ownDir {
 		errs = append(errs, m.cfg.Directory.Close())
 	}

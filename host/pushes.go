@@ -26,7 +26,6 @@ func (f PushFunc) Push(ctx context.Context, p api.PushRequest) error { return f(
 // tenant's call; one it could not deliver is ended as failed, so the
 // tenant retries it after a backoff.
 func (m *Manager) deliver(tenant, header string) {
-	defer m.pushes.Done()
 	p, err := api.DecodePush([]byte(header))
 	if err != nil {
 		m.log.Error("tenant sent an unreadable push", "tenant", tenant, "err", err)

@@ -35,7 +35,6 @@ func (m *Manager) tenantFiles() ([]string, error) {
 // directory lost is noted ready, so that executors look at it; its first
 // claim that finds nothing notes it idle.
 func (m *Manager) rebuild(names []string, alarms, dir bool) {
-	defer m.done.Done()
 	ctx := context.Background()
 	for _, name := range names {
 		select {
@@ -71,7 +70,7 @@ func (m *Manager) rebuild(names []string, alarms, dir bool) {
 		}
 	}
 	if alarms {
-		if err := m.alarms.save(m.alarmSnapshot()); err != nil {
+		if err := m.alarms.file.save(m.alarmSnapshot()); err != nil {
 			m.log.Warn("could not persist alarms", "err", err)
 		}
 	}
@@ -104,7 +103,7 @@ func (m *Manager) scrub(t *tenant) {
 	if err := dosql.Scrub(t.path); err != nil {
 		m.log.Error("an erased tenant's file still holds what it erased", "tenant", t.name, "err", err)
 	}
-	if err := m.alarms.forget(t.name); err != nil {
+	if err := m.alarms.file.forget(t.name); err != nil {
 		m.log.Warn("could not persist alarms", "err", err)
 	}
 }

@@ -10,12 +10,14 @@ import (
 	"github.com/stile-run/stile/api"
 )
 
+// tenant is one tenant the manager has seen: its engine (open or not),
+// its alarm, and its requests held by the host.
 type tenant struct {
 	name     string
 	path     string
 	mu       sync.Mutex // serializes calls into engine
 	engine   Engine
-	lastUse  int64         // Manager.uses at the last call; guarded by Manager.mu
+	lastUse  int64         // Manager.mu.uses at the last call; guarded by Manager.mu
 	isOpen   atomic.Bool   // engine != nil, readable without mu
 	closing  chan struct{} // closed once an evicted engine has closed; guarded by t.mu
 	memory   atomic.Int64  // what the open engine last reported (Sized)
@@ -23,27 +25,27 @@ type tenant struct {
 	failures atomic.Int64 // consecutive failed alarm runs
 	restarts atomic.Int64 // engines discarded after a trap
 
-	wakeMu sync.Mutex
-	finish chan struct{} // closed and replaced to wake held waits for jobs
-
-	// held are the claims held for the tenant, heldBy their count by
-	// token. A claim is entered by the call that answered it empty, with
-	// t.mu held, so a later call's wake never misses it.
-	heldMu sync.Mutex
-	held   map[*waiter]struct{}
-	heldBy map[string]int
+	holds holds // the claims held for the tenant, and waits for jobs to end (held.go)
 }
 
 func (m *Manager) tenant(name string) *tenant {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	t, ok := m.tenants[name]
+	t, ok := m.mu.tenants[name]
 	if !ok {
 		t = &tenant{name: name, path: m.databasePath(name),
-			finish: make(chan struct{}), held: map[*waiter]struct{}{}, heldBy: map[string]int{}}
-		m.tenants[name] = t
+			holds: holds{finish: make(chan struct{}), held: map[*waiter]struct{}{}, by: map[string]int{}}}
+		m.mu.tenants[name] = t
 	}
 	return t
+}
+
+// seen is the tenant named if the manager has seen it, else nil; unlike
+// tenant, it adds none.
+func (m *Manager) seen(name string) *tenant {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mu.tenants[name]
 }
 
 // Exists reports whether tenant was created: its engine is open or its
@@ -52,10 +54,7 @@ func (m *Manager) Exists(name string) bool {
 	if !api.ValidTenant(name) {
 		return false
 	}
-	m.mu.Lock()
-	t := m.tenants[name]
-	m.mu.Unlock()
-	if t != nil && t.isOpen.Load() {
+	if t := m.seen(name); t != nil && t.isOpen.Load() {
 		return true
 	}
 	return fileExists(m.databasePath(name))
