@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/stile-run/stile/internal/jsonwire"
 	"github.com/stile-run/stile/internal/printf"
 )
 
@@ -111,7 +112,7 @@ func AppendCells(b []byte, cells []Cell) []byte {
 			b = append(b, `"}`...)
 		case CellText:
 			if utf8.ValidString(c.Text) {
-				b = appendString(b, c.Text)
+				b = jsonwire.AppendString(b, c.Text)
 			} else {
 				b = append(b, `{"text":"`...)
 				b = base64.StdEncoding.AppendEncode(b, []byte(c.Text))
@@ -130,16 +131,16 @@ func AppendCells(b []byte, cells []Cell) []byte {
 // width, if negative).
 func DecodeRows(b []byte, width int) ([][]Cell, error) {
 	var rows [][]Cell
-	err := decodeBody(b, func(r *reader) error {
-		return decodeArray(r, func(i int) error {
+	err := jsonwire.DecodeBody(b, func(r *jsonwire.Reader) error {
+		return jsonwire.DecodeArray(r, func(i int) error {
 			var cells []Cell
-			err := decodeArray(r, func(int) error {
+			err := jsonwire.DecodeArray(r, func(int) error {
 				c, err := decodeCell(r)
 				cells = append(cells, c)
 				return err
 			})
 			if err == nil && width >= 0 && len(cells) != width {
-				err = &DecodeError{Msg: printf.Sprintf("row %d has %d cells, and the table's columns are %d", i, len(cells), width)}
+				err = &jsonwire.DecodeError{Msg: printf.Sprintf("row %d has %d cells, and the table's columns are %d", i, len(cells), width)}
 			}
 			rows = append(rows, cells)
 			return err
@@ -148,30 +149,30 @@ func DecodeRows(b []byte, width int) ([][]Cell, error) {
 	return rows, err
 }
 
-func decodeCell(r *reader) (Cell, error) {
-	switch r.kindAt() {
+func decodeCell(r *jsonwire.Reader) (Cell, error) {
+	switch r.KindAt() {
 	case "null":
-		r.null()
+		r.IsNull()
 		return Cell{Kind: CellNull}, nil
 	case "string":
-		s, err := r.str()
+		s, err := r.Str()
 		return Cell{Kind: CellText, Text: s}, err
 	case "number":
-		text, err := r.number()
+		text, err := r.Number()
 		if err != nil {
 			return Cell{}, err
 		}
 		n, err := strconv.ParseInt(string(text), 10, 64)
 		if err != nil {
-			return Cell{}, &DecodeError{Msg: printf.Sprintf("a cell must be a whole number, not %s: write reals as {\"real\": \"%s\"}", text, text)}
+			return Cell{}, &jsonwire.DecodeError{Msg: printf.Sprintf("a cell must be a whole number, not %s: write reals as {\"real\": \"%s\"}", text, text)}
 		}
 		return Cell{Kind: CellInt, Int: n}, nil
 	case "object":
 		var c Cell
 		seen := 0
-		err := decodeObject(r, func(key string) error {
+		err := jsonwire.DecodeObject(r, func(key string) error {
 			seen++
-			s, err := r.str()
+			s, err := r.Str()
 			if err != nil {
 				return err
 			}
@@ -180,7 +181,7 @@ func decodeCell(r *reader) (Cell, error) {
 				c.Kind = CellReal
 				c.Real, err = strconv.ParseFloat(s, 64)
 				if err != nil {
-					return &DecodeError{Msg: printf.Sprintf("cell {\"real\": %q} is not a number", s)}
+					return &jsonwire.DecodeError{Msg: printf.Sprintf("cell {\"real\": %q} is not a number", s)}
 				}
 			case "blob", "text":
 				c.Kind = CellBlob
@@ -189,18 +190,18 @@ func decodeCell(r *reader) (Cell, error) {
 				}
 				v, err := base64.StdEncoding.DecodeString(s)
 				if err != nil {
-					return &DecodeError{Msg: printf.Sprintf("cell {%q: …} is not base64: %v", key, err)}
+					return &jsonwire.DecodeError{Msg: printf.Sprintf("cell {%q: …} is not base64: %v", key, err)}
 				}
 				c.Text = string(v)
 			default:
-				return &DecodeError{Msg: printf.Sprintf("unknown cell {%q: …}: use real, blob or text", key)}
+				return &jsonwire.DecodeError{Msg: printf.Sprintf("unknown cell {%q: …}: use real, blob or text", key)}
 			}
 			return nil
 		})
 		if err == nil && seen != 1 {
-			err = &DecodeError{Msg: "a cell object has one member: real, blob or text"}
+			err = &jsonwire.DecodeError{Msg: "a cell object has one member: real, blob or text"}
 		}
 		return c, err
 	}
-	return Cell{}, &DecodeError{Msg: "a cell is null, a whole number, a string or an object, not " + r.kindAt()}
+	return Cell{}, &jsonwire.DecodeError{Msg: "a cell is null, a whole number, a string or an object, not " + r.KindAt()}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/internal/jsonwire"
 )
 
 // Every SQLite storage class survives an export row exactly: reals as
@@ -17,7 +18,7 @@ func TestCellsRoundTrip(t *testing.T) {
 		{Kind: api.CellText, Text: `é "quoted" \ ✓` + "\n\u2028"}, {Kind: api.CellText, Text: "\xff\xfe not utf-8"},
 		{Kind: api.CellBlob, Text: "\x00\x01\x02"}, {Kind: api.CellText, Text: ""}}
 	b := api.AppendCells(nil, row)
-	require.True(t, api.Valid(b), string(b))
+	require.True(t, jsonwire.Valid(b), string(b))
 	got, err := api.DecodeRows(append(append([]byte("["), b...), ']'), len(row))
 	require.NoError(t, err)
 	require.Equal(t, [][]api.Cell{row}, got)

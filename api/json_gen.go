@@ -2,34 +2,38 @@
 
 package api
 
-import "time"
+import (
+	"time"
+
+	"github.com/stile-run/stile/internal/jsonwire"
+)
 
 // AppendJSON appends v as JSON.
 func (v EnqueueRequest) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("kind", v.Kind)
-	o.rawOmit("args", v.Args)
-	o.strOmit("queue", v.Queue)
+	o := jsonwire.StartObject(b)
+	o.Str("kind", v.Kind)
+	o.RawOmit("args", v.Args)
+	o.StrOmit("queue", v.Queue)
 	if v.Priority != nil {
-		o.int("priority", int64(*v.Priority))
+		o.Int("priority", int64(*v.Priority))
 	}
-	o.timeOmit("run_at", v.RunAt)
-	o.intOmit("max_attempts", int64(v.MaxAttempts))
-	o.intOmit("lease_ms", v.LeaseMs)
-	o.intOmit("timeout_ms", v.TimeoutMs)
+	o.TimeOmit("run_at", v.RunAt)
+	o.IntOmit("max_attempts", int64(v.MaxAttempts))
+	o.IntOmit("lease_ms", v.LeaseMs)
+	o.IntOmit("timeout_ms", v.TimeoutMs)
 	if len(v.Tags) > 0 {
-		o.strings("tags", v.Tags)
+		o.Strings("tags", v.Tags)
 	}
-	o.strOmit("unique_key", v.UniqueKey)
-	o.intOmit("unique_window_ms", v.UniqueWindowMs)
-	o.strOmit("concurrency_key", v.ConcurrencyKey)
+	o.StrOmit("unique_key", v.UniqueKey)
+	o.IntOmit("unique_window_ms", v.UniqueWindowMs)
+	o.StrOmit("concurrency_key", v.ConcurrencyKey)
 	if len(v.DependsOn) > 0 {
-		o.strings("depends_on", v.DependsOn)
+		o.Strings("depends_on", v.DependsOn)
 	}
 	if v.RunRegardless {
-		o.bool("run_regardless", true)
+		o.Bool("run_regardless", true)
 	}
-	return o.end()
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -37,10 +41,10 @@ func (v EnqueueRequest) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil)
 
 // AppendJSON appends v as JSON.
 func (v EnqueueBatchRequest) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.key("jobs")
-	o.b = appendArray(o.b, v.Jobs)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Key("jobs")
+	o.B = jsonwire.AppendArray(o.B, v.Jobs)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -48,10 +52,10 @@ func (v EnqueueBatchRequest) MarshalJSON() ([]byte, error) { return v.AppendJSON
 
 // AppendJSON appends v as JSON.
 func (v EnqueueBatchResponse) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.key("jobs")
-	o.b = appendArray(o.b, v.Jobs)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Key("jobs")
+	o.B = jsonwire.AppendArray(o.B, v.Jobs)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -59,53 +63,53 @@ func (v EnqueueBatchResponse) MarshalJSON() ([]byte, error) { return v.AppendJSO
 
 // AppendJSON appends v as JSON.
 func (v Job) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("id", v.ID)
-	o.str("kind", v.Kind)
-	o.str("queue", v.Queue)
-	o.int("priority", int64(v.Priority))
-	o.rawOmit("args", v.Args)
-	o.str("state", v.State)
-	o.int("attempt", v.Attempt)
-	o.int("failures", v.Failures)
-	o.int("max_attempts", v.MaxAttempts)
-	o.int("lease_ms", v.LeaseMs)
-	o.int("timeout_ms", v.TimeoutMs)
-	o.time("run_at", v.RunAt)
-	o.time("created_at", v.CreatedAt)
-	o.timeOmit("finished_at", v.FinishedAt)
-	o.rawOmit("output", v.Output)
-	o.strOmit("last_error", v.LastError)
-	o.strings("tags", v.Tags)
-	o.strOmit("unique_key", v.UniqueKey)
-	o.strOmit("concurrency_key", v.ConcurrencyKey)
-	o.intOmit("pending_parents", v.PendingParents)
+	o := jsonwire.StartObject(b)
+	o.Str("id", v.ID)
+	o.Str("kind", v.Kind)
+	o.Str("queue", v.Queue)
+	o.Int("priority", int64(v.Priority))
+	o.RawOmit("args", v.Args)
+	o.Str("state", v.State)
+	o.Int("attempt", v.Attempt)
+	o.Int("failures", v.Failures)
+	o.Int("max_attempts", v.MaxAttempts)
+	o.Int("lease_ms", v.LeaseMs)
+	o.Int("timeout_ms", v.TimeoutMs)
+	o.Time("run_at", v.RunAt)
+	o.Time("created_at", v.CreatedAt)
+	o.TimeOmit("finished_at", v.FinishedAt)
+	o.RawOmit("output", v.Output)
+	o.StrOmit("last_error", v.LastError)
+	o.Strings("tags", v.Tags)
+	o.StrOmit("unique_key", v.UniqueKey)
+	o.StrOmit("concurrency_key", v.ConcurrencyKey)
+	o.IntOmit("pending_parents", v.PendingParents)
 	if v.RunRegardless {
-		o.bool("run_regardless", true)
+		o.Bool("run_regardless", true)
 	}
-	o.timeOmit("cancel_requested_at", v.CancelRequestedAt)
+	o.TimeOmit("cancel_requested_at", v.CancelRequestedAt)
 	if v.Existing {
-		o.bool("existing", true)
+		o.Bool("existing", true)
 	}
 	if v.Running != nil {
-		o.key("running")
-		o.b = v.Running.AppendJSON(o.b)
+		o.Key("running")
+		o.B = v.Running.AppendJSON(o.B)
 	}
 	if len(v.DependsOn) > 0 {
-		o.key("depends_on")
-		o.b = appendArray(o.b, v.DependsOn)
+		o.Key("depends_on")
+		o.B = jsonwire.AppendArray(o.B, v.DependsOn)
 	}
 	if len(v.Attempts) > 0 {
-		o.key("attempts")
-		o.b = appendArray(o.b, v.Attempts)
+		o.Key("attempts")
+		o.B = jsonwire.AppendArray(o.B, v.Attempts)
 	}
 	if len(v.Rejections) > 0 {
-		o.key("rejections")
-		o.b = appendArray(o.b, v.Rejections)
+		o.Key("rejections")
+		o.B = jsonwire.AppendArray(o.B, v.Rejections)
 	}
-	o.strOmit("ran_again", v.RanAgain)
-	o.strOmit("waiting", v.Waiting)
-	return o.end()
+	o.StrOmit("ran_again", v.RanAgain)
+	o.StrOmit("waiting", v.Waiting)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -113,11 +117,11 @@ func (v Job) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
 func (v Dependency) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("job_id", v.JobID)
-	o.strOmit("resolved", v.Resolved)
-	o.timeOmit("resolved_at", v.ResolvedAt)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Str("job_id", v.JobID)
+	o.StrOmit("resolved", v.Resolved)
+	o.TimeOmit("resolved_at", v.ResolvedAt)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -125,18 +129,18 @@ func (v Dependency) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), ni
 
 // AppendJSON appends v as JSON.
 func (v Attempt) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.int("attempt", v.Attempt)
-	o.str("worker", v.Worker)
-	o.time("claimed_at", v.ClaimedAt)
-	o.time("lease_until", v.LeaseUntil)
-	o.timeOmit("ended_at", v.EndedAt)
-	o.strOmit("outcome", v.Outcome)
-	o.strOmit("error", v.Error)
-	o.strOmit("noticed_by", v.NoticedBy)
-	o.intOmit("heartbeats", v.Heartbeats)
-	o.timeOmit("last_heartbeat_at", v.LastHeartbeatAt)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Int("attempt", v.Attempt)
+	o.Str("worker", v.Worker)
+	o.Time("claimed_at", v.ClaimedAt)
+	o.Time("lease_until", v.LeaseUntil)
+	o.TimeOmit("ended_at", v.EndedAt)
+	o.StrOmit("outcome", v.Outcome)
+	o.StrOmit("error", v.Error)
+	o.StrOmit("noticed_by", v.NoticedBy)
+	o.IntOmit("heartbeats", v.Heartbeats)
+	o.TimeOmit("last_heartbeat_at", v.LastHeartbeatAt)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -144,15 +148,15 @@ func (v Attempt) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
 func (v Rejection) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.time("at", v.At)
-	o.str("request", v.Request)
-	o.str("worker", v.Worker)
-	o.int("attempt", v.Attempt)
-	o.strOmit("outcome", v.Outcome)
-	o.str("code", string(v.Code))
-	o.str("message", v.Message)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Time("at", v.At)
+	o.Str("request", v.Request)
+	o.Str("worker", v.Worker)
+	o.Int("attempt", v.Attempt)
+	o.StrOmit("outcome", v.Outcome)
+	o.Str("code", string(v.Code))
+	o.Str("message", v.Message)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -160,19 +164,19 @@ func (v Rejection) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil
 
 // AppendJSON appends v as JSON.
 func (v ClaimRequest) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("worker", v.Worker)
+	o := jsonwire.StartObject(b)
+	o.Str("worker", v.Worker)
 	if len(v.Queues) > 0 {
-		o.strings("queues", v.Queues)
+		o.Strings("queues", v.Queues)
 	}
 	if len(v.Kinds) > 0 {
-		o.strings("kinds", v.Kinds)
+		o.Strings("kinds", v.Kinds)
 	}
-	o.intOmit("limit", int64(v.Limit))
-	o.intOmit("wait_ms", v.WaitMs)
-	o.strOmit("push", v.Push)
-	o.intOmit("linger", v.Linger)
-	return o.end()
+	o.IntOmit("limit", int64(v.Limit))
+	o.IntOmit("wait_ms", v.WaitMs)
+	o.StrOmit("push", v.Push)
+	o.IntOmit("linger", v.Linger)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -180,15 +184,15 @@ func (v ClaimRequest) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), 
 
 // AppendJSON appends v as JSON.
 func (v ClaimResponse) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.time("now", v.Now)
-	o.key("jobs")
-	o.b = appendArray(o.b, v.Jobs)
+	o := jsonwire.StartObject(b)
+	o.Time("now", v.Now)
+	o.Key("jobs")
+	o.B = jsonwire.AppendArray(o.B, v.Jobs)
 	if v.More {
-		o.bool("more", true)
+		o.Bool("more", true)
 	}
-	o.intOmit("retry_after_ms", v.RetryAfterMs)
-	return o.end()
+	o.IntOmit("retry_after_ms", v.RetryAfterMs)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -196,22 +200,22 @@ func (v ClaimResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil),
 
 // AppendJSON appends v as JSON.
 func (v ClaimedJob) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.strOmit("traceparent", v.Traceparent)
-	o.str("id", v.ID)
-	o.str("kind", v.Kind)
-	o.str("queue", v.Queue)
-	o.raw("args", v.Args)
-	o.int("attempt", v.Attempt)
-	o.int("max_attempts", v.MaxAttempts)
-	o.int("failures", v.Failures)
-	o.int("lease_ms", v.LeaseMs)
-	o.int("timeout_ms", v.TimeoutMs)
-	o.time("lease_until", v.LeaseUntil)
-	o.str("lease_token", v.LeaseToken)
-	o.time("created_at", v.CreatedAt)
-	o.strings("tags", v.Tags)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.StrOmit("traceparent", v.Traceparent)
+	o.Str("id", v.ID)
+	o.Str("kind", v.Kind)
+	o.Str("queue", v.Queue)
+	o.Raw("args", v.Args)
+	o.Int("attempt", v.Attempt)
+	o.Int("max_attempts", v.MaxAttempts)
+	o.Int("failures", v.Failures)
+	o.Int("lease_ms", v.LeaseMs)
+	o.Int("timeout_ms", v.TimeoutMs)
+	o.Time("lease_until", v.LeaseUntil)
+	o.Str("lease_token", v.LeaseToken)
+	o.Time("created_at", v.CreatedAt)
+	o.Strings("tags", v.Tags)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -219,11 +223,11 @@ func (v ClaimedJob) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), ni
 
 // AppendJSON appends v as JSON.
 func (v Claim) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("worker", v.Worker)
-	o.int("attempt", v.Attempt)
-	o.str("lease_token", v.LeaseToken)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Str("worker", v.Worker)
+	o.Int("attempt", v.Attempt)
+	o.Str("lease_token", v.LeaseToken)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -231,11 +235,11 @@ func (v Claim) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
 func (v HeartbeatRequest) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("worker", v.Claim.Worker)
-	o.int("attempt", v.Claim.Attempt)
-	o.str("lease_token", v.Claim.LeaseToken)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Str("worker", v.Claim.Worker)
+	o.Int("attempt", v.Claim.Attempt)
+	o.Str("lease_token", v.Claim.LeaseToken)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -243,13 +247,13 @@ func (v HeartbeatRequest) MarshalJSON() ([]byte, error) { return v.AppendJSON(ni
 
 // AppendJSON appends v as JSON.
 func (v HeartbeatResponse) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.time("now", v.Now)
-	o.time("lease_until", v.LeaseUntil)
+	o := jsonwire.StartObject(b)
+	o.Time("now", v.Now)
+	o.Time("lease_until", v.LeaseUntil)
 	if v.CancelRequested {
-		o.bool("cancel_requested", true)
+		o.Bool("cancel_requested", true)
 	}
-	return o.end()
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -257,21 +261,21 @@ func (v HeartbeatResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(n
 
 // AppendJSON appends v as JSON.
 func (v ReportRequest) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("worker", v.Claim.Worker)
-	o.int("attempt", v.Claim.Attempt)
-	o.str("lease_token", v.Claim.LeaseToken)
-	o.str("outcome", v.Outcome)
-	o.rawOmit("output", v.Output)
-	o.strOmit("error", v.Error)
+	o := jsonwire.StartObject(b)
+	o.Str("worker", v.Claim.Worker)
+	o.Int("attempt", v.Claim.Attempt)
+	o.Str("lease_token", v.Claim.LeaseToken)
+	o.Str("outcome", v.Outcome)
+	o.RawOmit("output", v.Output)
+	o.StrOmit("error", v.Error)
 	if v.Final {
-		o.bool("final", true)
+		o.Bool("final", true)
 	}
-	o.intOmit("snooze_ms", v.SnoozeMs)
+	o.IntOmit("snooze_ms", v.SnoozeMs)
 	if len(v.Tags) > 0 {
-		o.strings("tags", v.Tags)
+		o.Strings("tags", v.Tags)
 	}
-	return o.end()
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -279,16 +283,16 @@ func (v ReportRequest) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil),
 
 // AppendJSON appends v as JSON.
 func (v ReportResponse) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("job_id", v.JobID)
-	o.str("state", v.State)
-	o.int("attempt", v.Attempt)
-	o.int("failures", v.Failures)
-	o.time("run_at", v.RunAt)
+	o := jsonwire.StartObject(b)
+	o.Str("job_id", v.JobID)
+	o.Str("state", v.State)
+	o.Int("attempt", v.Attempt)
+	o.Int("failures", v.Failures)
+	o.Time("run_at", v.RunAt)
 	if v.Duplicate {
-		o.bool("duplicate", true)
+		o.Bool("duplicate", true)
 	}
-	return o.end()
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -296,22 +300,22 @@ func (v ReportResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil)
 
 // AppendJSON appends v as JSON.
 func (v BatchReport) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("job_id", v.JobID)
-	o.str("worker", v.ReportRequest.Claim.Worker)
-	o.int("attempt", v.ReportRequest.Claim.Attempt)
-	o.str("lease_token", v.ReportRequest.Claim.LeaseToken)
-	o.str("outcome", v.ReportRequest.Outcome)
-	o.rawOmit("output", v.ReportRequest.Output)
-	o.strOmit("error", v.ReportRequest.Error)
+	o := jsonwire.StartObject(b)
+	o.Str("job_id", v.JobID)
+	o.Str("worker", v.ReportRequest.Claim.Worker)
+	o.Int("attempt", v.ReportRequest.Claim.Attempt)
+	o.Str("lease_token", v.ReportRequest.Claim.LeaseToken)
+	o.Str("outcome", v.ReportRequest.Outcome)
+	o.RawOmit("output", v.ReportRequest.Output)
+	o.StrOmit("error", v.ReportRequest.Error)
 	if v.ReportRequest.Final {
-		o.bool("final", true)
+		o.Bool("final", true)
 	}
-	o.intOmit("snooze_ms", v.ReportRequest.SnoozeMs)
+	o.IntOmit("snooze_ms", v.ReportRequest.SnoozeMs)
 	if len(v.ReportRequest.Tags) > 0 {
-		o.strings("tags", v.ReportRequest.Tags)
+		o.Strings("tags", v.ReportRequest.Tags)
 	}
-	return o.end()
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -319,10 +323,10 @@ func (v BatchReport) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), n
 
 // AppendJSON appends v as JSON.
 func (v BatchReportRequest) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.key("reports")
-	o.b = appendArray(o.b, v.Reports)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Key("reports")
+	o.B = jsonwire.AppendArray(o.B, v.Reports)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -330,17 +334,17 @@ func (v BatchReportRequest) MarshalJSON() ([]byte, error) { return v.AppendJSON(
 
 // AppendJSON appends v as JSON.
 func (v BatchReportResult) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("job_id", v.JobID)
-	o.strOmit("state", v.State)
+	o := jsonwire.StartObject(b)
+	o.Str("job_id", v.JobID)
+	o.StrOmit("state", v.State)
 	if v.Duplicate {
-		o.bool("duplicate", true)
+		o.Bool("duplicate", true)
 	}
 	if v.Error != nil {
-		o.key("error")
-		o.b = v.Error.AppendJSON(o.b)
+		o.Key("error")
+		o.B = v.Error.AppendJSON(o.B)
 	}
-	return o.end()
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -348,10 +352,10 @@ func (v BatchReportResult) MarshalJSON() ([]byte, error) { return v.AppendJSON(n
 
 // AppendJSON appends v as JSON.
 func (v BatchReportResponse) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.key("results")
-	o.b = appendArray(o.b, v.Results)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Key("results")
+	o.B = jsonwire.AppendArray(o.B, v.Results)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -359,28 +363,28 @@ func (v BatchReportResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON
 
 // AppendJSON appends v as JSON.
 func (v Status) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("tenant", v.Tenant)
-	o.time("now", v.Now)
-	o.int("schema_version", v.SchemaVersion)
-	o.timeOmit("alarm_at", v.AlarmAt)
+	o := jsonwire.StartObject(b)
+	o.Str("tenant", v.Tenant)
+	o.Time("now", v.Now)
+	o.Int("schema_version", v.SchemaVersion)
+	o.TimeOmit("alarm_at", v.AlarmAt)
 	if len(v.MigrationDrift) > 0 {
-		o.strings("migration_drift", v.MigrationDrift)
+		o.Strings("migration_drift", v.MigrationDrift)
 	}
-	o.strOmit("module", v.Module)
-	o.key("stile_schema")
-	o.b = v.StileSchema.AppendJSON(o.b)
-	o.key("module_schema")
-	o.b = v.ModuleSchema.AppendJSON(o.b)
+	o.StrOmit("module", v.Module)
+	o.Key("stile_schema")
+	o.B = v.StileSchema.AppendJSON(o.B)
+	o.Key("module_schema")
+	o.B = v.ModuleSchema.AppendJSON(o.B)
 	if len(v.Kinds) > 0 {
-		o.key("kinds")
-		o.b = appendArray(o.b, v.Kinds)
+		o.Key("kinds")
+		o.B = jsonwire.AppendArray(o.B, v.Kinds)
 	}
 	if len(v.Reactions) > 0 {
-		o.key("reactions")
-		o.b = appendArray(o.b, v.Reactions)
+		o.Key("reactions")
+		o.B = jsonwire.AppendArray(o.B, v.Reactions)
 	}
-	return o.end()
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -388,10 +392,10 @@ func (v Status) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
 func (v ModuleKind) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("name", v.Name)
-	o.str("queue", v.Queue)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Str("name", v.Name)
+	o.Str("queue", v.Queue)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -399,10 +403,10 @@ func (v ModuleKind) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), ni
 
 // AppendJSON appends v as JSON.
 func (v ModuleReaction) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("name", v.Name)
-	o.str("kind", v.Kind)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Str("name", v.Name)
+	o.Str("kind", v.Kind)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -410,19 +414,19 @@ func (v ModuleReaction) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil)
 
 // AppendJSON appends v as JSON.
 func (v SchemaState) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.int("version", v.Version)
-	o.int("known", v.Known)
-	o.intOmit("applied", int64(v.Applied))
+	o := jsonwire.StartObject(b)
+	o.Int("version", v.Version)
+	o.Int("known", v.Known)
+	o.IntOmit("applied", int64(v.Applied))
 	if v.Failed != nil {
-		o.key("failed")
-		o.b = v.Failed.AppendJSON(o.b)
+		o.Key("failed")
+		o.B = v.Failed.AppendJSON(o.B)
 	}
 	if len(v.Ahead) > 0 {
-		o.key("ahead")
-		o.b = appendArray(o.b, v.Ahead)
+		o.Key("ahead")
+		o.B = jsonwire.AppendArray(o.B, v.Ahead)
 	}
-	return o.end()
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -430,13 +434,13 @@ func (v SchemaState) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), n
 
 // AppendJSON appends v as JSON.
 func (v MigrationFailure) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.int("version", v.Version)
-	o.str("name", v.Name)
-	o.str("error", v.Error)
-	o.time("at", v.At)
-	o.int("attempts", v.Attempts)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Int("version", v.Version)
+	o.Str("name", v.Name)
+	o.Str("error", v.Error)
+	o.Time("at", v.At)
+	o.Int("attempts", v.Attempts)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -444,11 +448,11 @@ func (v MigrationFailure) MarshalJSON() ([]byte, error) { return v.AppendJSON(ni
 
 // AppendJSON appends v as JSON.
 func (v MigrationAhead) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.int("version", v.Version)
-	o.str("name", v.Name)
-	o.str("class", v.Class)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Int("version", v.Version)
+	o.Str("name", v.Name)
+	o.Str("class", v.Class)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -456,9 +460,9 @@ func (v MigrationAhead) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil)
 
 // AppendJSON appends v as JSON.
 func (v CancelRequest) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.strOmit("reason", v.Reason)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.StrOmit("reason", v.Reason)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -466,11 +470,11 @@ func (v CancelRequest) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil),
 
 // AppendJSON appends v as JSON.
 func (v ListResponse) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.key("jobs")
-	o.b = appendArray(o.b, v.Jobs)
-	o.strOmit("next", v.Next)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Key("jobs")
+	o.B = jsonwire.AppendArray(o.B, v.Jobs)
+	o.StrOmit("next", v.Next)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -478,14 +482,14 @@ func (v ListResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), 
 
 // AppendJSON appends v as JSON.
 func (v QueueCounts) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("queue", v.Queue)
-	o.counts("counts", v.Counts)
-	o.timeOmit("oldest_ready_at", v.OldestReadyAt)
+	o := jsonwire.StartObject(b)
+	o.Str("queue", v.Queue)
+	o.Counts("counts", v.Counts)
+	o.TimeOmit("oldest_ready_at", v.OldestReadyAt)
 	if len(v.Unhandled) > 0 {
-		o.strings("unhandled", v.Unhandled)
+		o.Strings("unhandled", v.Unhandled)
 	}
-	return o.end()
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -493,14 +497,14 @@ func (v QueueCounts) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), n
 
 // AppendJSON appends v as JSON.
 func (v QueuesResponse) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.key("queues")
-	o.b = appendArray(o.b, v.Queues)
-	o.counts("finished", v.Finished)
+	o := jsonwire.StartObject(b)
+	o.Key("queues")
+	o.B = jsonwire.AppendArray(o.B, v.Queues)
+	o.Counts("finished", v.Finished)
 	if len(v.Paused) > 0 {
-		o.strings("paused", v.Paused)
+		o.Strings("paused", v.Paused)
 	}
-	return o.end()
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -508,9 +512,9 @@ func (v QueuesResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil)
 
 // AppendJSON appends v as JSON.
 func (v QueuePause) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.bool("paused", v.Paused)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Bool("paused", v.Paused)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -518,10 +522,10 @@ func (v QueuePause) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), ni
 
 // AppendJSON appends v as JSON.
 func (v QueueState) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("queue", v.Queue)
-	o.bool("paused", v.Paused)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Str("queue", v.Queue)
+	o.Bool("paused", v.Paused)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -529,11 +533,11 @@ func (v QueueState) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), ni
 
 // AppendJSON appends v as JSON.
 func (v Limit) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("key", v.Key)
-	o.int("slots", v.Slots)
-	o.int("in_use", v.InUse)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Str("key", v.Key)
+	o.Int("slots", v.Slots)
+	o.Int("in_use", v.InUse)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -541,13 +545,13 @@ func (v Limit) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
 func (v SetLimitRequest) AppendJSON(b []byte) []byte {
-	o := startObject(b)
+	o := jsonwire.StartObject(b)
 	if v.Slots == nil {
-		o.null("slots")
+		o.Null("slots")
 	} else {
-		o.int("slots", *v.Slots)
+		o.Int("slots", *v.Slots)
 	}
-	return o.end()
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -555,10 +559,10 @@ func (v SetLimitRequest) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil
 
 // AppendJSON appends v as JSON.
 func (v LimitsResponse) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.key("limits")
-	o.b = appendArray(o.b, v.Limits)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Key("limits")
+	o.B = jsonwire.AppendArray(o.B, v.Limits)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -566,14 +570,14 @@ func (v LimitsResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil)
 
 // AppendJSON appends v as JSON.
 func (v ScheduleRequest) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("cron", v.Cron)
-	o.key("job")
-	o.b = v.Job.AppendJSON(o.b)
+	o := jsonwire.StartObject(b)
+	o.Str("cron", v.Cron)
+	o.Key("job")
+	o.B = v.Job.AppendJSON(o.B)
 	if v.Paused {
-		o.bool("paused", true)
+		o.Bool("paused", true)
 	}
-	return o.end()
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -581,23 +585,23 @@ func (v ScheduleRequest) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil
 
 // AppendJSON appends v as JSON.
 func (v Schedule) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("name", v.Name)
-	o.str("cron", v.Cron)
-	o.raw("job", v.Job)
+	o := jsonwire.StartObject(b)
+	o.Str("name", v.Name)
+	o.Str("cron", v.Cron)
+	o.Raw("job", v.Job)
 	if v.Paused {
-		o.bool("paused", true)
+		o.Bool("paused", true)
 	}
-	o.time("next_at", v.NextAt)
-	o.timeOmit("last_at", v.LastAt)
-	o.strOmit("last_job_id", v.LastJobID)
-	o.strOmit("last_error", v.LastError)
-	o.time("created_at", v.CreatedAt)
-	o.time("updated_at", v.UpdatedAt)
+	o.Time("next_at", v.NextAt)
+	o.TimeOmit("last_at", v.LastAt)
+	o.StrOmit("last_job_id", v.LastJobID)
+	o.StrOmit("last_error", v.LastError)
+	o.Time("created_at", v.CreatedAt)
+	o.Time("updated_at", v.UpdatedAt)
 	if v.Module {
-		o.bool("module", true)
+		o.Bool("module", true)
 	}
-	return o.end()
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -605,10 +609,10 @@ func (v Schedule) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil 
 
 // AppendJSON appends v as JSON.
 func (v SchedulesResponse) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.key("schedules")
-	o.b = appendArray(o.b, v.Schedules)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Key("schedules")
+	o.B = jsonwire.AppendArray(o.B, v.Schedules)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -616,9 +620,9 @@ func (v SchedulesResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(n
 
 // AppendJSON appends v as JSON.
 func (v TxResult) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.raw("result", v.Result)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Raw("result", v.Result)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -626,14 +630,14 @@ func (v TxResult) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil 
 
 // AppendJSON appends v as JSON.
 func (v Error) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("code", string(v.Code))
-	o.str("message", v.Message)
-	o.strOmit("stream", v.Stream)
+	o := jsonwire.StartObject(b)
+	o.Str("code", string(v.Code))
+	o.Str("message", v.Message)
+	o.StrOmit("stream", v.Stream)
 	if v.CurrentVersion != nil {
-		o.int("current_version", *v.CurrentVersion)
+		o.Int("current_version", *v.CurrentVersion)
 	}
-	return o.end()
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -641,10 +645,10 @@ func (v Error) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
 func (v NewEvent) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("type", v.Type)
-	o.rawOmit("data", v.Data)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Str("type", v.Type)
+	o.RawOmit("data", v.Data)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -652,13 +656,13 @@ func (v NewEvent) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil 
 
 // AppendJSON appends v as JSON.
 func (v AppendRequest) AppendJSON(b []byte) []byte {
-	o := startObject(b)
+	o := jsonwire.StartObject(b)
 	if v.ExpectedVersion != nil {
-		o.int("expected_version", *v.ExpectedVersion)
+		o.Int("expected_version", *v.ExpectedVersion)
 	}
-	o.key("events")
-	o.b = appendArray(o.b, v.Events)
-	return o.end()
+	o.Key("events")
+	o.B = jsonwire.AppendArray(o.B, v.Events)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -666,12 +670,12 @@ func (v AppendRequest) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil),
 
 // AppendJSON appends v as JSON.
 func (v AppendResponse) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("stream", v.Stream)
-	o.int("version", v.Version)
-	o.int("first_seq", v.FirstSeq)
-	o.int("last_seq", v.LastSeq)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Str("stream", v.Stream)
+	o.Int("version", v.Version)
+	o.Int("first_seq", v.FirstSeq)
+	o.Int("last_seq", v.LastSeq)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -679,15 +683,15 @@ func (v AppendResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil)
 
 // AppendJSON appends v as JSON.
 func (v Event) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.int("seq", v.Seq)
-	o.str("stream", v.Stream)
-	o.int("version", v.Version)
-	o.str("type", v.Type)
-	o.raw("data", v.Data)
-	o.strOmit("command_id", v.CommandID)
-	o.time("at", v.At)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Int("seq", v.Seq)
+	o.Str("stream", v.Stream)
+	o.Int("version", v.Version)
+	o.Str("type", v.Type)
+	o.Raw("data", v.Data)
+	o.StrOmit("command_id", v.CommandID)
+	o.Time("at", v.At)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -695,12 +699,12 @@ func (v Event) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
 func (v EventsResponse) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.key("events")
-	o.b = appendArray(o.b, v.Events)
-	o.intOmit("next", v.Next)
-	o.int("head", v.Head)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Key("events")
+	o.B = jsonwire.AppendArray(o.B, v.Events)
+	o.IntOmit("next", v.Next)
+	o.Int("head", v.Head)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -708,13 +712,13 @@ func (v EventsResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil)
 
 // AppendJSON appends v as JSON.
 func (v Command) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("id", v.ID)
-	o.str("aggregate", v.Aggregate)
-	o.str("aggregate_id", v.AggregateID)
-	o.str("type", v.Type)
-	o.rawOmit("data", v.Data)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Str("id", v.ID)
+	o.Str("aggregate", v.Aggregate)
+	o.Str("aggregate_id", v.AggregateID)
+	o.Str("type", v.Type)
+	o.RawOmit("data", v.Data)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -722,19 +726,19 @@ func (v Command) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
 func (v CommandResult) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("id", v.ID)
-	o.str("stream", v.Stream)
-	o.int("version", v.Version)
-	o.key("events")
-	o.b = appendArray(o.b, v.Events)
+	o := jsonwire.StartObject(b)
+	o.Str("id", v.ID)
+	o.Str("stream", v.Stream)
+	o.Int("version", v.Version)
+	o.Key("events")
+	o.B = jsonwire.AppendArray(o.B, v.Events)
 	if len(v.JobIDs) > 0 {
-		o.strings("job_ids", v.JobIDs)
+		o.Strings("job_ids", v.JobIDs)
 	}
 	if v.Duplicate {
-		o.bool("duplicate", true)
+		o.Bool("duplicate", true)
 	}
-	return o.end()
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -742,15 +746,15 @@ func (v CommandResult) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil),
 
 // AppendJSON appends v as JSON.
 func (v ReactionClaimRequest) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("worker", v.Worker)
+	o := jsonwire.StartObject(b)
+	o.Str("worker", v.Worker)
 	if len(v.Handlers) > 0 {
-		o.strings("handlers", v.Handlers)
+		o.Strings("handlers", v.Handlers)
 	}
-	o.intOmit("limit", int64(v.Limit))
-	o.intOmit("wait_ms", v.WaitMs)
-	o.strOmit("push", v.Push)
-	return o.end()
+	o.IntOmit("limit", int64(v.Limit))
+	o.IntOmit("wait_ms", v.WaitMs)
+	o.StrOmit("push", v.Push)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -758,22 +762,22 @@ func (v ReactionClaimRequest) MarshalJSON() ([]byte, error) { return v.AppendJSO
 
 // AppendJSON appends v as JSON.
 func (v Delivery) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.strOmit("traceparent", v.Traceparent)
-	o.str("handler", v.Handler)
-	o.str("kind", v.Kind)
-	o.key("event")
-	o.b = v.Event.AppendJSON(o.b)
-	o.str("claim_id", v.ClaimID)
-	o.int("attempt", v.Attempt)
-	o.int("failures", v.Failures)
-	o.int("timeout_ms", v.TimeoutMs)
-	o.time("lease_until", v.LeaseUntil)
-	o.str("idempotency_key", v.IdempotencyKey)
-	o.strOmit("correlation", v.Correlation)
-	o.rawOmit("state", v.State)
-	o.strOmit("last_error", v.LastError)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.StrOmit("traceparent", v.Traceparent)
+	o.Str("handler", v.Handler)
+	o.Str("kind", v.Kind)
+	o.Key("event")
+	o.B = v.Event.AppendJSON(o.B)
+	o.Str("claim_id", v.ClaimID)
+	o.Int("attempt", v.Attempt)
+	o.Int("failures", v.Failures)
+	o.Int("timeout_ms", v.TimeoutMs)
+	o.Time("lease_until", v.LeaseUntil)
+	o.Str("idempotency_key", v.IdempotencyKey)
+	o.StrOmit("correlation", v.Correlation)
+	o.RawOmit("state", v.State)
+	o.StrOmit("last_error", v.LastError)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -781,12 +785,12 @@ func (v Delivery) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil 
 
 // AppendJSON appends v as JSON.
 func (v ReactionClaimResponse) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.time("now", v.Now)
-	o.key("deliveries")
-	o.b = appendArray(o.b, v.Deliveries)
-	o.intOmit("retry_after_ms", v.RetryAfterMs)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Time("now", v.Now)
+	o.Key("deliveries")
+	o.B = jsonwire.AppendArray(o.B, v.Deliveries)
+	o.IntOmit("retry_after_ms", v.RetryAfterMs)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -794,11 +798,11 @@ func (v ReactionClaimResponse) MarshalJSON() ([]byte, error) { return v.AppendJS
 
 // AppendJSON appends v as JSON.
 func (v ScheduledCommand) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.time("at", v.At)
-	o.key("command")
-	o.b = v.Command.AppendJSON(o.b)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Time("at", v.At)
+	o.Key("command")
+	o.B = v.Command.AppendJSON(o.B)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -806,10 +810,10 @@ func (v ScheduledCommand) MarshalJSON() ([]byte, error) { return v.AppendJSON(ni
 
 // AppendJSON appends v as JSON.
 func (v Deadline) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("name", v.Name)
-	o.time("at", v.At)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Str("name", v.Name)
+	o.Time("at", v.At)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -817,33 +821,33 @@ func (v Deadline) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil 
 
 // AppendJSON appends v as JSON.
 func (v Settlement) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("handler", v.Handler)
-	o.int("seq", v.Seq)
-	o.str("claim_id", v.ClaimID)
-	o.str("outcome", v.Outcome)
-	o.strOmit("error", v.Error)
-	o.intOmit("delay_ms", v.DelayMs)
+	o := jsonwire.StartObject(b)
+	o.Str("handler", v.Handler)
+	o.Int("seq", v.Seq)
+	o.Str("claim_id", v.ClaimID)
+	o.Str("outcome", v.Outcome)
+	o.StrOmit("error", v.Error)
+	o.IntOmit("delay_ms", v.DelayMs)
 	if len(v.Commands) > 0 {
-		o.key("commands")
-		o.b = appendArray(o.b, v.Commands)
+		o.Key("commands")
+		o.B = jsonwire.AppendArray(o.B, v.Commands)
 	}
 	if len(v.Scheduled) > 0 {
-		o.key("scheduled")
-		o.b = appendArray(o.b, v.Scheduled)
+		o.Key("scheduled")
+		o.B = jsonwire.AppendArray(o.B, v.Scheduled)
 	}
-	o.rawOmit("state", v.State)
+	o.RawOmit("state", v.State)
 	if v.Done {
-		o.bool("done", true)
+		o.Bool("done", true)
 	}
 	if len(v.Deadlines) > 0 {
-		o.key("deadlines")
-		o.b = appendArray(o.b, v.Deadlines)
+		o.Key("deadlines")
+		o.B = jsonwire.AppendArray(o.B, v.Deadlines)
 	}
 	if len(v.CancelDeadlines) > 0 {
-		o.strings("cancel_deadlines", v.CancelDeadlines)
+		o.Strings("cancel_deadlines", v.CancelDeadlines)
 	}
-	return o.end()
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -851,10 +855,10 @@ func (v Settlement) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), ni
 
 // AppendJSON appends v as JSON.
 func (v SettleRequest) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.key("settlements")
-	o.b = appendArray(o.b, v.Settlements)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Key("settlements")
+	o.B = jsonwire.AppendArray(o.B, v.Settlements)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -862,19 +866,19 @@ func (v SettleRequest) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil),
 
 // AppendJSON appends v as JSON.
 func (v SettleResult) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("handler", v.Handler)
-	o.int("seq", v.Seq)
-	o.strOmit("state", v.State)
+	o := jsonwire.StartObject(b)
+	o.Str("handler", v.Handler)
+	o.Int("seq", v.Seq)
+	o.StrOmit("state", v.State)
 	if v.Duplicate {
-		o.bool("duplicate", true)
+		o.Bool("duplicate", true)
 	}
-	o.intOmit("events", int64(v.Events))
+	o.IntOmit("events", int64(v.Events))
 	if v.Error != nil {
-		o.key("error")
-		o.b = v.Error.AppendJSON(o.b)
+		o.Key("error")
+		o.B = v.Error.AppendJSON(o.B)
 	}
-	return o.end()
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -882,10 +886,10 @@ func (v SettleResult) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), 
 
 // AppendJSON appends v as JSON.
 func (v SettleResponse) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.key("results")
-	o.b = appendArray(o.b, v.Results)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Key("results")
+	o.B = jsonwire.AppendArray(o.B, v.Results)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -893,16 +897,16 @@ func (v SettleResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil)
 
 // AppendJSON appends v as JSON.
 func (v InboxEntry) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.int("seq", v.Seq)
-	o.str("state", v.State)
-	o.int("attempt", v.Attempt)
-	o.int("failures", v.Failures)
-	o.strOmit("worker", v.Worker)
-	o.timeOmit("lease_until", v.LeaseUntil)
-	o.timeOmit("run_at", v.RunAt)
-	o.strOmit("error", v.Error)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Int("seq", v.Seq)
+	o.Str("state", v.State)
+	o.Int("attempt", v.Attempt)
+	o.Int("failures", v.Failures)
+	o.StrOmit("worker", v.Worker)
+	o.TimeOmit("lease_until", v.LeaseUntil)
+	o.TimeOmit("run_at", v.RunAt)
+	o.StrOmit("error", v.Error)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -910,16 +914,16 @@ func (v InboxEntry) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), ni
 
 // AppendJSON appends v as JSON.
 func (v ReactionStatus) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("name", v.Name)
-	o.str("kind", v.Kind)
-	o.strings("types", v.Types)
-	o.int("timeout_ms", v.TimeoutMs)
-	o.int("checkpoint", v.Checkpoint)
-	o.int("lag", v.Lag)
-	o.key("open")
-	o.b = appendArray(o.b, v.Open)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Str("name", v.Name)
+	o.Str("kind", v.Kind)
+	o.Strings("types", v.Types)
+	o.Int("timeout_ms", v.TimeoutMs)
+	o.Int("checkpoint", v.Checkpoint)
+	o.Int("lag", v.Lag)
+	o.Key("open")
+	o.B = jsonwire.AppendArray(o.B, v.Open)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -927,11 +931,11 @@ func (v ReactionStatus) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil)
 
 // AppendJSON appends v as JSON.
 func (v ReactionsResponse) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.int("head", v.Head)
-	o.key("reactions")
-	o.b = appendArray(o.b, v.Reactions)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Int("head", v.Head)
+	o.Key("reactions")
+	o.B = jsonwire.AppendArray(o.B, v.Reactions)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -939,10 +943,10 @@ func (v ReactionsResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(n
 
 // AppendJSON appends v as JSON.
 func (v SkipRequest) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.int("seq", v.Seq)
-	o.str("reason", v.Reason)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Int("seq", v.Seq)
+	o.Str("reason", v.Reason)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -950,12 +954,12 @@ func (v SkipRequest) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), n
 
 // AppendJSON appends v as JSON.
 func (v DeadlineFired) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("process", v.Process)
-	o.str("correlation", v.Correlation)
-	o.str("name", v.Name)
-	o.time("at", v.At)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Str("process", v.Process)
+	o.Str("correlation", v.Correlation)
+	o.Str("name", v.Name)
+	o.Time("at", v.At)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -963,19 +967,19 @@ func (v DeadlineFired) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil),
 
 // AppendJSON appends v as JSON.
 func (v ProjectionStatus) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("name", v.Name)
-	o.strings("types", v.Types)
-	o.int("head", v.Head)
+	o := jsonwire.StartObject(b)
+	o.Str("name", v.Name)
+	o.Strings("types", v.Types)
+	o.Int("head", v.Head)
 	if v.Live != nil {
-		o.key("live")
-		o.b = v.Live.AppendJSON(o.b)
+		o.Key("live")
+		o.B = v.Live.AppendJSON(o.B)
 	}
 	if v.Rebuild != nil {
-		o.key("rebuild")
-		o.b = v.Rebuild.AppendJSON(o.b)
+		o.Key("rebuild")
+		o.B = v.Rebuild.AppendJSON(o.B)
 	}
-	return o.end()
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -983,19 +987,19 @@ func (v ProjectionStatus) MarshalJSON() ([]byte, error) { return v.AppendJSON(ni
 
 // AppendJSON appends v as JSON.
 func (v GenerationStatus) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.int("generation", v.Generation)
-	o.int("checkpoint", v.Checkpoint)
-	o.int("lag", v.Lag)
-	o.str("status", v.Status)
-	o.intOmit("failures", v.Failures)
-	o.strOmit("error", v.Error)
-	o.intOmit("error_seq", v.ErrorSeq)
-	o.timeOmit("retry_at", v.RetryAt)
+	o := jsonwire.StartObject(b)
+	o.Int("generation", v.Generation)
+	o.Int("checkpoint", v.Checkpoint)
+	o.Int("lag", v.Lag)
+	o.Str("status", v.Status)
+	o.IntOmit("failures", v.Failures)
+	o.StrOmit("error", v.Error)
+	o.IntOmit("error_seq", v.ErrorSeq)
+	o.TimeOmit("retry_at", v.RetryAt)
 	if v.Outdated {
-		o.bool("outdated", true)
+		o.Bool("outdated", true)
 	}
-	return o.end()
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1003,10 +1007,10 @@ func (v GenerationStatus) MarshalJSON() ([]byte, error) { return v.AppendJSON(ni
 
 // AppendJSON appends v as JSON.
 func (v ProjectionsResponse) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.key("projections")
-	o.b = appendArray(o.b, v.Projections)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Key("projections")
+	o.B = jsonwire.AppendArray(o.B, v.Projections)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1014,20 +1018,20 @@ func (v ProjectionsResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON
 
 // AppendJSON appends v as JSON.
 func (v QueryResult) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.key("rows")
-	o.b = append(o.b, '[')
+	o := jsonwire.StartObject(b)
+	o.Key("rows")
+	o.B = append(o.B, '[')
 	for i, x := range v.Rows {
 		if i > 0 {
-			o.b = append(o.b, ',')
+			o.B = append(o.B, ',')
 		}
-		o.b = append(o.b, x...)
+		o.B = append(o.B, x...)
 	}
-	o.b = append(o.b, ']')
+	o.B = append(o.B, ']')
 	if v.Truncated {
-		o.bool("truncated", true)
+		o.Bool("truncated", true)
 	}
-	return o.end()
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1035,20 +1039,20 @@ func (v QueryResult) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), n
 
 // AppendJSON appends v as JSON.
 func (v ExportPage) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("format", v.Format)
-	o.str("tenant", v.Tenant)
-	o.key("mark")
-	o.b = v.Mark.AppendJSON(o.b)
-	o.int("stile_schema", v.StileSchema)
-	o.int("module_schema", v.ModuleSchema)
+	o := jsonwire.StartObject(b)
+	o.Str("format", v.Format)
+	o.Str("tenant", v.Tenant)
+	o.Key("mark")
+	o.B = v.Mark.AppendJSON(o.B)
+	o.Int("stile_schema", v.StileSchema)
+	o.Int("module_schema", v.ModuleSchema)
 	if v.First {
-		o.bool("first", true)
+		o.Bool("first", true)
 	}
-	o.key("tables")
-	o.b = appendArray(o.b, v.Tables)
-	o.strOmit("next", v.Next)
-	return o.end()
+	o.Key("tables")
+	o.B = jsonwire.AppendArray(o.B, v.Tables)
+	o.StrOmit("next", v.Next)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1056,11 +1060,11 @@ func (v ExportPage) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), ni
 
 // AppendJSON appends v as JSON.
 func (v ExportMark) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.int("event_seq", v.EventSeq)
-	o.int("job_id", v.JobID)
-	o.time("at", v.At)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Int("event_seq", v.EventSeq)
+	o.Int("job_id", v.JobID)
+	o.Time("at", v.At)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1068,14 +1072,14 @@ func (v ExportMark) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), ni
 
 // AppendJSON appends v as JSON.
 func (v ExportTable) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("name", v.Name)
-	o.strings("columns", v.Columns)
+	o := jsonwire.StartObject(b)
+	o.Str("name", v.Name)
+	o.Strings("columns", v.Columns)
 	if v.First {
-		o.bool("first", true)
+		o.Bool("first", true)
 	}
-	o.raw("rows", v.Rows)
-	return o.end()
+	o.Raw("rows", v.Rows)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1083,10 +1087,10 @@ func (v ExportTable) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), n
 
 // AppendJSON appends v as JSON.
 func (v ImportResult) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.int("rows", int64(v.Rows))
-	o.bool("done", v.Done)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Int("rows", int64(v.Rows))
+	o.Bool("done", v.Done)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1094,10 +1098,10 @@ func (v ImportResult) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), 
 
 // AppendJSON appends v as JSON.
 func (v ImportAborted) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("tenant", v.Tenant)
-	o.strings("tables", v.Tables)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Str("tenant", v.Tenant)
+	o.Strings("tables", v.Tables)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1105,18 +1109,18 @@ func (v ImportAborted) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil),
 
 // AppendJSON appends v as JSON.
 func (v Push) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("tenant", v.Tenant)
-	o.strings("ids", v.IDs)
-	o.int("jobs", v.Jobs)
+	o := jsonwire.StartObject(b)
+	o.Str("tenant", v.Tenant)
+	o.Strings("ids", v.IDs)
+	o.Int("jobs", v.Jobs)
 	if len(v.Kinds) > 0 {
-		o.strings("kinds", v.Kinds)
+		o.Strings("kinds", v.Kinds)
 	}
 	if len(v.Reactions) > 0 {
-		o.strings("reactions", v.Reactions)
+		o.Strings("reactions", v.Reactions)
 	}
-	o.intOmit("linger_ms", v.LingerMs)
-	return o.end()
+	o.IntOmit("linger_ms", v.LingerMs)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1124,18 +1128,18 @@ func (v Push) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
 func (v PushRequest) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("tenant", v.Tenant)
-	o.str("id", v.ID)
-	o.int("jobs", v.Jobs)
+	o := jsonwire.StartObject(b)
+	o.Str("tenant", v.Tenant)
+	o.Str("id", v.ID)
+	o.Int("jobs", v.Jobs)
 	if len(v.Kinds) > 0 {
-		o.strings("kinds", v.Kinds)
+		o.Strings("kinds", v.Kinds)
 	}
 	if len(v.Reactions) > 0 {
-		o.strings("reactions", v.Reactions)
+		o.Strings("reactions", v.Reactions)
 	}
-	o.intOmit("linger_ms", v.LingerMs)
-	return o.end()
+	o.IntOmit("linger_ms", v.LingerMs)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1143,10 +1147,10 @@ func (v PushRequest) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), n
 
 // AppendJSON appends v as JSON.
 func (v PushDone) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("end", v.End)
-	o.strOmit("error", v.Error)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Str("end", v.End)
+	o.StrOmit("error", v.Error)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1154,9 +1158,9 @@ func (v PushDone) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil 
 
 // AppendJSON appends v as JSON.
 func (v PushDoneResponse) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.bool("ended", v.Ended)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Bool("ended", v.Ended)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1164,15 +1168,15 @@ func (v PushDoneResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(ni
 
 // AppendJSON appends v as JSON.
 func (v PushStatus) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.key("in_flight")
-	o.b = appendArray(o.b, v.InFlight)
+	o := jsonwire.StartObject(b)
+	o.Key("in_flight")
+	o.B = jsonwire.AppendArray(o.B, v.InFlight)
 	if v.Pending {
-		o.bool("pending", true)
+		o.Bool("pending", true)
 	}
-	o.timeOmit("retry_at", v.RetryAt)
-	o.intOmit("failures", v.Failures)
-	return o.end()
+	o.TimeOmit("retry_at", v.RetryAt)
+	o.IntOmit("failures", v.Failures)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1180,12 +1184,12 @@ func (v PushStatus) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), ni
 
 // AppendJSON appends v as JSON.
 func (v PushFlight) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("id", v.ID)
-	o.time("started_at", v.StartedAt)
-	o.time("expires_at", v.ExpiresAt)
-	o.str("state", v.State)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Str("id", v.ID)
+	o.Time("started_at", v.StartedAt)
+	o.Time("expires_at", v.ExpiresAt)
+	o.Str("state", v.State)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1193,16 +1197,16 @@ func (v PushFlight) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), ni
 
 // AppendJSON appends v as JSON.
 func (v TenantInfo) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("name", v.Name)
-	o.time("first_seen", v.FirstSeen)
-	o.time("last_seen", v.LastSeen)
-	o.int("version", v.Version)
-	o.bool("ready", v.Ready)
-	o.strOmit("module", v.Module)
-	o.intOmit("schema", v.Schema)
-	o.strOmit("failed", v.Failed)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Str("name", v.Name)
+	o.Time("first_seen", v.FirstSeen)
+	o.Time("last_seen", v.LastSeen)
+	o.Int("version", v.Version)
+	o.Bool("ready", v.Ready)
+	o.StrOmit("module", v.Module)
+	o.IntOmit("schema", v.Schema)
+	o.StrOmit("failed", v.Failed)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1210,12 +1214,12 @@ func (v TenantInfo) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), ni
 
 // AppendJSON appends v as JSON.
 func (v TenantsResponse) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.key("tenants")
-	o.b = appendArray(o.b, v.Tenants)
-	o.strOmit("next", v.Next)
-	o.int("seq", v.Seq)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Key("tenants")
+	o.B = jsonwire.AppendArray(o.B, v.Tenants)
+	o.StrOmit("next", v.Next)
+	o.Int("seq", v.Seq)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1223,23 +1227,23 @@ func (v TenantsResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil
 
 // AppendJSON appends v as JSON.
 func (v DirectoryNote) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("tenant", v.Tenant)
+	o := jsonwire.StartObject(b)
+	o.Str("tenant", v.Tenant)
 	if v.First {
-		o.bool("first", true)
+		o.Bool("first", true)
 	}
-	o.bool("ready", v.Ready)
-	o.int("version", v.Version)
-	o.strOmit("module", v.Module)
-	o.intOmit("schema", v.Schema)
-	o.strOmit("failed", v.Failed)
+	o.Bool("ready", v.Ready)
+	o.Int("version", v.Version)
+	o.StrOmit("module", v.Module)
+	o.IntOmit("schema", v.Schema)
+	o.StrOmit("failed", v.Failed)
 	if v.VersionsOnly {
-		o.bool("versions_only", true)
+		o.Bool("versions_only", true)
 	}
 	if v.Erased {
-		o.bool("erased", true)
+		o.Bool("erased", true)
 	}
-	return o.end()
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1247,15 +1251,15 @@ func (v DirectoryNote) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil),
 
 // AppendJSON appends v as JSON.
 func (v AuditEntry) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.int("id", v.ID)
-	o.time("at", v.At)
-	o.str("role", string(v.Role))
-	o.str("token_id", v.TokenID)
-	o.str("route", v.Route)
-	o.str("path", v.Path)
-	o.int("status", int64(v.Status))
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Int("id", v.ID)
+	o.Time("at", v.At)
+	o.Str("role", string(v.Role))
+	o.Str("token_id", v.TokenID)
+	o.Str("route", v.Route)
+	o.Str("path", v.Path)
+	o.Int("status", int64(v.Status))
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1263,10 +1267,10 @@ func (v AuditEntry) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), ni
 
 // AppendJSON appends v as JSON.
 func (v AuditResponse) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.key("entries")
-	o.b = appendArray(o.b, v.Entries)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Key("entries")
+	o.B = jsonwire.AppendArray(o.B, v.Entries)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1274,11 +1278,11 @@ func (v AuditResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil),
 
 // AppendJSON appends v as JSON.
 func (v Erased) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("tenant", v.Tenant)
-	o.time("erased_at", v.ErasedAt)
-	o.int("dropped", int64(v.Dropped))
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Str("tenant", v.Tenant)
+	o.Time("erased_at", v.ErasedAt)
+	o.Int("dropped", int64(v.Dropped))
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1286,14 +1290,14 @@ func (v Erased) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
 func (v Retention) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.int("completed_ms", v.CompletedMs)
-	o.int("cancelled_ms", v.CancelledMs)
-	o.int("dead_ms", v.DeadMs)
-	o.int("deliveries_ms", v.DeliveriesMs)
-	o.int("commands_ms", v.CommandsMs)
-	o.int("audit_ms", v.AuditMs)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Int("completed_ms", v.CompletedMs)
+	o.Int("cancelled_ms", v.CancelledMs)
+	o.Int("dead_ms", v.DeadMs)
+	o.Int("deliveries_ms", v.DeliveriesMs)
+	o.Int("commands_ms", v.CommandsMs)
+	o.Int("audit_ms", v.AuditMs)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1301,14 +1305,14 @@ func (v Retention) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil
 
 // AppendJSON appends v as JSON.
 func (v RetentionResponse) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.key("effective")
-	o.b = v.Effective.AppendJSON(o.b)
-	o.key("module")
-	o.b = v.Module.AppendJSON(o.b)
-	o.strings("overridden", v.Overridden)
-	o.timeOmit("next_purge_at", v.NextPurgeAt)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Key("effective")
+	o.B = v.Effective.AppendJSON(o.B)
+	o.Key("module")
+	o.B = v.Module.AppendJSON(o.B)
+	o.Strings("overridden", v.Overridden)
+	o.TimeOmit("next_purge_at", v.NextPurgeAt)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1316,11 +1320,11 @@ func (v RetentionResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(n
 
 // AppendJSON appends v as JSON.
 func (v StorageKind) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("kind", v.Kind)
-	o.int("rows", v.Rows)
-	o.int("bytes", v.Bytes)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Str("kind", v.Kind)
+	o.Int("rows", v.Rows)
+	o.Int("bytes", v.Bytes)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1328,17 +1332,17 @@ func (v StorageKind) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), n
 
 // AppendJSON appends v as JSON.
 func (v StorageResponse) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.key("kinds")
-	o.b = appendArray(o.b, v.Kinds)
-	o.int("counted_bytes", v.CountedBytes)
-	o.int("database_bytes", v.DatabaseBytes)
-	o.int("limit_bytes", v.LimitBytes)
-	o.int("warn_bytes", v.WarnBytes)
-	o.strOmit("warning", v.Warning)
-	o.key("retention")
-	o.b = v.Retention.AppendJSON(o.b)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Key("kinds")
+	o.B = jsonwire.AppendArray(o.B, v.Kinds)
+	o.Int("counted_bytes", v.CountedBytes)
+	o.Int("database_bytes", v.DatabaseBytes)
+	o.Int("limit_bytes", v.LimitBytes)
+	o.Int("warn_bytes", v.WarnBytes)
+	o.StrOmit("warning", v.Warning)
+	o.Key("retention")
+	o.B = v.Retention.AppendJSON(o.B)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1346,10 +1350,10 @@ func (v StorageResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil
 
 // AppendJSON appends v as JSON.
 func (v TenantCreated) AppendJSON(b []byte) []byte {
-	o := startObject(b)
-	o.str("tenant", v.Tenant)
-	o.bool("created", v.Created)
-	return o.end()
+	o := jsonwire.StartObject(b)
+	o.Str("tenant", v.Tenant)
+	o.Bool("created", v.Created)
+	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -1383,77 +1387,77 @@ const (
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *EnqueueRequest) decode(r *reader) error {
+func (v *EnqueueRequest) decode(r *jsonwire.Reader) error {
 	var f EnqueueRequestFields
-	err := decodeObject(r, func(key string) error {
+	err := jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		var bit EnqueueRequestFields
-		null := r.atNull()
+		null := r.AtNull()
 		switch key {
 		case "kind":
 			bit = EnqueueRequestKind
-			v.Kind, err = r.stringField(key)
+			v.Kind, err = r.StringField(key)
 		case "args":
 			bit = EnqueueRequestArgs
-			v.Args, err = r.raw()
+			v.Args, err = r.Raw()
 		case "queue":
 			bit = EnqueueRequestQueue
-			v.Queue, err = r.stringField(key)
+			v.Queue, err = r.StringField(key)
 		case "priority":
 			bit = EnqueueRequestPriority
-			if r.isNull() {
+			if r.IsNull() {
 				return nil
 			}
 			var n int64
-			n, err = r.integer(key)
+			n, err = r.Integer(key)
 			p := int(n)
 			v.Priority = &p
 		case "run_at":
 			bit = EnqueueRequestRunAt
-			if r.isNull() {
+			if r.IsNull() {
 				return nil
 			}
 			var t time.Time
-			t, err = timeField(r, key)
+			t, err = jsonwire.TimeField(r, key)
 			v.RunAt = &t
 		case "max_attempts":
 			bit = EnqueueRequestMaxAttempts
 			var n int64
-			n, err = r.integer(key)
+			n, err = r.Integer(key)
 			v.MaxAttempts = int(n)
 		case "lease_ms":
 			bit = EnqueueRequestLeaseMs
-			v.LeaseMs, err = r.integer(key)
+			v.LeaseMs, err = r.Integer(key)
 		case "timeout_ms":
 			bit = EnqueueRequestTimeoutMs
-			v.TimeoutMs, err = r.integer(key)
+			v.TimeoutMs, err = r.Integer(key)
 		case "tags":
 			bit = EnqueueRequestTags
-			v.Tags, err = stringArray(r, key)
+			v.Tags, err = jsonwire.StringArray(r, key)
 		case "unique_key":
 			bit = EnqueueRequestUniqueKey
-			v.UniqueKey, err = r.stringField(key)
+			v.UniqueKey, err = r.StringField(key)
 		case "unique_window_ms":
 			bit = EnqueueRequestUniqueWindowMs
-			v.UniqueWindowMs, err = r.integer(key)
+			v.UniqueWindowMs, err = r.Integer(key)
 		case "concurrency_key":
 			bit = EnqueueRequestConcurrencyKey
-			v.ConcurrencyKey, err = r.stringField(key)
+			v.ConcurrencyKey, err = r.StringField(key)
 		case "depends_on":
 			bit = EnqueueRequestDependsOn
-			v.DependsOn, err = stringArray(r, key)
+			v.DependsOn, err = jsonwire.StringArray(r, key)
 		case "run_regardless":
 			bit = EnqueueRequestRunRegardless
-			v.RunRegardless, err = r.boolField(key)
+			v.RunRegardless, err = r.BoolField(key)
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		if !null {
 			f |= bit
 		}
 		return err
 	})
-	r.mark(uint64(f))
+	r.Mark(uint64(f))
 	return err
 }
 
@@ -1466,14 +1470,14 @@ func DecodeEnqueue(b []byte) (EnqueueRequest, error) {
 // DecodeEnqueueFields is DecodeEnqueue, and says which fields the body set.
 func DecodeEnqueueFields(b []byte) (EnqueueRequest, EnqueueRequestFields, error) {
 	var v EnqueueRequest
-	r := reader{b: b}
-	err := r.open()
+	r := jsonwire.NewReader(b)
+	err := r.Open()
 	if err == nil {
-		err = r.closeBody(v.decode(&r))
+		err = r.CloseBody(v.decode(&r))
 	}
 	var f EnqueueRequestFields
-	if n := len(r.marks); n > 0 {
-		f = EnqueueRequestFields(r.marks[n-1])
+	if n := len(r.Marks()); n > 0 {
+		f = EnqueueRequestFields(r.Marks()[n-1])
 	}
 	return v, f, err
 }
@@ -1481,19 +1485,19 @@ func DecodeEnqueueFields(b []byte) (EnqueueRequest, EnqueueRequestFields, error)
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *EnqueueBatchRequest) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *EnqueueBatchRequest) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		switch key {
 		case "jobs":
-			err = objectArray(r, key, func() { v.Jobs = []EnqueueRequest{} }, func() error {
+			err = jsonwire.ObjectArray(r, key, func() { v.Jobs = []EnqueueRequest{} }, func() error {
 				var e EnqueueRequest
 				err := e.decode(r)
 				v.Jobs = append(v.Jobs, e)
 				return err
 			})
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -1502,10 +1506,10 @@ func (v *EnqueueBatchRequest) decode(r *reader) error {
 // DecodeEnqueueBatch decodes a EnqueueBatchRequest strictly.
 func DecodeEnqueueBatch(b []byte) (EnqueueBatchRequest, error) {
 	var v EnqueueBatchRequest
-	r := reader{b: b}
-	err := r.open()
+	r := jsonwire.NewReader(b)
+	err := r.Open()
 	if err == nil {
-		err = r.closeBody(v.decode(&r))
+		err = r.CloseBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -1514,13 +1518,13 @@ func DecodeEnqueueBatch(b []byte) (EnqueueBatchRequest, error) {
 // EnqueueRequest of the body set, in the order of the body.
 func DecodeEnqueueBatchFields(b []byte) (EnqueueBatchRequest, []EnqueueRequestFields, error) {
 	var v EnqueueBatchRequest
-	r := reader{b: b}
-	err := r.open()
+	r := jsonwire.NewReader(b)
+	err := r.Open()
 	if err == nil {
-		err = r.closeBody(v.decode(&r))
+		err = r.CloseBody(v.decode(&r))
 	}
-	fs := make([]EnqueueRequestFields, len(r.marks))
-	for i, m := range r.marks {
+	fs := make([]EnqueueRequestFields, len(r.Marks()))
+	for i, m := range r.Marks() {
 		fs[i] = EnqueueRequestFields(m)
 	}
 	return v, fs, err
@@ -1547,45 +1551,45 @@ const (
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *ClaimRequest) decode(r *reader) error {
+func (v *ClaimRequest) decode(r *jsonwire.Reader) error {
 	var f ClaimRequestFields
-	err := decodeObject(r, func(key string) error {
+	err := jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		var bit ClaimRequestFields
-		null := r.atNull()
+		null := r.AtNull()
 		switch key {
 		case "worker":
 			bit = ClaimRequestWorker
-			v.Worker, err = r.stringField(key)
+			v.Worker, err = r.StringField(key)
 		case "queues":
 			bit = ClaimRequestQueues
-			v.Queues, err = stringArray(r, key)
+			v.Queues, err = jsonwire.StringArray(r, key)
 		case "kinds":
 			bit = ClaimRequestKinds
-			v.Kinds, err = stringArray(r, key)
+			v.Kinds, err = jsonwire.StringArray(r, key)
 		case "limit":
 			bit = ClaimRequestLimit
 			var n int64
-			n, err = r.integer(key)
+			n, err = r.Integer(key)
 			v.Limit = int(n)
 		case "wait_ms":
 			bit = ClaimRequestWaitMs
-			v.WaitMs, err = r.integer(key)
+			v.WaitMs, err = r.Integer(key)
 		case "push":
 			bit = ClaimRequestPush
-			v.Push, err = r.stringField(key)
+			v.Push, err = r.StringField(key)
 		case "linger":
 			bit = ClaimRequestLinger
-			v.Linger, err = r.integer(key)
+			v.Linger, err = r.Integer(key)
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		if !null {
 			f |= bit
 		}
 		return err
 	})
-	r.mark(uint64(f))
+	r.Mark(uint64(f))
 	return err
 }
 
@@ -1598,28 +1602,28 @@ func DecodeClaim(b []byte) (ClaimRequest, error) {
 // DecodeClaimFields is DecodeClaim, and says which fields the body set.
 func DecodeClaimFields(b []byte) (ClaimRequest, ClaimRequestFields, error) {
 	var v ClaimRequest
-	r := reader{b: b}
-	err := r.open()
+	r := jsonwire.NewReader(b)
+	err := r.Open()
 	if err == nil {
-		err = r.closeBody(v.decode(&r))
+		err = r.CloseBody(v.decode(&r))
 	}
 	var f ClaimRequestFields
-	if n := len(r.marks); n > 0 {
-		f = ClaimRequestFields(r.marks[n-1])
+	if n := len(r.Marks()); n > 0 {
+		f = ClaimRequestFields(r.Marks()[n-1])
 	}
 	return v, f, err
 }
 
 // field decodes the member key of an object with the fields of Claim; ok
 // is false for a key that is none of them.
-func (v *Claim) field(r *reader, key string) (ok bool, err error) {
+func (v *Claim) field(r *jsonwire.Reader, key string) (ok bool, err error) {
 	switch key {
 	case "worker":
-		v.Worker, err = r.stringField(key)
+		v.Worker, err = r.StringField(key)
 	case "attempt":
-		v.Attempt, err = r.integer(key)
+		v.Attempt, err = r.Integer(key)
 	case "lease_token":
-		v.LeaseToken, err = r.stringField(key)
+		v.LeaseToken, err = r.StringField(key)
 	default:
 		return false, nil
 	}
@@ -1629,42 +1633,42 @@ func (v *Claim) field(r *reader, key string) (ok bool, err error) {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *HeartbeatRequest) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *HeartbeatRequest) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		if ok, err := v.Claim.field(r, key); ok {
 			return err
 		}
-		return unknownField(key)
+		return jsonwire.UnknownField(key)
 	})
 }
 
 // DecodeHeartbeat decodes a HeartbeatRequest strictly.
 func DecodeHeartbeat(b []byte) (HeartbeatRequest, error) {
 	var v HeartbeatRequest
-	r := reader{b: b}
-	err := r.open()
+	r := jsonwire.NewReader(b)
+	err := r.Open()
 	if err == nil {
-		err = r.closeBody(v.decode(&r))
+		err = r.CloseBody(v.decode(&r))
 	}
 	return v, err
 }
 
 // field decodes the member key of an object with the fields of ReportRequest; ok
 // is false for a key that is none of them.
-func (v *ReportRequest) field(r *reader, key string) (ok bool, err error) {
+func (v *ReportRequest) field(r *jsonwire.Reader, key string) (ok bool, err error) {
 	switch key {
 	case "outcome":
-		v.Outcome, err = r.stringField(key)
+		v.Outcome, err = r.StringField(key)
 	case "output":
-		v.Output, err = r.raw()
+		v.Output, err = r.Raw()
 	case "error":
-		v.Error, err = r.stringField(key)
+		v.Error, err = r.StringField(key)
 	case "final":
-		v.Final, err = r.boolField(key)
+		v.Final, err = r.BoolField(key)
 	case "snooze_ms":
-		v.SnoozeMs, err = r.integer(key)
+		v.SnoozeMs, err = r.Integer(key)
 	case "tags":
-		v.Tags, err = stringArray(r, key)
+		v.Tags, err = jsonwire.StringArray(r, key)
 	default:
 		if ok, err := v.Claim.field(r, key); ok {
 			return true, err
@@ -1677,11 +1681,11 @@ func (v *ReportRequest) field(r *reader, key string) (ok bool, err error) {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *ReportRequest) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *ReportRequest) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		ok, err := v.field(r, key)
 		if !ok {
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -1690,10 +1694,10 @@ func (v *ReportRequest) decode(r *reader) error {
 // DecodeReport decodes a ReportRequest strictly.
 func DecodeReport(b []byte) (ReportRequest, error) {
 	var v ReportRequest
-	r := reader{b: b}
-	err := r.open()
+	r := jsonwire.NewReader(b)
+	err := r.Open()
 	if err == nil {
-		err = r.closeBody(v.decode(&r))
+		err = r.CloseBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -1701,17 +1705,17 @@ func DecodeReport(b []byte) (ReportRequest, error) {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *BatchReport) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *BatchReport) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		switch key {
 		case "job_id":
-			v.JobID, err = r.stringField(key)
+			v.JobID, err = r.StringField(key)
 		default:
 			if ok, err := v.ReportRequest.field(r, key); ok {
 				return err
 			}
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -1720,19 +1724,19 @@ func (v *BatchReport) decode(r *reader) error {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *BatchReportRequest) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *BatchReportRequest) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		switch key {
 		case "reports":
-			err = objectArray(r, key, func() { v.Reports = []BatchReport{} }, func() error {
+			err = jsonwire.ObjectArray(r, key, func() { v.Reports = []BatchReport{} }, func() error {
 				var e BatchReport
 				err := e.decode(r)
 				v.Reports = append(v.Reports, e)
 				return err
 			})
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -1741,10 +1745,10 @@ func (v *BatchReportRequest) decode(r *reader) error {
 // DecodeReportBatch decodes a BatchReportRequest strictly.
 func DecodeReportBatch(b []byte) (BatchReportRequest, error) {
 	var v BatchReportRequest
-	r := reader{b: b}
-	err := r.open()
+	r := jsonwire.NewReader(b)
+	err := r.Open()
 	if err == nil {
-		err = r.closeBody(v.decode(&r))
+		err = r.CloseBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -1752,14 +1756,14 @@ func DecodeReportBatch(b []byte) (BatchReportRequest, error) {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *CancelRequest) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *CancelRequest) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		switch key {
 		case "reason":
-			v.Reason, err = r.stringField(key)
+			v.Reason, err = r.StringField(key)
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -1768,14 +1772,14 @@ func (v *CancelRequest) decode(r *reader) error {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *QueuePause) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *QueuePause) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		switch key {
 		case "paused":
-			v.Paused, err = r.boolField(key)
+			v.Paused, err = r.BoolField(key)
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -1784,10 +1788,10 @@ func (v *QueuePause) decode(r *reader) error {
 // DecodeQueuePause decodes a QueuePause strictly.
 func DecodeQueuePause(b []byte) (QueuePause, error) {
 	var v QueuePause
-	r := reader{b: b}
-	err := r.open()
+	r := jsonwire.NewReader(b)
+	err := r.Open()
 	if err == nil {
-		err = r.closeBody(v.decode(&r))
+		err = r.CloseBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -1795,19 +1799,19 @@ func DecodeQueuePause(b []byte) (QueuePause, error) {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *SetLimitRequest) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *SetLimitRequest) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		switch key {
 		case "slots":
-			if r.isNull() {
+			if r.IsNull() {
 				return nil
 			}
 			var n int64
-			n, err = r.integer(key)
+			n, err = r.Integer(key)
 			v.Slots = &n
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -1816,10 +1820,10 @@ func (v *SetLimitRequest) decode(r *reader) error {
 // DecodeSetLimit decodes a SetLimitRequest strictly.
 func DecodeSetLimit(b []byte) (SetLimitRequest, error) {
 	var v SetLimitRequest
-	r := reader{b: b}
-	err := r.open()
+	r := jsonwire.NewReader(b)
+	err := r.Open()
 	if err == nil {
-		err = r.closeBody(v.decode(&r))
+		err = r.CloseBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -1827,24 +1831,24 @@ func DecodeSetLimit(b []byte) (SetLimitRequest, error) {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *ScheduleRequest) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *ScheduleRequest) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		switch key {
 		case "cron":
-			v.Cron, err = r.stringField(key)
+			v.Cron, err = r.StringField(key)
 		case "job":
-			if r.isNull() {
+			if r.IsNull() {
 				return nil
 			}
-			if r.kindAt() != "object" {
-				return typeError(r, key, "an object")
+			if r.KindAt() != "object" {
+				return jsonwire.TypeError(r, key, "an object")
 			}
 			err = v.Job.decode(r)
 		case "paused":
-			v.Paused, err = r.boolField(key)
+			v.Paused, err = r.BoolField(key)
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -1853,10 +1857,10 @@ func (v *ScheduleRequest) decode(r *reader) error {
 // DecodeSchedule decodes a ScheduleRequest strictly.
 func DecodeSchedule(b []byte) (ScheduleRequest, error) {
 	var v ScheduleRequest
-	r := reader{b: b}
-	err := r.open()
+	r := jsonwire.NewReader(b)
+	err := r.Open()
 	if err == nil {
-		err = r.closeBody(v.decode(&r))
+		err = r.CloseBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -1865,13 +1869,13 @@ func DecodeSchedule(b []byte) (ScheduleRequest, error) {
 // EnqueueRequest of the body set, in the order of the body.
 func DecodeScheduleFields(b []byte) (ScheduleRequest, []EnqueueRequestFields, error) {
 	var v ScheduleRequest
-	r := reader{b: b}
-	err := r.open()
+	r := jsonwire.NewReader(b)
+	err := r.Open()
 	if err == nil {
-		err = r.closeBody(v.decode(&r))
+		err = r.CloseBody(v.decode(&r))
 	}
-	fs := make([]EnqueueRequestFields, len(r.marks))
-	for i, m := range r.marks {
+	fs := make([]EnqueueRequestFields, len(r.Marks()))
+	for i, m := range r.Marks() {
 		fs[i] = EnqueueRequestFields(m)
 	}
 	return v, fs, err
@@ -1880,16 +1884,16 @@ func DecodeScheduleFields(b []byte) (ScheduleRequest, []EnqueueRequestFields, er
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *NewEvent) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *NewEvent) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		switch key {
 		case "type":
-			v.Type, err = r.stringField(key)
+			v.Type, err = r.StringField(key)
 		case "data":
-			v.Data, err = r.raw()
+			v.Data, err = r.Raw()
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -1898,26 +1902,26 @@ func (v *NewEvent) decode(r *reader) error {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *AppendRequest) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *AppendRequest) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		switch key {
 		case "expected_version":
-			if r.isNull() {
+			if r.IsNull() {
 				return nil
 			}
 			var n int64
-			n, err = r.integer(key)
+			n, err = r.Integer(key)
 			v.ExpectedVersion = &n
 		case "events":
-			err = objectArray(r, key, func() { v.Events = []NewEvent{} }, func() error {
+			err = jsonwire.ObjectArray(r, key, func() { v.Events = []NewEvent{} }, func() error {
 				var e NewEvent
 				err := e.decode(r)
 				v.Events = append(v.Events, e)
 				return err
 			})
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -1926,10 +1930,10 @@ func (v *AppendRequest) decode(r *reader) error {
 // DecodeAppend decodes a AppendRequest strictly.
 func DecodeAppend(b []byte) (AppendRequest, error) {
 	var v AppendRequest
-	r := reader{b: b}
-	err := r.open()
+	r := jsonwire.NewReader(b)
+	err := r.Open()
 	if err == nil {
-		err = r.closeBody(v.decode(&r))
+		err = r.CloseBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -1937,22 +1941,22 @@ func DecodeAppend(b []byte) (AppendRequest, error) {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *Command) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *Command) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		switch key {
 		case "id":
-			v.ID, err = r.stringField(key)
+			v.ID, err = r.StringField(key)
 		case "aggregate":
-			v.Aggregate, err = r.stringField(key)
+			v.Aggregate, err = r.StringField(key)
 		case "aggregate_id":
-			v.AggregateID, err = r.stringField(key)
+			v.AggregateID, err = r.StringField(key)
 		case "type":
-			v.Type, err = r.stringField(key)
+			v.Type, err = r.StringField(key)
 		case "data":
-			v.Data, err = r.raw()
+			v.Data, err = r.Raw()
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -1961,10 +1965,10 @@ func (v *Command) decode(r *reader) error {
 // DecodeCommand decodes a Command strictly.
 func DecodeCommand(b []byte) (Command, error) {
 	var v Command
-	r := reader{b: b}
-	err := r.open()
+	r := jsonwire.NewReader(b)
+	err := r.Open()
 	if err == nil {
-		err = r.closeBody(v.decode(&r))
+		err = r.CloseBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -1988,39 +1992,39 @@ const (
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *ReactionClaimRequest) decode(r *reader) error {
+func (v *ReactionClaimRequest) decode(r *jsonwire.Reader) error {
 	var f ReactionClaimRequestFields
-	err := decodeObject(r, func(key string) error {
+	err := jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		var bit ReactionClaimRequestFields
-		null := r.atNull()
+		null := r.AtNull()
 		switch key {
 		case "worker":
 			bit = ReactionClaimRequestWorker
-			v.Worker, err = r.stringField(key)
+			v.Worker, err = r.StringField(key)
 		case "handlers":
 			bit = ReactionClaimRequestHandlers
-			v.Handlers, err = stringArray(r, key)
+			v.Handlers, err = jsonwire.StringArray(r, key)
 		case "limit":
 			bit = ReactionClaimRequestLimit
 			var n int64
-			n, err = r.integer(key)
+			n, err = r.Integer(key)
 			v.Limit = int(n)
 		case "wait_ms":
 			bit = ReactionClaimRequestWaitMs
-			v.WaitMs, err = r.integer(key)
+			v.WaitMs, err = r.Integer(key)
 		case "push":
 			bit = ReactionClaimRequestPush
-			v.Push, err = r.stringField(key)
+			v.Push, err = r.StringField(key)
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		if !null {
 			f |= bit
 		}
 		return err
 	})
-	r.mark(uint64(f))
+	r.Mark(uint64(f))
 	return err
 }
 
@@ -2033,14 +2037,14 @@ func DecodeReactionClaim(b []byte) (ReactionClaimRequest, error) {
 // DecodeReactionClaimFields is DecodeReactionClaim, and says which fields the body set.
 func DecodeReactionClaimFields(b []byte) (ReactionClaimRequest, ReactionClaimRequestFields, error) {
 	var v ReactionClaimRequest
-	r := reader{b: b}
-	err := r.open()
+	r := jsonwire.NewReader(b)
+	err := r.Open()
 	if err == nil {
-		err = r.closeBody(v.decode(&r))
+		err = r.CloseBody(v.decode(&r))
 	}
 	var f ReactionClaimRequestFields
-	if n := len(r.marks); n > 0 {
-		f = ReactionClaimRequestFields(r.marks[n-1])
+	if n := len(r.Marks()); n > 0 {
+		f = ReactionClaimRequestFields(r.Marks()[n-1])
 	}
 	return v, f, err
 }
@@ -2048,25 +2052,25 @@ func DecodeReactionClaimFields(b []byte) (ReactionClaimRequest, ReactionClaimReq
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *ScheduledCommand) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *ScheduledCommand) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		switch key {
 		case "at":
-			if r.isNull() {
+			if r.IsNull() {
 				return nil
 			}
-			v.At, err = timeField(r, key)
+			v.At, err = jsonwire.TimeField(r, key)
 		case "command":
-			if r.isNull() {
+			if r.IsNull() {
 				return nil
 			}
-			if r.kindAt() != "object" {
-				return typeError(r, key, "an object")
+			if r.KindAt() != "object" {
+				return jsonwire.TypeError(r, key, "an object")
 			}
 			err = v.Command.decode(r)
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -2075,19 +2079,19 @@ func (v *ScheduledCommand) decode(r *reader) error {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *Deadline) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *Deadline) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		switch key {
 		case "name":
-			v.Name, err = r.stringField(key)
+			v.Name, err = r.StringField(key)
 		case "at":
-			if r.isNull() {
+			if r.IsNull() {
 				return nil
 			}
-			v.At, err = timeField(r, key)
+			v.At, err = jsonwire.TimeField(r, key)
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -2096,51 +2100,51 @@ func (v *Deadline) decode(r *reader) error {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *Settlement) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *Settlement) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		switch key {
 		case "handler":
-			v.Handler, err = r.stringField(key)
+			v.Handler, err = r.StringField(key)
 		case "seq":
-			v.Seq, err = r.integer(key)
+			v.Seq, err = r.Integer(key)
 		case "claim_id":
-			v.ClaimID, err = r.stringField(key)
+			v.ClaimID, err = r.StringField(key)
 		case "outcome":
-			v.Outcome, err = r.stringField(key)
+			v.Outcome, err = r.StringField(key)
 		case "error":
-			v.Error, err = r.stringField(key)
+			v.Error, err = r.StringField(key)
 		case "delay_ms":
-			v.DelayMs, err = r.integer(key)
+			v.DelayMs, err = r.Integer(key)
 		case "commands":
-			err = objectArray(r, key, func() { v.Commands = []Command{} }, func() error {
+			err = jsonwire.ObjectArray(r, key, func() { v.Commands = []Command{} }, func() error {
 				var e Command
 				err := e.decode(r)
 				v.Commands = append(v.Commands, e)
 				return err
 			})
 		case "scheduled":
-			err = objectArray(r, key, func() { v.Scheduled = []ScheduledCommand{} }, func() error {
+			err = jsonwire.ObjectArray(r, key, func() { v.Scheduled = []ScheduledCommand{} }, func() error {
 				var e ScheduledCommand
 				err := e.decode(r)
 				v.Scheduled = append(v.Scheduled, e)
 				return err
 			})
 		case "state":
-			v.State, err = r.raw()
+			v.State, err = r.Raw()
 		case "done":
-			v.Done, err = r.boolField(key)
+			v.Done, err = r.BoolField(key)
 		case "deadlines":
-			err = objectArray(r, key, func() { v.Deadlines = []Deadline{} }, func() error {
+			err = jsonwire.ObjectArray(r, key, func() { v.Deadlines = []Deadline{} }, func() error {
 				var e Deadline
 				err := e.decode(r)
 				v.Deadlines = append(v.Deadlines, e)
 				return err
 			})
 		case "cancel_deadlines":
-			v.CancelDeadlines, err = stringArray(r, key)
+			v.CancelDeadlines, err = jsonwire.StringArray(r, key)
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -2149,19 +2153,19 @@ func (v *Settlement) decode(r *reader) error {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *SettleRequest) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *SettleRequest) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		switch key {
 		case "settlements":
-			err = objectArray(r, key, func() { v.Settlements = []Settlement{} }, func() error {
+			err = jsonwire.ObjectArray(r, key, func() { v.Settlements = []Settlement{} }, func() error {
 				var e Settlement
 				err := e.decode(r)
 				v.Settlements = append(v.Settlements, e)
 				return err
 			})
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -2170,10 +2174,10 @@ func (v *SettleRequest) decode(r *reader) error {
 // DecodeSettle decodes a SettleRequest strictly.
 func DecodeSettle(b []byte) (SettleRequest, error) {
 	var v SettleRequest
-	r := reader{b: b}
-	err := r.open()
+	r := jsonwire.NewReader(b)
+	err := r.Open()
 	if err == nil {
-		err = r.closeBody(v.decode(&r))
+		err = r.CloseBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -2181,16 +2185,16 @@ func DecodeSettle(b []byte) (SettleRequest, error) {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *SkipRequest) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *SkipRequest) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		switch key {
 		case "seq":
-			v.Seq, err = r.integer(key)
+			v.Seq, err = r.Integer(key)
 		case "reason":
-			v.Reason, err = r.stringField(key)
+			v.Reason, err = r.StringField(key)
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -2199,10 +2203,10 @@ func (v *SkipRequest) decode(r *reader) error {
 // DecodeSkip decodes a SkipRequest strictly.
 func DecodeSkip(b []byte) (SkipRequest, error) {
 	var v SkipRequest
-	r := reader{b: b}
-	err := r.open()
+	r := jsonwire.NewReader(b)
+	err := r.Open()
 	if err == nil {
-		err = r.closeBody(v.decode(&r))
+		err = r.CloseBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -2210,23 +2214,23 @@ func DecodeSkip(b []byte) (SkipRequest, error) {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *DeadlineFired) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *DeadlineFired) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		switch key {
 		case "process":
-			v.Process, err = r.stringField(key)
+			v.Process, err = r.StringField(key)
 		case "correlation":
-			v.Correlation, err = r.stringField(key)
+			v.Correlation, err = r.StringField(key)
 		case "name":
-			v.Name, err = r.stringField(key)
+			v.Name, err = r.StringField(key)
 		case "at":
-			if r.isNull() {
+			if r.IsNull() {
 				return nil
 			}
-			v.At, err = timeField(r, key)
+			v.At, err = jsonwire.TimeField(r, key)
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -2235,10 +2239,10 @@ func (v *DeadlineFired) decode(r *reader) error {
 // DecodeDeadlineFired decodes a DeadlineFired strictly.
 func DecodeDeadlineFired(b []byte) (DeadlineFired, error) {
 	var v DeadlineFired
-	r := reader{b: b}
-	err := r.open()
+	r := jsonwire.NewReader(b)
+	err := r.Open()
 	if err == nil {
-		err = r.closeBody(v.decode(&r))
+		err = r.CloseBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -2246,39 +2250,39 @@ func DecodeDeadlineFired(b []byte) (DeadlineFired, error) {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *ExportPage) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *ExportPage) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		switch key {
 		case "format":
-			v.Format, err = r.stringField(key)
+			v.Format, err = r.StringField(key)
 		case "tenant":
-			v.Tenant, err = r.stringField(key)
+			v.Tenant, err = r.StringField(key)
 		case "mark":
-			if r.isNull() {
+			if r.IsNull() {
 				return nil
 			}
-			if r.kindAt() != "object" {
-				return typeError(r, key, "an object")
+			if r.KindAt() != "object" {
+				return jsonwire.TypeError(r, key, "an object")
 			}
 			err = v.Mark.decode(r)
 		case "stile_schema":
-			v.StileSchema, err = r.integer(key)
+			v.StileSchema, err = r.Integer(key)
 		case "module_schema":
-			v.ModuleSchema, err = r.integer(key)
+			v.ModuleSchema, err = r.Integer(key)
 		case "first":
-			v.First, err = r.boolField(key)
+			v.First, err = r.BoolField(key)
 		case "tables":
-			err = objectArray(r, key, func() { v.Tables = []ExportTable{} }, func() error {
+			err = jsonwire.ObjectArray(r, key, func() { v.Tables = []ExportTable{} }, func() error {
 				var e ExportTable
 				err := e.decode(r)
 				v.Tables = append(v.Tables, e)
 				return err
 			})
 		case "next":
-			v.Next, err = r.stringField(key)
+			v.Next, err = r.StringField(key)
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -2287,10 +2291,10 @@ func (v *ExportPage) decode(r *reader) error {
 // DecodeExportPage decodes a ExportPage strictly.
 func DecodeExportPage(b []byte) (ExportPage, error) {
 	var v ExportPage
-	r := reader{b: b}
-	err := r.open()
+	r := jsonwire.NewReader(b)
+	err := r.Open()
 	if err == nil {
-		err = r.closeBody(v.decode(&r))
+		err = r.CloseBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -2298,21 +2302,21 @@ func DecodeExportPage(b []byte) (ExportPage, error) {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *ExportMark) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *ExportMark) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		switch key {
 		case "event_seq":
-			v.EventSeq, err = r.integer(key)
+			v.EventSeq, err = r.Integer(key)
 		case "job_id":
-			v.JobID, err = r.integer(key)
+			v.JobID, err = r.Integer(key)
 		case "at":
-			if r.isNull() {
+			if r.IsNull() {
 				return nil
 			}
-			v.At, err = timeField(r, key)
+			v.At, err = jsonwire.TimeField(r, key)
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -2321,20 +2325,20 @@ func (v *ExportMark) decode(r *reader) error {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *ExportTable) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *ExportTable) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		switch key {
 		case "name":
-			v.Name, err = r.stringField(key)
+			v.Name, err = r.StringField(key)
 		case "columns":
-			v.Columns, err = stringArray(r, key)
+			v.Columns, err = jsonwire.StringArray(r, key)
 		case "first":
-			v.First, err = r.boolField(key)
+			v.First, err = r.BoolField(key)
 		case "rows":
-			v.Rows, err = r.raw()
+			v.Rows, err = r.Raw()
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -2343,24 +2347,61 @@ func (v *ExportTable) decode(r *reader) error {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *PushRequest) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *Push) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		switch key {
 		case "tenant":
-			v.Tenant, err = r.stringField(key)
-		case "id":
-			v.ID, err = r.stringField(key)
+			v.Tenant, err = r.StringField(key)
+		case "ids":
+			v.IDs, err = jsonwire.StringArray(r, key)
 		case "jobs":
-			v.Jobs, err = r.integer(key)
+			v.Jobs, err = r.Integer(key)
 		case "kinds":
-			v.Kinds, err = stringArray(r, key)
+			v.Kinds, err = jsonwire.StringArray(r, key)
 		case "reactions":
-			v.Reactions, err = stringArray(r, key)
+			v.Reactions, err = jsonwire.StringArray(r, key)
 		case "linger_ms":
-			v.LingerMs, err = r.integer(key)
+			v.LingerMs, err = r.Integer(key)
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
+		}
+		return err
+	})
+}
+
+// DecodePush decodes a Push strictly.
+func DecodePush(b []byte) (Push, error) {
+	var v Push
+	r := jsonwire.NewReader(b)
+	err := r.Open()
+	if err == nil {
+		err = r.CloseBody(v.decode(&r))
+	}
+	return v, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *PushRequest) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "tenant":
+			v.Tenant, err = r.StringField(key)
+		case "id":
+			v.ID, err = r.StringField(key)
+		case "jobs":
+			v.Jobs, err = r.Integer(key)
+		case "kinds":
+			v.Kinds, err = jsonwire.StringArray(r, key)
+		case "reactions":
+			v.Reactions, err = jsonwire.StringArray(r, key)
+		case "linger_ms":
+			v.LingerMs, err = r.Integer(key)
+		default:
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -2369,10 +2410,10 @@ func (v *PushRequest) decode(r *reader) error {
 // DecodePushRequest decodes a PushRequest strictly.
 func DecodePushRequest(b []byte) (PushRequest, error) {
 	var v PushRequest
-	r := reader{b: b}
-	err := r.open()
+	r := jsonwire.NewReader(b)
+	err := r.Open()
 	if err == nil {
-		err = r.closeBody(v.decode(&r))
+		err = r.CloseBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -2380,16 +2421,16 @@ func DecodePushRequest(b []byte) (PushRequest, error) {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *PushDone) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *PushDone) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		switch key {
 		case "end":
-			v.End, err = r.stringField(key)
+			v.End, err = r.StringField(key)
 		case "error":
-			v.Error, err = r.stringField(key)
+			v.Error, err = r.StringField(key)
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -2398,10 +2439,10 @@ func (v *PushDone) decode(r *reader) error {
 // DecodePushDone decodes a PushDone strictly.
 func DecodePushDone(b []byte) (PushDone, error) {
 	var v PushDone
-	r := reader{b: b}
-	err := r.open()
+	r := jsonwire.NewReader(b)
+	err := r.Open()
 	if err == nil {
-		err = r.closeBody(v.decode(&r))
+		err = r.CloseBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -2409,30 +2450,30 @@ func DecodePushDone(b []byte) (PushDone, error) {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *DirectoryNote) decode(r *reader) error {
-	return decodeObject(r, func(key string) error {
+func (v *DirectoryNote) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		switch key {
 		case "tenant":
-			v.Tenant, err = r.stringField(key)
+			v.Tenant, err = r.StringField(key)
 		case "first":
-			v.First, err = r.boolField(key)
+			v.First, err = r.BoolField(key)
 		case "ready":
-			v.Ready, err = r.boolField(key)
+			v.Ready, err = r.BoolField(key)
 		case "version":
-			v.Version, err = r.integer(key)
+			v.Version, err = r.Integer(key)
 		case "module":
-			v.Module, err = r.stringField(key)
+			v.Module, err = r.StringField(key)
 		case "schema":
-			v.Schema, err = r.integer(key)
+			v.Schema, err = r.Integer(key)
 		case "failed":
-			v.Failed, err = r.stringField(key)
+			v.Failed, err = r.StringField(key)
 		case "versions_only":
-			v.VersionsOnly, err = r.boolField(key)
+			v.VersionsOnly, err = r.BoolField(key)
 		case "erased":
-			v.Erased, err = r.boolField(key)
+			v.Erased, err = r.BoolField(key)
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		return err
 	})
@@ -2441,10 +2482,10 @@ func (v *DirectoryNote) decode(r *reader) error {
 // DecodeDirectoryNote decodes a DirectoryNote strictly.
 func DecodeDirectoryNote(b []byte) (DirectoryNote, error) {
 	var v DirectoryNote
-	r := reader{b: b}
-	err := r.open()
+	r := jsonwire.NewReader(b)
+	err := r.Open()
 	if err == nil {
-		err = r.closeBody(v.decode(&r))
+		err = r.CloseBody(v.decode(&r))
 	}
 	return v, err
 }
@@ -2469,40 +2510,40 @@ const (
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
-func (v *Retention) decode(r *reader) error {
+func (v *Retention) decode(r *jsonwire.Reader) error {
 	var f RetentionFields
-	err := decodeObject(r, func(key string) error {
+	err := jsonwire.DecodeObject(r, func(key string) error {
 		var err error
 		var bit RetentionFields
-		null := r.atNull()
+		null := r.AtNull()
 		switch key {
 		case "completed_ms":
 			bit = RetentionCompletedMs
-			v.CompletedMs, err = r.integer(key)
+			v.CompletedMs, err = r.Integer(key)
 		case "cancelled_ms":
 			bit = RetentionCancelledMs
-			v.CancelledMs, err = r.integer(key)
+			v.CancelledMs, err = r.Integer(key)
 		case "dead_ms":
 			bit = RetentionDeadMs
-			v.DeadMs, err = r.integer(key)
+			v.DeadMs, err = r.Integer(key)
 		case "deliveries_ms":
 			bit = RetentionDeliveriesMs
-			v.DeliveriesMs, err = r.integer(key)
+			v.DeliveriesMs, err = r.Integer(key)
 		case "commands_ms":
 			bit = RetentionCommandsMs
-			v.CommandsMs, err = r.integer(key)
+			v.CommandsMs, err = r.Integer(key)
 		case "audit_ms":
 			bit = RetentionAuditMs
-			v.AuditMs, err = r.integer(key)
+			v.AuditMs, err = r.Integer(key)
 		default:
-			return unknownField(key)
+			return jsonwire.UnknownField(key)
 		}
 		if !null {
 			f |= bit
 		}
 		return err
 	})
-	r.mark(uint64(f))
+	r.Mark(uint64(f))
 	return err
 }
 
@@ -2515,14 +2556,14 @@ func DecodeRetention(b []byte) (Retention, error) {
 // DecodeRetentionFields is DecodeRetention, and says which fields the body set.
 func DecodeRetentionFields(b []byte) (Retention, RetentionFields, error) {
 	var v Retention
-	r := reader{b: b}
-	err := r.open()
+	r := jsonwire.NewReader(b)
+	err := r.Open()
 	if err == nil {
-		err = r.closeBody(v.decode(&r))
+		err = r.CloseBody(v.decode(&r))
 	}
 	var f RetentionFields
-	if n := len(r.marks); n > 0 {
-		f = RetentionFields(r.marks[n-1])
+	if n := len(r.Marks()); n > 0 {
+		f = RetentionFields(r.Marks()[n-1])
 	}
 	return v, f, err
 }

@@ -227,6 +227,7 @@ var decoders = map[string]func([]byte) (any, error){
 	"EnqueueBatchRequest":  dec(api.DecodeEnqueueBatch),
 	"ClaimRequest":         dec(api.DecodeClaim),
 	"HeartbeatRequest":     dec(api.DecodeHeartbeat),
+	"Push":                 dec(api.DecodePush),
 	"PushRequest":          dec(api.DecodePushRequest),
 	"PushDone":             dec(api.DecodePushDone),
 	"QueuePause":           dec(api.DecodeQueuePause),
@@ -407,7 +408,7 @@ func TestGeneratorRefusesWhatItCannotWrite(t *testing.T) {
 	require.NoError(t, os.WriteFile(dir+"/a.go", []byte("package api\n\ntype Code string\n\n//stile:json DecodeA\ntype A struct {\n\tCode Code `json:\"code\"`\n\tStatus int `json:\"-\"`\n}\n"), 0o644))
 	out, err := apigen.Generate(dir)
 	require.NoError(t, err)
-	require.Contains(t, string(out), `o.str("code", string(v.Code))`)
+	require.Contains(t, string(out), `o.Str("code", string(v.Code))`)
 	require.Contains(t, string(out), "v.Code = Code(s)")
 	require.NotContains(t, string(out), "Status")
 	require.False(t, strings.Contains(string(out), `"time"`), "no import it does not use")

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/internal/jsonwire"
 )
 
 // strict decodes like the API's decoders are meant to: encoding/json with
@@ -28,7 +29,7 @@ func strict(b []byte, v any) error {
 	return nil
 }
 
-var errTrailing = &api.DecodeError{Msg: "trailing"}
+var errTrailing = &jsonwire.DecodeError{Msg: "trailing"}
 
 // differential checks one decoder against encoding/json: whatever it
 // accepts is valid JSON that encoding/json accepts too, with equal values.
@@ -120,7 +121,7 @@ var requestDecoders = map[string]func(*testing.T, []byte) error{
 	"DecodeHeartbeat":     check(api.DecodeHeartbeat),
 	"DecodeReport":        check(api.DecodeReport),
 	"DecodeReportBatch":   check(api.DecodeReportBatch),
-	"DecodeStrings":       check(api.DecodeStrings),
+	"DecodeStrings":       check(jsonwire.DecodeStrings),
 	"DecodeCancel":        func(t *testing.T, b []byte) error { _, err := api.DecodeCancel(b); return err }, // accepts an empty body
 	"DecodeSetLimit":      check(api.DecodeSetLimit),
 	"DecodeSchedule":      check(api.DecodeSchedule),
@@ -149,7 +150,7 @@ func FuzzDecoders(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		decodeAll(t, b)
-		require.Equal(t, json.Valid(b), api.Valid(b), "%q", b)
+		require.Equal(t, json.Valid(b), jsonwire.Valid(b), "%q", b)
 	})
 }
 
@@ -409,18 +410,18 @@ func TestEnqueueWriterKeepsEveryField(t *testing.T) {
 func TestStringsAndValid(t *testing.T) {
 	t.Parallel()
 	for _, v := range [][]string{nil, {}, {"a"}, {"é\n\"", "\u2028", ""}} {
-		b := api.AppendStrings(nil, v)
-		got, err := api.DecodeStrings(b)
+		b := jsonwire.AppendStrings(nil, v)
+		got, err := jsonwire.DecodeStrings(b)
 		require.NoError(t, err, "%s", b)
 		require.Equal(t, len(v), len(got))
 		for i := range v {
 			require.Equal(t, v[i], got[i])
 		}
 	}
-	_, err := api.DecodeStrings([]byte(`["a",1]`))
+	_, err := jsonwire.DecodeStrings([]byte(`["a",1]`))
 	require.Error(t, err)
 	for _, s := range append(seeds, ` 1 `, `"x"`, `[1,]`, `{} {}`, ` `, `nul`) {
-		require.Equal(t, json.Valid([]byte(s)), api.Valid([]byte(s)), "%q", s)
+		require.Equal(t, json.Valid([]byte(s)), jsonwire.Valid([]byte(s)), "%q", s)
 	}
 }
 
@@ -442,7 +443,7 @@ func TestParseTimeAgreesWithEncodingJSON(t *testing.T) {
 		"tomorrow", "", "2026-11-30t12:00:00z", "+2026-11-30T12:00:00Z", "2026-11-30T12:00:60Z"} {
 		var want time.Time
 		wantErr := json.Unmarshal([]byte(`"`+s+`"`), &want)
-		got, ok := api.ParseTime(s)
+		got, ok := jsonwire.ParseTime(s)
 		if wantErr != nil {
 			require.False(t, ok, "accepted %q, which encoding/json refuses", s)
 			continue

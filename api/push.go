@@ -10,6 +10,8 @@ import (
 // Worker's Tenant class, or host.Manager) only delivers. A response frame
 // carries it in the stile-push header; the transport sends each id to an
 // executor as a PushRequest, outside the storage transaction.
+//
+//stile:json DecodePush
 type Push struct {
 	Tenant string   `json:"tenant"`
 	IDs    []string `json:"ids"`

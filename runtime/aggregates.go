@@ -10,6 +10,7 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/internal/jsonwire"
 	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/eventstore"
 	"github.com/stile-run/stile/runtime/internal/fencestore"
@@ -189,7 +190,7 @@ func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.Comman
 		if err != nil {
 			return api.CommandResult{}, nil, err
 		}
-		jobIDs, _ := api.DecodeStrings(rec.JobIDs)
+		jobIDs, _ := jsonwire.DecodeStrings(rec.JobIDs)
 		return commandResult(c.ID, stream, rec.Version, evs, jobIDs, true), nil, nil
 	}
 	history, cut, err := t.events.ReadStream(stream, 1, maxStreamRead+1, maxStreamBytes)
@@ -243,7 +244,7 @@ func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.Comman
 	}
 	err = t.events.RecordCommand(eventstore.CommandRecord{ID: c.ID, Aggregate: c.Aggregate, AggregateID: c.AggregateID,
 		Type: c.Type, Digest: digest, FirstSeq: first, LastSeq: last, Version: version,
-		JobIDs: api.AppendStrings(nil, jobIDs), Source: source, At: now})
+		JobIDs: jsonwire.AppendStrings(nil, jobIDs), Source: source, At: now})
 	if err != nil {
 		return api.CommandResult{}, nil, err
 	}
@@ -285,7 +286,7 @@ func eventProblem(e api.NewEvent) (code api.Code, msg string) {
 		return api.CodeInvalidRequest, printf.Sprintf("type %q is reserved: types starting with stile. are Stile's", e.Type)
 	case len(e.Data) > api.MaxEventBytes:
 		return api.CodeTooLarge, printf.Sprintf("data of %d bytes exceeds the limit of %d", len(e.Data), api.MaxEventBytes)
-	case len(e.Data) > 0 && !api.Valid(e.Data):
+	case len(e.Data) > 0 && !jsonwire.Valid(e.Data):
 		return api.CodeInvalidRequest, "data is not JSON"
 	}
 	return "", ""

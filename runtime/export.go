@@ -9,6 +9,7 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/internal/jsonwire"
 	"github.com/stile-run/stile/internal/printf"
 )
 
@@ -488,7 +489,7 @@ func (t *Tenant) importTables() ([]string, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
-	names, err := api.DecodeStrings([]byte(v))
+	names, err := jsonwire.DecodeStrings([]byte(v))
 	if err != nil {
 		return nil, printf.Errorf("read the tables of the import under way: %w", err)
 	}
@@ -500,7 +501,7 @@ func (t *Tenant) importTables() ([]string, error) {
 // rows if it wrote any: no import goes over them).
 func (t *Tenant) endImportPage(c *call, now int64, key string, touched []string, done bool) error {
 	if !done {
-		if err := t.setSetting(now, settingImportTables, string(api.AppendStrings(nil, touched))); err != nil {
+		if err := t.setSetting(now, settingImportTables, string(jsonwire.AppendStrings(nil, touched))); err != nil {
 			return err
 		}
 		if err := t.setSetting(now, settingImport, key); err != nil {

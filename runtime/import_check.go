@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/internal/jsonwire"
 	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/cron"
 )
@@ -74,7 +75,7 @@ func nameProblem(what string) func(string) string {
 
 func jsonProblem(what string, max int) func(string) string {
 	return func(v string) string {
-		if len(v) > max || !api.Valid([]byte(v)) {
+		if len(v) > max || !jsonwire.Valid([]byte(v)) {
 			return printf.Sprintf("%s is not JSON of at most %d bytes", what, max)
 		}
 		return ""
@@ -127,7 +128,7 @@ func checkImportedJob(t *Tenant, r importedRow) string {
 		r.textCheck("args", jsonProblem("args", api.MaxArgsBytes)),
 		r.textCheck("output", jsonProblem("output", api.MaxOutputBytes)),
 		r.textCheck("tags", func(v string) string {
-			tags, err := api.DecodeStrings([]byte(v))
+			tags, err := jsonwire.DecodeStrings([]byte(v))
 			if err != nil {
 				return "tags are not a JSON array of strings"
 			}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/internal/jsonwire"
 	"github.com/stile-run/stile/runtime/internal/eventstore"
 )
 
@@ -219,7 +220,7 @@ func (t *Tenant) getCommand(id string) route {
 		if err != nil {
 			return result{}, err
 		}
-		jobIDs, _ := api.DecodeStrings(rec.JobIDs)
+		jobIDs, _ := jsonwire.DecodeStrings(rec.JobIDs)
 		return result{status: statusOK, body: commandResult(rec.ID, rec.Aggregate+":"+rec.AggregateID, rec.Version, evs, jobIDs, false).AppendJSON}, nil
 	}
 }

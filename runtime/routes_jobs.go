@@ -6,6 +6,7 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/internal/jsonwire"
 	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/fencestore"
 )
@@ -144,7 +145,7 @@ func validTags(where string, tags []string) ([]byte, *api.Error) {
 			return nil, api.Refuse(api.CodeInvalidRequest, "%stag %q must be 1-%d bytes", where, tag, api.MaxTagBytes)
 		}
 	}
-	return api.AppendStrings(nil, tags), nil
+	return jsonwire.AppendStrings(nil, tags), nil
 }
 
 func (t *Tenant) enqueueOne(body []byte) (route, *api.Error) {
@@ -230,7 +231,7 @@ func jobView(j fencestore.Job) api.Job {
 // tagList reads a stored JSON array of tags.
 func tagList(b []byte) []string {
 	if len(b) > 2 {
-		if tags, err := api.DecodeStrings(b); err == nil { // written by the store from valid tags
+		if tags, err := jsonwire.DecodeStrings(b); err == nil { // written by the store from valid tags
 			return tags
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/internal/jsonwire"
 	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/projection"
 	"github.com/stile-run/stile/runtime/internal/projectionstore"
@@ -159,7 +160,7 @@ func (t *Tenant) runQuery(name, raw string) (route, *api.Error) {
 				if i > 0 {
 					b = append(b, ',')
 				}
-				b = api.AppendString(b, c)
+				b = jsonwire.AppendString(b, c)
 				b = append(b, ':')
 				b = appendValue(b, rows.Value(i))
 			}
@@ -181,9 +182,9 @@ func appendValue(b []byte, v do.Value) []byte {
 		}
 		return strconv.AppendFloat(b, v.Float, 'g', -1, 64)
 	case do.KindText:
-		return api.AppendString(b, string(v.Bytes))
+		return jsonwire.AppendString(b, string(v.Bytes))
 	case do.KindBlob:
-		return api.AppendString(b, hex.EncodeToString(v.Bytes))
+		return jsonwire.AppendString(b, hex.EncodeToString(v.Bytes))
 	}
 	return append(b, "null"...)
 }

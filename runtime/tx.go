@@ -9,6 +9,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/internal/ascii"
+	"github.com/stile-run/stile/internal/jsonwire"
 	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/fencestore"
 	"github.com/stile-run/stile/schema"
@@ -143,7 +144,7 @@ func (t *Tenant) runTx(name string, body []byte) (route, *api.Error) {
 	if len(ascii.TrimSpace(string(input))) == 0 {
 		input = []byte("null")
 	}
-	if !api.Valid(input) {
+	if !jsonwire.Valid(input) {
 		return nil, api.Refuse(api.CodeInvalidJSON, "the transaction's input is not JSON")
 	}
 	return func(now int64) (result, error) {

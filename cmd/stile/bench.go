@@ -25,7 +25,7 @@ import (
 	"github.com/stile-run/stile/client"
 	"github.com/stile-run/stile/cmd/stile/defaultapp/app"
 	"github.com/stile-run/stile/cmd/stile/internal/bench"
-	"github.com/stile-run/stile/e2e/testapp"
+	"github.com/stile-run/stile/cmd/stile/internal/bench/benchapp"
 	"github.com/stile-run/stile/host"
 	"github.com/stile-run/stile/host/native"
 	"github.com/stile-run/stile/host/wazerohost"
@@ -481,13 +481,13 @@ func commas(n int) string {
 	return s
 }
 
-// benchProjections measures projections of the e2e test module (tally100
-// and tally1000: one upsert per event, batches of 100 and 1000): events
+// benchProjections measures the projections of the bench's own module
+// (tally100 and tally1000: one upsert per event, batches of 100 and 1000): events
 // applied per second by a rebuild of a log of apply events, and the time
 // to rebuild from a log of rebuild events.
 func benchProjections(ctx context.Context, dir string, apply, rebuild int, n *int, quiet *slog.Logger) error {
-	wasmPath := filepath.Join(dir, "testapp.wasm")
-	if err := wasmbuild.BuildWasm(ctx, ".", "./e2e/testapp/tenant", wasmPath); err != nil {
+	wasmPath := filepath.Join(dir, "benchapp.wasm")
+	if err := wasmbuild.BuildWasm(ctx, ".", "./cmd/stile/internal/bench/benchapp/tenant", wasmPath); err != nil {
 		return err
 	}
 	wasm, err := os.ReadFile(wasmPath)
@@ -498,12 +498,12 @@ func benchProjections(ctx context.Context, dir string, apply, rebuild int, n *in
 		name    string
 		factory func() (host.Factory, error)
 	}{
-		{"native, in-process", func() (host.Factory, error) { return native.New(native.Config{App: testapp.App(), Logger: quiet}) }},
+		{"native, in-process", func() (host.Factory, error) { return native.New(native.Config{App: benchapp.App(), Logger: quiet}) }},
 		{"wazero, in-process", func() (host.Factory, error) {
 			return wazerohost.New(ctx, wazerohost.Config{Wasm: wasm, CacheDir: cacheDir(dir), Logger: quiet})
 		}},
 	}
-	fmt.Printf("projections (test module: one upsert per event), rebuilt from the log\n")
+	fmt.Printf("projections (the bench module: one upsert per event), rebuilt from the log\n")
 	tw := tabwriter.NewWriter(os.Stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "  host\tapplied/s, batches of 100\tapplied/s, batches of 1000\trebuild of %s events (batches of 1000)\t\n", commas(rebuild))
 	for _, h := range hosts {
@@ -527,9 +527,9 @@ func benchProjections(ctx context.Context, dir string, apply, rebuild int, n *in
 		for i, c := range []struct {
 			events     int
 			projection string
-		}{{apply, "tally100"}, {0, "tally1000"}, {rebuild - apply, "tally1000"}} {
+		}{{apply, benchapp.Tally100}, {0, benchapp.Tally1000}, {rebuild - apply, benchapp.Tally1000}} {
 			if c.events > 0 {
-				if err := bench.FillEvents(data, bench.Tenant, c.events, testapp.Tallied); err != nil {
+				if err := bench.FillEvents(data, bench.Tenant, c.events, benchapp.Tallied); err != nil {
 					m.Close()
 					return err
 				}

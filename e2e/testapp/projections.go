@@ -9,11 +9,8 @@ import (
 	"github.com/stile-run/stile/runtime"
 )
 
-// Projection names, and the event type the bench projections read.
-const (
-	NotesProjection = "notes"
-	Tallied         = "Tallied"
-)
+// NotesProjection is the projection of Noted events.
+const NotesProjection = "notes"
 
 // NoteData is the data of a Noted event. The notes projection fails on it
 // while the projection's clock is before PoisonUntil, writes outside its
@@ -62,20 +59,5 @@ func registerProjections(app *runtime.App) *runtime.App {
 	app.RegisterQuery(runtime.Query{Name: "notes_of", Projection: NotesProjection,
 		SQL:    `SELECT seq, n, generation FROM {notes} WHERE stream = ? ORDER BY seq`,
 		Params: []string{"stream"}, Columns: []string{"seq", "n", "generation"}, MaxRows: 1000})
-	// Projections for stile bench: the same handler, batches of 100 and
-	// 1000, over their own event type.
-	for _, batch := range []int{100, 1000} {
-		name := fmt.Sprintf("tally%d", batch)
-		app.RegisterProjection(runtime.Projection{
-			Name:   name,
-			Events: []string{Tallied},
-			Tables: []string{`CREATE TABLE {tally} (stream TEXT PRIMARY KEY, count INTEGER NOT NULL) STRICT`},
-			Batch:  batch,
-			Handle: func(tx *runtime.ProjectionTx, e api.Event) error {
-				return tx.Exec(`INSERT INTO {tally} (stream, count) VALUES (?, 1)
-					ON CONFLICT (stream) DO UPDATE SET count = count + 1`, e.Stream)
-			},
-		})
-	}
 	return app
 }

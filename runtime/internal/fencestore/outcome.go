@@ -4,6 +4,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/internal/jsonwire"
 	"github.com/stile-run/stile/internal/printf"
 )
 
@@ -196,7 +197,7 @@ func mergeTags(have []byte, add []string) ([]byte, error) {
 	var tags []string
 	if len(have) > 0 {
 		var err error
-		if tags, err = api.DecodeStrings(have); err != nil {
+		if tags, err = jsonwire.DecodeStrings(have); err != nil {
 			return nil, err
 		}
 	}
@@ -210,7 +211,7 @@ func mergeTags(have []byte, add []string) ([]byte, error) {
 			tags = append(tags, t)
 		}
 	}
-	return api.AppendStrings(nil, tags), nil
+	return jsonwire.AppendStrings(nil, tags), nil
 }
 
 // settleChildren applies a parent's end to the jobs waiting for it, once:
@@ -408,7 +409,7 @@ func (s *Store) Delete(id int64) error {
 // Unregistered lists up to limit unfinished jobs whose kind is not among
 // kinds, each with the fence's columns only (what Fail needs).
 func (s *Store) Unregistered(kinds []string, limit int) ([]Job, error) {
-	list := api.AppendStrings(nil, kinds)
+	list := jsonwire.AppendStrings(nil, kinds)
 	// The fence's columns only: a slice of jobs with their args and
 	// outputs might not fit the module's memory.
 	rows, err := s.db.Query(`SELECT `+fenceColumns+` FROM stile_jobs WHERE finished_at IS NULL

@@ -1,4 +1,4 @@
-package api
+package jsonwire
 
 import (
 	"sort"
@@ -14,91 +14,88 @@ import (
 // here; MarshalJSON delegates to it, so json.Marshal of these types gives
 // the very same bytes anywhere.
 
-// TimeLayout is how the API writes times: RFC 3339, UTC, milliseconds.
-const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
-
-// object writes one JSON object's members.
-type object struct {
-	b []byte
+// Object writes one JSON object's members.
+type Object struct {
+	B []byte // what is written so far
 	n int
 }
 
-func startObject(b []byte) object { return object{b: append(b, '{')} }
+func StartObject(b []byte) Object { return Object{B: append(b, '{')} }
 
-func (o *object) key(k string) {
+func (o *Object) Key(k string) {
 	if o.n > 0 {
-		o.b = append(o.b, ',')
+		o.B = append(o.B, ',')
 	}
 	o.n++
-	o.b = append(o.b, '"')
-	o.b = append(o.b, k...)
-	o.b = append(o.b, '"', ':')
+	o.B = append(o.B, '"')
+	o.B = append(o.B, k...)
+	o.B = append(o.B, '"', ':')
 }
 
-func (o *object) str(k, v string) {
-	o.key(k)
-	o.b = appendString(o.b, v)
+func (o *Object) Str(k, v string) {
+	o.Key(k)
+	o.B = AppendString(o.B, v)
 }
 
-func (o *object) strOmit(k, v string) {
+func (o *Object) StrOmit(k, v string) {
 	if v != "" {
-		o.str(k, v)
+		o.Str(k, v)
 	}
 }
 
-func (o *object) int(k string, v int64) {
-	o.key(k)
-	o.b = strconv.AppendInt(o.b, v, 10)
+func (o *Object) Int(k string, v int64) {
+	o.Key(k)
+	o.B = strconv.AppendInt(o.B, v, 10)
 }
 
-func (o *object) intOmit(k string, v int64) {
+func (o *Object) IntOmit(k string, v int64) {
 	if v != 0 {
-		o.int(k, v)
+		o.Int(k, v)
 	}
 }
 
-func (o *object) bool(k string, v bool) {
-	o.key(k)
-	o.b = strconv.AppendBool(o.b, v)
+func (o *Object) Bool(k string, v bool) {
+	o.Key(k)
+	o.B = strconv.AppendBool(o.B, v)
 }
 
-func (o *object) time(k string, t time.Time) {
-	o.key(k)
-	o.b = appendTime(o.b, t)
+func (o *Object) Time(k string, t time.Time) {
+	o.Key(k)
+	o.B = AppendTime(o.B, t)
 }
 
-func (o *object) timeOmit(k string, t *time.Time) {
+func (o *Object) TimeOmit(k string, t *time.Time) {
 	if t != nil {
-		o.time(k, *t)
+		o.Time(k, *t)
 	}
 }
 
 // raw writes a JSON value that is already encoded; empty writes null.
-func (o *object) raw(k string, v []byte) {
-	o.key(k)
+func (o *Object) Raw(k string, v []byte) {
+	o.Key(k)
 	if len(v) == 0 {
-		o.b = append(o.b, "null"...)
+		o.B = append(o.B, "null"...)
 		return
 	}
-	o.b = append(o.b, v...)
+	o.B = append(o.B, v...)
 }
 
-func (o *object) rawOmit(k string, v []byte) {
+func (o *Object) RawOmit(k string, v []byte) {
 	if len(v) > 0 {
-		o.raw(k, v)
+		o.Raw(k, v)
 	}
 }
 
-func (o *object) end() []byte { return append(o.b, '}') }
+func (o *Object) End() []byte { return append(o.B, '}') }
 
-func (o *object) null(k string) {
-	o.key(k)
-	o.b = append(o.b, "null"...)
+func (o *Object) Null(k string) {
+	o.Key(k)
+	o.B = append(o.B, "null"...)
 }
 
-func (o *object) strings(k string, v []string) {
-	o.key(k)
-	o.b = AppendStrings(o.b, v)
+func (o *Object) Strings(k string, v []string) {
+	o.Key(k)
+	o.B = AppendStrings(o.B, v)
 }
 
 // AppendStrings appends v as a JSON array of strings.
@@ -108,28 +105,29 @@ func AppendStrings(b []byte, v []string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, s)
+		b = AppendString(b, s)
 	}
 	return append(b, ']')
 }
 
 // counts writes a map of counts with its keys sorted.
-func (o *object) counts(k string, m map[string]int64) {
-	o.key(k)
+func (o *Object) Counts(k string, m map[string]int64) {
+	o.Key(k)
 	keys := make([]string, 0, len(m))
 	for key := range m {
 		keys = append(keys, key)
 	}
 	sort.Strings(keys)
-	c := startObject(o.b)
+	c := StartObject(o.B)
 	for _, key := range keys {
-		c.int(key, m[key])
+		c.Int(key, m[key])
 	}
-	o.b = c.end()
+	o.B = c.End()
 }
 
-// appendTime writes t in TimeLayout, quoted.
-func appendTime(b []byte, t time.Time) []byte {
+// AppendTime writes t as the API writes times (api.TimeLayout: RFC 3339,
+// UTC, milliseconds), quoted.
+func AppendTime(b []byte, t time.Time) []byte {
 	t = t.UTC()
 	y, mo, d := t.Date()
 	h, mi, s := t.Clock()
@@ -162,9 +160,9 @@ func append4(b []byte, n int) []byte {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString writes s as a JSON string. Invalid UTF-8 becomes U+FFFD;
+// AppendString writes s as a JSON string. Invalid UTF-8 becomes U+FFFD;
 // U+2028 and U+2029 are escaped so the output is also valid JavaScript.
-func appendString(b []byte, s string) []byte {
+func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -212,9 +210,11 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-type appender interface{ AppendJSON([]byte) []byte }
+// Appender is a value that writes itself as JSON.
+type Appender interface{ AppendJSON([]byte) []byte }
 
-func appendArray[T appender](b []byte, xs []T) []byte {
+// AppendArray appends xs as a JSON array.
+func AppendArray[T Appender](b []byte, xs []T) []byte {
 	b = append(b, '[')
 	for i, x := range xs {
 		if i > 0 {
@@ -224,6 +224,3 @@ func appendArray[T appender](b []byte, xs []T) []byte {
 	}
 	return append(b, ']')
 }
-
-// AppendString appends s as a JSON string.
-func AppendString(b []byte, s string) []byte { return appendString(b, s) }

@@ -1,7 +1,6 @@
-package api
+package jsonwire
 
 import (
-	"bytes"
 	"strconv"
 	"time"
 	"unicode/utf16"
@@ -15,7 +14,7 @@ import (
 // with a message that names the problem, as encoding/json's
 // DisallowUnknownFields would. (Within a Wasm module this is several times
 // cheaper than reflection.) api/internal/apigen writes each request
-// type's decoder (json_gen.go) from its definition, calling the
+// type's decoder (api/json_gen.go) from its definition, calling the
 // primitives here.
 
 // DecodeError is a body that is not the JSON a request expects.
@@ -25,7 +24,9 @@ type DecodeError struct{ Msg string }
 
 func (e *DecodeError) Error() string { return e.Msg }
 
-type reader struct {
+// Reader reads one JSON document; the generated decoders and the
+// module's own readers call its methods.
+type Reader struct {
 	b []byte
 	i int
 	// marks collects the presence bits of each object of a type with
@@ -33,23 +34,30 @@ type reader struct {
 	marks []uint64
 }
 
-// atNull reports whether a null is next. (Not inlined: peek is a lot of
+// NewReader reads b.
+func NewReader(b []byte) Reader { return Reader{b: b} }
+
+// Marks are the presence bits of each object of a type with
+// "//stile:json fields" decoded so far, in the order their decoding ended.
+func (r *Reader) Marks() []uint64 { return r.marks }
+
+// AtNull reports whether a null is next. (Not inlined: peek is a lot of
 // code, and only decoders that track presence call this, once a field.)
 //
 //go:noinline
-func (r *reader) atNull() bool { return r.peek() == 'n' }
+func (r *Reader) AtNull() bool { return r.peek() == 'n' }
 
-// mark records the presence bits of an object as its decoding ends. (Not
+// Mark records the presence bits of an object as its decoding ends. (Not
 // inlined: growing the slice is a lot of code.)
 //
 //go:noinline
-func (r *reader) mark(f uint64) { r.marks = append(r.marks, f) }
+func (r *Reader) Mark(f uint64) { r.marks = append(r.marks, f) }
 
-func (r *reader) fail(format string, args ...any) error {
+func (r *Reader) fail(format string, args ...any) error {
 	return &DecodeError{Msg: printf.Sprintf("malformed JSON at byte %d: ", r.i) + printf.Sprintf(format, args...)}
 }
 
-func (r *reader) ws() {
+func (r *Reader) ws() {
 	for r.i < len(r.b) {
 		switch r.b[r.i] {
 		case ' ', '\t', '\n', '\r':
@@ -62,7 +70,7 @@ func (r *reader) ws() {
 
 // peek returns the next byte after whitespace; 0 at the end of input (a
 // NUL byte in the input reads as 1, which no JSON token starts with).
-func (r *reader) peek() byte {
+func (r *Reader) peek() byte {
 	r.ws()
 	if r.i >= len(r.b) {
 		return 0
@@ -73,8 +81,8 @@ func (r *reader) peek() byte {
 	return 1
 }
 
-// kindAt names the JSON type of the value at the cursor, for messages.
-func (r *reader) kindAt() string {
+// KindAt names the JSON type of the value at the cursor, for messages.
+func (r *Reader) KindAt() string {
 	switch r.peek() {
 	case '{':
 		return "object"
@@ -94,7 +102,7 @@ func (r *reader) kindAt() string {
 	return "invalid"
 }
 
-func (r *reader) literal(lit string) bool {
+func (r *Reader) literal(lit string) bool {
 	if len(r.b)-r.i >= len(lit) && string(r.b[r.i:r.i+len(lit)]) == lit {
 		r.i += len(lit)
 		return true
@@ -103,34 +111,34 @@ func (r *reader) literal(lit string) bool {
 }
 
 // null consumes a null, reporting whether there was one.
-func (r *reader) null() bool {
+func (r *Reader) null() bool {
 	r.ws()
 	return r.literal("null")
 }
 
-// isNull is null for the generated decoders' pointer, time and struct
+// IsNull is null for the generated decoders' pointer, time and struct
 // fields. (Not inlined: a copy in each cost 3 KB of gzipped module.)
 //
 //go:noinline
-func (r *reader) isNull() bool { return r.null() }
+func (r *Reader) IsNull() bool { return r.null() }
 
-// decodeObject reads a whole object of a request, calling field for each
+// DecodeObject reads a whole object of a request, calling field for each
 // member; field must read the member's value. A member given twice is
 // refused: encoding/json would merge the two in ways nobody means.
-func decodeObject(r *reader, field func(key string) error) error {
+func DecodeObject(r *Reader, field func(key string) error) error {
 	return members(r, true, field)
 }
 
 // members reads an object; unique refuses a repeated member name (raw
 // values, which Stile only stores, keep whatever JSON allows).
-func members(r *reader, unique bool, field func(key string) error) error {
+func members(r *Reader, unique bool, field func(key string) error) error {
 	var buf [16]string
 	seen := buf[:0]
 	if r.peek() != '{' {
-		if k := r.kindAt(); k == "nothing" || k == "invalid" {
+		if k := r.KindAt(); k == "nothing" || k == "invalid" {
 			return r.fail("expected a JSON object")
 		}
-		return &DecodeError{Msg: "expected a JSON object, got " + r.kindAt()}
+		return &DecodeError{Msg: "expected a JSON object, got " + r.KindAt()}
 	}
 	r.i++
 	if r.peek() == '}' {
@@ -141,7 +149,7 @@ func members(r *reader, unique bool, field func(key string) error) error {
 		if r.peek() != '"' {
 			return r.fail("expected a field name")
 		}
-		key, err := r.str()
+		key, err := r.Str()
 		if err != nil {
 			return err
 		}
@@ -172,9 +180,9 @@ func members(r *reader, unique bool, field func(key string) error) error {
 	}
 }
 
-func decodeArray(r *reader, elem func(i int) error) error {
+func DecodeArray(r *Reader, elem func(i int) error) error {
 	if r.peek() != '[' {
-		return &DecodeError{Msg: "expected a JSON array, got " + r.kindAt()}
+		return &DecodeError{Msg: "expected a JSON array, got " + r.KindAt()}
 	}
 	r.i++
 	if r.peek() == ']' {
@@ -197,12 +205,12 @@ func decodeArray(r *reader, elem func(i int) error) error {
 	}
 }
 
-func unknownField(key string) error {
+func UnknownField(key string) error {
 	return &DecodeError{Msg: printf.Sprintf("unknown field %q (see docs/API.md for the fields of this request)", key)}
 }
 
-func typeError(r *reader, key, want string) error {
-	switch k := r.kindAt(); k {
+func TypeError(r *Reader, key, want string) error {
+	switch k := r.KindAt(); k {
 	case "nothing":
 		return r.fail("the body ends too early")
 	case "invalid":
@@ -212,8 +220,8 @@ func typeError(r *reader, key, want string) error {
 	}
 }
 
-// str reads a JSON string.
-func (r *reader) str() (string, error) {
+// Str reads a JSON string.
+func (r *Reader) Str() (string, error) {
 	if r.peek() != '"' {
 		return "", r.fail("expected a string")
 	}
@@ -300,7 +308,7 @@ func (r *reader) str() (string, error) {
 	return "", r.fail("unterminated string")
 }
 
-func (r *reader) hex4() (rune, bool) {
+func (r *Reader) hex4() (rune, bool) {
 	if len(r.b)-r.i < 4 {
 		return 0, false
 	}
@@ -321,8 +329,8 @@ func (r *reader) hex4() (rune, bool) {
 	return n, true
 }
 
-// number reads a JSON number's text.
-func (r *reader) number() ([]byte, error) {
+// Number reads a JSON number's text.
+func (r *Reader) Number() ([]byte, error) {
 	r.ws()
 	start := r.i
 	if r.i < len(r.b) && r.b[r.i] == '-' {
@@ -359,15 +367,15 @@ func (r *reader) number() ([]byte, error) {
 	return r.b[start:r.i], nil
 }
 
-// integer reads a JSON number into an int64, refusing fractions.
-func (r *reader) integer(key string) (int64, error) {
+// Integer reads a JSON number into an int64, refusing fractions.
+func (r *Reader) Integer(key string) (int64, error) {
 	if r.null() {
 		return 0, nil
 	}
-	if k := r.kindAt(); k != "number" {
-		return 0, typeError(r, key, "a number")
+	if k := r.KindAt(); k != "number" {
+		return 0, TypeError(r, key, "a number")
 	}
-	text, err := r.number()
+	text, err := r.Number()
 	if err != nil {
 		return 0, err
 	}
@@ -378,7 +386,7 @@ func (r *reader) integer(key string) (int64, error) {
 	return n, nil
 }
 
-func (r *reader) boolField(key string) (bool, error) {
+func (r *Reader) BoolField(key string) (bool, error) {
 	if r.null() {
 		return false, nil
 	}
@@ -388,22 +396,22 @@ func (r *reader) boolField(key string) (bool, error) {
 	case r.peek() == 'f' && r.literal("false"):
 		return false, nil
 	}
-	return false, typeError(r, key, "true or false")
+	return false, TypeError(r, key, "true or false")
 }
 
-func (r *reader) stringField(key string) (string, error) {
+func (r *Reader) StringField(key string) (string, error) {
 	if r.null() {
 		return "", nil // as encoding/json: null leaves the zero value
 	}
-	if r.kindAt() != "string" {
-		return "", typeError(r, key, "a string")
+	if r.KindAt() != "string" {
+		return "", TypeError(r, key, "a string")
 	}
-	return r.str()
+	return r.Str()
 }
 
-// raw reads any JSON value and returns its text (null stays the value
+// Raw reads any JSON value and returns its text (null stays the value
 // null, as in encoding/json; an absent field stays nil).
-func (r *reader) raw() ([]byte, error) {
+func (r *Reader) Raw() ([]byte, error) {
 	start := r.i
 	if err := r.skip(0); err != nil {
 		return nil, err
@@ -412,7 +420,7 @@ func (r *reader) raw() ([]byte, error) {
 }
 
 // skip reads one value, checking it is well formed.
-func (r *reader) skip(depth int) error {
+func (r *Reader) skip(depth int) error {
 	if depth > 1000 {
 		return r.fail("nested too deeply")
 	}
@@ -420,9 +428,9 @@ func (r *reader) skip(depth int) error {
 	case '{':
 		return members(r, false, func(string) error { return r.skip(depth + 1) })
 	case '[':
-		return decodeArray(r, func(int) error { return r.skip(depth + 1) })
+		return DecodeArray(r, func(int) error { return r.skip(depth + 1) })
 	case '"':
-		_, err := r.str()
+		_, err := r.Str()
 		return err
 	case 't':
 		if r.literal("true") {
@@ -439,41 +447,41 @@ func (r *reader) skip(depth int) error {
 	case 0:
 		return r.fail("the body ends too early")
 	default:
-		_, err := r.number()
+		_, err := r.Number()
 		return err
 	}
 	return r.fail("invalid value")
 }
 
-// decodeBody decodes a whole request body with obj, refusing trailing data.
-func decodeBody(b []byte, obj func(r *reader) error) error {
-	r := reader{b: b}
-	err := r.open()
+// DecodeBody decodes a whole request body with obj, refusing trailing data.
+func DecodeBody(b []byte, obj func(r *Reader) error) error {
+	r := Reader{b: b}
+	err := r.Open()
 	if err != nil {
 		return err
 	}
-	return r.closeBody(obj(&r))
+	return r.CloseBody(obj(&r))
 }
 
-// open starts reading a whole request body, refusing an empty one. The
-// generated decoders declare the reader, open it, decode, then closeBody:
-// the reader and the value they decode into stay on the stack (behind an
+// Open starts reading a whole request body, refusing an empty one. The
+// generated decoders declare the Reader, Open it, decode, then CloseBody:
+// the Reader and the value they decode into stay on the stack (behind an
 // interface or a func value passed down, they would not), and no method
 // value needs a wrapper. (Not inlined, nor is closeBody: a copy in each
 // decoder cost 2 KB of gzipped module.)
 //
 //go:noinline
-func (r *reader) open() error {
+func (r *Reader) Open() error {
 	if r.peek() == 0 {
 		return &DecodeError{Msg: "the request body is empty: send a JSON object"}
 	}
 	return nil
 }
 
-// closeBody ends a body that decoding left at err, refusing trailing data.
+// CloseBody ends a body that decoding left at err, refusing trailing data.
 //
 //go:noinline
-func (r *reader) closeBody(err error) error {
+func (r *Reader) CloseBody(err error) error {
 	if err != nil {
 		return err
 	}
@@ -483,10 +491,10 @@ func (r *reader) closeBody(err error) error {
 	return nil
 }
 
-// timeField reads an RFC 3339 time. Callers handle null first (a no-op,
+// TimeField reads an RFC 3339 time. Callers handle null first (a no-op,
 // as in encoding/json).
-func timeField(r *reader, key string) (time.Time, error) {
-	s, err := r.stringField(key)
+func TimeField(r *Reader, key string) (time.Time, error) {
+	s, err := r.StringField(key)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -574,35 +582,35 @@ func ParseTime(s string) (time.Time, bool) {
 	return t, true
 }
 
-// objectArray reads an array of objects: null reads as no array; else
+// ObjectArray reads an array of objects: null reads as no array; else
 // start runs (it sets an empty slice) and elem decodes each element. (Not
 // generic: a generic version cost 1.2 KB of gzipped module.)
-func objectArray(r *reader, key string, start func(), elem func() error) error {
+func ObjectArray(r *Reader, key string, start func(), elem func() error) error {
 	if r.null() {
 		return nil
 	}
-	if r.kindAt() != "array" {
-		return typeError(r, key, "an array of objects")
+	if r.KindAt() != "array" {
+		return TypeError(r, key, "an array of objects")
 	}
 	start()
-	return decodeArray(r, func(int) error {
-		if r.kindAt() != "object" {
-			return typeError(r, key, "an array of objects")
+	return DecodeArray(r, func(int) error {
+		if r.KindAt() != "object" {
+			return TypeError(r, key, "an array of objects")
 		}
 		return elem()
 	})
 }
 
-func stringArray(r *reader, key string) ([]string, error) {
+func StringArray(r *Reader, key string) ([]string, error) {
 	if r.null() {
 		return nil, nil
 	}
-	if r.kindAt() != "array" {
-		return nil, typeError(r, key, "an array of strings")
+	if r.KindAt() != "array" {
+		return nil, TypeError(r, key, "an array of strings")
 	}
 	out := []string{}
-	err := decodeArray(r, func(int) error {
-		s, err := r.stringField(key)
+	err := DecodeArray(r, func(int) error {
+		s, err := r.StringField(key)
 		out = append(out, s)
 		return err
 	})
@@ -612,9 +620,9 @@ func stringArray(r *reader, key string) ([]string, error) {
 // DecodeStrings decodes a JSON array of strings (null gives nil).
 func DecodeStrings(b []byte) ([]string, error) {
 	var out []string
-	err := decodeBody(b, func(r *reader) error {
+	err := DecodeBody(b, func(r *Reader) error {
 		var err error
-		out, err = stringArray(r, "array")
+		out, err = StringArray(r, "array")
 		return err
 	})
 	return out, err
@@ -623,24 +631,9 @@ func DecodeStrings(b []byte) ([]string, error) {
 // Valid reports whether b holds exactly one well-formed JSON value,
 // with space around it allowed.
 func Valid(b []byte) bool {
-	r := &reader{b: b}
+	r := &Reader{b: b}
 	if r.peek() == 0 {
 		return false
 	}
 	return r.skip(0) == nil && r.peek() == 0
-}
-
-// DecodeCancel decodes the body of POST /jobs/{id}/cancel; an empty body
-// is an empty request.
-func DecodeCancel(b []byte) (CancelRequest, error) {
-	var c CancelRequest
-	if len(bytes.TrimSpace(b)) == 0 {
-		return c, nil
-	}
-	r := reader{b: b}
-	err := r.open()
-	if err == nil {
-		err = r.closeBody(c.decode(&r))
-	}
-	return c, err
 }

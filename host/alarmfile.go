@@ -1,0 +1,91 @@
+package host
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/stile-run/stile/internal/atomicfile"
+)
+
+// alarmFile keeps the alarm schedule across restarts of the local host, as
+// a Durable Object keeps its alarm. It is rewritten when an alarm moves
+// earlier than the file says (so no alarm is ever lost) and after alarms
+// fire; a stale, earlier entry only fires an alarm that finds nothing due.
+type alarmFile struct {
+	path string
+	mu   sync.Mutex
+	at   map[string]int64
+}
+
+// loadAlarms reads the alarm schedule. A missing or unreadable file is
+// not an error: lost says so, and the manager asks every tenant for its
+// next alarm (a torn file is what a crash or power loss during a write
+// leaves where the system does not keep a rename's order).
+func loadAlarms(path string) (f *alarmFile, lost string, err error) {
+	f = &alarmFile{path: path, at: map[string]int64{}}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return f, path + " is missing", nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("host: read alarms: %w", err)
+	}
+	if err := json.Unmarshal(b, &f.at); err != nil {
+		f.at = map[string]int64{}
+		return f, fmt.Sprintf("%s is unreadable (%v)", path, err), nil
+	}
+	return f, "", nil
+}
+
+func (f *alarmFile) snapshot() map[string]int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]int64, len(f.at))
+	for k, v := range f.at {
+		out[k] = v
+	}
+	return out
+}
+
+func (f *alarmFile) note(name string, at int64) error {
+	f.mu.Lock()
+	old, ok := f.at[name]
+	if at == 0 || (ok && old > 0 && old <= at) {
+		f.mu.Unlock()
+		return nil
+	}
+	f.at[name] = at
+	defer f.mu.Unlock()
+	return f.write(f.at)
+}
+
+func (f *alarmFile) save(at map[string]int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.at = at
+	return f.write(at)
+}
+
+// forget drops tenant's entry (an erased tenant's), rewriting the file
+// if it had one.
+func (f *alarmFile) forget(name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.at[name]; !ok {
+		return nil
+	}
+	delete(f.at, name)
+	return f.write(f.at)
+}
+
+// write replaces the file atomically; f.mu is held.
+func (f *alarmFile) write(at map[string]int64) error {
+	b, err := json.Marshal(at)
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(f.path, b, 0o644)
+}
