@@ -2,7 +2,8 @@ package do
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/stile-run/stile/internal/printf"
 )
 
 // The guest side of the ABI: what a module's exports do, written once
@@ -86,7 +87,7 @@ func (m *Module) Host() Host { return m.host }
 // request frame of n bytes. The buffer is reused across calls.
 func (m *Module) Buffer(n int32) ([]byte, error) {
 	if n < 0 || n > MaxRequestBytes {
-		return nil, fmt.Errorf("%w: the host asked for a buffer of %d bytes (at most %d)", ErrRequestSize, n, MaxRequestBytes)
+		return nil, printf.Errorf("%w: the host asked for a buffer of %d bytes (at most %d)", ErrRequestSize, n, MaxRequestBytes)
 	}
 	if cap(m.request) < int(n) {
 		m.request = make([]byte, n)
@@ -100,7 +101,7 @@ func (m *Module) Buffer(n int32) ([]byte, error) {
 // response stays valid until the next call into the module.
 func (m *Module) Handle(n int32) ([]byte, error) {
 	if n < 0 || int(n) > len(m.request) {
-		return nil, fmt.Errorf("%w: a request frame of %d bytes in a buffer of %d", ErrRequestSize, n, len(m.request))
+		return nil, printf.Errorf("%w: a request frame of %d bytes in a buffer of %d", ErrRequestSize, n, len(m.request))
 	}
 	if m.handler == nil {
 		m.handler = m.open(m.host)
