@@ -124,7 +124,14 @@ func (a *hostImports) Tx(id int32, body func(int32) int32) int64 {
 	case errors.Is(err, errRollback):
 		return do.TxRolledBack
 	}
-	a.pending = []byte(err.Error())
+	// The host's message, as a wasm host hands it over: the Host's
+	// ErrTxFailed is the guest's to add.
+	msg := err.Error()
+	var se *do.SQLError
+	if errors.As(err, &se) {
+		msg = se.Msg
+	}
+	a.pending = []byte(msg)
 	return -int64(len(a.pending)) - 1
 }
 
