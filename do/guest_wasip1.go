@@ -56,6 +56,7 @@ func module() *Module {
 	return served
 }
 
+//lint:ignore U1000 the host calls it through go:wasmexport, which the unused check does not count as a use
 //go:wasmexport stile_buffer
 func exportBuffer(n int32) int32 {
 	buf, err := module().Buffer(n)
@@ -65,6 +66,7 @@ func exportBuffer(n int32) int32 {
 	return int32(uintptr(unsafe.Pointer(unsafe.SliceData(buf))))
 }
 
+//lint:ignore U1000 the host calls it through go:wasmexport, which the unused check does not count as a use
 //go:wasmexport stile_handle
 func exportHandle(n int32) int64 {
 	out, err := module().Handle(n)
@@ -74,5 +76,6 @@ func exportHandle(n int32) int64 {
 	return int64(uintptr(unsafe.Pointer(unsafe.SliceData(out))))<<32 | int64(len(out))
 }
 
+//lint:ignore U1000 the host calls it through go:wasmexport, which the unused check does not count as a use
 //go:wasmexport stile_tx_body
 func exportTxBody(id int32) int32 { return module().TxBody(id) }
