@@ -1,11 +1,13 @@
 package api
 
+import "strings"
+
 // Route is one operation of a tenant's API: an HTTP method and a path
 // pattern under /v1/t/{tenant}/, whose {name} segments are parameters.
 // These values are the one definition of the routes: the module's route
 // table (package runtime) dispatches on them, and derives its 404s and 405s
-// from them, and the Go client builds its paths from them. It is not a
-// wire type.
+// from them, and Path builds every tenant path the Go code sends (the
+// client, the hosts, the bench) from them. It is not a wire type.
 //
 //stile:json -
 type Route struct {
@@ -68,4 +70,65 @@ func (r Route) String() string {
 		return r.Method + " /" + Version + "/t/{tenant}"
 	}
 	return r.Method + " /" + Version + "/t/{tenant}/" + r.Pattern
+}
+
+// Path is the route's path for tenant: /v1/t/{tenant}/ and the pattern,
+// each {parameter} filled in order by params, the tenant and every
+// parameter escaped as a path segment (as url.PathEscape does; the router
+// matches the path its transport decoded). It panics when params do not
+// fill the pattern's parameters exactly: the caller names the route.
+func (r Route) Path(tenant string, params ...string) string {
+	b := make([]byte, 0, len("/"+Version+"/t/")+len(tenant)+1+len(r.Pattern)+8*len(params))
+	b = append(b, "/"+Version+"/t/"...)
+	b = appendSegment(b, tenant)
+	for pattern := r.Pattern; pattern != ""; {
+		var seg string
+		seg, pattern, _ = strings.Cut(pattern, "/")
+		b = append(b, '/')
+		if !isParam(seg) {
+			b = append(b, seg...)
+			continue
+		}
+		if len(params) == 0 {
+			panic("api: too few parameters for " + r.String())
+		}
+		b, params = appendSegment(b, params[0]), params[1:]
+	}
+	if len(params) > 0 {
+		panic("api: too many parameters for " + r.String())
+	}
+	return string(b)
+}
+
+// isParam says whether a pattern's segment is a {parameter}.
+func isParam(seg string) bool { return len(seg) > 2 && seg[0] == '{' && seg[len(seg)-1] == '}' }
+
+// appendSegment appends s escaped as one path segment, byte for byte as
+// url.PathEscape escapes it (net/url is not linked into the module).
+func appendSegment(b []byte, s string) []byte {
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if segmentByte(c) {
+			b = append(b, c)
+			continue
+		}
+		b = append(b, '%', hex[c>>4], hex[c&15])
+	}
+	return b
+}
+
+// segmentByte says whether c stands for itself in a path segment: the
+// unreserved characters of RFC 3986 and the reserved ones url.PathEscape
+// leaves.
+func segmentByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	switch c {
+	case '-', '_', '.', '~', '$', '&', '+', '=', ':', '@':
+		return true
+	}
+	return false
 }

@@ -99,31 +99,14 @@ type Tenant struct {
 // Name is the tenant's name.
 func (t *Tenant) Name() string { return t.name }
 
-// path is r's path for this tenant, its {parameters} filled in order
-// with params, escaped, and the query string if q has values.
+// path is r's path for this tenant (api.Route.Path), and the query
+// string if q has values.
 func (t *Tenant) path(r api.Route, q url.Values, params ...string) string {
-	var b strings.Builder
-	b.WriteString("/" + api.Version + "/t/" + url.PathEscape(t.name))
-	pattern := r.Pattern
-	for pattern != "" {
-		var seg string
-		seg, pattern, _ = strings.Cut(pattern, "/")
-		b.WriteByte('/')
-		if len(seg) > 1 && seg[0] == '{' {
-			if len(params) == 0 {
-				panic("client: too few parameters for " + r.String())
-			}
-			seg, params = url.PathEscape(params[0]), params[1:]
-		}
-		b.WriteString(seg)
-	}
-	if len(params) > 0 {
-		panic("client: too many parameters for " + r.String())
-	}
+	p := r.Path(t.name, params...)
 	if len(q) > 0 {
-		b.WriteString("?" + q.Encode())
+		p += "?" + q.Encode()
 	}
-	return b.String()
+	return p
 }
 
 // do sends route r, its path filled with params and q, with in (nil: no

@@ -2,8 +2,6 @@
 
 package do
 
-// Imported is the Host of a Wasm module. Outside a wasip1 module there is
-// none: native code is given its Host by host/native instead.
-func Imported() Host {
-	panic("do.Imported: only a wasip1 tenant module has an imported host; natively, use host/native")
-}
+// serve does nothing natively: no host calls a native program's exports,
+// and native hosts are given their handler (host/native's Config).
+func serve(func(Host) Handler) {}

@@ -7,7 +7,8 @@ import (
 
 // Host is what tenant code runs on: one Durable Object's storage and clock.
 //
-// Inside a wasip1 module it is Imported(), a thin layer over the host ABI.
+// Inside a wasip1 module it is the Host do.Serve gives the handler, a thin
+// layer over the host ABI (guest.go).
 // The in-process native host (host/native) implements it directly over
 // SQLite, so the same tenant code runs without Wasm in fast tests.
 type Host interface {

@@ -25,11 +25,7 @@ func Registrations(ctx context.Context, f Factory) (api.Status, error) {
 	// The instance's tenant is created first (in memory), as any other.
 	var resp do.Response
 	for _, r := range []api.Route{api.RouteCreateTenant, api.RouteStatus} {
-		path := "/" + api.Version + "/t/" + ProbeTenant
-		if r.Pattern != "" {
-			path += "/" + r.Pattern
-		}
-		frame := do.AppendRequest(nil, do.Request{Kind: do.KindAPI, Method: r.Method, Path: path,
+		frame := do.AppendRequest(nil, do.Request{Kind: do.KindAPI, Method: r.Method, Path: r.Path(ProbeTenant),
 			Headers: do.Headers{{Name: do.HeaderTenant, Value: ProbeTenant}, {Name: do.HeaderPrincipal, Value: do.PrincipalAdmin}}})
 		out, err := e.Handle(ctx, frame)
 		if err != nil {

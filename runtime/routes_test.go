@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,4 +95,77 @@ func TestTheRouteTableAndTheRoleTableHoldTheSameRoutes(t *testing.T) {
 		table = append(table, r.Route)
 	}
 	require.ElementsMatch(t, api.Routes(), table)
+}
+
+// routeAt matches path, as a transport hands it to the module (decoded),
+// against the route table: the route found, the tenant, the parameters.
+func routeAt(t *testing.T, method, path string) (api.Route, string, []string) {
+	t.Helper()
+	decoded, err := url.PathUnescape(path)
+	require.NoError(t, err, path)
+	tenant, rest, ok := api.SplitTenantPath(decoded)
+	require.True(t, ok, path)
+	h, in, _ := lookup(method, rest)
+	if h == nil {
+		return api.Route{}, tenant, nil
+	}
+	return in.route, tenant, in.params[:strings.Count(in.route.Pattern, "{")]
+}
+
+// TestEveryRoutesPathLeadsBackToIt: the path api.Route.Path builds for each
+// route of the table is matched to that route, with its parameters.
+func TestEveryRoutesPathLeadsBackToIt(t *testing.T) {
+	t.Parallel()
+	for _, r := range routes {
+		params := []string{"p-1", "order:7"}[:strings.Count(r.Pattern, "{")]
+		got, tenant, gotParams := routeAt(t, r.Method, r.Path("acme", params...))
+		require.Equal(t, r.Route, got, r.String())
+		require.Equal(t, "acme", tenant)
+		require.Equal(t, params, gotParams, r.String())
+	}
+}
+
+// FuzzRoutePathLeadsBackToItsRoute: any tenant and parameters a path can
+// carry (not empty, no '/', no dot segment) lead back to the route and
+// its values, unless a parameter spells a literal of a more specific
+// route at its place (GET jobs/batch is POST jobs/batch's path).
+func FuzzRoutePathLeadsBackToItsRoute(f *testing.F) {
+	f.Add("acme", "42", "x")
+	f.Add("a b", "batch", "skip")
+	f.Add("t", "%2F", "ü")
+	f.Fuzz(func(t *testing.T, tenant, p1, p2 string) {
+		for _, s := range []string{tenant, p1, p2} {
+			if s == "" || strings.Contains(s, "/") || s == "." || s == ".." {
+				t.Skip("not a path segment")
+			}
+		}
+		for _, r := range routes {
+			params := []string{p1, p2}[:strings.Count(r.Pattern, "{")]
+			got, gotTenant, gotParams := routeAt(t, r.Method, r.Path(tenant, params...))
+			require.Equal(t, tenant, gotTenant)
+			if got == r.Route {
+				require.Equal(t, params, gotParams, r.String())
+				continue
+			}
+			require.True(t, spellsALiteral(r, params), "%s with %q leads to %s", r.String(), params, got.String())
+		}
+	})
+}
+
+// spellsALiteral says whether a parameter of r is, at its place, a literal
+// segment of another route with as many segments.
+func spellsALiteral(r routeEntry, params []string) bool {
+	n := 0
+	for i := 0; i < r.segs.n; i++ {
+		if !r.segs.param[i] {
+			continue
+		}
+		for _, o := range routes {
+			if o.segs.n == r.segs.n && !o.segs.param[i] && o.segs.s[i] == params[n] {
+				return true
+			}
+		}
+		n++
+	}
+	return false
 }

@@ -429,7 +429,7 @@ func benchDepth(ctx context.Context, depth int, name string, open func() (*host.
 		return err
 	}
 	zero := int64(0)
-	if status, b, err := d.Do(ctx, "PUT", "concurrency/blocked", mustJSON(api.SetLimitRequest{Slots: &zero})); err != nil || status != 200 {
+	if status, b, err := d.Do(ctx, api.RouteSetLimit, mustJSON(api.SetLimitRequest{Slots: &zero}), "blocked"); err != nil || status != 200 {
 		return fmt.Errorf("set limit: %d %s %v", status, b, err)
 	}
 	const claims = 1000
@@ -555,7 +555,7 @@ func benchProjections(ctx context.Context, dir string, apply, rebuild int, n *in
 
 // call0 creates the bench tenant (PUT /v1/t/{tenant}).
 func call0(ctx context.Context, d bench.Driver) error {
-	status, b, err := d.Do(ctx, "PUT", "", nil)
+	status, b, err := d.Do(ctx, api.RouteCreateTenant, nil)
 	if err == nil && status != 200 && status != 201 {
 		err = fmt.Errorf("create the bench tenant: %d %s", status, b)
 	}

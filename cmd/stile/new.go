@@ -15,6 +15,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"text/template"
+
+	"github.com/stile-run/stile/internal/wasmbuild"
 )
 
 //go:embed all:template
@@ -83,7 +85,7 @@ func runNew(args []string) error {
 	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
 		return err
 	}
-	tidy := exec.Command(goTool(), "mod", "tidy")
+	tidy := exec.Command(wasmbuild.GoTool(), "mod", "tidy")
 	tidy.Dir = dir
 	if out, err := tidy.CombinedOutput(); err != nil {
 		return fmt.Errorf("go mod tidy in %s: %w\n%s", dir, err, out)
@@ -139,16 +141,4 @@ func goVersion() string {
 		v = v[:i]
 	}
 	return v
-}
-
-// goTool is the go command of the toolchain that built this program, if
-// it is there, else the one on PATH.
-func goTool() string {
-	if root := goruntime.GOROOT(); root != "" {
-		p := filepath.Join(root, "bin", "go")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return "go"
 }

@@ -93,10 +93,12 @@ func envInt(getenv func(string) string, name string, def int) (int, error) {
 }
 
 // budgetFrom is a push's budget, accepted at start: its time from then,
-// and the invocation's subrequests counted by requests from then on.
-func (s settings) budgetFrom(start time.Time, requests *atomic.Int64) worker.Budget {
+// and the invocation's subrequests counted by requests from then on, but
+// for kept of them, which the invocation spends after the push (the spans'
+// one request at the end): a push always keeps one to spend.
+func (s settings) budgetFrom(start time.Time, requests *atomic.Int64, kept int) worker.Budget {
 	before := requests.Load()
-	return worker.Budget{Until: start.Add(s.budget), Subrequests: s.subrequests,
+	return worker.Budget{Until: start.Add(s.budget), Subrequests: max(s.subrequests-int64(kept), 1),
 		Used: func() int64 { return requests.Load() - before }}
 }
 

@@ -84,13 +84,7 @@ func newHandler(register func(*worker.Worker), start time.Time, requests *atomic
 	var bg sync.WaitGroup
 	return executor.New(w, executor.Config{Logger: log, AfterPush: tr.Flush,
 		Authorize: func(bearer string, p api.PushRequest) error { return tokens.authorize(bearer, p, time.Now()) },
-		Budget: func() worker.Budget {
-			b := s.budgetFrom(time.Now(), requests)
-			// The spans' one request at the end is kept out of what the
-			// push may spend.
-			b.Subrequests = max(b.Subrequests-int64(tr.FlushRequests()), 1)
-			return b
-		},
+		Budget:    func() worker.Budget { return s.budgetFrom(time.Now(), requests, tr.FlushRequests()) },
 		Background: func(f func()) {
 			bg.Add(1)
 			cloudflare.WaitUntil(func() { defer bg.Done(); f() })

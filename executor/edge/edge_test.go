@@ -57,9 +57,11 @@ func TestABudgetCountsTheInvocationsRequestsFromItsStart(t *testing.T) {
 	var requests atomic.Int64
 	requests.Store(3) // made before the push was accepted
 	start := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	b := s.budgetFrom(start, &requests)
+	b := s.budgetFrom(start, &requests, 0)
 	require.Equal(t, start.Add(25*time.Second), b.Until)
 	require.Equal(t, int64(50), b.Subrequests)
+	require.Equal(t, int64(49), s.budgetFrom(start, &requests, 1).Subrequests, "the spans' request is kept out")
+	require.Equal(t, int64(1), s.budgetFrom(start, &requests, 80).Subrequests, "a push always has one")
 	require.Zero(t, b.Used())
 
 	c := &http.Client{Transport: &counted{next: answer200{}, n: &requests}}

@@ -1,7 +1,9 @@
 package contract_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -43,6 +45,99 @@ func TestNative(t *testing.T) {
 	require.NoError(t, err)
 	run(t, inProcess(t, stiletest.Config{Factory: f}))
 }
+
+// TestNativeOverABI runs the guest natively through the guest's side of the
+// ABI (do.OverABI: buffers, pending payloads, transaction frames), over
+// imports that implement the host's side on the native host's storage.
+func TestNativeOverABI(t *testing.T) {
+	t.Parallel()
+	f, err := native.New(native.Config{Guest: func(h do.Host) native.Guest {
+		return &overABI{do.OverABI(&hostImports{h: h}, func(h do.Host) do.Handler { return contract.New(h) })}
+	}, Logger: quiet})
+	require.NoError(t, err)
+	run(t, inProcess(t, stiletest.Config{Factory: f}))
+}
+
+// overABI hands each frame to a module as a host does: into the buffer the
+// module gives, then through its entry.
+type overABI struct{ m *do.Module }
+
+func (o *overABI) Handle(frame []byte) []byte {
+	buf, err := o.m.Buffer(int32(len(frame)))
+	if err != nil {
+		panic(err)
+	}
+	copy(buf, frame)
+	out, err := o.m.Handle(int32(len(frame)))
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// hostImports is the host's side of the ABI over a Host, as wazerohost
+// implements it over its database: a payload goes into the guest's buffer
+// when it fits, else waits for Take.
+type hostImports struct {
+	h       do.Host
+	pending []byte
+}
+
+var errRollback = errors.New("the transaction's body asked for a rollback")
+
+func (a *hostImports) hand(b, out []byte, isErr bool) int64 {
+	a.pending = nil
+	if len(b) <= len(out) {
+		copy(out, b)
+	} else {
+		a.pending = bytes.Clone(b)
+	}
+	if isErr {
+		return -int64(len(b)) - 1
+	}
+	return int64(len(b))
+}
+
+func (a *hostImports) SQL(sql string, params, out []byte) int64 {
+	rows, err := a.h.Query(sql, params)
+	if err != nil {
+		return a.hand([]byte(err.Error()), out, true)
+	}
+	return a.hand(rows, out, false)
+}
+
+func (a *hostImports) Take(out []byte) {
+	copy(out, a.pending)
+	a.pending = nil
+}
+
+func (a *hostImports) Tx(id int32, body func(int32) int32) int64 {
+	err := a.h.Tx(func() error {
+		if body(id) != do.TxCommit {
+			return errRollback
+		}
+		return nil
+	})
+	switch {
+	case err == nil:
+		return do.TxCommitted
+	case errors.Is(err, errRollback):
+		return do.TxRolledBack
+	}
+	// The host's message, as a wasm host hands it over: the Host's
+	// ErrTxFailed is the guest's to add.
+	msg := err.Error()
+	var se *do.SQLError
+	if errors.As(err, &se) {
+		msg = se.Msg
+	}
+	a.pending = []byte(msg)
+	return -int64(len(a.pending)) - 1
+}
+
+func (a *hostImports) Now() int64 { return a.h.Now() }
+
+func (a *hostImports) Log(level do.Level, msg string) { a.h.Log(level, msg) }
 
 func TestWazero(t *testing.T) {
 	t.Parallel()

@@ -5,7 +5,8 @@
 //
 // The guest serves POST /v1/t/{tenant}/contract/{case}?{args}; Guest is its
 // logic, package guest its wasip1 module. Natively host/native hosts it
-// through native.Config.Guest.
+// through native.Config.Guest, directly and through the guest's side of the
+// ABI (do.OverABI).
 //
 // The suite pins what crosses the ABI (savepoints and their rollback, traps,
 // limits, integers, refusal messages, the alarm, headers). What SQLite

@@ -175,7 +175,7 @@ func (c *tenants) Collect(ch chan<- prometheus.Metric) {
 
 // get reads a tenant's route through the host, as an admin.
 func (c *tenants) get(ctx context.Context, tenant string, r api.Route, out any) bool {
-	resp, err := c.m.Do(ctx, tenant, do.Request{Kind: do.KindAPI, Method: r.Method, Path: "/" + api.Version + "/t/" + tenant + "/" + r.Pattern,
+	resp, err := c.m.Do(ctx, tenant, do.Request{Kind: do.KindAPI, Method: r.Method, Path: r.Path(tenant),
 		Headers: do.Headers{{Name: do.HeaderPrincipal, Value: do.PrincipalAdmin}}})
 	return err == nil && resp.Status == 200 && json.Unmarshal(resp.Body, out) == nil
 }

@@ -31,11 +31,10 @@ type Config struct {
 	Fault func(tenant, sql string) bool
 }
 
-// Guest is what a module's exported entry does: one request frame in, one
-// response frame out (valid until the next call). runtime.Tenant is one.
-type Guest interface {
-	Handle(frame []byte) []byte
-}
+// Guest is what a module's exported entry does (do.Serve's handler): one
+// request frame in, one response frame out (valid until the next call).
+// runtime.Tenant is one.
+type Guest = do.Handler
 
 // Factory opens native engines.
 type Factory struct{ cfg Config }

@@ -104,7 +104,7 @@ func BuildExecutor(ctx context.Context, dir, pkg, target, out string) error {
 		args = append(args, "-ldflags=-s -w")
 		env = append(env, "GOOS=js", "GOARCH=wasm")
 	}
-	cmd := exec.CommandContext(ctx, goTool(), append(args, virtual)...)
+	cmd := exec.CommandContext(ctx, GoTool(), append(args, virtual)...)
 	cmd.Dir = modDir
 	cmd.Env = env
 	var stderr bytes.Buffer
@@ -130,7 +130,7 @@ func what(target string) string {
 
 // resolve finds pkg's import path and its module's directory.
 func resolve(ctx context.Context, dir, pkg string) (importPath, moduleDir string, err error) {
-	cmd := exec.CommandContext(ctx, goTool(), "list", "-f", "{{.ImportPath}}\t{{.Module.Dir}}\t{{.Name}}", pkg)
+	cmd := exec.CommandContext(ctx, GoTool(), "list", "-f", "{{.ImportPath}}\t{{.Module.Dir}}\t{{.Name}}", pkg)
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -151,7 +151,7 @@ func resolve(ctx context.Context, dir, pkg string) (importPath, moduleDir string
 // MainModules lists the module paths of the main modules in dir (one, or
 // a workspace's); none outside any module.
 func MainModules(ctx context.Context, dir string) ([]string, error) {
-	cmd := exec.CommandContext(ctx, goTool(), "list", "-m", "-f", "{{if .Main}}{{.Path}}{{end}}")
+	cmd := exec.CommandContext(ctx, GoTool(), "list", "-m", "-f", "{{if .Main}}{{.Path}}{{end}}")
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -182,7 +182,7 @@ func WriteEdgeAssets(ctx context.Context, dir, pkg, out string) error {
 	}
 	defer os.RemoveAll(tmp)
 	gen := filepath.Join(tmp, "assets")
-	cmd := exec.CommandContext(ctx, goTool(), "run", "github.com/syumai/workers/cmd/workers-assets-gen", "-mode", "go", "-o", gen)
+	cmd := exec.CommandContext(ctx, GoTool(), "run", "github.com/syumai/workers/cmd/workers-assets-gen", "-mode", "go", "-o", gen)
 	cmd.Dir = modDir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

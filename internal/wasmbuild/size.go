@@ -152,7 +152,7 @@ func Deps(ctx context.Context, dir, pkg string) ([]string, error) {
 	if pkg == "" {
 		pkg = DefaultPackage
 	}
-	cmd := exec.CommandContext(ctx, goTool(), "list", "-deps", "-f", "{{.ImportPath}}", pkg)
+	cmd := exec.CommandContext(ctx, GoTool(), "list", "-deps", "-f", "{{.ImportPath}}", pkg)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	out, err := cmd.Output()

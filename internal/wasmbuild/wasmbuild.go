@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	goruntime "runtime"
 	"strings"
 )
 
@@ -44,7 +43,7 @@ func build(ctx context.Context, dir, pkg, out string, flags ...string) error {
 	}
 	tmp := out + ".tmp"
 	args := append([]string{"build", "-buildmode=c-shared", "-trimpath"}, flags...)
-	cmd := exec.CommandContext(ctx, goTool(), append(args, "-o", tmp, pkg)...)
+	cmd := exec.CommandContext(ctx, GoTool(), append(args, "-o", tmp, pkg)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	var stderr bytes.Buffer
@@ -56,10 +55,17 @@ func build(ctx context.Context, dir, pkg, out string, flags ...string) error {
 	return os.Rename(tmp, out)
 }
 
-// goTool is the go command of the toolchain that built this program, if
-// it is there, else the one on PATH.
-func goTool() string {
-	if root := goruntime.GOROOT(); root != "" {
+// GoTool is the go command to run: $GOROOT/bin/go when the GOROOT
+// variable names a toolchain, else the go on PATH.
+//
+// Not runtime.GOROOT (deprecated): it is where the binary was built, which
+// a shipped stile binary may not find, and `go env GOROOT` needs the go
+// command it is looking for. The go on PATH is the right one where it
+// matters: the user's toolchain builds the user's module, and under `go
+// test` and `go generate` the go command puts its own GOROOT/bin first on
+// PATH, so tests build with the toolchain that runs them.
+func GoTool() string {
+	if root := os.Getenv("GOROOT"); root != "" {
 		p := filepath.Join(root, "bin", "go")
 		if _, err := os.Stat(p); err == nil {
 			return p

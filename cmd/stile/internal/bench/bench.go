@@ -23,36 +23,27 @@ const Kind = "echo"
 // Tenant is the tenant the benchmark uses.
 const Tenant = "bench"
 
-// Driver sends one API request of the benchmark's tenant.
+// Driver sends one API request of the benchmark's tenant: route r, its
+// path filled with params.
 type Driver interface {
-	Do(ctx context.Context, method, rest string, body []byte) (int, []byte, error)
+	Do(ctx context.Context, r api.Route, body []byte, params ...string) (int, []byte, error)
 }
 
 // InProcess drives a manager directly, as the HTTP server does.
 type InProcess struct{ M *host.Manager }
 
 // Do implements Driver.
-func (d InProcess) Do(ctx context.Context, method, rest string, body []byte) (int, []byte, error) {
-	resp, err := d.M.Do(ctx, Tenant, do.Request{Kind: do.KindAPI, Method: method, Path: tenantPath(rest), Body: body})
+func (d InProcess) Do(ctx context.Context, r api.Route, body []byte, params ...string) (int, []byte, error) {
+	resp, err := d.M.Do(ctx, Tenant, do.Request{Kind: do.KindAPI, Method: r.Method, Path: r.Path(Tenant, params...), Body: body})
 	return resp.Status, resp.Body, err
-}
-
-// tenantPath is the path of rest in the bench tenant (rest "": the tenant
-// itself).
-func tenantPath(rest string) string {
-	p := "/" + api.Version + "/t/" + Tenant
-	if rest != "" {
-		p += "/" + rest
-	}
-	return p
 }
 
 // HTTP drives a server over loopback.
 type HTTP struct{ C *client.Client }
 
 // Do implements Driver.
-func (d HTTP) Do(ctx context.Context, method, rest string, body []byte) (int, []byte, error) {
-	return d.C.Raw(ctx, method, tenantPath(rest), body, nil)
+func (d HTTP) Do(ctx context.Context, r api.Route, body []byte, params ...string) (int, []byte, error) {
+	return d.C.Raw(ctx, r.Method, r.Path(Tenant, params...), body, nil)
 }
 
 // Serve puts m behind an HTTP server on a loopback port.
@@ -66,7 +57,9 @@ func Serve(m *host.Manager, token string) (HTTP, func(), error) {
 	return HTTP{C: client.New(ts.URL, token, &http.Client{Transport: tr})}, ts.Close, nil
 }
 
-func call(ctx context.Context, d Driver, method, rest string, in, out any, want int) error {
+// call sends route r (its path filled with params) with in as JSON, and
+// decodes the answer into out when its status is want.
+func call(ctx context.Context, d Driver, r api.Route, in, out any, want int, params ...string) error {
 	var body []byte // none for a route that reads none (a body there is refused)
 	if in != nil {
 		var err error
@@ -74,12 +67,12 @@ func call(ctx context.Context, d Driver, method, rest string, in, out any, want 
 			return err
 		}
 	}
-	status, b, err := d.Do(ctx, method, rest, body)
+	status, b, err := d.Do(ctx, r, body, params...)
 	if err != nil {
 		return err
 	}
 	if status != want {
-		return fmt.Errorf("%s %s: %d %s", method, rest, status, b)
+		return fmt.Errorf("%s %q: %d %s", r, params, status, b)
 	}
 	if out != nil {
 		return json.Unmarshal(b, out)
@@ -96,7 +89,7 @@ func Cycle(ctx context.Context, d Driver, n, batch int) (time.Duration, error) {
 		size := min(batch, n-done)
 		if size == 1 {
 			var j api.Job
-			if err := call(ctx, d, "POST", "jobs", api.EnqueueRequest{Kind: Kind, Args: args}, &j, 201); err != nil {
+			if err := call(ctx, d, api.RouteEnqueue, api.EnqueueRequest{Kind: Kind, Args: args}, &j, 201); err != nil {
 				return 0, err
 			}
 		} else {
@@ -104,12 +97,12 @@ func Cycle(ctx context.Context, d Driver, n, batch int) (time.Duration, error) {
 			for i := range reqs {
 				reqs[i] = api.EnqueueRequest{Kind: Kind, Args: args}
 			}
-			if err := call(ctx, d, "POST", "jobs/batch", api.EnqueueBatchRequest{Jobs: reqs}, nil, 201); err != nil {
+			if err := call(ctx, d, api.RouteEnqueueMany, api.EnqueueBatchRequest{Jobs: reqs}, nil, 201); err != nil {
 				return 0, err
 			}
 		}
 		var claimed api.ClaimResponse
-		if err := call(ctx, d, "POST", "claims", api.ClaimRequest{Worker: "bench", Limit: size}, &claimed, 200); err != nil {
+		if err := call(ctx, d, api.RouteClaim, api.ClaimRequest{Worker: "bench", Limit: size}, &claimed, 200); err != nil {
 			return 0, err
 		}
 		if len(claimed.Jobs) != size {
@@ -119,7 +112,7 @@ func Cycle(ctx context.Context, d Driver, n, batch int) (time.Duration, error) {
 			c := claimed.Jobs[0]
 			r := api.ReportRequest{Claim: api.Claim{Worker: "bench", Attempt: c.Attempt, LeaseToken: c.LeaseToken},
 				Outcome: api.OutcomeCompleted, Output: args}
-			if err := call(ctx, d, "POST", "jobs/"+c.ID+"/report", r, nil, 200); err != nil {
+			if err := call(ctx, d, api.RouteReport, r, nil, 200, c.ID); err != nil {
 				return 0, err
 			}
 			continue
@@ -131,7 +124,7 @@ func Cycle(ctx context.Context, d Driver, n, batch int) (time.Duration, error) {
 				Outcome: api.OutcomeCompleted, Output: args}}
 		}
 		var res api.BatchReportResponse
-		if err := call(ctx, d, "POST", "reports", api.BatchReportRequest{Reports: reports}, &res, 200); err != nil {
+		if err := call(ctx, d, api.RouteReportMany, api.BatchReportRequest{Reports: reports}, &res, 200); err != nil {
 			return 0, err
 		}
 		for _, r := range res.Results {
@@ -157,7 +150,7 @@ func Latency(ctx context.Context, d Driver, n int, every time.Duration) ([]time.
 		for i := 0; i < n; i++ {
 			t0 := time.Now()
 			var j api.Job
-			if err := call(ctx, d, "POST", "jobs", api.EnqueueRequest{Kind: Kind, Args: json.RawMessage(`{}`)}, &j, 201); err != nil {
+			if err := call(ctx, d, api.RouteEnqueue, api.EnqueueRequest{Kind: Kind, Args: json.RawMessage(`{}`)}, &j, 201); err != nil {
 				errc <- err
 				return
 			}
@@ -167,13 +160,13 @@ func Latency(ctx context.Context, d Driver, n int, every time.Duration) ([]time.
 	}()
 	for len(lat) < n {
 		var claimed api.ClaimResponse
-		if err := call(ctx, d, "POST", "claims", api.ClaimRequest{Worker: "latency", Limit: 10, WaitMs: 5000}, &claimed, 200); err != nil {
+		if err := call(ctx, d, api.RouteClaim, api.ClaimRequest{Worker: "latency", Limit: 10, WaitMs: 5000}, &claimed, 200); err != nil {
 			return nil, err
 		}
 		for _, c := range claimed.Jobs {
 			r := api.ReportRequest{Claim: api.Claim{Worker: "latency", Attempt: c.Attempt, LeaseToken: c.LeaseToken},
 				Outcome: api.OutcomeCompleted}
-			if err := call(ctx, d, "POST", "jobs/"+c.ID+"/report", r, nil, 200); err != nil {
+			if err := call(ctx, d, api.RouteReport, r, nil, 200, c.ID); err != nil {
 				return nil, err
 			}
 			done := time.Now()

@@ -52,7 +52,7 @@ func ClaimLatencies(ctx context.Context, d Driver, queue string, n int) ([]time.
 	for range n {
 		t := time.Now()
 		var resp api.ClaimResponse
-		if err := call(ctx, d, "POST", "claims", api.ClaimRequest{Worker: "bench", Queues: []string{queue}}, &resp, 200); err != nil {
+		if err := call(ctx, d, api.RouteClaim, api.ClaimRequest{Worker: "bench", Queues: []string{queue}}, &resp, 200); err != nil {
 			return nil, err
 		}
 		out = append(out, time.Since(t))

@@ -24,7 +24,7 @@ func Append(ctx context.Context, d Driver, n, batch int) (time.Duration, error) 
 		for i := range evs {
 			evs[i] = note
 		}
-		if err := call(ctx, d, "POST", "streams/bench", api.AppendRequest{Events: evs}, nil, 201); err != nil {
+		if err := call(ctx, d, api.RouteAppend, api.AppendRequest{Events: evs}, nil, 201, "bench"); err != nil {
 			return 0, err
 		}
 	}
@@ -42,7 +42,7 @@ func Settle(ctx context.Context, d Driver, n, batch int) (time.Duration, error) 
 	for done := 0; done < n; {
 		var claimed api.ReactionClaimResponse
 		req := api.ReactionClaimRequest{Worker: "bench", Handlers: []string{Policy}, Limit: min(batch, n-done)}
-		if err := call(ctx, d, "POST", "reactions/claims", req, &claimed, 200); err != nil {
+		if err := call(ctx, d, api.RouteClaimEvents, req, &claimed, 200); err != nil {
 			return 0, err
 		}
 		if len(claimed.Deliveries) == 0 {
@@ -53,7 +53,7 @@ func Settle(ctx context.Context, d Driver, n, batch int) (time.Duration, error) 
 			ss[i] = api.Settlement{Handler: dl.Handler, Seq: dl.Event.Seq, ClaimID: dl.ClaimID, Outcome: api.OutcomeSucceeded}
 		}
 		var res api.SettleResponse
-		if err := call(ctx, d, "POST", "reactions/settle", api.SettleRequest{Settlements: ss}, &res, 200); err != nil {
+		if err := call(ctx, d, api.RouteSettle, api.SettleRequest{Settlements: ss}, &res, 200); err != nil {
 			return 0, err
 		}
 		for _, r := range res.Results {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/cmd/stile/internal/bench"
 	"github.com/stile-run/stile/host"
 )
@@ -15,12 +16,12 @@ import (
 func floor(b *testing.B, m *host.Manager) {
 	d := bench.InProcess{M: m}
 	ctx := context.Background()
-	status, _, err := d.Do(ctx, "PUT", "", nil) // the tenant exists once created
+	status, _, err := d.Do(ctx, api.RouteCreateTenant, nil) // the tenant exists once created
 	require.NoError(b, err)
 	require.Equal(b, 201, status)
 	b.ResetTimer()
 	for range b.N {
-		if _, _, err := d.Do(ctx, "GET", "status", nil); err != nil {
+		if _, _, err := d.Do(ctx, api.RouteStatus, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -49,7 +49,7 @@ func FillEvents(dataDir, tenant string, n int, typ string) error {
 // the host's alarm fires by itself and the status is polled.
 func Rebuild(ctx context.Context, d Driver, projection string, fire func() int) (time.Duration, error) {
 	start := time.Now()
-	if err := call(ctx, d, "POST", "projections/"+projection+"/rebuild", nil, nil, 202); err != nil {
+	if err := call(ctx, d, api.RouteRebuild, nil, nil, 202, projection); err != nil {
 		return 0, err
 	}
 	for {
@@ -61,7 +61,7 @@ func Rebuild(ctx context.Context, d Driver, projection string, fire func() int) 
 		}
 		took := time.Since(start)
 		var st api.ProjectionsResponse
-		if err := call(ctx, d, "GET", "projections", nil, &st, 200); err != nil {
+		if err := call(ctx, d, api.RouteProjections, nil, &st, 200); err != nil {
 			return 0, err
 		}
 		for _, p := range st.Projections {

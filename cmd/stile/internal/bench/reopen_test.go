@@ -38,7 +38,7 @@ func BenchmarkReopenWazero(b *testing.B) {
 		if method == "GET" {
 			query = "limit=10" // an enqueue takes no query parameters
 		}
-		resp, err := m.Do(ctx, name, do.Request{Kind: do.KindAPI, Method: method, Path: "/" + api.Version + "/t/" + name + "/jobs", Query: query, Body: body})
+		resp, err := m.Do(ctx, name, do.Request{Kind: do.KindAPI, Method: method, Path: api.RouteListJobs.Path(name), Query: query, Body: body})
 		require.NoError(b, err)
 		require.Less(b, resp.Status, 300, string(resp.Body))
 	}

@@ -35,10 +35,15 @@ type TenantsResult struct {
 func Tenants(ctx context.Context, m *host.Manager, n, requests int, seed uint64) (TenantsResult, error) {
 	r := TenantsResult{Tenants: n, Requests: requests}
 	name := func(i int) string { return fmt.Sprintf("tenant-%04d", i) }
-	enqueue := do.Request{Kind: do.KindAPI, Method: "POST", Body: []byte(`{"kind":"echo","args":{}}`)}
-	list := do.Request{Kind: do.KindAPI, Method: "GET", Query: "limit=10"}
-	call := func(i int, req do.Request) (time.Duration, error) {
-		req.Path = "/" + api.Version + "/t/" + name(i) + "/jobs"
+	type request struct {
+		route api.Route
+		query string
+		body  []byte
+	}
+	enqueue := request{route: api.RouteEnqueue, body: []byte(`{"kind":"echo","args":{}}`)}
+	list := request{route: api.RouteListJobs, query: "limit=10"}
+	call := func(i int, r request) (time.Duration, error) {
+		req := do.Request{Kind: do.KindAPI, Method: r.route.Method, Path: r.route.Path(name(i)), Query: r.query, Body: r.body}
 		start := time.Now()
 		resp, err := m.Do(ctx, name(i), req)
 		d := time.Since(start)
