@@ -162,3 +162,7 @@ var builtStile struct {
 	out      []byte
 	err      error
 }
+
+// wazeroCache is where the tests' hosts keep wazero's compiled code
+// between runs: the directory stiletest's own hosts use.
+func wazeroCache() string { return filepath.Join(os.TempDir(), "stile-test-wazero-cache") }
