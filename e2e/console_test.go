@@ -145,9 +145,7 @@ func bytesLastLine(b []byte) int {
 func TestConsoleInABrowser(t *testing.T) {
 	t.Parallel()
 	nodeDir := browser(t)
-	bin := filepath.Join(t.TempDir(), "stile")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/stile").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := stileCommand(t)
 	dev := exec.Command(bin, "dev", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--token", token, "--quiet", testTenant)
 	dev.Dir = ".."
 	stderr, err := dev.StderrPipe()

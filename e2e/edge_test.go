@@ -293,7 +293,7 @@ func edgeIdle(t *testing.T, e *edge) {
 		return m
 	}
 	watch := &watchedRequests{}
-	w, err := worker.New(worker.Config{URL: e.url, Token: token, ID: "directory-follower", PollWait: 2 * time.Second,
+	w, err := worker.New(worker.Config{URL: e.url, Token: token, ID: "directory-follower", PollWait: 500 * time.Millisecond,
 		HTTPClient: &http.Client{Transport: watch}, Logger: quietLog})
 	require.NoError(t, err)
 	w.Handle("test.other", func(ctx context.Context, j *worker.Job) (any, error) { return nil, nil })
@@ -301,8 +301,10 @@ func edgeIdle(t *testing.T, e *edge) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
 	time.Sleep(500 * time.Millisecond) // the worker's first directory poll, and any notes in flight
-	before := calls()
-	time.Sleep(3 * time.Second) // more than one poll's wait
+	before, polls := calls(), watch.polls.Load()
+	// Two polls answered: the one held now and a whole one after it, so
+	// more than one poll's wait passed.
+	require.Eventually(t, func() bool { return watch.polls.Load() >= polls+2 }, 20*time.Second, time.Millisecond)
 	after := calls()
 	stop()
 	require.NoError(t, <-done)
@@ -315,10 +317,10 @@ func edgeIdle(t *testing.T, e *edge) {
 	require.Zero(t, watch.tenantCalls.Load(), "the worker called no idle tenant")
 }
 
-// watchedRequests counts a worker's requests in flight, and those to an
-// idle tenant's API.
+// watchedRequests counts a worker's requests in flight, those to an idle
+// tenant's API, and the directory polls answered.
 type watchedRequests struct {
-	inFlight, peak, tenantCalls atomic.Int64
+	inFlight, peak, tenantCalls, polls atomic.Int64
 }
 
 func (w *watchedRequests) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -329,7 +331,11 @@ func (w *watchedRequests) RoundTrip(r *http.Request) (*http.Response, error) {
 	if tenant, _, ok := api.SplitTenantPath(r.URL.Path); ok && strings.HasPrefix(tenant, "edge-idle-") {
 		w.tenantCalls.Add(1)
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if r.URL.Path == api.TenantsPath {
+		w.polls.Add(1)
+	}
+	return resp, err
 }
 
 func edgeJob(t *testing.T, e *edge) {

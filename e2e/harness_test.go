@@ -1,6 +1,9 @@
 package e2e_test
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -136,3 +139,30 @@ func eventually(t *testing.T, tg target, cond func() bool, msg string) {
 	}
 	require.Eventually(t, cond, 20*time.Second, 100*time.Millisecond, msg)
 }
+
+// stileCommand is the stile command, built once per test binary into a
+// directory TestMain removes (linking it is seconds of each test using it).
+func stileCommand(t *testing.T) string {
+	t.Helper()
+	builtStile.once.Do(func() {
+		builtStile.dir, builtStile.err = os.MkdirTemp("", "stile-e2e-")
+		if builtStile.err != nil {
+			return
+		}
+		builtStile.bin = filepath.Join(builtStile.dir, "stile")
+		builtStile.out, builtStile.err = exec.Command("go", "build", "-o", builtStile.bin, "../cmd/stile").CombinedOutput()
+	})
+	require.NoError(t, builtStile.err, "%s", builtStile.out)
+	return builtStile.bin
+}
+
+var builtStile struct {
+	once     sync.Once
+	dir, bin string
+	out      []byte
+	err      error
+}
+
+// wazeroCache is where the tests' hosts keep wazero's compiled code
+// between runs: the directory stiletest's own hosts use.
+func wazeroCache() string { return filepath.Join(os.TempDir(), "stile-test-wazero-cache") }

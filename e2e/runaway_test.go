@@ -25,7 +25,7 @@ import (
 // whole process.
 func TestRunawayGuestIsStopped(t *testing.T) {
 	t.Parallel()
-	f, err := wazerohost.New(context.Background(), wazerohost.Config{Wasm: stiletest.BuildWasm(t, testTenant), Logger: quietLog})
+	f, err := wazerohost.New(context.Background(), wazerohost.Config{Wasm: stiletest.BuildWasm(t, testTenant), Logger: quietLog, CacheDir: wazeroCache()})
 	require.NoError(t, err)
 	require.Equal(t, "loops", f.RunawayGuard(), "the module's loops were instrumented")
 	// The deadline leaves a loaded machine time for collections to run

@@ -22,7 +22,7 @@ import (
 // evicted and reopened one after another all serve their own jobs.
 func TestInstancesShareTheModuleData(t *testing.T) {
 	t.Parallel()
-	f, err := wazerohost.New(context.Background(), wazerohost.Config{Wasm: stiletest.BuildWasm(t, testTenant), Logger: quietLog})
+	f, err := wazerohost.New(context.Background(), wazerohost.Config{Wasm: stiletest.BuildWasm(t, testTenant), Logger: quietLog, CacheDir: wazeroCache()})
 	require.NoError(t, err)
 	require.Equal(t, runtime.GOOS == "linux", f.SharedData())
 	m := stiletest.New(t, stiletest.Config{Factory: f}).Manager()

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"sync"
 	"syscall"
@@ -145,9 +144,7 @@ func TestStoryIsTheSameUnderStileDevAndAtTheEdge(t *testing.T) {
 	devProvider, edgeProvider := startStoryProvider(t), startStoryProvider(t)
 
 	// stile dev --handlers, as a user runs it.
-	bin := filepath.Join(t.TempDir(), "stile")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/stile").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := stileCommand(t)
 	dev := exec.Command(bin, "dev", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--token", token, "--quiet",
 		"--handlers", storyHandlers, storyTenant)
 	dev.Dir = ".."

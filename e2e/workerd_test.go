@@ -56,6 +56,9 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	theWorkerd.Close()
 	theEdge.Close()
+	if builtStile.dir != "" {
+		os.RemoveAll(builtStile.dir)
+	}
 	os.Exit(code)
 }
 

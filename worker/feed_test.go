@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -19,10 +20,11 @@ import (
 	"github.com/stile-run/stile/worker"
 )
 
-// watched counts a worker's requests: those in flight at once, and those
-// to each tenant's API.
+// watched counts a worker's requests: those in flight at once, those to
+// each tenant's API, and the directory polls answered.
 type watched struct {
 	inFlight, peak atomic.Int64
+	polls          atomic.Int64
 	mu             sync.Mutex
 	byTenant       map[string]int
 }
@@ -41,7 +43,11 @@ func (w *watched) RoundTrip(r *http.Request) (*http.Response, error) {
 		w.byTenant[tenant]++
 		w.mu.Unlock()
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if r.URL.Path == api.TenantsPath {
+		w.polls.Add(1)
+	}
+	return resp, err
 }
 
 func (w *watched) tenantCalls() int {
@@ -62,14 +68,22 @@ func TestWithoutATenantListTheWorkerFollowsTheDirectory(t *testing.T) {
 	t.Parallel()
 	h := stiletest.New(t, stiletest.Config{App: testapp.App(), RealClock: true, Token: token})
 	ctx := context.Background()
+	// Touched once, a few at a time: the tenants exist, and are idle.
+	var touched sync.WaitGroup
+	errs := make([]error, 100)
+	slots := make(chan struct{}, 8)
 	for i := range 100 {
-		// Touched once: the tenants exist, and are idle.
-		_, err := h.Tenant("idle-" + strconv.Itoa(i)).Status(ctx)
-		require.NoError(t, err)
+		slots <- struct{}{}
+		touched.Go(func() {
+			defer func() { <-slots }()
+			_, errs[i] = h.Tenant("idle-" + strconv.Itoa(i)).Status(ctx)
+		})
 	}
+	touched.Wait()
+	require.NoError(t, errors.Join(errs...))
 	watch := &watched{byTenant: map[string]int{}}
 	var ran atomic.Int64
-	stop := start(t, worker.Config{URL: h.URL, Token: token, ID: "feed", PollWait: 2 * time.Second,
+	stop := start(t, worker.Config{URL: h.URL, Token: token, ID: "feed", PollWait: 500 * time.Millisecond,
 		HTTPClient: &http.Client{Transport: watch}},
 		map[string]worker.Handler{"test.echo": func(ctx context.Context, j *worker.Job) (any, error) {
 			ran.Add(1)
@@ -92,8 +106,10 @@ func TestWithoutATenantListTheWorkerFollowsTheDirectory(t *testing.T) {
 
 	// Settled: the worker holds its directory poll, and nothing else.
 	require.Eventually(t, func() bool { return watch.inFlight.Load() == 1 }, 10*time.Second, 10*time.Millisecond)
-	before := watch.tenantCalls()
-	time.Sleep(3 * time.Second) // more than one directory poll's wait
+	before, polls := watch.tenantCalls(), watch.polls.Load()
+	// Two polls answered: the one held now and a whole one after it, so
+	// more than one poll's wait passed.
+	require.Eventually(t, func() bool { return watch.polls.Load() >= polls+2 }, 10*time.Second, time.Millisecond)
 	require.Equal(t, before, watch.tenantCalls(), "idle tenants receive no request")
 	require.LessOrEqual(t, watch.inFlight.Load(), int64(1), "one open request, whatever the number of tenants")
 	watch.mu.Lock()

@@ -3,6 +3,7 @@ package main_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	stiletoken "github.com/stile-run/stile/token"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,19 +23,44 @@ import (
 	"github.com/stile-run/stile/client"
 )
 
-// stile builds the command once per test.
+// stile is the command, built once per test binary (linking it is most of
+// a short test's time) into a directory TestMain removes.
 func stile(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "stile")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	return bin
+	built.once.Do(func() {
+		built.bin = filepath.Join(built.dir, "stile")
+		built.out, built.err = exec.Command("go", "build", "-o", built.bin, ".").CombinedOutput()
+	})
+	require.NoError(t, built.err, "%s", built.out)
+	return built.bin
+}
+
+// built is the command stile built, or why it did not build.
+var built struct {
+	dir  string
+	once sync.Once
+	bin  string
+	out  []byte
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "stile-cmd-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "a directory for the command:", err)
+		os.Exit(1)
+	}
+	built.dir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // TestQuickStart runs the README's quick start: `stile dev` serves the
 // built-in module, a job is enqueued, `stile work` runs it, and the server
 // stops cleanly on Ctrl-C.
 func TestQuickStart(t *testing.T) {
+	t.Parallel()
 	bin := stile(t)
 	data := t.TempDir()
 	root, _ := filepath.Abs("../..")
@@ -105,6 +132,7 @@ func TestQuickStart(t *testing.T) {
 }
 
 func TestBuildWritesTheWorkerBundle(t *testing.T) {
+	t.Parallel()
 	bin := stile(t)
 	out := t.TempDir()
 	root, _ := filepath.Abs("../..")
@@ -131,6 +159,7 @@ func TestBuildWritesTheWorkerBundle(t *testing.T) {
 // handler package natively in a child process that the tenants push work
 // to: a job and a reaction run with no `stile work` and no polling.
 func TestDevWithHandlers(t *testing.T) {
+	t.Parallel()
 	bin := stile(t)
 	data := t.TempDir()
 	root, _ := filepath.Abs("../..")
@@ -191,6 +220,7 @@ func TestDevWithHandlers(t *testing.T) {
 // and names the packages that weigh most; --max-size makes any bound an
 // error, and writes nothing.
 func TestBuildWatchesTheModulesSize(t *testing.T) {
+	t.Parallel()
 	bin := stile(t)
 	root, _ := filepath.Abs("../..")
 	out := t.TempDir()
@@ -221,6 +251,7 @@ func TestBuildWatchesTheModulesSize(t *testing.T) {
 // STILE_TEST_WRANGLER=1 the bundle also goes through go tool stile deploy
 // --dry-run (which installs wrangler, and Node 22 if need be, from npm).
 func TestNewProjectWorksOutsideStilesTree(t *testing.T) {
+	t.Parallel()
 	bin := stile(t)
 	dir := filepath.Join(t.TempDir(), "shop")
 	out, err := exec.Command(bin, "new", dir).CombinedOutput()

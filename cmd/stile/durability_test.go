@@ -56,6 +56,7 @@ func runDevOver(t *testing.T, bin, data string, args ...string) (url string, sto
 // schedule and tenant directory (it refused to), rebuilds both from the
 // tenants, and an idle tenant's alarm fires with no request of its own.
 func TestDevStartsOverTornRecords(t *testing.T) {
+	t.Parallel()
 	bin := stile(t)
 	data := t.TempDir()
 	ctx := context.Background()
@@ -90,6 +91,7 @@ func TestDevStartsOverTornRecords(t *testing.T) {
 // is answered 408 body_timeout, and an idle keep-alive connection is
 // closed after --idle-timeout. Both were held as long as the client liked.
 func TestDevBoundsSlowAndIdleConnections(t *testing.T) {
+	t.Parallel()
 	bin := stile(t)
 	url, stop := runDevOver(t, bin, t.TempDir(), "--body-timeout", "500ms", "--idle-timeout", "500ms")
 	defer stop()

@@ -93,6 +93,7 @@ func (d *dev) stop(t *testing.T) {
 // pushed to them without a push ever failing (a failed push is retried
 // only after a backoff).
 func TestDevWithHandlersIsReadyBeforeItAnswers(t *testing.T) {
+	t.Parallel()
 	bin := stile(t)
 	root, _ := filepath.Abs("../..")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -153,6 +154,7 @@ func TestDevWithHandlersIsReadyBeforeItAnswers(t *testing.T) {
 // module that the handler package does not handle gets a warning line at
 // start, and asking the module creates no tenant.
 func TestDevWarnsAboutWorkNoHandlerHandles(t *testing.T) {
+	t.Parallel()
 	bin := stile(t)
 	root, _ := filepath.Abs("../..")
 	data := t.TempDir()
@@ -179,6 +181,7 @@ func TestDevWarnsAboutWorkNoHandlerHandles(t *testing.T) {
 // TestDevRefusesAHandlerPackageThatDoesNotBuild: the error names the
 // package, and nothing is served.
 func TestDevRefusesAHandlerPackageThatDoesNotBuild(t *testing.T) {
+	t.Parallel()
 	bin := stile(t)
 	root, _ := filepath.Abs("../..")
 	cmd := exec.Command(bin, "dev", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--token", testSecret, "--handlers", "./no/such/handlers")

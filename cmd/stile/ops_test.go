@@ -185,6 +185,7 @@ func operate(t *testing.T, c cli, ten *client.Tenant, pass func(time.Duration)) 
 }
 
 func TestOperatorCommandsAgainstTheGoHost(t *testing.T) {
+	t.Parallel()
 	bin := stile(t)
 	h := stiletest.New(t, stiletest.Config{App: testapp.App()})
 	operate(t, cli{bin, h.URL, h.Token()}, h.Tenant("acme"), func(d time.Duration) { h.Advance(d) })
@@ -204,6 +205,7 @@ func TestOperatorCommandsAgainstWorkerd(t *testing.T) {
 // TestTokensMintedAndRevokedAgainstStileDev: a token stile token mint
 // signs opens its tenant with its role; stile token revoke shuts it at once.
 func TestTokensMintedAndRevokedAgainstStileDev(t *testing.T) {
+	t.Parallel()
 	bin := stile(t)
 	data := t.TempDir()
 	dev := exec.Command(bin, "dev", "--addr", "127.0.0.1:0", "--data", data, "--quiet")

@@ -15,6 +15,7 @@ import (
 // an error (the server then refuses scoped tokens), never "nothing is
 // revoked".
 func TestRevokedFileFailsClosed(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "not-yet", "revoked")
 	list := revokedFile(path)
 	_, err := list()
@@ -38,6 +39,7 @@ func TestRevokedFileFailsClosed(t *testing.T) {
 // read from. A rewrite that leaves the same time and size (a read racing
 // a rewrite within the clock's granularity) is still read again.
 func TestRevokedFileSeesEveryRewrite(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "revoked")
 	require.NoError(t, atomicfile.Write(path, []byte("old-1\n"), 0o600))

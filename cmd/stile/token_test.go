@@ -23,6 +23,7 @@ const testSecret = "dev-secret-0123456789-abcdefghijklmn"
 // TestDevRefusesAWeakSecret: stile dev does not start with a short or
 // low-entropy secret, and says how to make a strong one.
 func TestDevRefusesAWeakSecret(t *testing.T) {
+	t.Parallel()
 	bin := stile(t)
 	root, _ := filepath.Abs("../..")
 	for _, args := range [][]string{{"--token", "dev-token"}, {"--token", testSecret, "--next-token", strings.Repeat("ab", 20)}} {
@@ -45,6 +46,7 @@ func TestDevRefusesAWeakSecret(t *testing.T) {
 // TestTokenSecretIsStrong: `stile token secret` prints a new strong secret
 // each time.
 func TestTokenSecretIsStrong(t *testing.T) {
+	t.Parallel()
 	bin := stile(t)
 	seen := map[string]bool{}
 	for range 2 {
@@ -61,6 +63,7 @@ func TestTokenSecretIsStrong(t *testing.T) {
 // TestTokenMintRefuses: a lifetime that is not positive, and a missing or
 // weak secret, with words naming flags and variables that exist.
 func TestTokenMintRefuses(t *testing.T) {
+	t.Parallel()
 	bin := stile(t)
 	mint := func(env string, args ...string) string {
 		cmd := exec.Command(bin, append([]string{"token", "mint", "--scope", "acme", "--role", "reader", "--data", t.TempDir()}, args...)...)
@@ -82,6 +85,7 @@ func TestTokenMintRefuses(t *testing.T) {
 // holds a worker token, never the deployment's secret, and still runs
 // its pushed work.
 func TestDevHandlersRunAsAWorker(t *testing.T) {
+	t.Parallel()
 	bin := stile(t)
 	root, _ := filepath.Abs("../..")
 	d := startDev(t, bin, root, "--data", t.TempDir(), "--token", testSecret, "--quiet", "--handlers", "./cmd/stile/testdata/partial/handlers",

@@ -13,6 +13,7 @@ import (
 // a module's kind without a handler waits, and a handler's kind the module
 // does not register gets its claims refused.
 func TestUnhandledWarnsBothWays(t *testing.T) {
+	t.Parallel()
 	module := api.Status{Kinds: []api.ModuleKind{{Name: "greet", Queue: "default"}, {Name: "forgotten", Queue: "later"}},
 		Reactions: []api.ModuleReaction{{Name: "audit", Kind: api.ReactionKindPolicy}}}
 	handlers := process.Ready{Kinds: []string{"greet", "stray"}, Reactions: []string{"audit", "ghost"}}

@@ -21,6 +21,7 @@ import (
 // worker of PKG and runs its handlers on the jobs of a `stile dev` that
 // pushes to none; Ctrl-C stops it cleanly.
 func TestWorkRunsTheHandlerPackage(t *testing.T) {
+	t.Parallel()
 	bin := stile(t)
 	root, _ := filepath.Abs("../..")
 	d := startDev(t, bin, root, "--data", t.TempDir(), "--token", testSecret, "--quiet", "./cmd/stile/testdata/partial/tenant")
@@ -48,6 +49,7 @@ func TestWorkRunsTheHandlerPackage(t *testing.T) {
 // TestWorkWantsHandlersOutsideStilesModule: in a module of its own, `stile
 // work` without --handlers says in one line what to pass.
 func TestWorkWantsHandlersOutsideStilesModule(t *testing.T) {
+	t.Parallel()
 	bin := stile(t)
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/shop\n\ngo 1.26\n"), 0o644))
