@@ -7,9 +7,10 @@ import (
 
 // call is one request on its way through the tenant: what its frame said
 // and what its route decided, carried through the phases of answer and
-// dropped with the response. Nothing a request decides is kept on the
-// Tenant, so no request sees another's decisions and nothing needs
-// resetting; what outlives a request is the Tenant's.
+// overwritten whole when the next request starts (the Tenant keeps its
+// room, Tenant.cur, so that no request allocates one). No request sees
+// another's decisions and nothing needs resetting field by field; what
+// outlives a request is the Tenant's.
 type call struct {
 	req do.Request
 	// now is the host's clock for the request, read once admitted.
@@ -17,11 +18,8 @@ type call struct {
 
 	// What the host's headers say of the request.
 	//
-	// traceparent is the request's (its frame header), stored with the
-	// jobs and events it writes; dbBytes its stile-db-bytes (GET
-	// /storage); heldTenant and heldToken the claims the host holds for
+	// dbBytes is the request's stile-db-bytes (GET /storage); heldTenant and heldToken the claims the host holds for
 	// the tenant and for the request's token (stile-held).
-	traceparent           string
 	dbBytes               string
 	heldTenant, heldToken int
 
@@ -65,12 +63,11 @@ type call struct {
 	committed bool
 }
 
-// newCall reads what a request's frame says; body is a buffer to reuse
-// for the answer's body.
-func newCall(req do.Request, body []byte) *call {
-	c := &call{req: req, body: body[:0]}
-	c.traceparent = req.Headers.Get(do.HeaderTraceparent)
+// start makes c the call of req, forgetting the previous request's, and
+// reads what its frame says; body is a buffer to reuse for the answer's
+// body.
+func (c *call) start(req do.Request, body []byte) {
+	*c = call{req: req, body: body[:0]}
 	c.dbBytes = req.Headers.Get(do.HeaderDBBytes)
 	c.heldTenant, c.heldToken = do.ParseHeldCounts(req.Headers.Get(do.HeaderHeld))
-	return c
 }

@@ -38,8 +38,11 @@ type Tenant struct {
 
 	// out and body are buffers reused by every request, for the response
 	// frame and the answer's body; they carry nothing from one to the
-	// next.
+	// next. cur is the room of the request being answered: each request
+	// overwrites it whole when it starts (start), so nothing carries over
+	// and no request allocates one.
 	out, body []byte
+	cur       call
 }
 
 // lifecycle is whether the tenant exists, is being imported, or was
@@ -142,10 +145,10 @@ func (t *Tenant) init(app *App, db *do.DB) {
 // reset forgets everything the tenant read, as a new instance would: after
 // an import replaced its storage.
 func (t *Tenant) reset() {
-	app, db, name, out, body := t.app, t.db, t.name, t.out, t.body
+	app, db, name, out, body, cur := t.app, t.db, t.name, t.out, t.body, t.cur
 	*t = Tenant{}
 	t.init(app, db)
-	t.name, t.out, t.body = name, out, body
+	t.name, t.out, t.body, t.cur = name, out, body, cur // the request being answered still uses cur
 }
 
 // Handle serves one request frame and returns the response frame. The
@@ -189,8 +192,12 @@ var errNoServe = errors.New("this module never called runtime.Serve")
 // the transaction reads no committed state and leaves the host's alarm as
 // it is.
 func (t *Tenant) serve(req do.Request) do.Response {
-	c := newCall(req, t.body)
-	t.events.Traceparent, t.store.Traceparent = c.traceparent, c.traceparent
+	c := &t.cur
+	c.start(req, t.body)
+	// The stores stamp the request's traceparent on the jobs and events it
+	// writes, whichever route or due work writes them.
+	tp := req.Headers.Get(do.HeaderTraceparent)
+	t.events.Traceparent, t.store.Traceparent = tp, tp
 	if m := req.Headers.Get(do.HeaderModule); m != "" {
 		t.schema.module = m
 	}

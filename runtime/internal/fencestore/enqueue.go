@@ -1,7 +1,6 @@
 package fencestore
 
 import (
-	"cmp"
 	"errors"
 	"strconv"
 
@@ -37,9 +36,6 @@ type NewJob struct {
 	// ends dead or cancelled.
 	Parents       []Parent
 	RunRegardless bool
-
-	// Traceparent is the enqueuing request's W3C traceparent ("": none).
-	Traceparent string
 }
 
 // Parent names a job to wait for: an existing job, or (Batch >= 0) an
@@ -151,7 +147,7 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0) RETURNING id`,
 		n.Kind, n.Queue, n.Priority, string(n.Args), string(state), n.MaxAttempts,
 		n.LeaseMs, n.TimeoutMs, n.BackoffMs, n.BackoffMaxMs, n.RunAt, now, finished, lastErr,
-		string(tags), unique, n.UniqueWindowMs, key, pending, n.RunRegardless, nullIfEmpty(cmp.Or(n.Traceparent, s.Traceparent)))
+		string(tags), unique, n.UniqueWindowMs, key, pending, n.RunRegardless, nullIfEmpty(s.Traceparent))
 	if err != nil {
 		return Enqueued{}, printf.Errorf("enqueue job of kind %s: %w", n.Kind, err)
 	}

@@ -34,8 +34,8 @@ type Store struct {
 	// MaxQueues bounds the tenant's distinct queue names (api.MaxQueues
 	// when 0).
 	MaxQueues int
-	// Traceparent is the current request's traceparent, stored with the
-	// jobs it enqueues that name none (the runtime sets it per request).
+	// Traceparent is the current request's W3C traceparent ("": none),
+	// stored with every job it enqueues (the runtime sets it per request).
 	Traceparent string
 }
 
