@@ -12,6 +12,11 @@ import (
 // primitives of internal/jsonwire; MarshalJSON delegates to AppendJSON,
 // so json.Marshal of these types gives the very same bytes anywhere.
 
+// DecodeError is what every Decode function returns for a body that is
+// not the JSON the request expects (errors.As finds it; its message says
+// what was wrong, in one line).
+type DecodeError = jsonwire.DecodeError
+
 // TimeLayout is how the API writes times: RFC 3339, UTC, milliseconds.
 const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
 

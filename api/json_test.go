@@ -241,6 +241,8 @@ func TestDecodersRefuseRepeatedFields(t *testing.T) {
 		err := decode([]byte(body))
 		require.ErrorContains(t, err, "appears twice", body)
 		require.NotContains(t, err.Error(), "\n")
+		var de *api.DecodeError // callers outside the module tell a bad body by its type
+		require.ErrorAs(t, err, &de, body)
 	}
 	e, err := api.DecodeEnqueue([]byte(`{"kind":"a","args":{"x":1,"x":2}}`))
 	require.NoError(t, err, "a raw value may repeat keys")

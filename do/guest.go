@@ -118,6 +118,9 @@ type guestHost struct {
 	raw Imports
 	out []byte // reused result buffer
 	txs []txFrame
+	// body is txBody as a func value, made once: a method value made at
+	// each Tx would be a heap allocation per transaction.
+	body func(int32) int32
 }
 
 type txFrame struct {
@@ -128,7 +131,9 @@ type txFrame struct {
 const initialOut = 64 << 10
 
 func newGuestHost(raw Imports) *guestHost {
-	return &guestHost{raw: raw, out: make([]byte, initialOut)}
+	g := &guestHost{raw: raw, out: make([]byte, initialOut)}
+	g.body = g.txBody
+	return g
 }
 
 // payload returns the n-byte payload of the last SQL call, fetching it with
@@ -174,7 +179,7 @@ var ErrTxFailed = errors.New("transaction failed")
 func (g *guestHost) Tx(body func() error) error {
 	id := len(g.txs)
 	g.txs = append(g.txs, txFrame{body: body})
-	rc := g.raw.Tx(int32(id), g.txBody)
+	rc := g.raw.Tx(int32(id), g.body)
 	f := g.txs[id]
 	g.txs = g.txs[:id]
 	switch {
