@@ -20,11 +20,11 @@ type Checkpoint struct {
 // Stalled reports whether c waits to retry an event that failed.
 func (c Checkpoint) Stalled() bool { return c.RetryAt != 0 }
 
-// Batch is what one transaction did with the events it read after a
-// checkpoint: it applied them in order, and committed all of them or, when
-// a handler failed, the ones before the failing event.
+// Batch is what one transaction did with the events it read after the
+// checkpoint (the caller's transaction read both, so they agree): it
+// applied them in order, and committed all of them or, when a handler
+// failed, the ones before the failing event.
 type Batch struct {
-	From    int64   // the checkpoint the events were read after
 	Seqs    []int64 // the events read, in log order
 	Cut     bool    // the read stopped at its bound on the events' bytes, before its count
 	Applied int     // how many of them, from the first, committed
@@ -53,15 +53,11 @@ type Next struct {
 	AtHead bool
 }
 
-// ErrStale is what AfterBatch answers for a batch read after another
-// checkpoint than the one it is given: the checkpoint moved since the
-// batch was planned (a rebuild, a reset), and nothing of it may commit.
-var ErrStale = errors.New("the projection's checkpoint moved since the batch was read")
-
 // ErrOutOfOrder is what AfterBatch answers for a batch whose events do not
 // follow its checkpoint in log order, or that committed more events than
 // it read: taking it would move the checkpoint backwards, or past an event
-// that was never applied.
+// that was never applied. The event log cannot produce one; the check
+// keeps a fault in the store from moving a checkpoint the wrong way.
 var ErrOutOfOrder = errors.New("the batch does not follow the projection's checkpoint")
 
 // AfterBatch decides where the batch b leaves a generation whose stored
@@ -74,13 +70,10 @@ var ErrOutOfOrder = errors.New("the batch does not follow the projection's check
 // read nothing leaves c as it is, at the head. jitter in [0, 1) comes from
 // the caller, so the decision stays deterministic.
 func AfterBatch(c Checkpoint, b Batch, p Policy, now int64, jitter float64) (Next, error) {
-	if b.From != c.Seq {
-		return Next{}, printf.Errorf("batch read after event %d, checkpoint at %d: %w", b.From, c.Seq, ErrStale)
-	}
 	if b.Applied < 0 || b.Applied > len(b.Seqs) {
 		return Next{}, printf.Errorf("%d of %d events committed: %w", b.Applied, len(b.Seqs), ErrOutOfOrder)
 	}
-	last := b.From
+	last := c.Seq
 	for _, seq := range b.Seqs {
 		if seq <= last {
 			return Next{}, printf.Errorf("event %d read after %d: %w", seq, last, ErrOutOfOrder)

@@ -34,9 +34,10 @@
 // failing event, never skipping it. Its failures are counted (from one for
 // an event it was not already stalled on), and it is tried again after
 // the projection's backoff (fence.Backoff: doubling, at most its maximum),
-// while the events after it wait. A batch read after another checkpoint
-// than the one given is ErrStale; one whose events do not follow the
-// checkpoint in log order is ErrOutOfOrder: neither may move it.
+// while the events after it wait. A batch whose events do not follow the
+// checkpoint in log order is ErrOutOfOrder and may not move it. That the
+// checkpoint is still the one the batch was read after is the caller's
+// check, in the batch's transaction, and the store's guard on its writes.
 //
 // The store's side is runtime/internal/projectionstore: Store.Record
 // writes the decision (Advance, then Stall), each write guarded by the

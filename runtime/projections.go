@@ -460,7 +460,7 @@ func (t *Tenant) applyBatch(now int64, p *projectionReg, g *projectionstore.Gene
 		if err != nil {
 			return err
 		}
-		b := projection.Batch{From: g.Checkpoint, Seqs: make([]int64, len(evs)), Cut: cut, Applied: len(evs)}
+		b := projection.Batch{Seqs: make([]int64, len(evs)), Cut: cut, Applied: len(evs)}
 		for i, e := range evs {
 			b.Seqs[i] = e.Seq
 		}
@@ -494,7 +494,7 @@ func (t *Tenant) applyBatch(now int64, p *projectionReg, g *projectionstore.Gene
 		if err != nil {
 			return printf.Errorf("projection %s generation %d: %w", g.Name, g.Generation, err)
 		}
-		if err := t.projections.Record(now, g.Name, g.Generation, b.From, d); err != nil {
+		if err := t.projections.Record(now, g.Name, g.Generation, g.Checkpoint, d); err != nil {
 			return err
 		}
 		applied, atHead, next = b.Applied, d.AtHead, g.After(now, d)
