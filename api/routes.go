@@ -85,7 +85,7 @@ func (r Route) Path(tenant string, params ...string) string {
 		var seg string
 		seg, pattern, _ = strings.Cut(pattern, "/")
 		b = append(b, '/')
-		if !isParam(seg) {
+		if !IsParam(seg) {
 			b = append(b, seg...)
 			continue
 		}
@@ -100,8 +100,9 @@ func (r Route) Path(tenant string, params ...string) string {
 	return string(b)
 }
 
-// isParam says whether a pattern's segment is a {parameter}.
-func isParam(seg string) bool { return len(seg) > 2 && seg[0] == '{' && seg[len(seg)-1] == '}' }
+// IsParam says whether a pattern's segment is a {parameter}: the one rule
+// the path builder and the module's router share.
+func IsParam(seg string) bool { return len(seg) > 2 && seg[0] == '{' && seg[len(seg)-1] == '}' }
 
 // appendSegment appends s escaped as one path segment, byte for byte as
 // url.PathEscape escapes it (net/url is not linked into the module).

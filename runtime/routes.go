@@ -223,7 +223,7 @@ func pattern(r api.Route) segments {
 	}
 	params := 0
 	for i := 0; i < p.n; i++ {
-		if s := p.s[i]; len(s) > 1 && s[0] == '{' {
+		if api.IsParam(p.s[i]) {
 			p.param[i] = true
 			params++
 		}
