@@ -2,6 +2,7 @@ package do
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 )
 
@@ -51,6 +52,12 @@ type DB struct {
 	params []byte
 	rows   Rows
 }
+
+// Limit is " LIMIT n", with n written into the statement's text. SQLite
+// reads a bound LIMIT's value to plan the statement, so it plans it again
+// each time the parameter is bound: a prepare per run, where a statement
+// with its limit in the text is prepared once and kept.
+func Limit(n int) string { return " LIMIT " + strconv.Itoa(n) }
 
 // NewDB wraps h.
 func NewDB(h Host) *DB { return &DB{host: h} }

@@ -29,7 +29,7 @@ func (t *Tenant) audit(c *call, status int) error {
 
 func (t *Tenant) listAudit() route {
 	return func(int64) (result, error) {
-		rows, err := t.db.Query(`SELECT id, at, role, token_id, route, path, status FROM stile_audit ORDER BY id DESC LIMIT ?`, auditLimit)
+		rows, err := t.db.Query(`SELECT id, at, role, token_id, route, path, status FROM stile_audit ORDER BY id DESC` + do.Limit(auditLimit))
 		if err != nil {
 			return result{}, printf.Errorf("read the audit list: %w", err)
 		}

@@ -206,6 +206,17 @@ func (db *DB) Close() error {
 	return db.conn.Close()
 }
 
+// Replanned is how many times SQLite prepared one of the kept statements
+// again before a run (a statement whose plan depends on a bound value is
+// planned anew at each bind): a statement kept for reuse should not be.
+func (db *DB) Replanned() int {
+	n := 0
+	for _, s := range db.stmts {
+		n += s.Status(sqlite3.STMTSTATUS_REPREPARE, false)
+	}
+	return n
+}
+
 // InTx reports whether a transaction is open.
 func (db *DB) InTx() bool { return db.depth > 0 }
 

@@ -27,6 +27,14 @@ import (
 // nothing), so every database of a run has the same stile_identity.
 func Open(t testing.TB) *do.DB {
 	t.Helper()
+	db, _ := OpenSQL(t)
+	return db
+}
+
+// OpenSQL is Open, with the SQLite connection under the do.DB too, for a
+// test of what the statements cost.
+func OpenSQL(t testing.TB) (*do.DB, *dosql.DB) {
+	t.Helper()
 	image, err := migrated()
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "tenant.sqlite")
@@ -34,7 +42,7 @@ func Open(t testing.TB) *do.DB {
 	sq, err := dosql.Open(path)
 	require.NoError(t, err)
 	t.Cleanup(func() { sq.Close() })
-	return do.NewDB(dosql.Host(sq, func() int64 { return 1 }))
+	return do.NewDB(dosql.Host(sq, func() int64 { return 1 })), sq
 }
 
 // migrated is the file of a database with Stile's migrations applied,

@@ -193,22 +193,22 @@ func collect(rows *do.Rows, err error, what string) ([]Event, error) {
 func (s *Store) Read(after int64, types []string, limit int, maxBytes int64) (evs []Event, cut bool, err error) {
 	return s.readPage(maxBytes, limit, "events", func(cols string, limit int) (string, []any) {
 		if len(types) == 0 {
-			return `SELECT ` + cols + ` FROM stile_events WHERE seq > ? ORDER BY seq LIMIT ?`, []any{after, limit}
+			return `SELECT ` + cols + ` FROM stile_events WHERE seq > ? ORDER BY seq` + do.Limit(limit), []any{after}
 		}
 		// One index range per type, each cut at limit, merged: a type with a
 		// long backlog costs no more than limit rows.
 		var sql strings.Builder
-		args := make([]any, 0, 3*len(types)+1)
+		args := make([]any, 0, 2*len(types))
 		sql.WriteString(`SELECT ` + cols + ` FROM (`)
 		for i, t := range types {
 			if i > 0 {
 				sql.WriteString(` UNION ALL `)
 			}
-			sql.WriteString(`SELECT * FROM (SELECT ` + eventColumns + ` FROM stile_events WHERE type = ? AND seq > ? ORDER BY seq LIMIT ?)`)
-			args = append(args, t, after, limit)
+			sql.WriteString(`SELECT * FROM (SELECT ` + eventColumns + ` FROM stile_events WHERE type = ? AND seq > ? ORDER BY seq` + do.Limit(limit) + `)`)
+			args = append(args, t, after)
 		}
-		sql.WriteString(`) ORDER BY seq LIMIT ?`)
-		return sql.String(), append(args, limit)
+		sql.WriteString(`) ORDER BY seq` + do.Limit(limit))
+		return sql.String(), args
 	})
 }
 
@@ -216,8 +216,8 @@ func (s *Store) Read(after int64, types []string, limit int, maxBytes int64) (ev
 // maxBytes and cut are Read's.
 func (s *Store) ReadStream(stream string, from int64, limit int, maxBytes int64) ([]Event, bool, error) {
 	return s.readPage(maxBytes, limit, "stream "+stream, func(cols string, limit int) (string, []any) {
-		return `SELECT ` + cols + ` FROM stile_events WHERE stream = ? AND version >= ? ORDER BY version LIMIT ?`,
-			[]any{stream, from, limit}
+		return `SELECT ` + cols + ` FROM stile_events WHERE stream = ? AND version >= ? ORDER BY version` + do.Limit(limit),
+			[]any{stream, from}
 	})
 }
 
@@ -268,14 +268,14 @@ func (s *Store) CountAfter(after int64, types []string, max int64) (int64, error
 	}
 	sql := make([]byte, 0, 128)
 	sql = append(sql, "SELECT count(*) FROM (SELECT 1 FROM stile_events WHERE type IN (?"...)
-	args := make([]any, 0, len(types)+2)
+	args := make([]any, 0, len(types)+1)
 	args = append(args, types[0])
 	for _, t := range types[1:] {
 		sql = append(sql, ", ?"...)
 		args = append(args, t)
 	}
-	sql = append(sql, ") AND seq > ? LIMIT ?)"...)
-	rows, err := s.db.Query(string(sql), append(args, after, max)...)
+	sql = append(append(append(sql, ") AND seq > ?"...), do.Limit(int(max))...), ')')
+	rows, err := s.db.Query(string(sql), append(args, after)...)
 	if err != nil {
 		return 0, printf.Errorf("count events of types %s: %w", strings.Join(types, ", "), err)
 	}

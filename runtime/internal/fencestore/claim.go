@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/budget"
 )
@@ -56,13 +57,13 @@ func (s *Store) Claim(now int64, req ClaimRequest) (jobs []Job, cut bool, err er
 	budgeted := req.MaxBytes > 0 && req.Limit > 1
 	if len(free) == 0 && len(queues) == 1 {
 		// The common case, one statement: one queue, no limit with room.
-		ids = `SELECT id FROM (` + unkeyedReady + kinds + claimOrder + `)`
-		args = append(append(append(args, queues[0]), kindArgs...), req.Limit)
+		ids = `SELECT id FROM (` + unkeyedReady + kinds + claimOrder + do.Limit(req.Limit) + `)`
+		args = append(append(args, queues[0]), kindArgs...)
 		if budgeted {
 			// The jobs in claim order as far as their running total of
 			// bytes fits, and the first whatever its size.
 			ids = `SELECT id FROM (SELECT id, sum(size) OVER w AS total, row_number() OVER w AS n FROM (` +
-				unkeyedReady + kinds + claimOrder + `) WINDOW w AS (ORDER BY priority, run_at, id)) WHERE total <= ? OR n = 1`
+				unkeyedReady + kinds + claimOrder + do.Limit(req.Limit) + `) WINDOW w AS (ORDER BY priority, run_at, id)) WHERE total <= ? OR n = 1`
 			args = append(args, req.MaxBytes)
 		}
 	} else {
@@ -72,7 +73,7 @@ func (s *Store) Claim(now int64, req ClaimRequest) (jobs []Job, cut bool, err er
 		}
 		var cands []cand
 		read := func(sql string, key string, lead []any, limit int) error {
-			rows, err := s.db.Query(sql, append(append(lead, kindArgs...), limit)...)
+			rows, err := s.db.Query(sql+do.Limit(limit), append(lead, kindArgs...)...)
 			if err != nil {
 				return printf.Errorf("claim for worker %s: %w", req.Worker, err)
 			}
@@ -184,7 +185,7 @@ const (
 		WHERE state = 'available' AND concurrency_key IS NULL AND queue = ?`
 	keyedReady = `SELECT id, priority, run_at, ` + jobBytes + ` AS size FROM stile_jobs WHERE state = 'available'
 		AND concurrency_key = ? AND queue = ?`
-	claimOrder = ` ORDER BY priority, run_at, id LIMIT ?`
+	claimOrder = ` ORDER BY priority, run_at, id`
 )
 
 // kindFilter is the SQL and arguments that restrict a read to kinds (none:
@@ -218,7 +219,7 @@ func (s *Store) claimQueues(queues []string, free []freeSlot) ([]string, error) 
 			return nil, err
 		}
 		for _, f := range free {
-			more, err := s.readyQueues(paused, `concurrency_key = ?3`, f.key)
+			more, err := s.readyQueues(paused, `concurrency_key = ?2`, f.key)
 			if err != nil {
 				return nil, err
 			}
@@ -243,7 +244,7 @@ func (s *Store) claimQueues(queues []string, free []freeSlot) ([]string, error) 
 }
 
 // readyQueues lists the queues with ready jobs that match where (a term on
-// the key, whose ?3 is key, if given), up to MaxAnyQueues of them that are
+// the key, whose ?2 is key, if given), up to MaxAnyQueues of them that are
 // not paused. Each step is one seek into the ready index, from one queue to
 // the next: the cost is the number of queues, not of jobs. A page of
 // queues that paused ones thinned out is followed by the next.
@@ -252,10 +253,10 @@ func (s *Store) readyQueues(paused map[string]bool, where string, key ...any) ([
 	var out []string
 	for after := ""; ; {
 		rows, err := s.db.Query(`WITH RECURSIVE q(name) AS (
-			SELECT (`+next+` AND queue > ?2 ORDER BY queue LIMIT 1)
+			SELECT (`+next+` AND queue > ?1 ORDER BY queue LIMIT 1)
 			UNION ALL SELECT (`+next+` AND queue > q.name ORDER BY queue LIMIT 1) FROM q WHERE q.name IS NOT NULL
-			LIMIT ?1)
-			SELECT name FROM q WHERE name IS NOT NULL`, append([]any{MaxAnyQueues, after}, key...)...)
+			`+do.Limit(MaxAnyQueues)+`)
+			SELECT name FROM q WHERE name IS NOT NULL`, append([]any{after}, key...)...)
 		if err != nil {
 			return nil, printf.Errorf("find the queues with ready jobs: %w", err)
 		}
@@ -290,7 +291,7 @@ func (s *Store) MoreReady(req ClaimRequest) (bool, error) {
 	}
 	kinds, kindArgs := kindFilter(req.Kinds)
 	probe := func(sql string, lead ...any) (bool, error) {
-		rows, err := s.db.Query(sql, append(append(lead, kindArgs...), 1)...)
+		rows, err := s.db.Query(sql+do.Limit(1), append(lead, kindArgs...)...)
 		if err != nil {
 			return false, printf.Errorf("look for more ready jobs: %w", err)
 		}

@@ -30,7 +30,7 @@ type DueResult struct {
 func (s *Store) ApplyDue(now int64, noticedBy string, jitter func() float64) (DueResult, error) {
 	var res DueResult
 	rows, err := s.db.Query(`SELECT `+fenceColumns+` FROM stile_jobs
-		WHERE state = 'running' AND lease_until <= ? ORDER BY lease_until LIMIT ?`, now, expireBatch)
+		WHERE state = 'running' AND lease_until <= ? ORDER BY lease_until`+do.Limit(expireBatch), now)
 	if err != nil {
 		return res, printf.Errorf("find lapsed leases: %w", err)
 	}
@@ -61,8 +61,8 @@ func (s *Store) ApplyDue(now int64, noticedBy string, jitter func() float64) (Du
 	}
 	rows, err = s.db.Query(`UPDATE stile_jobs SET state = 'available'
 		WHERE id IN (SELECT id FROM stile_jobs WHERE state IN ('scheduled', 'retryable') AND run_at <= ?
-		             ORDER BY run_at LIMIT ?)
-		RETURNING queue, kind`, now, promoteBatch)
+		             ORDER BY run_at`+do.Limit(promoteBatch)+`)
+		RETURNING queue, kind`, now)
 	if err != nil {
 		return res, printf.Errorf("make due jobs available: %w", err)
 	}

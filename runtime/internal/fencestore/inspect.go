@@ -33,9 +33,14 @@ func (s *Store) List(f ListFilter) (jobs []Job, cut bool, err error) {
 	case string(fence.StateRunning):
 		from, where = "stile_jobs INDEXED BY stile_jobs_lease", append(where, "state = 'running'")
 	default:
-		// The literal term lets SQLite use the partial index.
-		where = append(where, "state = ?", "state <> 'running'")
-		args = append(args, f.State)
+		// The state is written into the text, as a literal of the closed
+		// set (SQLite plans a bound one anew at each run, since the
+		// partial index's use depends on it), and the literal "not running"
+		// term lets it use the partial index.
+		if !fence.State(f.State).Valid() {
+			return nil, false, printf.Errorf("list jobs: no state %q", f.State)
+		}
+		where = append(where, "state = '"+f.State+"'", "state <> 'running'")
 	}
 	for _, c := range []struct{ col, v string }{{"queue", f.Queue}, {"kind", f.Kind}} {
 		if c.v != "" {
@@ -44,8 +49,7 @@ func (s *Store) List(f ListFilter) (jobs []Job, cut bool, err error) {
 		}
 	}
 	page := func(cols string, limit int) (string, []any) {
-		return `SELECT ` + cols + ` FROM ` + from + ` WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id LIMIT ?`,
-			append(slices.Clip(args), limit)
+		return `SELECT ` + cols + ` FROM ` + from + ` WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id` + do.Limit(limit), args
 	}
 	limit, cut, err := budget.Limit(s.db, f.MaxBytes, f.Limit, jobBytes, page)
 	if err != nil {
@@ -168,7 +172,7 @@ type freeSlot struct {
 // freeSlots lists keys with room, least recently used first.
 func (s *Store) freeSlots() ([]freeSlot, error) {
 	rows, err := s.db.Query(`SELECT key, slots - in_use FROM stile_concurrency WHERE in_use < slots
-		ORDER BY updated_at LIMIT ?`, MaxKeysPerClaim)
+		ORDER BY updated_at` + do.Limit(MaxKeysPerClaim))
 	if err != nil {
 		return nil, printf.Errorf("read free concurrency slots: %w", err)
 	}
@@ -227,7 +231,7 @@ func (s *Store) Ready(limit int) (total int64, counts []ReadyCount, err error) {
 	}
 	if len(args) > 0 {
 		if err := count(`SELECT queue, kind FROM stile_jobs WHERE state = 'available' AND concurrency_key IS NULL
-			AND queue IN (?`+strings.Repeat(", ?", len(args)-1)+`) LIMIT ?`, append(args, limit)...); err != nil {
+			AND queue IN (?`+strings.Repeat(", ?", len(args)-1)+`)`+do.Limit(limit), args...); err != nil {
 			return 0, nil, err
 		}
 	}
@@ -236,7 +240,7 @@ func (s *Store) Ready(limit int) (total int64, counts []ReadyCount, err error) {
 	// queues with jobs under free keys are rare).
 	if err := count(`SELECT queue, kind FROM stile_jobs WHERE state = 'available'
 		AND concurrency_key IN (SELECT key FROM stile_concurrency WHERE in_use < slots)
-		AND queue NOT IN (SELECT name FROM stile_queues WHERE paused = 1) LIMIT ?`, limit); err != nil {
+		AND queue NOT IN (SELECT name FROM stile_queues WHERE paused = 1)` + do.Limit(limit)); err != nil {
 		return 0, nil, err
 	}
 	slices.SortFunc(counts, func(a, b ReadyCount) int {

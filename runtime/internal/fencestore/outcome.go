@@ -413,7 +413,7 @@ func (s *Store) Unregistered(kinds []string, limit int) ([]Job, error) {
 	// The fence's columns only: a slice of jobs with their args and
 	// outputs might not fit the module's memory.
 	rows, err := s.db.Query(`SELECT `+fenceColumns+` FROM stile_jobs WHERE finished_at IS NULL
-		AND kind NOT IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?`, string(list), limit)
+		AND kind NOT IN (SELECT value FROM json_each(?)) ORDER BY id`+do.Limit(limit), string(list))
 	if err != nil {
 		return nil, printf.Errorf("find jobs of kinds this module does not register: %w", err)
 	}

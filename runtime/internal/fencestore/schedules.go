@@ -111,7 +111,7 @@ func (s *Store) DeleteSchedule(name string) (bool, error) {
 // DueSchedules reads up to limit schedules whose next period has come.
 func (s *Store) DueSchedules(now int64, limit int) ([]Schedule, error) {
 	rows, err := s.db.Query(`SELECT `+scheduleColumns+` FROM stile_schedules
-		WHERE paused = 0 AND next_at <= ? ORDER BY next_at LIMIT ?`, now, limit)
+		WHERE paused = 0 AND next_at <= ? ORDER BY next_at`+do.Limit(limit), now)
 	if err != nil {
 		return nil, printf.Errorf("read due schedules: %w", err)
 	}

@@ -71,8 +71,8 @@ type DueDeadline struct {
 // transaction, so each fires once.
 func (s *Store) TakeDueDeadlines(now int64, limit int) ([]DueDeadline, error) {
 	rows, err := s.db.Query(`DELETE FROM stile_deadlines WHERE (process, correlation, name) IN (
-		SELECT process, correlation, name FROM stile_deadlines WHERE at <= ? ORDER BY at LIMIT ?)
-		RETURNING process, correlation, name, at`, now, limit)
+		SELECT process, correlation, name FROM stile_deadlines WHERE at <= ? ORDER BY at`+do.Limit(limit)+`)
+		RETURNING process, correlation, name, at`, now)
 	if err != nil {
 		return nil, printf.Errorf("take due deadlines: %w", err)
 	}
@@ -124,7 +124,7 @@ type ScheduledCommand struct {
 // DueCommands reads up to limit scheduled commands due by now.
 func (s *Store) DueCommands(now int64, limit int) ([]ScheduledCommand, error) {
 	rows, err := s.db.Query(`SELECT id, at, command, source FROM stile_scheduled_commands
-		WHERE state = 'scheduled' AND at <= ? ORDER BY at LIMIT ?`, now, limit)
+		WHERE state = 'scheduled' AND at <= ? ORDER BY at`+do.Limit(limit), now)
 	if err != nil {
 		return nil, printf.Errorf("read due commands: %w", err)
 	}

@@ -123,7 +123,7 @@ func (s *Store) open(handler string, n int) ([]inbox.Entry, error) {
 	// INDEXED BY: without statistics SQLite would walk the primary key
 	// through every settled delivery of the handler.
 	rows, err := s.db.Query(`SELECT `+entryColumns+` FROM stile_inbox INDEXED BY stile_inbox_open
-		WHERE handler = ? AND state IN ('pending', 'retry', 'ready') ORDER BY seq LIMIT ?`, handler, n)
+		WHERE handler = ? AND state IN ('pending', 'retry', 'ready') ORDER BY seq`+do.Limit(n), handler)
 	if err != nil {
 		return nil, printf.Errorf("read the open deliveries of %s: %w", handler, err)
 	}

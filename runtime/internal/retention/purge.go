@@ -13,6 +13,9 @@ type Result struct {
 	Full    bool
 }
 
+// jobStates are written into the purge statement as literals: SQLite plans
+// a statement anew at each run when a partial index's use hangs on a bound
+// value.
 var jobStates = [...]string{Completed: "completed", Cancelled: "cancelled", Dead: "dead"}
 
 // Purge deletes, in the caller's transaction, at most Slice rows of each
@@ -28,11 +31,11 @@ func Purge(db *do.DB, p api.Retention, now int64) (Result, error) {
 			continue
 		}
 		n, err := count(db, `DELETE FROM stile_jobs WHERE id IN (
-			SELECT j.id FROM stile_jobs j WHERE j.state = ? AND j.finished_at IS NOT NULL AND j.finished_at <= ?
+			SELECT j.id FROM stile_jobs j WHERE j.state = '`+jobStates[k]+`' AND j.finished_at IS NOT NULL AND j.finished_at <= ?
 			AND (j.unique_key IS NULL OR j.created_at + j.unique_window_ms <= ?)
 			AND NOT EXISTS (SELECT 1 FROM stile_job_deps d JOIN stile_jobs c ON c.id = d.child_id
 				WHERE d.parent_id = j.id AND c.finished_at IS NULL)
-			ORDER BY j.finished_at LIMIT ?) RETURNING 1`, jobStates[k], cutoff, now, Slice)
+			ORDER BY j.finished_at`+do.Limit(Slice)+`) RETURNING 1`, cutoff, now)
 		if err != nil {
 			return res, printf.Errorf("delete %s jobs finished before %d: %w", jobStates[k], cutoff, err)
 		}
@@ -41,7 +44,7 @@ func Purge(db *do.DB, p api.Retention, now int64) (Result, error) {
 	if cutoff, ok := Cutoff(p, Deliveries, now); ok {
 		n, err := count(db, `DELETE FROM stile_inbox WHERE (handler, seq) IN (
 			SELECT handler, seq FROM stile_inbox WHERE settled_at IS NOT NULL AND settled_at <= ?
-			ORDER BY settled_at LIMIT ?) RETURNING 1`, cutoff, Slice)
+			ORDER BY settled_at`+do.Limit(Slice)+`) RETURNING 1`, cutoff)
 		if err != nil {
 			return res, printf.Errorf("delete deliveries settled before %d: %w", cutoff, err)
 		}
@@ -49,13 +52,13 @@ func Purge(db *do.DB, p api.Retention, now int64) (Result, error) {
 	}
 	if cutoff, ok := Cutoff(p, Commands, now); ok {
 		n, err := count(db, `DELETE FROM stile_commands WHERE id IN (
-			SELECT id FROM stile_commands WHERE at <= ? ORDER BY at LIMIT ?) RETURNING 1`, cutoff, Slice)
+			SELECT id FROM stile_commands WHERE at <= ? ORDER BY at`+do.Limit(Slice)+`) RETURNING 1`, cutoff)
 		if err != nil {
 			return res, printf.Errorf("delete commands applied before %d: %w", cutoff, err)
 		}
 		m, err := count(db, `DELETE FROM stile_scheduled_commands WHERE id IN (
 			SELECT id FROM stile_scheduled_commands WHERE done_at IS NOT NULL AND done_at <= ?
-			ORDER BY done_at LIMIT ?) RETURNING 1`, cutoff, Slice)
+			ORDER BY done_at`+do.Limit(Slice)+`) RETURNING 1`, cutoff)
 		if err != nil {
 			return res, printf.Errorf("delete scheduled commands fired before %d: %w", cutoff, err)
 		}
@@ -65,7 +68,7 @@ func Purge(db *do.DB, p api.Retention, now int64) (Result, error) {
 	}
 	if cutoff, ok := Cutoff(p, Audit, now); ok {
 		n, err := count(db, `DELETE FROM stile_audit WHERE id IN (
-			SELECT id FROM stile_audit WHERE at <= ? ORDER BY at LIMIT ?) RETURNING 1`, cutoff, Slice)
+			SELECT id FROM stile_audit WHERE at <= ? ORDER BY at`+do.Limit(Slice)+`) RETURNING 1`, cutoff)
 		if err != nil {
 			return res, printf.Errorf("delete audit entries before %d: %w", cutoff, err)
 		}
