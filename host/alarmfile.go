@@ -11,14 +11,22 @@ import (
 )
 
 // alarmFile keeps the alarm schedule across restarts of the local host, as
-// a Durable Object keeps its alarm. It is rewritten when an alarm moves
-// earlier than the file says (so no alarm is ever lost) and after alarms
-// fire; a stale, earlier entry only fires an alarm that finds nothing due.
+// a Durable Object keeps its alarm. It is rewritten, and synced, when an
+// alarm moves earlier than the file says (so no alarm is ever lost). After
+// alarms fire the file keeps their old, earlier entries, which after a
+// crash only fire alarms that find nothing due: it is tidied (without a
+// sync) once tidyAfter alarms have fired since it was last written, which
+// bounds that wasted work at a restart; a clean close writes it exact.
 type alarmFile struct {
-	path string
-	mu   sync.Mutex
-	at   map[string]int64
+	path  string
+	mu    sync.Mutex
+	at    map[string]int64
+	fired int // alarms fired since the file was last written
 }
+
+// tidyAfter is how many alarms may fire before the file drops their stale
+// entries.
+const tidyAfter = 32
 
 // loadAlarms reads the alarm schedule. A missing or unreadable file is
 // not an error: lost says so, and the manager asks every tenant for its
@@ -62,11 +70,31 @@ func (f *alarmFile) note(name string, at int64) error {
 	return f.write(f.at)
 }
 
-func (f *alarmFile) save(at map[string]int64) error {
+// save replaces the schedule with the tenants' alarms, read with f.mu
+// held: an alarm moved earlier meanwhile is noted after, not overwritten.
+func (f *alarmFile) save(alarms func() map[string]int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.at = at
-	return f.write(at)
+	f.at = alarms()
+	return f.write(f.at)
+}
+
+// afterFiring notes that n alarms fired, and tidies the file once
+// tidyAfter have, without the sync: every entry it drops or moves had
+// moved later.
+func (f *alarmFile) afterFiring(n int, alarms func() map[string]int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fired += n; f.fired < tidyAfter {
+		return nil
+	}
+	f.fired = 0
+	f.at = alarms()
+	b, err := json.Marshal(f.at)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteUnsynced(f.path, b, 0o644)
 }
 
 // forget drops tenant's entry (an erased tenant's), rewriting the file
@@ -83,6 +111,7 @@ func (f *alarmFile) forget(name string) error {
 
 // write replaces the file atomically; f.mu is held.
 func (f *alarmFile) write(at map[string]int64) error {
+	f.fired = 0
 	b, err := json.Marshal(at)
 	if err != nil {
 		return err

@@ -70,7 +70,7 @@ func (m *Manager) FireDue(ctx context.Context) int {
 	}
 	wg.Wait()
 	if len(due) > 0 {
-		if err := m.alarms.file.save(m.alarmSnapshot()); err != nil {
+		if err := m.alarms.file.afterFiring(len(due), m.alarmSnapshot); err != nil {
 			m.log.Warn("could not persist alarms", "err", err)
 		}
 	}

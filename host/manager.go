@@ -340,7 +340,7 @@ func (m *Manager) Close() error {
 	}
 	m.pushes.Wait() // no call is in progress: none can start another
 	m.engines.closing.Wait()
-	errs = append(errs, m.alarms.file.save(m.alarmSnapshot()), m.cfg.Factory.Close())
+	errs = append(errs, m.alarms.file.save(m.alarmSnapshot), m.cfg.Factory.Close())
 	if m.ownDir {
 		errs = append(errs, m.cfg.Directory.Close())
 	}

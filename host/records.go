@@ -70,7 +70,7 @@ func (m *Manager) rebuild(names []string, alarms, dir bool) {
 		}
 	}
 	if alarms {
-		if err := m.alarms.file.save(m.alarmSnapshot()); err != nil {
+		if err := m.alarms.file.save(m.alarmSnapshot); err != nil {
 			m.log.Warn("could not persist alarms", "err", err)
 		}
 	}
