@@ -165,6 +165,7 @@ func noPushes(t *testing.T, ten *client.Tenant) {
 // The edge tests share the executor faults of one Miniflare: they run one
 // after another, in this one test.
 func TestEdge(t *testing.T) {
+	t.Parallel()
 	e := startEdge(t)
 	t.Run("JobViaBindingCallsTheProviderOnce", func(t *testing.T) { edgeJob(t, e) })
 	t.Run("ReactionSettlesAndItsCommandIsStoredOnce", func(t *testing.T) { edgeReaction(t, e) })

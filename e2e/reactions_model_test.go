@@ -41,7 +41,7 @@ var (
 // commands, the streams, the provider and the reactions' status.
 func TestReactionsModel(t *testing.T) {
 	t.Parallel()
-	bothHosts(t, rmRun, pick(*rmodelOps, 20_000), pick(*rmodelOps, 4_000))
+	bothHosts(t, rmRun, *rmodelSeed, pick(*rmodelOps, 20_000), pick(*rmodelOps, 4_000))
 }
 
 // The test module's reactions: their time limit, and the backoff of a
@@ -298,12 +298,8 @@ func rmCompact(b []byte) string {
 //
 // At the end a drain succeeds everything, and checkEnd checks the whole
 // log, every command, every payment's stream and the provider.
-func rmRun(t *testing.T, p *inProcess, ops int) {
-	seed := *rmodelSeed
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	label := t.Name()[strings.LastIndex(t.Name(), "/")+1:]
+func rmRun(t *testing.T, p *inProcess, seed uint64, ops int) {
+	label := hostOf(t)
 	t.Logf("seed %d, %d operations", seed, ops)
 	md := &rmModel{t: t, rng: rand.New(rand.NewPCG(seed, seed>>1|1)), seed: seed, label: label, m: p.manager, clock: p.clock,
 		tenant: "rmodel", ops: ops, counts: map[string]int{}, handlers: map[string]*rmHandler{},

@@ -23,8 +23,10 @@ import (
 // Garbage collections keep completing while it spins: a guest spinning in
 // native code with no check would stall every collection, and with it the
 // whole process.
+//
+// It runs alone, before the parallel tests: the collections it counts are
+// the whole process's, and other tests' heaps and work would slow them.
 func TestRunawayGuestIsStopped(t *testing.T) {
-	t.Parallel()
 	f, err := wazerohost.New(context.Background(), wazerohost.Config{Wasm: stiletest.BuildWasm(t, testTenant), Logger: quietLog, CacheDir: wazeroCache()})
 	require.NoError(t, err)
 	require.Equal(t, "loops", f.RunawayGuard(), "the module's loops were instrumented")

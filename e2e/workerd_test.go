@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"net/http"
 	"os"
 	"strconv"
@@ -52,7 +53,19 @@ func startWorkerd(t *testing.T) *workerdHost {
 	return &workerdHost{url: url, cl: theWorkerd.Client()}
 }
 
+// parallelTests is how many of this package's tests run at once unless
+// -parallel says otherwise. Most of them wait on real time (leases,
+// alarms, a workerd, a browser) far more than they compute, so the default
+// of one per core leaves the cores idle.
+const parallelTests = 8
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", strconv.Itoa(parallelTests))
+	}
 	code := m.Run()
 	theWorkerd.Close()
 	theEdge.Close()
