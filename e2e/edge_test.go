@@ -301,7 +301,8 @@ func edgeIdle(t *testing.T, e *edge) {
 	wctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
-	time.Sleep(500 * time.Millisecond) // the worker's first directory poll, and any notes in flight
+	// The worker's first directory poll answered: it knows the tenants.
+	require.Eventually(t, func() bool { return watch.polls.Load() >= 1 }, 20*time.Second, time.Millisecond)
 	before, polls := calls(), watch.polls.Load()
 	// Two polls answered: the one held now and a whole one after it, so
 	// more than one poll's wait passed.

@@ -26,7 +26,7 @@ func TestBenchRunsEveryPart(t *testing.T) {
 	} else {
 		t.Logf("the workerd parts are skipped: %v", err)
 	}
-	cmd := exec.Command(bin, "bench", "--only", strings.Join(parts, ","), "--jobs", "200", "--batch", "10",
+	cmd := exec.Command(bin, "bench", "--only", strings.Join(parts, ","), "--jobs", "50", "--batch", "10",
 		"--latency-jobs", "10", "--latency-rate", "200", "--depth", "2000", "--events", "200", "--rebuild-events", "2000",
 		"--apply-events", "200", "--drain-jobs", "200", "--drain-runs", "1", "--drain-concurrency", "10", "--tenants", "10",
 		"--tenant-requests", "50", "--edge-backlog", "50", "--edge-latency-jobs", "10", "--edge-latency-rate", "200",
