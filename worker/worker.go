@@ -225,6 +225,7 @@ type Worker struct {
 	requests  atomic.Int64  // HTTP requests the worker sent
 	lingering atomic.Int32  // drains holding a claim once out of work
 	reporters map[string]*tenantBatchers
+	signals   testSignals // off but in tests
 }
 
 // New returns a worker. It does nothing until Run.
@@ -347,6 +348,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 	loops.Wait()
+	w.signals.Stopped.signal(jobs.Running())
 	done := make(chan struct{})
 	go func() { jobs.Wait(); close(done) }()
 	select {
@@ -514,6 +516,7 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 	err := w.report(ctx, ten, c.ID, report, lease)
 	jobLine(report, herr, cause, err).log(log)
 	ended(report, ran, err)
+	w.signals.AttemptEnded.signal(attemptEnd{JobID: c.ID, Attempt: c.Attempt, Outcome: report.Outcome})
 	return report
 }
 
@@ -595,6 +598,7 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 		// One wait on the clock: until the next heartbeat, or the lease's
 		// end if that comes first.
 		next, stopNext := w.cfg.Clock.After(min(every, lease.get().Sub(w.cfg.Clock.Now())))
+		w.signals.HeartbeatWaiting.signal(c.ID)
 		select {
 		case <-stop:
 			stopNext()
