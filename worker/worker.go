@@ -200,16 +200,36 @@ func (w *Worker) withDeadline(parent context.Context, at time.Time, cause error)
 		return context.WithDeadlineCause(parent, at, cause)
 	}
 	ctx, cancel := context.WithCancelCause(parent)
+	dc := &clockDeadline{Context: ctx}
 	fired, stop := w.cfg.Clock.After(at.Sub(w.cfg.Clock.Now()))
 	go func() {
 		defer stop()
 		select {
 		case <-fired:
+			dc.passed.Store(true)
 			cancel(cause)
 		case <-ctx.Done():
 		}
 	}()
-	return ctx, func() { cancel(context.Canceled) }
+	return dc, func() { cancel(context.Canceled) }
+}
+
+// clockDeadline is a context ended by a deadline on the worker's clock: its
+// Err is context.DeadlineExceeded once that deadline passed, as a wall
+// clock's deadline says, so a handler returning ctx.Err() reports the
+// same on either clock. (Its Deadline stays the parent's: a time on a
+// clock moved by hand would mislead the net package's dial deadlines.)
+type clockDeadline struct {
+	context.Context
+	passed atomic.Bool
+}
+
+func (c *clockDeadline) Err() error {
+	err := c.Context.Err()
+	if err != nil && c.passed.Load() {
+		return context.DeadlineExceeded
+	}
+	return err
 }
 
 // Worker runs handlers. Register handlers with Handle, then call Run.
