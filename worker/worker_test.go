@@ -436,6 +436,9 @@ func TestABatchWithARefusedReportAnswersTheOthers(t *testing.T) {
 		done := waitState(t, ten, j.ID, "completed")
 		require.Equal(t, int64(1), done.Attempt, "recorded on its first attempt, not refused with the big one")
 	}
+	// The oversized report's answer came (a request cut short in transit
+	// is sent again): every report has been answered.
+	awaitEnd(t, sig, func(e worker.AttemptEnd) bool { return e.JobID == js[0].ID })
 	require.Positive(t, refusedBatches.Load(), "the batch holding the oversized output was refused as a whole")
 	require.GreaterOrEqual(t, singlesAfter.Load(), int64(len(js)), "then each of its reports went alone")
 	big, err := ten.Job(context.Background(), js[0].ID)
