@@ -23,6 +23,10 @@ type batcher[T, R any] struct {
 	// retrying is told before items are sent again: how many, and why.
 	retrying func(n int, in time.Duration, err error)
 
+	// queued is signalled when an item waits behind one in flight
+	// (testSignals).
+	queued *testSignal[struct{}]
+
 	mu       sync.Mutex
 	inflight bool
 	queue    []*pendingItem[T, R]
@@ -54,6 +58,7 @@ func (b *batcher[T, R]) do(item T, again func(error) bool) (R, error) {
 	if b.inflight {
 		b.queue = append(b.queue, p)
 		b.mu.Unlock()
+		b.queued.signal(struct{}{})
 		<-p.done
 		return p.res, p.err
 	}

@@ -83,7 +83,7 @@ func TestWithoutATenantListTheWorkerFollowsTheDirectory(t *testing.T) {
 	require.NoError(t, errors.Join(errs...))
 	watch := &watched{byTenant: map[string]int{}}
 	var ran atomic.Int64
-	stop := start(t, worker.Config{URL: h.URL, Token: token, ID: "feed", PollWait: 500 * time.Millisecond,
+	stop, _ := start(t, worker.Config{URL: h.URL, Token: token, ID: "feed", PollWait: 500 * time.Millisecond,
 		HTTPClient: &http.Client{Transport: watch}},
 		map[string]worker.Handler{"test.echo": func(ctx context.Context, j *worker.Job) (any, error) {
 			ran.Add(1)
@@ -134,7 +134,7 @@ func TestFollowingTheDirectoryNoJobWaitsBehindASlowOne(t *testing.T) {
 	h := stiletest.New(t, stiletest.Config{App: testapp.App(), RealClock: true, Token: token})
 	ctx := context.Background()
 	release := make(chan struct{})
-	stop := start(t, worker.Config{URL: h.URL, Token: token, ID: "feed-slow", PollWait: 2 * time.Second},
+	stop, _ := start(t, worker.Config{URL: h.URL, Token: token, ID: "feed-slow", PollWait: 2 * time.Second},
 		map[string]worker.Handler{"test.echo": func(ctx context.Context, j *worker.Job) (any, error) {
 			if string(j.Args) == `{"slow":true}` {
 				<-release

@@ -260,9 +260,11 @@ func (w *Worker) runReaction(hctx context.Context, ten *client.Tenant, d api.Del
 		s = failedSettlement(s, "the settlement was refused: "+refused.Message)
 		res, err = w.settle(ctx, ten, s, leaseUntil)
 		reactionLine(s, nil, nil, res, err).log(log)
+		w.signals.AttemptEnded.signal(attemptEnd{Reaction: d.Handler, Seq: d.Event.Seq, Attempt: d.Attempt, Outcome: s.Outcome})
 		return s, false
 	}
 	reactionLine(s, herr, cause, res, err).log(log)
+	w.signals.AttemptEnded.signal(attemptEnd{Reaction: d.Handler, Seq: d.Event.Seq, Attempt: d.Attempt, Outcome: s.Outcome})
 	return s, err == nil && res.Error == nil && s.Outcome == api.OutcomeSucceeded
 }
 

@@ -26,7 +26,7 @@ import (
 )
 
 // startReactions runs a worker with reaction handlers until stop.
-func startReactions(t *testing.T, cfg worker.Config, handlers map[string]worker.ReactionHandler) (stop func()) {
+func startReactions(t *testing.T, cfg worker.Config, handlers map[string]worker.ReactionHandler) (stop func(), sig *worker.TestSignals) {
 	t.Helper()
 	if cfg.PollWait == 0 {
 		cfg.PollWait = 2 * time.Second
@@ -37,6 +37,38 @@ func startReactions(t *testing.T, cfg worker.Config, handlers map[string]worker.
 		}
 	})
 }
+
+// awaitEnd waits for the end of an attempt that match says is the one.
+func awaitEnd(t *testing.T, sig *worker.TestSignals, match func(worker.AttemptEnd) bool) worker.AttemptEnd {
+	t.Helper()
+	for {
+		if e := sig.AttemptEnded.Wait(t); match(e) {
+			return e
+		}
+	}
+}
+
+// ofReaction matches the end of a delivery of the reaction with the outcome.
+func ofReaction(name, outcome string) func(worker.AttemptEnd) bool {
+	return func(e worker.AttemptEnd) bool { return e.Reaction == name && e.Outcome == outcome }
+}
+
+// allSettled says the tenant's reactions have no delivery open: what the
+// clock made due has run and settled.
+func allSettled(t *testing.T, ten *client.Tenant) bool {
+	t.Helper()
+	st, err := ten.Reactions(context.Background())
+	require.NoError(t, err)
+	for _, r := range st.Reactions {
+		if len(r.Open) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// The reactions' longest backoff (e2e/testapp).
+const reactionMaxBackoff = time.Second
 
 func streamTypes(t *testing.T, ten *client.Tenant, stream string) []string {
 	t.Helper()
@@ -61,7 +93,7 @@ func command(t *testing.T, ten *client.Tenant, c api.Command) {
 // refund, and RecordRefund commits once.
 func TestRefundStoryWithTheWorker(t *testing.T) {
 	t.Parallel()
-	url, ten := setup(t)
+	h, ten := setup(t)
 	var mu sync.Mutex
 	calls, refunds := 0, map[string]string{}
 	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -79,6 +111,7 @@ func TestRefundStoryWithTheWorker(t *testing.T) {
 	defer provider.Close()
 
 	var attempts atomic.Int64
+	died := make(chan struct{})
 	refund := func(ctx context.Context, r *worker.Reaction) error {
 		req, _ := http.NewRequestWithContext(ctx, "POST", provider.URL, nil)
 		req.Header.Set("Idempotency-Key", r.IdempotencyKey)
@@ -94,18 +127,23 @@ func TestRefundStoryWithTheWorker(t *testing.T) {
 			return err
 		}
 		if attempts.Add(1) == 1 {
+			close(died)
 			runtime.Goexit() // the attempt dies after the provider's refund, before settling
 		}
 		id, _ := json.Marshal(map[string]string{"refund_id": out.RefundID})
 		r.Dispatch(api.Command{Aggregate: "payment", AggregateID: r.Event.Stream[len("payment:"):], Type: "RecordRefund", Data: id})
 		return nil
 	}
-	stop := startReactions(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}, ID: "w1"},
+	stop, _ := startReactions(t, worker.Config{URL: h.URL, Token: token, Clock: h.WorkerClock(), Tenants: []string{"acme"}, ID: "w1"},
 		map[string]worker.ReactionHandler{testapp.RefundPolicy: refund})
 	defer stop()
 
 	command(t, ten, api.Command{ID: "c1", Aggregate: "payment", AggregateID: "p1", Type: "Create", Data: json.RawMessage(`{"amount":5}`)})
 	command(t, ten, api.Command{ID: "r1", Aggregate: "payment", AggregateID: "p1", Type: "RequestRefund"})
+	await(t, died, "attempt 1 died")
+	// Its lease runs out: the delivery is claimed again at once (moving the
+	// clock further could run out attempt 2's lease too).
+	h.Advance(2 * testapp.ReactionTimeout)
 	require.Eventually(t, func() bool { return len(streamTypes(t, ten, "payment:p1")) == 3 }, 20*time.Second, 20*time.Millisecond)
 	require.Equal(t, []string{testapp.PaymentCreated, testapp.RefundRequested, testapp.RefundRecorded}, streamTypes(t, ten, "payment:p1"))
 	mu.Lock()
@@ -126,7 +164,7 @@ func TestRefundStoryWithTheWorker(t *testing.T) {
 // handler's later events wait behind it: they run in event order.
 func TestReactionsRunInOrderAndRetry(t *testing.T) {
 	t.Parallel()
-	url, ten := setup(t)
+	h, ten := setup(t)
 	var mu sync.Mutex
 	var seen []string
 	var failed atomic.Bool
@@ -143,7 +181,7 @@ func TestReactionsRunInOrderAndRetry(t *testing.T) {
 		seen = append(seen, fmt.Sprintf("%d:%d:%q", d.N, r.Failures, r.LastError))
 		return nil
 	}
-	stop := startReactions(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}, Concurrency: 4},
+	stop, sig := startReactions(t, worker.Config{URL: h.URL, Token: token, Clock: h.WorkerClock(), Tenants: []string{"acme"}, Concurrency: 4},
 		map[string]worker.ReactionHandler{testapp.AuditPolicy: audit})
 	defer stop()
 	for i := range 4 {
@@ -151,6 +189,8 @@ func TestReactionsRunInOrderAndRetry(t *testing.T) {
 			Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}})
 		require.NoError(t, err)
 	}
+	awaitEnd(t, sig, ofReaction(testapp.AuditPolicy, api.OutcomeFailed))
+	h.Advance(reactionMaxBackoff)
 	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 4 }, 20*time.Second, 20*time.Millisecond)
 	require.Equal(t, []string{`0:0:""`, `1:1:"provider down"`, `2:0:""`, `3:0:""`}, seen)
 }
@@ -159,7 +199,7 @@ func TestReactionsRunInOrderAndRetry(t *testing.T) {
 // fires, the process expires the payment and ends.
 func TestProcessDeadlineWithTheWorker(t *testing.T) {
 	t.Parallel()
-	url, ten := setup(t)
+	h, ten := setup(t)
 	expiry := func(ctx context.Context, r *worker.Reaction) error {
 		switch r.Event.Type {
 		case testapp.PaymentCreated:
@@ -178,10 +218,12 @@ func TestProcessDeadlineWithTheWorker(t *testing.T) {
 		}
 		return nil
 	}
-	stop := startReactions(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}},
+	stop, sig := startReactions(t, worker.Config{URL: h.URL, Token: token, Clock: h.WorkerClock(), Tenants: []string{"acme"}},
 		map[string]worker.ReactionHandler{testapp.ExpiryProcess: expiry})
 	defer stop()
 	command(t, ten, api.Command{ID: "c1", Aggregate: "payment", AggregateID: "p1", Type: "Create"})
+	awaitEnd(t, sig, ofReaction(testapp.ExpiryProcess, api.OutcomeSucceeded))
+	h.Advance(300 * time.Millisecond) // the deadline fires
 	require.Eventually(t, func() bool { return len(streamTypes(t, ten, "payment:p1")) == 2 }, 20*time.Second, 20*time.Millisecond)
 	require.Equal(t, []string{testapp.PaymentCreated, testapp.PaymentExpired}, streamTypes(t, ten, "payment:p1"))
 }
@@ -191,7 +233,7 @@ func TestProcessDeadlineWithTheWorker(t *testing.T) {
 // running again at every lease.
 func TestARefusedSettlementFailsTheDelivery(t *testing.T) {
 	t.Parallel()
-	url, ten := setup(t)
+	h, ten := setup(t)
 	var mu sync.Mutex
 	var seen []string
 	audit := func(ctx context.Context, r *worker.Reaction) error {
@@ -204,11 +246,13 @@ func TestARefusedSettlementFailsTheDelivery(t *testing.T) {
 		}
 		return nil
 	}
-	stop := startReactions(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}},
+	stop, sig := startReactions(t, worker.Config{URL: h.URL, Token: token, Clock: h.WorkerClock(), Tenants: []string{"acme"}},
 		map[string]worker.ReactionHandler{testapp.AuditPolicy: audit})
 	defer stop()
 	_, err := ten.Append(context.Background(), "notes", api.AppendRequest{Events: []api.NewEvent{{Type: testapp.Noted, Data: json.RawMessage(`{"n":1}`)}}})
 	require.NoError(t, err)
+	awaitEnd(t, sig, ofReaction(testapp.AuditPolicy, api.OutcomeFailed))
+	h.Advance(reactionMaxBackoff)
 	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 2 }, 20*time.Second, 20*time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
@@ -220,7 +264,7 @@ func TestARefusedSettlementFailsTheDelivery(t *testing.T) {
 // no more: the rest of the run is released for the next claim.
 func TestShutdownStartsNoMoreDeliveries(t *testing.T) {
 	t.Parallel()
-	url, ten := setup(t)
+	h, ten := setup(t)
 	for i := range 5 {
 		_, err := ten.Append(context.Background(), "notes", api.AppendRequest{Events: []api.NewEvent{{Type: testapp.Noted,
 			Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}}})
@@ -229,8 +273,9 @@ func TestShutdownStartsNoMoreDeliveries(t *testing.T) {
 	var calls atomic.Int64
 	started := make(chan struct{})
 	release := make(chan struct{})
-	w, err := worker.New(worker.Config{URL: url, Token: token, Tenants: []string{"acme"}, Logger: quiet, PollWait: time.Second})
+	w, err := worker.New(worker.Config{URL: h.URL, Token: token, Clock: h.WorkerClock(), Tenants: []string{"acme"}, Logger: quiet, PollWait: time.Second})
 	require.NoError(t, err)
+	sig := w.TestSignals()
 	w.HandleReaction(testapp.AuditPolicy, func(ctx context.Context, r *worker.Reaction) error {
 		if calls.Add(1) == 1 {
 			close(started)
@@ -243,7 +288,7 @@ func TestShutdownStartsNoMoreDeliveries(t *testing.T) {
 	go func() { done <- w.Run(ctx) }()
 	<-started
 	cancel()
-	time.Sleep(100 * time.Millisecond) // Run is stopping
+	require.Equal(t, int64(1), sig.Stopped.Wait(t), "Run stopped claiming; the run is in its handler")
 	close(release)
 	require.NoError(t, <-done)
 	require.Equal(t, int64(1), calls.Load(), "no delivery started after the stop")
@@ -263,15 +308,17 @@ func TestShutdownStartsNoMoreDeliveries(t *testing.T) {
 // by then): it is released, and runs once, under a new claim.
 func TestAStaleDeliveryIsNotStarted(t *testing.T) {
 	t.Parallel()
-	url, ten := setup(t)
+	h, ten := setup(t)
 	_, err := ten.Append(context.Background(), "notes", api.AppendRequest{Events: []api.NewEvent{{Type: testapp.Noted, Data: json.RawMessage(`{"n":1}`)}}})
 	require.NoError(t, err)
 	command(t, ten, api.Command{ID: "c1", Aggregate: "payment", AggregateID: "p1", Type: "Create", Data: json.RawMessage(`{"amount":5}`)})
 	command(t, ten, api.Command{ID: "c2", Aggregate: "payment", AggregateID: "p1", Type: "RequestRefund"})
 	var mu sync.Mutex
 	var refunds []int64
+	slowStarted, release := make(chan struct{}, 4), make(chan struct{})
 	slow := func(ctx context.Context, r *worker.Reaction) error {
-		time.Sleep(3 * testapp.ReactionTimeout) // longer than the refund delivery's lease
+		slowStarted <- struct{}{}
+		<-release // held while the clock passes the refund delivery's lease
 		return nil
 	}
 	refund := func(ctx context.Context, r *worker.Reaction) error {
@@ -280,11 +327,18 @@ func TestAStaleDeliveryIsNotStarted(t *testing.T) {
 		refunds = append(refunds, r.Attempt)
 		return nil
 	}
-	stop := startReactions(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}, Concurrency: 1},
+	stop, sig := startReactions(t, worker.Config{URL: h.URL, Token: token, Clock: h.WorkerClock(), Tenants: []string{"acme"}, Concurrency: 1},
 		map[string]worker.ReactionHandler{testapp.AuditPolicy: slow, testapp.RefundPolicy: refund})
 	defer stop()
-	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(refunds) > 0 }, 20*time.Second, 20*time.Millisecond)
-	time.Sleep(2 * testapp.ReactionTimeout)
+	await(t, slowStarted, "the audit's run took the only slot")
+	h.Advance(3 * testapp.ReactionTimeout) // longer than the refund delivery's lease
+	close(release)
+	// The audit ends and the refund's turn comes: released, it is claimed
+	// again at once.
+	awaitEnd(t, sig, func(e worker.AttemptEnd) bool { return e.Reaction == testapp.AuditPolicy })
+	awaitEnd(t, sig, ofReaction(testapp.RefundPolicy, api.OutcomeSucceeded))
+	// Nothing can run the refund again once its delivery settled.
+	require.Eventually(t, func() bool { return allSettled(t, ten) }, 20*time.Second, 20*time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
 	require.Len(t, refunds, 1, "the refund ran once")
@@ -297,7 +351,7 @@ func TestAStaleDeliveryIsNotStarted(t *testing.T) {
 // applies it once; a cancelled deadline never fires.
 func TestKeyForScheduleAndCancelDeadline(t *testing.T) {
 	t.Parallel()
-	url, ten := setup(t)
+	h, ten := setup(t)
 	command(t, ten, api.Command{ID: "c1", Aggregate: "payment", AggregateID: "p1", Type: "Create"})
 	var mu sync.Mutex
 	var keys []string
@@ -308,7 +362,7 @@ func TestKeyForScheduleAndCancelDeadline(t *testing.T) {
 		defer mu.Unlock()
 		keys = append(keys, r.KeyFor("capture"))
 		deliveryKey = r.IdempotencyKey
-		r.Schedule(time.Now().Add(100*time.Millisecond), api.Command{Aggregate: "payment", AggregateID: "p1", Type: "Capture"})
+		r.Schedule(r.Event.At.Add(100*time.Millisecond), api.Command{Aggregate: "payment", AggregateID: "p1", Type: "Capture"})
 		if len(keys) == 1 {
 			return errors.New("fails once, after staging")
 		}
@@ -332,11 +386,19 @@ func TestKeyForScheduleAndCancelDeadline(t *testing.T) {
 		}
 		return nil
 	}
-	stop := startReactions(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}, Concurrency: 4},
+	stop, sig := startReactions(t, worker.Config{URL: h.URL, Token: token, Clock: h.WorkerClock(), Tenants: []string{"acme"}, Concurrency: 4},
 		map[string]worker.ReactionHandler{testapp.AuditPolicy: audit, testapp.ExpiryProcess: expiry})
 	defer stop()
+	awaitEnd(t, sig, ofReaction(testapp.AuditPolicy, api.OutcomeFailed))
+	awaitEnd(t, sig, ofReaction(testapp.ExpiryProcess, api.OutcomeSucceeded)) // the deadlines are set
+	h.Advance(100 * time.Millisecond)                                         // the reminder is due, not yet the audit's retry
+	awaitEnd(t, sig, ofReaction(testapp.ExpiryProcess, api.OutcomeSucceeded)) // it cancelled the expiry
+	h.Advance(reactionMaxBackoff)                                             // past the cancelled deadline, and the audit's retry is due
+	awaitEnd(t, sig, ofReaction(testapp.AuditPolicy, api.OutcomeSucceeded))
+	h.Advance(0) // the command it scheduled is due
 	require.Eventually(t, func() bool { return len(streamTypes(t, ten, "payment:p1")) == 2 }, 20*time.Second, 20*time.Millisecond)
-	time.Sleep(600 * time.Millisecond) // past the cancelled deadline
+	// Every delivery the clock made due has run: the expiry's too, had it fired.
+	require.Eventually(t, func() bool { return allSettled(t, ten) }, 20*time.Second, 20*time.Millisecond)
 	require.Equal(t, []string{testapp.PaymentCreated, testapp.PaymentCaptured}, streamTypes(t, ten, "payment:p1"),
 		"captured once by the scheduled command, never expired")
 	mu.Lock()
@@ -350,27 +412,24 @@ func TestKeyForScheduleAndCancelDeadline(t *testing.T) {
 	require.Equal(t, testapp.PaymentCaptured, got.Events[0].Type)
 }
 
-// slowFirstSettle holds the first settlement in transit, so the ones made
-// meanwhile are sent together after it.
-type slowFirstSettle struct {
-	once    sync.Once
-	batches atomic.Int64 // settle requests with more than one settlement
-	refused atomic.Int64 // of those, refused as a whole (400)
+// countedSettles counts the settle requests with more than one
+// settlement, and those of them refused as a whole (400).
+type countedSettles struct {
+	next    http.RoundTripper
+	batches atomic.Int64
+	refused atomic.Int64
 }
 
-func (s *slowFirstSettle) RoundTrip(r *http.Request) (*http.Response, error) {
+func (s *countedSettles) RoundTrip(r *http.Request) (*http.Response, error) {
 	batch := false
-	if strings.HasSuffix(r.URL.Path, "/settle") {
-		s.once.Do(func() { time.Sleep(500 * time.Millisecond) })
-		if r.ContentLength > 0 {
-			body, _ := io.ReadAll(r.Body)
-			if batch = strings.Count(string(body), `"claim_id"`) > 1; batch {
-				s.batches.Add(1)
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
+	if strings.HasSuffix(r.URL.Path, "/settle") && r.ContentLength > 0 {
+		body, _ := io.ReadAll(r.Body)
+		if batch = strings.Count(string(body), `"claim_id"`) > 1; batch {
+			s.batches.Add(1)
 		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
-	resp, err := http.DefaultTransport.RoundTrip(r)
+	resp, err := s.next.RoundTrip(r)
 	if batch && err == nil && resp.StatusCode == http.StatusBadRequest {
 		s.refused.Add(1)
 	}
@@ -383,22 +442,25 @@ func (s *slowFirstSettle) RoundTrip(r *http.Request) (*http.Response, error) {
 // alone: the valid one succeeds on its first run, the invalid one fails.
 func TestABatchWithARefusedSettlementAnswersTheOthers(t *testing.T) {
 	t.Parallel()
-	url, ten := setup(t)
-	transport := &slowFirstSettle{}
+	h, ten := setup(t)
+	// The first settlement is held in transit, so the ones made meanwhile
+	// are sent together after it.
+	first := holdFirst("/settle", http.DefaultTransport)
+	transport := &countedSettles{next: first}
 	var expiryRuns, auditRuns atomic.Int64
-	stop := startReactions(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}, Concurrency: 6,
+	stop, sig := startReactions(t, worker.Config{URL: h.URL, Token: token, Clock: h.WorkerClock(), Tenants: []string{"acme"}, Concurrency: 6,
 		HTTPClient: &http.Client{Transport: transport}},
 		map[string]worker.ReactionHandler{
 			testapp.RefundPolicy: func(ctx context.Context, r *worker.Reaction) error { return nil }, // settles first, held
 			testapp.AuditPolicy: func(ctx context.Context, r *worker.Reaction) error {
-				time.Sleep(50 * time.Millisecond)
+				<-first.inTransit // settles behind the refund's
 				if auditRuns.Add(1) == 1 {
 					return r.SetState(map[string]int{"n": 1}) // a policy has no state: refused
 				}
 				return nil
 			},
 			testapp.ExpiryProcess: func(ctx context.Context, r *worker.Reaction) error {
-				time.Sleep(50 * time.Millisecond)
+				<-first.inTransit // settles behind the refund's
 				expiryRuns.Add(1)
 				return nil
 			},
@@ -407,6 +469,11 @@ func TestABatchWithARefusedSettlementAnswersTheOthers(t *testing.T) {
 	_, err := ten.Append(context.Background(), "payment:p1", api.AppendRequest{Events: []api.NewEvent{
 		{Type: testapp.RefundRequested, Data: json.RawMessage(`{}`)}, {Type: testapp.PaymentCreated, Data: json.RawMessage(`{}`)}}})
 	require.NoError(t, err)
+	sig.SettlementQueued.Wait(t)
+	sig.SettlementQueued.Wait(t) // the audit's and the expiry's wait behind the refund's
+	close(first.release)
+	awaitEnd(t, sig, ofReaction(testapp.AuditPolicy, api.OutcomeFailed))
+	h.Advance(reactionMaxBackoff)
 	require.Eventually(t, func() bool { return auditRuns.Load() == 2 }, 20*time.Second, 20*time.Millisecond, "the refused audit ran again")
 	require.Eventually(t, func() bool {
 		rs, err := ten.Reactions(context.Background())

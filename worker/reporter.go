@@ -55,6 +55,7 @@ func (w *Worker) batchers(ten *client.Tenant) *tenantBatchers {
 					log.Warn("settle failed; retrying", "in", in, "settlements", n, "err", err)
 				}),
 		}
+		b.reports.queued, b.settlements.queued = &w.signals.ReportQueued, &w.signals.SettlementQueued
 		w.reporters[ten.Name()] = b
 	}
 	return b

@@ -75,7 +75,7 @@ func TestAnUnheldClaimPausesTheWorker(t *testing.T) {
 	}))
 	defer srv.Close()
 	clock := &stillClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	stop := start(t, worker.Config{URL: srv.URL, Token: token, Tenants: []string{"acme"}, Concurrency: 2, Clock: clock},
+	stop, _ := start(t, worker.Config{URL: srv.URL, Token: token, Tenants: []string{"acme"}, Concurrency: 2, Clock: clock},
 		map[string]worker.Handler{"test.echo": func(context.Context, *worker.Job) (any, error) { return nil, nil }})
 	defer stop()
 

@@ -200,16 +200,36 @@ func (w *Worker) withDeadline(parent context.Context, at time.Time, cause error)
 		return context.WithDeadlineCause(parent, at, cause)
 	}
 	ctx, cancel := context.WithCancelCause(parent)
+	dc := &clockDeadline{Context: ctx}
 	fired, stop := w.cfg.Clock.After(at.Sub(w.cfg.Clock.Now()))
 	go func() {
 		defer stop()
 		select {
 		case <-fired:
+			dc.passed.Store(true)
 			cancel(cause)
 		case <-ctx.Done():
 		}
 	}()
-	return ctx, func() { cancel(context.Canceled) }
+	return dc, func() { cancel(context.Canceled) }
+}
+
+// clockDeadline is a context ended by a deadline on the worker's clock: its
+// Err is context.DeadlineExceeded once that deadline passed, as a wall
+// clock's deadline says, so a handler returning ctx.Err() reports the
+// same on either clock. (Its Deadline stays the parent's: a time on a
+// clock moved by hand would mislead the net package's dial deadlines.)
+type clockDeadline struct {
+	context.Context
+	passed atomic.Bool
+}
+
+func (c *clockDeadline) Err() error {
+	err := c.Context.Err()
+	if err != nil && c.passed.Load() {
+		return context.DeadlineExceeded
+	}
+	return err
 }
 
 // Worker runs handlers. Register handlers with Handle, then call Run.
@@ -225,6 +245,7 @@ type Worker struct {
 	requests  atomic.Int64  // HTTP requests the worker sent
 	lingering atomic.Int32  // drains holding a claim once out of work
 	reporters map[string]*tenantBatchers
+	signals   testSignals // off but in tests
 }
 
 // New returns a worker. It does nothing until Run.
@@ -347,6 +368,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 	loops.Wait()
+	w.signals.Stopped.signal(jobs.Running())
 	done := make(chan struct{})
 	go func() { jobs.Wait(); close(done) }()
 	select {
@@ -514,6 +536,7 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 	err := w.report(ctx, ten, c.ID, report, lease)
 	jobLine(report, herr, cause, err).log(log)
 	ended(report, ran, err)
+	w.signals.AttemptEnded.signal(attemptEnd{JobID: c.ID, Attempt: c.Attempt, Outcome: report.Outcome})
 	return report
 }
 
@@ -595,6 +618,7 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 		// One wait on the clock: until the next heartbeat, or the lease's
 		// end if that comes first.
 		next, stopNext := w.cfg.Clock.After(min(every, lease.get().Sub(w.cfg.Clock.Now())))
+		w.signals.HeartbeatWaiting.signal(c.ID)
 		select {
 		case <-stop:
 			stopNext()

@@ -28,15 +28,18 @@ const token = "worker-test"
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// setup starts a native host on the real clock with alarms, behind HTTP.
-func setup(t *testing.T) (string, *client.Tenant) {
+// setup starts a native host behind HTTP on the manual clock: the test
+// moves time (h.Advance) for the tenant, and for a worker given
+// h.WorkerClock() alike.
+func setup(t *testing.T) (*stiletest.Harness, *client.Tenant) {
 	t.Helper()
-	h := stiletest.New(t, stiletest.Config{App: testapp.App(), RealClock: true, Token: token})
-	return h.URL, h.Tenant("acme")
+	h := stiletest.New(t, stiletest.Config{App: testapp.App(), Token: token})
+	return h, h.Tenant("acme")
 }
 
-// start runs a worker with job handlers until stop.
-func start(t *testing.T, cfg worker.Config, handlers map[string]worker.Handler) (stop func()) {
+// start runs a worker with job handlers until stop; its test signals are
+// on.
+func start(t *testing.T, cfg worker.Config, handlers map[string]worker.Handler) (stop func(), sig *worker.TestSignals) {
 	t.Helper()
 	return run(t, cfg, func(w *worker.Worker) {
 		for k, h := range handlers {
@@ -45,19 +48,35 @@ func start(t *testing.T, cfg worker.Config, handlers map[string]worker.Handler) 
 	})
 }
 
-// run runs a worker, with the handlers register gives it, until stop.
-func run(t *testing.T, cfg worker.Config, register func(*worker.Worker)) (stop func()) {
+// run runs a worker, with the handlers register gives it, until stop; its
+// test signals are on.
+func run(t *testing.T, cfg worker.Config, register func(*worker.Worker)) (stop func(), sig *worker.TestSignals) {
 	t.Helper()
 	cfg.Logger = quiet
 	w, err := worker.New(cfg)
 	require.NoError(t, err)
 	register(w)
+	sig = w.TestSignals()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	return func() {
 		cancel()
 		require.NoError(t, <-done)
+	}, sig
+}
+
+// await receives from ch, and fails the test if nothing comes: a worker
+// that never gets there fails the test instead of hanging it.
+func await[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(20 * time.Second):
+		t.Fatalf("never: %s", what)
+		var zero T
+		return zero
 	}
 }
 
@@ -74,15 +93,17 @@ func waitState(t *testing.T, ten *client.Tenant, id, state string) api.Job {
 
 func TestRunsJobsConcurrently(t *testing.T) {
 	t.Parallel()
-	url, ten := setup(t)
+	h, ten := setup(t)
 	var running, peak atomic.Int64
-	stop := start(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}, Concurrency: 4, ID: "w1"},
+	started, release := make(chan struct{}, 20), make(chan struct{})
+	stop, _ := start(t, worker.Config{URL: h.URL, Token: token, Clock: h.WorkerClock(), Tenants: []string{"acme"}, Concurrency: 4, ID: "w1"},
 		map[string]worker.Handler{"test.echo": func(ctx context.Context, j *worker.Job) (any, error) {
 			n := running.Add(1)
 			defer running.Add(-1)
 			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 			}
-			time.Sleep(20 * time.Millisecond)
+			started <- struct{}{}
+			<-release // held until as many run as may
 			var args map[string]int
 			if err := j.Decode(&args); err != nil {
 				return nil, err
@@ -97,6 +118,10 @@ func TestRunsJobsConcurrently(t *testing.T) {
 	}
 	js, err := ten.EnqueueBatch(context.Background(), reqs)
 	require.NoError(t, err)
+	for range 4 {
+		await(t, started, "four handlers running at once")
+	}
+	close(release)
 	for i, j := range js {
 		done := waitState(t, ten, j.ID, "completed")
 		require.JSONEq(t, fmt.Sprintf(`{"i":%d,"job":%q,"attempt":1}`, i, j.ID), string(done.Output))
@@ -108,9 +133,9 @@ func TestRunsJobsConcurrently(t *testing.T) {
 
 func TestFailureIsRetriedAndPanicsCarryTheStack(t *testing.T) {
 	t.Parallel()
-	url, ten := setup(t)
+	h, ten := setup(t)
 	var calls atomic.Int64
-	stop := start(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}},
+	stop, sig := start(t, worker.Config{URL: h.URL, Token: token, Clock: h.WorkerClock(), Tenants: []string{"acme"}},
 		map[string]worker.Handler{"test.fast": func(ctx context.Context, j *worker.Job) (any, error) {
 			switch calls.Add(1) {
 			case 1:
@@ -123,6 +148,10 @@ func TestFailureIsRetriedAndPanicsCarryTheStack(t *testing.T) {
 	defer stop()
 	j, err := ten.Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.fast", MaxAttempts: 5})
 	require.NoError(t, err)
+	for range 2 { // the failure, then the panic: each runs again after its backoff
+		require.Equal(t, api.OutcomeFailed, sig.AttemptEnded.Wait(t).Outcome)
+		h.Advance(fastMaxBackoff)
+	}
 	done := waitState(t, ten, j.ID, "completed")
 	require.Len(t, done.Attempts, 3)
 	require.Equal(t, "first try fails", done.Attempts[0].Error)
@@ -131,27 +160,45 @@ func TestFailureIsRetriedAndPanicsCarryTheStack(t *testing.T) {
 	require.JSONEq(t, `"third time lucky"`, string(done.Output))
 }
 
-// slowHeartbeats delays heartbeat requests past the lease, so the store
-// answers "lease expired".
-type slowHeartbeats struct {
-	delay time.Duration
-	once  sync.Once
+// test.fast's lease and longest backoff (e2e/testapp).
+const (
+	fastLease      = time.Second
+	fastMaxBackoff = time.Second
+)
+
+// heldFirstRequest holds the first request whose path ends in suffix in
+// transit (inTransit is closed once it is) until release is closed.
+type heldFirstRequest struct {
+	suffix             string
+	once               sync.Once
+	inTransit, release chan struct{}
+	next               http.RoundTripper
 }
 
-func (s *slowHeartbeats) RoundTrip(r *http.Request) (*http.Response, error) {
-	if strings.HasSuffix(r.URL.Path, "/heartbeat") {
-		s.once.Do(func() { time.Sleep(s.delay) })
+func holdFirst(suffix string, next http.RoundTripper) *heldFirstRequest {
+	return &heldFirstRequest{suffix: suffix, inTransit: make(chan struct{}), release: make(chan struct{}), next: next}
+}
+
+func (s *heldFirstRequest) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, s.suffix) {
+		s.once.Do(func() {
+			close(s.inTransit)
+			<-s.release
+		})
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	return s.next.RoundTrip(r)
 }
 
 func TestLostLeaseCancelsTheHandler(t *testing.T) {
 	t.Parallel()
-	url, ten := setup(t)
+	h, ten := setup(t)
 	causes := make(chan error, 4)
 	var calls atomic.Int64
-	stop := start(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"},
-		HTTPClient: &http.Client{Transport: &slowHeartbeats{delay: 1500 * time.Millisecond}}},
+	// The first heartbeat is held in transit past the lease, so the store
+	// answers "lease expired".
+	heartbeats := holdFirst("/heartbeat", http.DefaultTransport)
+	stop, sig := start(t, worker.Config{URL: h.URL, Token: token, Clock: h.WorkerClock(), Tenants: []string{"acme"},
+		HTTPClient: &http.Client{Transport: heartbeats}},
 		map[string]worker.Handler{"test.fast": func(ctx context.Context, j *worker.Job) (any, error) {
 			if calls.Add(1) == 1 {
 				<-ctx.Done() // a handler that waits for its lease to go
@@ -163,19 +210,21 @@ func TestLostLeaseCancelsTheHandler(t *testing.T) {
 	defer stop()
 	j, err := ten.Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.fast"})
 	require.NoError(t, err)
-	select {
-	case cause := <-causes:
-		require.ErrorIs(t, cause, worker.ErrLeaseLost)
-	case <-time.After(20 * time.Second):
-		t.Fatal("the handler's context was never cancelled")
-	}
+	require.Equal(t, j.ID, sig.HeartbeatWaiting.Wait(t))
+	h.Advance(fastLease / 3) // the first heartbeat is due
+	await(t, heartbeats.inTransit, "the first heartbeat was sent")
+	h.Advance(fastLease) // the lease runs out meanwhile, and the tenant's alarm expires it
+	close(heartbeats.release)
+	require.ErrorIs(t, await(t, causes, "the handler's context was cancelled"), worker.ErrLeaseLost)
+	require.Equal(t, "completed", sig.AttemptEnded.Wait(t).Outcome, "attempt 1 reported what it returned")
+	h.Advance(fastMaxBackoff) // the expired attempt's backoff
 	done := waitState(t, ten, j.ID, "completed")
 	require.JSONEq(t, `"second attempt"`, string(done.Output), "the late report of attempt 1 was fenced out")
 	require.Equal(t, "lease_expired", done.Attempts[0].Outcome)
-	require.Eventually(t, func() bool {
-		j, err := ten.Job(context.Background(), j.ID)
-		return err == nil && len(j.Rejections) > 0 && j.Rejections[len(j.Rejections)-1].Request == "report"
-	}, 20*time.Second, 20*time.Millisecond, "attempt 1's late report is refused and on record")
+	got, err := ten.Job(context.Background(), j.ID)
+	require.NoError(t, err)
+	require.NotEmpty(t, got.Rejections, "attempt 1's late report is refused and on record")
+	require.Equal(t, "report", got.Rejections[len(got.Rejections)-1].Request)
 }
 
 // forgedHeartbeats corrupts the lease token of heartbeats, so the store
@@ -199,9 +248,9 @@ func (forgedHeartbeats) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func TestRefusedHeartbeatCancelsTheHandler(t *testing.T) {
 	t.Parallel()
-	url, ten := setup(t)
+	h, ten := setup(t)
 	causes := make(chan error, 1)
-	stop := start(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"},
+	stop, sig := start(t, worker.Config{URL: h.URL, Token: token, Clock: h.WorkerClock(), Tenants: []string{"acme"},
 		HTTPClient: &http.Client{Transport: forgedHeartbeats{}}},
 		map[string]worker.Handler{"test.fast": func(ctx context.Context, j *worker.Job) (any, error) {
 			<-ctx.Done()
@@ -209,23 +258,21 @@ func TestRefusedHeartbeatCancelsTheHandler(t *testing.T) {
 			return nil, context.Cause(ctx)
 		}})
 	defer stop()
-	_, err := ten.Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.fast", MaxAttempts: 1})
+	j, err := ten.Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.fast", MaxAttempts: 1})
 	require.NoError(t, err)
-	select {
-	case cause := <-causes:
-		require.ErrorIs(t, cause, worker.ErrLeaseLost)
-		require.ErrorContains(t, cause, "bad_token", "the store's refusal is the cause")
-	case <-time.After(20 * time.Second):
-		t.Fatal("the handler's context was never cancelled")
-	}
+	require.Equal(t, j.ID, sig.HeartbeatWaiting.Wait(t))
+	h.Advance(fastLease / 3) // the first heartbeat is due
+	cause := await(t, causes, "the handler's context was cancelled")
+	require.ErrorIs(t, cause, worker.ErrLeaseLost)
+	require.ErrorContains(t, cause, "bad_token", "the store's refusal is the cause")
 }
 
 func TestShutdownFinishesRunningJobs(t *testing.T) {
 	t.Parallel()
-	url, ten := setup(t)
+	h, ten := setup(t)
 	started := make(chan struct{})
 	release := make(chan struct{})
-	stop := start(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}},
+	stop, sig := start(t, worker.Config{URL: h.URL, Token: token, Clock: h.WorkerClock(), Tenants: []string{"acme"}},
 		map[string]worker.Handler{"test.echo": func(ctx context.Context, j *worker.Job) (any, error) {
 			close(started)
 			<-release
@@ -236,10 +283,11 @@ func TestShutdownFinishesRunningJobs(t *testing.T) {
 	<-started
 	stopped := make(chan struct{})
 	go func() { stop(); close(stopped) }()
+	require.Equal(t, int64(1), sig.Stopped.Wait(t), "Run stopped claiming, and waits for the running handler")
 	select {
 	case <-stopped:
 		t.Fatal("Run returned while a handler was still running")
-	case <-time.After(200 * time.Millisecond):
+	default:
 	}
 	close(release)
 	<-stopped
@@ -261,10 +309,10 @@ func TestConfigErrors(t *testing.T) {
 
 func TestCancelReachesTheHandler(t *testing.T) {
 	t.Parallel()
-	url, ten := setup(t)
+	h, ten := setup(t)
 	started := make(chan string, 1)
 	causes := make(chan error, 1)
-	stop := start(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}},
+	stop, sig := start(t, worker.Config{URL: h.URL, Token: token, Clock: h.WorkerClock(), Tenants: []string{"acme"}},
 		map[string]worker.Handler{"test.fast": func(ctx context.Context, j *worker.Job) (any, error) {
 			started <- j.JobID
 			<-ctx.Done()
@@ -277,21 +325,18 @@ func TestCancelReachesTheHandler(t *testing.T) {
 	<-started
 	_, err = ten.Cancel(context.Background(), j.ID, "operator said so")
 	require.NoError(t, err)
-	select {
-	case cause := <-causes:
-		require.ErrorIs(t, cause, worker.ErrCancelled, "the next heartbeat cancels the handler's context")
-	case <-time.After(20 * time.Second):
-		t.Fatal("the handler was never told")
-	}
+	require.Equal(t, j.ID, sig.HeartbeatWaiting.Wait(t))
+	h.Advance(fastLease / 3) // the next heartbeat is due
+	require.ErrorIs(t, await(t, causes, "the handler was told"), worker.ErrCancelled, "the next heartbeat cancels the handler's context")
 	done := waitState(t, ten, j.ID, "cancelled")
 	require.Equal(t, "cancelled", done.Attempts[0].Outcome, "the worker reported cancelled")
 }
 
 func TestSnoozeFinalAndTags(t *testing.T) {
 	t.Parallel()
-	url, ten := setup(t)
+	h, ten := setup(t)
 	var calls atomic.Int64
-	stop := start(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}},
+	stop, sig := start(t, worker.Config{URL: h.URL, Token: token, Clock: h.WorkerClock(), Tenants: []string{"acme"}},
 		map[string]worker.Handler{"test.fast": func(ctx context.Context, j *worker.Job) (any, error) {
 			j.Tag(fmt.Sprintf("attempt-%d", j.Attempt))
 			if calls.Add(1) == 1 {
@@ -302,6 +347,8 @@ func TestSnoozeFinalAndTags(t *testing.T) {
 	defer stop()
 	j, err := ten.Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.fast", MaxAttempts: 10, Tags: []string{"x"}})
 	require.NoError(t, err)
+	require.Equal(t, api.OutcomeSnoozed, sig.AttemptEnded.Wait(t).Outcome)
+	h.Advance(100 * time.Millisecond) // the snooze
 	done := waitState(t, ten, j.ID, "dead")
 	require.Len(t, done.Attempts, 2)
 	require.Equal(t, "snoozed", done.Attempts[0].Outcome)
@@ -312,9 +359,9 @@ func TestSnoozeFinalAndTags(t *testing.T) {
 
 func TestShutdownReleasesUnfinishedJobs(t *testing.T) {
 	t.Parallel()
-	url, ten := setup(t)
+	h, ten := setup(t)
 	started := make(chan struct{})
-	w, err := worker.New(worker.Config{URL: url, Token: token, Tenants: []string{"acme"}, ShutdownGrace: 100 * time.Millisecond, Logger: quiet})
+	w, err := worker.New(worker.Config{URL: h.URL, Token: token, Clock: h.WorkerClock(), Tenants: []string{"acme"}, ShutdownGrace: 100 * time.Millisecond, Logger: quiet})
 	require.NoError(t, err)
 	w.Handle("test.echo", func(ctx context.Context, j *worker.Job) (any, error) {
 		close(started)
@@ -336,27 +383,13 @@ func TestShutdownReleasesUnfinishedJobs(t *testing.T) {
 	require.Equal(t, "snoozed", got.Attempts[0].Outcome)
 }
 
-// slowFirstReport holds the first report in transit, so the reports made
-// meanwhile are sent together after it, in one batch.
-type slowFirstReport struct {
-	once sync.Once
-	next http.RoundTripper
-}
-
-func (s *slowFirstReport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if strings.HasSuffix(r.URL.Path, "/report") {
-		s.once.Do(func() { time.Sleep(500 * time.Millisecond) })
-	}
-	return s.next.RoundTrip(r)
-}
-
 // TestABatchWithARefusedReportAnswersTheOthers: one job's output is over
 // the API's limit, which refuses a batch of reports as a whole; the batch's
 // other reports are each sent again alone and recorded on their first
 // attempt, and only the oversized one is refused.
 func TestABatchWithARefusedReportAnswersTheOthers(t *testing.T) {
 	t.Parallel()
-	url, ten := setup(t)
+	h, ten := setup(t)
 	var refusedBatches, singlesAfter atomic.Int64
 	transport := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		resp, err := http.DefaultTransport.RoundTrip(r)
@@ -369,8 +402,11 @@ func TestABatchWithARefusedReportAnswersTheOthers(t *testing.T) {
 		}
 		return resp, err
 	})
-	stop := start(t, worker.Config{URL: url, Token: token, Tenants: []string{"acme"}, Concurrency: 10, ID: "w1",
-		HTTPClient: &http.Client{Transport: &slowFirstReport{next: transport}}},
+	// The first report is held in transit, so the reports made meanwhile
+	// are sent together after it, in one batch.
+	first := holdFirst("/report", transport)
+	stop, sig := start(t, worker.Config{URL: h.URL, Token: token, Clock: h.WorkerClock(), Tenants: []string{"acme"}, Concurrency: 10, ID: "w1",
+		HTTPClient: &http.Client{Transport: first}},
 		map[string]worker.Handler{"test.echo": func(ctx context.Context, j *worker.Job) (any, error) {
 			var args map[string]bool
 			if err := j.Decode(&args); err != nil {
@@ -379,26 +415,30 @@ func TestABatchWithARefusedReportAnswersTheOthers(t *testing.T) {
 			if args["big"] {
 				return strings.Repeat("x", api.MaxOutputBytes+1), nil
 			}
-			if !args["first"] {
-				time.Sleep(50 * time.Millisecond) // report while the first is held
-			}
 			return "ok", nil
 		}})
 	defer stop()
-	first, err := ten.Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{"first":true}`)})
+	firstJob, err := ten.Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{"first":true}`)})
 	require.NoError(t, err)
 	reqs := []api.EnqueueRequest{{Kind: "test.echo", Args: json.RawMessage(`{"big":true}`), MaxAttempts: 1}}
 	for range 5 {
 		reqs = append(reqs, api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{}`)})
 	}
-	time.Sleep(30 * time.Millisecond) // the first is claimed and reporting
+	await(t, first.inTransit, "the first job was reported")
 	js, err := ten.EnqueueBatch(context.Background(), reqs)
 	require.NoError(t, err)
-	waitState(t, ten, first.ID, "completed")
+	for range js {
+		sig.ReportQueued.Wait(t) // each report waits behind the first
+	}
+	close(first.release)
+	waitState(t, ten, firstJob.ID, "completed")
 	for _, j := range js[1:] {
 		done := waitState(t, ten, j.ID, "completed")
 		require.Equal(t, int64(1), done.Attempt, "recorded on its first attempt, not refused with the big one")
 	}
+	// The oversized report's answer came (a request cut short in transit
+	// is sent again): every report has been answered.
+	awaitEnd(t, sig, func(e worker.AttemptEnd) bool { return e.JobID == js[0].ID })
 	require.Positive(t, refusedBatches.Load(), "the batch holding the oversized output was refused as a whole")
 	require.GreaterOrEqual(t, singlesAfter.Load(), int64(len(js)), "then each of its reports went alone")
 	big, err := ten.Job(context.Background(), js[0].ID)
