@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -25,6 +26,11 @@ const testSignalWait = 20 * time.Second
 // Wait returns the next value signalled, failing the test if none comes.
 func (s *testSignal[T]) Wait(tb testing.TB) T {
 	tb.Helper()
+	if len(s.held) > 0 {
+		v := s.held[0]
+		s.held = s.held[1:]
+		return v
+	}
 	select {
 	case v := <-s.ch:
 		return v
@@ -32,5 +38,30 @@ func (s *testSignal[T]) Wait(tb testing.TB) T {
 		var zero T
 		tb.Fatalf("no %T signal within %s", zero, testSignalWait)
 		return zero
+	}
+}
+
+// Await returns the first value signalled that match accepts, whatever
+// order the values come in: those read while waiting are kept, in order,
+// for the next Wait or Await.
+func (s *testSignal[T]) Await(tb testing.TB, match func(T) bool) T {
+	tb.Helper()
+	if i := slices.IndexFunc(s.held, match); i >= 0 {
+		v := s.held[i]
+		s.held = slices.Delete(s.held, i, i+1)
+		return v
+	}
+	for {
+		select {
+		case v := <-s.ch:
+			if match(v) {
+				return v
+			}
+			s.held = append(s.held, v)
+		case <-time.After(testSignalWait):
+			var zero T
+			tb.Fatalf("no %T signal as awaited within %s (%d others came)", zero, testSignalWait, len(s.held))
+			return zero
+		}
 	}
 }

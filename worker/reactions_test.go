@@ -38,14 +38,12 @@ func startReactions(t *testing.T, cfg worker.Config, handlers map[string]worker.
 	})
 }
 
-// awaitEnd waits for the end of an attempt that match says is the one.
+// awaitEnd waits for the end of an attempt that match says is the one;
+// ends that come first are kept for later waits (attempts of different
+// reactions end in either order).
 func awaitEnd(t *testing.T, sig *worker.TestSignals, match func(worker.AttemptEnd) bool) worker.AttemptEnd {
 	t.Helper()
-	for {
-		if e := sig.AttemptEnded.Wait(t); match(e) {
-			return e
-		}
-	}
+	return sig.AttemptEnded.Await(t, match)
 }
 
 // ofReaction matches the end of a delivery of the reaction with the outcome.

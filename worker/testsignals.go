@@ -36,7 +36,10 @@ type attemptEnd struct {
 const testSignalBuffer = 1024
 
 // testSignal is one point of testSignals.
-type testSignal[T any] struct{ ch chan T }
+type testSignal[T any] struct {
+	ch   chan T
+	held []T // read by a test while it waited for another value (export_test.go)
+}
 
 func (s *testSignal[T]) init() { s.ch = make(chan T, testSignalBuffer) }
 
