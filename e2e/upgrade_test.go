@@ -2,7 +2,10 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -59,7 +62,16 @@ type workerdDeployment struct{ w *stiletest.Workerd }
 
 func (d workerdDeployment) Client() *client.Client            { return d.w.Client() }
 func (d workerdDeployment) Tenant(name string) *client.Tenant { return d.w.Client().Tenant(name) }
-func (d workerdDeployment) Close() error                      { d.w.Close(); return nil }
+func (d workerdDeployment) Close() error {
+	dirs := d.w.Dirs()
+	d.w.Close()
+	for _, dir := range dirs {
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s is left after the Worker closed (%v)", dir, err)
+		}
+	}
+	return nil
+}
 
 func upgrades(t *testing.T, deploy func(version string) deployment, wasm bool) {
 	ctx := context.Background()

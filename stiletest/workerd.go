@@ -44,6 +44,7 @@ type Workerd struct {
 	Persist string
 
 	once   sync.Once
+	dir    string // the bundle, removed by Close
 	server *workerd.Server
 	skip   string
 	err    error
@@ -79,6 +80,7 @@ func (w *Workerd) start(tb testing.TB) (*workerd.Server, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	w.dir = dir
 	if err := workerd.WriteWorker(dir, wasm); err != nil {
 		return nil, "", err
 	}
@@ -134,9 +136,23 @@ func (w *Workerd) Log() string {
 	return w.server.Log()
 }
 
-// Close stops the Worker, if it was started.
+// Close stops the Worker, if it was started, and removes its bundle and
+// Miniflare's temporary files.
 func (w *Workerd) Close() {
 	if w.server != nil {
 		w.server.Close()
 	}
+	if w.dir != "" {
+		os.RemoveAll(w.dir)
+	}
+}
+
+// Dirs are the directories the Worker's files live in while it runs (its
+// bundle, Miniflare's temporary files), which Close removes.
+func (w *Workerd) Dirs() []string {
+	dirs := []string{w.dir}
+	if w.server != nil {
+		dirs = append(dirs, w.server.TempDir())
+	}
+	return dirs
 }

@@ -26,7 +26,15 @@ type Server struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	log   *lockedBuffer
+	// tmp is the TMPDIR Miniflare runs with: it keeps the objects'
+	// in-memory storage and caches there and does not remove them when
+	// disposed, so Close removes the whole directory.
+	tmp string
 }
+
+// TempDir is the directory Miniflare keeps its temporary files in, which
+// Close removes.
+func (s *Server) TempDir() string { return s.tmp }
 
 // Options of Start.
 type Options struct {
@@ -149,10 +157,14 @@ func Start(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{log: &lockedBuffer{}}
+	tmp, err := os.MkdirTemp("", "stile-miniflare-")
+	if err != nil {
+		return nil, fmt.Errorf("start miniflare: %w", err)
+	}
+	s := &Server{log: &lockedBuffer{}, tmp: tmp}
 	s.cmd = exec.Command("node", filepath.Join(dir, "serve.mjs"), o.Bundle)
 	s.cmd.Dir = dir
-	s.cmd.Env = append(os.Environ(), "STILE_TOKEN="+o.Token)
+	s.cmd.Env = append(os.Environ(), "STILE_TOKEN="+o.Token, "TMPDIR="+tmp)
 	if o.Entry != "" {
 		s.cmd.Env = append(s.cmd.Env, "STILE_ENTRY="+o.Entry)
 	}
@@ -167,6 +179,7 @@ func Start(o Options) (*Server, error) {
 	s.stdin, _ = s.cmd.StdinPipe()
 	stdout, _ := s.cmd.StdoutPipe()
 	if err := s.cmd.Start(); err != nil {
+		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("start miniflare: %w", err)
 	}
 	line := make(chan string, 1)
@@ -182,13 +195,13 @@ func Start(o Options) (*Server, error) {
 	case l, ok := <-line:
 		var ready struct{ URL string }
 		if !ok || json.Unmarshal([]byte(l), &ready) != nil || ready.URL == "" {
-			s.cmd.Process.Kill()
+			s.kill()
 			return nil, fmt.Errorf("miniflare did not start: %q\n%s", l, s.log.String())
 		}
 		s.URL = ready.URL
 		return s, nil
 	case <-time.After(60 * time.Second):
-		s.cmd.Process.Kill()
+		s.kill()
 		return nil, fmt.Errorf("miniflare did not start within 60 s\n%s", s.log.String())
 	}
 }
@@ -206,7 +219,16 @@ func (s *Server) Close() {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		s.cmd.Process.Kill()
+		<-done
 	}
+	os.RemoveAll(s.tmp)
+}
+
+// kill ends a Miniflare that did not start, and removes its files.
+func (s *Server) kill() {
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+	os.RemoveAll(s.tmp)
 }
 
 type lockedBuffer struct {
