@@ -28,8 +28,8 @@ func TestBenchRunsEveryPart(t *testing.T) {
 	}
 	cmd := exec.Command(bin, "bench", "--only", strings.Join(parts, ","), "--jobs", "50", "--batch", "10",
 		"--latency-jobs", "10", "--latency-rate", "200", "--depth", "2000", "--events", "200", "--rebuild-events", "2000",
-		"--apply-events", "200", "--drain-jobs", "200", "--drain-runs", "1", "--drain-concurrency", "10", "--tenants", "10",
-		"--tenant-requests", "50", "--edge-backlog", "50", "--edge-latency-jobs", "10", "--edge-latency-rate", "200",
+		"--apply-events", "200", "--drain-jobs", "50", "--drain-runs", "1", "--drain-concurrency", "10", "--tenants", "10",
+		"--tenant-requests", "20", "--edge-backlog", "50", "--edge-latency-jobs", "10", "--edge-latency-rate", "200",
 		"--pushed-jobs", "10", "--pushed-kept", "100", "--pushed-rounds", "1", "--pushed-behind", "10")
 	cmd.Dir = "../.."
 	out, err := cmd.CombinedOutput()
