@@ -67,7 +67,7 @@ func (f *alarmFile) note(name string, at int64) error {
 	}
 	f.at[name] = at
 	defer f.mu.Unlock()
-	return f.write(f.at)
+	return f.write(true)
 }
 
 // save replaces the schedule with the tenants' alarms, read with f.mu
@@ -76,7 +76,7 @@ func (f *alarmFile) save(alarms func() map[string]int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.at = alarms()
-	return f.write(f.at)
+	return f.write(true)
 }
 
 // afterFiring notes that n alarms fired, and tidies the file once
@@ -88,13 +88,8 @@ func (f *alarmFile) afterFiring(n int, alarms func() map[string]int64) error {
 	if f.fired += n; f.fired < tidyAfter {
 		return nil
 	}
-	f.fired = 0
 	f.at = alarms()
-	b, err := json.Marshal(f.at)
-	if err != nil {
-		return err
-	}
-	return atomicfile.WriteUnsynced(f.path, b, 0o644)
+	return f.write(false)
 }
 
 // forget drops tenant's entry (an erased tenant's), rewriting the file
@@ -106,15 +101,19 @@ func (f *alarmFile) forget(name string) error {
 		return nil
 	}
 	delete(f.at, name)
-	return f.write(f.at)
+	return f.write(true)
 }
 
-// write replaces the file atomically; f.mu is held.
-func (f *alarmFile) write(at map[string]int64) error {
+// write replaces the file with f.at atomically, synced unless it only
+// tidies (afterFiring); f.mu is held.
+func (f *alarmFile) write(sync bool) error {
 	f.fired = 0
-	b, err := json.Marshal(at)
+	b, err := json.Marshal(f.at)
 	if err != nil {
 		return err
+	}
+	if !sync {
+		return atomicfile.WriteUnsynced(f.path, b, 0o644)
 	}
 	return atomicfile.Write(f.path, b, 0o644)
 }
