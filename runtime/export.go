@@ -315,7 +315,7 @@ func (t *Tenant) exportChunk(tb exportTable, mark api.ExportMark, after []api.Ce
 		}
 		sql.WriteString(" AND " + quoteIdent(b[0]) + " <= " + strconv.FormatInt(limit, 10))
 	}
-	sql.WriteString(" ORDER BY " + strings.Join(quoteAll(tb.keys), ", ") + " LIMIT " + strconv.Itoa(exportChunkRows))
+	sql.WriteString(" ORDER BY " + strings.Join(quoteAll(tb.keys), ", ") + do.Limit(exportChunkRows))
 	rows, err := t.db.Query(sql.String(), args...)
 	if err != nil {
 		return nil, nil, 0, printf.Errorf("export table %s: %w", tb.name, err)

@@ -141,7 +141,7 @@ func (t *Tenant) runQuery(name, raw string) (route, *api.Error) {
 		if err != nil {
 			return result{}, err
 		}
-		rows, err := t.db.Query("SELECT * FROM ("+sql+") LIMIT "+strconv.Itoa(q.MaxRows+1), args...)
+		rows, err := t.db.Query("SELECT * FROM ("+sql+")"+do.Limit(q.MaxRows+1), args...)
 		if err != nil {
 			return result{}, api.Refuse(api.CodeQueryFailed, "query %s failed: %s", name, oneLine(err.Error()))
 		}
