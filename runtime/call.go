@@ -18,8 +18,9 @@ type call struct {
 
 	// What the host's headers say of the request.
 	//
-	// dbBytes is the request's stile-db-bytes (GET /storage); heldTenant and heldToken the claims the host holds for
-	// the tenant and for the request's token (stile-held).
+	// dbBytes is the request's stile-db-bytes (GET /storage); heldTenant
+	// and heldToken the claims the host holds for the tenant and for the
+	// request's token (stile-held).
 	dbBytes               string
 	heldTenant, heldToken int
 

@@ -23,22 +23,11 @@ func (w *Worker) TestSignals() *TestSignals {
 // there fails the test instead of hanging it.
 const testSignalWait = 20 * time.Second
 
-// Wait returns the next value signalled, failing the test if none comes.
+// Wait returns the next value signalled (or kept by Await), failing the
+// test if none comes.
 func (s *testSignal[T]) Wait(tb testing.TB) T {
 	tb.Helper()
-	if len(s.held) > 0 {
-		v := s.held[0]
-		s.held = s.held[1:]
-		return v
-	}
-	select {
-	case v := <-s.ch:
-		return v
-	case <-time.After(testSignalWait):
-		var zero T
-		tb.Fatalf("no %T signal within %s", zero, testSignalWait)
-		return zero
-	}
+	return s.Await(tb, func(T) bool { return true })
 }
 
 // Await returns the first value signalled that match accepts, whatever
@@ -60,7 +49,7 @@ func (s *testSignal[T]) Await(tb testing.TB, match func(T) bool) T {
 			s.held = append(s.held, v)
 		case <-time.After(testSignalWait):
 			var zero T
-			tb.Fatalf("no %T signal as awaited within %s (%d others came)", zero, testSignalWait, len(s.held))
+			tb.Fatalf("no %T signal as awaited within %s (%d others came first)", zero, testSignalWait, len(s.held))
 			return zero
 		}
 	}
