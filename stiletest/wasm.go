@@ -11,17 +11,35 @@ import (
 	"github.com/stile-run/stile/internal/wasmbuild"
 )
 
-// builds caches the modules BuildWasm built, by package, for the life of
-// the test binary.
+// builds caches what the harness built (tenant modules, edge executors),
+// by what was built, for the life of the test binary: tests that run in
+// parallel wait for one build instead of compiling the same packages side
+// by side, which on an empty build cache is most of their time.
 var builds struct {
-	mu  sync.Mutex
-	pkg map[string]*build
+	mu   sync.Mutex
+	byID map[string]*build
 }
 
 type build struct {
-	once sync.Once
-	wasm []byte
-	err  error
+	once  sync.Once
+	files map[string][]byte // by file name
+	err   error
+}
+
+// cached returns the files make builds for id, building them once.
+func cached(id string, make func() (map[string][]byte, error)) (map[string][]byte, error) {
+	builds.mu.Lock()
+	if builds.byID == nil {
+		builds.byID = map[string]*build{}
+	}
+	b, ok := builds.byID[id]
+	if !ok {
+		b = &build{}
+		builds.byID[id] = b
+	}
+	builds.mu.Unlock()
+	b.once.Do(func() { b.files, b.err = make() })
+	return b.files, b.err
 }
 
 // BuildWasm compiles the tenant main package pkg (an import path, or a
@@ -39,19 +57,15 @@ func BuildWasm(tb testing.TB, pkg string) []byte {
 }
 
 func buildWasm(pkg string) ([]byte, error) {
-	builds.mu.Lock()
-	if builds.pkg == nil {
-		builds.pkg = map[string]*build{}
-	}
-	b, ok := builds.pkg[pkg]
-	if !ok {
-		b = &build{}
-		builds.pkg[pkg] = b
-	}
-	builds.mu.Unlock()
-	b.once.Do(func() { b.wasm, b.err = compile(pkg) })
-	return b.wasm, b.err
+	files, err := cached("module "+pkg, func() (map[string][]byte, error) {
+		wasm, err := compile(pkg)
+		return map[string][]byte{moduleFile: wasm}, err
+	})
+	return files[moduleFile], err
 }
+
+// moduleFile names a tenant module among the files a build cached.
+const moduleFile = "tenant.wasm"
 
 func compile(pkg string) ([]byte, error) {
 	dir, err := os.MkdirTemp("", "stiletest-wasm-")
@@ -59,7 +73,7 @@ func compile(pkg string) ([]byte, error) {
 		return nil, fmt.Errorf("stiletest: build %s: %w", pkg, err)
 	}
 	defer os.RemoveAll(dir)
-	out := filepath.Join(dir, "tenant.wasm")
+	out := filepath.Join(dir, moduleFile)
 	if err := wasmbuild.BuildWasm(context.Background(), "", pkg, out); err != nil {
 		return nil, fmt.Errorf("stiletest: %w", err)
 	}

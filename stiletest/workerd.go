@@ -3,6 +3,7 @@ package stiletest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,12 +86,14 @@ func (w *Workerd) start(tb testing.TB) (*workerd.Server, string, error) {
 		return nil, "", err
 	}
 	if w.Handlers != "" {
-		ctx := context.Background()
-		if err := wasmbuild.BuildExecutor(ctx, ".", w.Handlers, wasmbuild.Edge, filepath.Join(dir, workerd.ExecutorFile)); err != nil {
-			return nil, "", err
+		files, err := cached("edge "+w.Handlers, func() (map[string][]byte, error) { return buildEdge(w.Handlers) })
+		if err != nil {
+			return nil, "", fmt.Errorf("stiletest: %w", err)
 		}
-		if err := wasmbuild.WriteEdgeAssets(ctx, ".", w.Handlers, dir); err != nil {
-			return nil, "", err
+		for name, b := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				return nil, "", err
+			}
 		}
 		if err := workerd.WriteEdge(dir); err != nil {
 			return nil, "", err
@@ -155,4 +158,32 @@ func (w *Workerd) Dirs() []string {
 		dirs = append(dirs, w.server.TempDir())
 	}
 	return dirs
+}
+
+// buildEdge builds the edge executor of the handler package and its JS
+// glue, and returns them by file name.
+func buildEdge(handlers string) (map[string][]byte, error) {
+	dir, err := os.MkdirTemp("", "stiletest-edge-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	if err := wasmbuild.BuildExecutor(ctx, ".", handlers, wasmbuild.Edge, filepath.Join(dir, workerd.ExecutorFile)); err != nil {
+		return nil, err
+	}
+	if err := wasmbuild.WriteEdgeAssets(ctx, ".", handlers, dir); err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		if files[e.Name()], err = os.ReadFile(filepath.Join(dir, e.Name())); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
 }
