@@ -8,6 +8,17 @@ import (
 // Version is the path prefix of every API route.
 const Version = "v1"
 
+// The rows a request read and wrote in its tenant's storage, as the
+// Durable Object's storage cursors count them (every index entry and
+// trigger write included), with a change of the object's alarm counted as
+// a row written: what Cloudflare bills storage by. The Worker sets them on
+// every answer the tenant's object gives; `stile dev` sends neither, since
+// local SQLite does not count rows that way.
+const (
+	HeaderRowsRead    = "Stile-Rows-Read"
+	HeaderRowsWritten = "Stile-Rows-Written"
+)
+
 // Limits. Requests beyond them are refused with 400 (413 for bodies) and
 // change nothing.
 const (

@@ -329,6 +329,9 @@ export function instantiate(wasmModule, storage, opts = {}) {
   // not reported as writing nothing (TrapError.committed); inTx says the
   // trap came inside one, which it rolled back.
   let depth = 0, commits = 0, inTx = false;
+  // rows counts the rows the storage cursors of the current call read and
+  // wrote (index entries included): what Cloudflare bills the call for.
+  let rows = { read: 0, written: 0 };
   const mem = () => new Uint8Array(memory.buffer);
   const view = () => new DataView(memory.buffer);
 
@@ -352,8 +355,10 @@ export function instantiate(wasmModule, storage, opts = {}) {
         if (opts.fault) opts.fault(sql);
         const cursor = storage.sql.exec(sql, ...params);
         // Read every row: an unfinished cursor fails the request in workerd.
-        const rows = cursor.raw().toArray();
-        out = encodeRows(cursor.columnNames.length, rows);
+        const got = cursor.raw().toArray();
+        rows.read += cursor.rowsRead;
+        rows.written += cursor.rowsWritten;
+        out = encodeRows(cursor.columnNames.length, got);
       } catch (e) {
         if (e instanceof WebAssembly.RuntimeError) throw e;
         out = utf8.encode(String(e?.message ?? e));
@@ -467,9 +472,14 @@ export function instantiate(wasmModule, storage, opts = {}) {
   instance.exports._initialize();
 
   return {
+    // rows are the rows the last call of handle read and wrote.
+    get rows() {
+      return rows;
+    },
     handle(frame) {
       const before = commits;
       inTx = false;
+      rows = { read: 0, written: 0 };
       try {
         const ptr = instance.exports.stile_buffer(frame.length) >>> 0;
         mem().set(frame, ptr);

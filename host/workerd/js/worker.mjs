@@ -13,7 +13,7 @@ import {
   HEADER_HELD, HEADER_HOLD, HEADER_WOKE, holdMatches, parseHold,
 } from "./abi.mjs";
 import {
-  API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_ABSENT, HEADER_CREATE, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_DB_BYTES, HEADER_MODULE, HEADER_TENANT, MODULE_VERSION, HEADER_TOKEN_ID, STORAGE_SUFFIX, INTERNAL_PREFIX, ANSWER_LOST_PREFIX,
+  API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_ABSENT, HEADER_CREATE, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_DB_BYTES, HEADER_MODULE, HEADER_ROWS_READ, HEADER_ROWS_WRITTEN, HEADER_TENANT, MODULE_VERSION, HEADER_TOKEN_ID, STORAGE_SUFFIX, INTERNAL_PREFIX, ANSWER_LOST_PREFIX,
   HEADERS_TOO_LARGE, INVALID_TENANT, MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_TENANTS_PAGE, MAX_WAIT_MS, NO_ROUTE_HINT, PRINCIPAL_ADMIN, PUSH_FAILED,
   TENANTS_PATH, TENANT_PATTERN, WRONG_OBJECT,
 } from "./config.mjs";
@@ -239,6 +239,7 @@ export class Tenant {
     if (!this.module) this.module = instantiate(wasm, this.ctx.storage, this.instantiateOptions());
     try {
       const resp = decodeResponse(this.module.handle(frame));
+      resp.rows = { ...this.module.rows };
       this.after(resp);
       return resp;
     } catch (e) {
@@ -270,6 +271,7 @@ export class Tenant {
       if (resp.alarmAt > 0) this.ctx.storage.setAlarm(resp.alarmAt);
       else this.ctx.storage.deleteAlarm();
       this.alarmAt = resp.alarmAt;
+      resp.rows.written++; // Cloudflare bills a change of the alarm as a row written
     }
     if (resp.flags & FLAG_WAKE) this.wakeHeld(resp.headers.find(([name]) => name === HEADER_WOKE)?.[1]);
     if (resp.flags & FLAG_FINISHED) {
@@ -373,6 +375,8 @@ export class Tenant {
   // empty long-poll claim (w: the claim, when held).
   async serve(request, path, url, body, frameHeaders, w) {
     let deadline = 0;
+    // What the request read and wrote, over every run of a held claim.
+    let rowsRead = 0, rowsWritten = 0;
     for (;;) {
       const finished = this.finishUp; // before the call, so no wake-up is missed
       // A claim held before is not counted while it runs again.
@@ -389,6 +393,8 @@ export class Tenant {
         // stands, and the client must not take the 500 for "nothing".
         return e?.committed ? answerLost(cause) : internal(cause);
       }
+      rowsRead += resp.rows.read;
+      rowsWritten += resp.rows.written;
       if (resp.holdMs > 0) {
         const now = Date.now();
         if (!deadline) deadline = now + resp.holdMs;
@@ -410,6 +416,8 @@ export class Tenant {
       const headers = new Headers();
       for (const [name, value] of resp.headers) if (!name.startsWith(RESERVED_PREFIX)) headers.append(name, value);
       headers.set("content-type", "application/json");
+      headers.set(HEADER_ROWS_READ, String(rowsRead));
+      headers.set(HEADER_ROWS_WRITTEN, String(rowsWritten));
       return new Response(resp.body, { status: resp.status, headers });
     }
   }
