@@ -42,7 +42,9 @@ func runBench(args []string) error {
 	events := fs.Int("events", 20000, "events per measurement of the event log and reactions")
 	rebuildEvents := fs.Int("rebuild-events", 1_000_000, "events in the log of the projection rebuild measurement")
 	applyEvents := fs.Int("apply-events", 100_000, "events per measurement of projection batches")
-	only := fs.String("only", "", "comma-separated parts to run: jobs, drain, tenants, depth, events, projections, latency, workerd, pushed, edge (default: all)")
+	only := fs.String("only", "", "comma-separated parts to run: jobs, drain, tenants, depth, events, projections, latency, workerd, rows, pushed, edge (default: all)")
+	rowsOps := fs.Int("rows-ops", 100, "operations of each kind in the rows measurement")
+	rowsHistory := fs.Int("rows-history", 1000, "events of the long aggregate in the rows measurement")
 	drainJobs := fs.Int("drain-jobs", 20000, "no-op jobs in the worker's backlog in the drain measurement")
 	drainConc := fs.Int("drain-concurrency", 100, "handlers of the worker in the drain measurement")
 	drainRuns := fs.Int("drain-runs", 3, "runs of each drain measurement (the median is printed)")
@@ -271,6 +273,11 @@ func runBench(args []string) error {
 	}
 	if part("workerd") {
 		if err := benchWorkerd(ctx, dir, wasm, *jobs/4, *batch, *events/4, *latJobs, *latRate, *drainJobs, *drainConc, *drainRuns); err != nil {
+			return err
+		}
+	}
+	if part("rows") {
+		if err := benchRows(ctx, dir, wasm, *rowsOps, *rowsHistory); err != nil {
 			return err
 		}
 	}

@@ -38,6 +38,12 @@ func Settle(ctx context.Context, d Driver, n, batch int) (time.Duration, error) 
 	if _, err := Append(ctx, d, n, api.MaxAppendEvents); err != nil {
 		return 0, err
 	}
+	return settleAppended(ctx, d, n, batch)
+}
+
+// settleAppended claims and settles n deliveries to Policy, batch per
+// claim and per settle request, and returns the time it took.
+func settleAppended(ctx context.Context, d Driver, n, batch int) (time.Duration, error) {
 	start := time.Now()
 	for done := 0; done < n; {
 		var claimed api.ReactionClaimResponse

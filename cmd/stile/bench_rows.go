@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/stile-run/stile/client"
+	"github.com/stile-run/stile/cmd/stile/internal/bench"
+	"github.com/stile-run/stile/host/workerd"
+)
+
+// Cloudflare's prices for Durable Object SQLite beyond the Workers Paid
+// plan's allowance, as of January 2026: per million rows.
+const (
+	dollarsPerMillionRowsWritten = 1.00
+	dollarsPerMillionRowsRead    = 0.001
+)
+
+// benchRows prints the rows each operation reads and writes in a tenant's
+// Durable Object, as workerd's own storage cursors count them: what
+// Cloudflare bills an operation's storage by.
+func benchRows(ctx context.Context, dir string, wasm []byte, n, history int) error {
+	bundleDir := filepath.Join(dir, "rows")
+	if err := workerd.WriteWorker(bundleDir, wasm); err != nil {
+		return err
+	}
+	srv, err := workerd.Start(workerd.Options{Bundle: bundleDir, Token: benchToken})
+	if errors.Is(err, workerd.ErrNoNode) {
+		fmt.Println("rows: skipped,", err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	counter := &bench.RowCounter{Base: &http.Transport{}}
+	d := bench.HTTP{C: client.New(srv.URL, benchToken, &http.Client{Transport: counter})}
+	figures, err := bench.RowsPerOperation(ctx, d, counter, n, history)
+	if err != nil {
+		return fmt.Errorf("rows: %w", err)
+	}
+	fmt.Printf("rows per operation, workerd (Miniflare 4, one Durable Object, the storage cursors' counts; %d of each)\n", n)
+	tw := tabwriter.NewWriter(os.Stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "  operation\trows written\trows read\trequests\t$ per million (rows)\t")
+	for _, f := range figures {
+		cost := f.Written*dollarsPerMillionRowsWritten + f.Read*dollarsPerMillionRowsRead
+		fmt.Fprintf(tw, "  %s\t%.1f\t%.1f\t%d\t%.2f\t\n", f.Op, f.Written, f.Read, f.Requests, cost)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Printf("  (rows at $%.2f per million written and $%.3f per million read, Cloudflare's prices of January 2026; requests and duration are billed besides)\n\n",
+		dollarsPerMillionRowsWritten, dollarsPerMillionRowsRead)
+	return nil
+}

@@ -1,0 +1,86 @@
+package bench_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/client"
+	"github.com/stile-run/stile/cmd/stile/defaultapp/app"
+	"github.com/stile-run/stile/cmd/stile/internal/bench"
+	"github.com/stile-run/stile/internal/wasmbuild"
+	"github.com/stile-run/stile/stiletest"
+)
+
+// TestRowsPerOperation pins what each operation writes and reads in a
+// tenant's Durable Object, counted by workerd's storage cursors: a change
+// that adds a row to the job cycle, an append, a settlement or a command
+// fails here. When a change lowers a figure, lower it here and in
+// docs/DESIGN.md's table ("What does a tenant cost on Cloudflare?").
+//
+// The job cycle's alarm changes are fixed (a claim sets the lease's alarm,
+// its report removes it), so its figures are exact. An append and a
+// command set the projections' catch-up alarm, which workerd may or may
+// not have fired when the next request comes (and the settlements run
+// while it does): those figures may be up to one row per request under
+// their pin, never over it.
+func TestRowsPerOperation(t *testing.T) {
+	t.Parallel()
+	w := &stiletest.Workerd{Wasm: func(tb testing.TB) []byte { return stiletest.BuildWasm(tb, wasmbuild.DefaultPackage) }}
+	url := w.Start(t)
+	t.Cleanup(w.Close)
+	counter := &bench.RowCounter{Base: &http.Transport{}}
+	d := bench.HTTP{C: client.New(url, stiletest.DefaultToken, &http.Client{Transport: counter})}
+	const n, history = 20, 40
+	figures, err := bench.RowsPerOperation(context.Background(), d, counter, n, history)
+	require.NoError(t, err)
+
+	type pin struct {
+		written, read float64
+		exact         bool
+	}
+	pins := map[string]pin{
+		"job cycle, one job per request":                         {14, 33, true},
+		"job cycle, 10 jobs per request":                         {12.2, 27.3, true},
+		"job cycle, 100 jobs per request":                        {12.1, 26.65, true},
+		"event appended, one per request":                        {5, 3, false},
+		"event appended, 10 per request":                         {4.1, 3.1, false},
+		"reaction delivery claimed and settled, one per request": {10, 31.1, false},
+		"reaction delivery claimed and settled, 10 per request":  {7.3, 15.8, false},
+		"command on an aggregate of 0 to 19 events":              {8, 24.9, false},
+		"command on an aggregate of 40 to 59 events":             {8, 105, false},
+	}
+	require.Len(t, figures, len(pins))
+	for _, f := range figures {
+		p, ok := pins[f.Op]
+		require.True(t, ok, "no pin for %q", f.Op)
+		t.Logf("%s: %.2f rows written, %.2f read per operation (%d requests)", f.Op, f.Written, f.Read, f.Requests)
+		if p.exact {
+			require.InDelta(t, p.written, f.Written, 0.01, "%s: rows written per operation", f.Op)
+		} else {
+			perRequest := float64(f.Requests) / float64(f.Ops)
+			require.LessOrEqual(t, f.Written, p.written+0.01, "%s: rows written per operation", f.Op)
+			require.GreaterOrEqual(t, f.Written, p.written-perRequest-0.01, "%s: rows written per operation", f.Op)
+		}
+		// Reads vary a little with what the alarm did in between; 5% more
+		// is a change, not noise.
+		require.LessOrEqual(t, f.Read, p.read*1.05, "%s: rows read per operation", f.Op)
+	}
+}
+
+// TestRowsAreNeverASilentZero: against a host that does not count rows
+// (stile dev's server), the measurement fails and says why.
+func TestRowsAreNeverASilentZero(t *testing.T) {
+	t.Parallel()
+	const token = "bench-token-0123456789abcdef"
+	m := stiletest.New(t, stiletest.Config{App: app.App(), Token: token}).Manager()
+	h, stop, err := bench.Serve(m, token)
+	require.NoError(t, err)
+	t.Cleanup(stop)
+	counter := &bench.RowCounter{Base: &http.Transport{}}
+	d := bench.HTTP{C: client.New(h.C.BaseURL(), token, &http.Client{Transport: counter})}
+	_, err = bench.RowsPerOperation(context.Background(), d, counter, 2, 2)
+	require.ErrorContains(t, err, "answered 201 without Stile-Rows-Read and Stile-Rows-Written (only a tenant's Durable Object counts them)")
+}
