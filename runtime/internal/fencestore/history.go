@@ -7,8 +7,8 @@ import (
 )
 
 func (s *Store) ended(id, attempt int64) (*fence.Ended, error) {
-	rows, err := s.db.Query(`SELECT worker, lease_token, outcome FROM stile_job_attempts
-		WHERE job_id = ? AND attempt = ?`, id, attempt)
+	rows, err := s.db.Query(`SELECT worker, lease_token, outcome FROM stile_job_attempts WHERE job_id = ?1 AND attempt = ?2
+		UNION ALL SELECT ended_worker, ended_token, ended_outcome FROM stile_jobs WHERE id = ?1 AND ended_attempt = ?2`, id, attempt)
 	if err != nil {
 		return nil, printf.Errorf("read attempt %d of job %d: %w", attempt, id, err)
 	}
@@ -65,10 +65,14 @@ type Attempt struct {
 	Heartbeats, LastHeartbeatAt int64
 }
 
-// Attempts reads a job's ended attempts, oldest first.
+// Attempts reads a job's ended attempts, oldest first: the history
+// table's, and the last to end, which its job's row keeps.
 func (s *Store) Attempts(id int64) ([]Attempt, error) {
 	rows, err := s.db.Query(`SELECT attempt, worker, claimed_at, lease_until, ended_at, outcome, error, noticed_by,
-		heartbeats, last_heartbeat_at FROM stile_job_attempts WHERE job_id = ? ORDER BY attempt`, id)
+		heartbeats, last_heartbeat_at FROM stile_job_attempts WHERE job_id = ?1
+		UNION ALL SELECT ended_attempt, ended_worker, ended_claimed_at, ended_lease_until, ended_at, ended_outcome,
+		ended_error, ended_noticed_by, ended_heartbeats, ended_last_heartbeat_at FROM stile_jobs
+		WHERE id = ?1 AND ended_attempt IS NOT NULL ORDER BY 1`, id)
 	if err != nil {
 		return nil, printf.Errorf("read attempts of job %d: %w", id, err)
 	}

@@ -107,7 +107,8 @@ type ending struct {
 // finish ends the running attempt of j as next says, with all that follows
 // from it in the same transaction: the guarded job update (the fence's
 // write; a report is guarded by a live lease, an expiry by a lapsed one),
-// the attempt's history row, the concurrency slot released, and, when the
+// which keeps the attempt on the row as the last to end (the one kept
+// before moves to the history table), the concurrency slot released, and, when the
 // job ended, its dependents unlatched or cancelled. It returns the job as
 // now stored.
 func (s *Store) finish(now int64, j Job, next fence.Next, e ending) (Job, error) {
@@ -131,17 +132,15 @@ func (s *Store) finish(now int64, j Job, next fence.Next, e ending) (Job, error)
 	if e.outcome == fence.OutcomeLeaseExpired {
 		guard = lapsedLease
 	}
-	rows, err := s.db.Query(`UPDATE stile_jobs SET state = ?, failures = ?, run_at = ?, output = ?,
-		last_error = ?, finished_at = ?, tags = ?, worker = NULL, lease_token = NULL, claimed_at = NULL,
-		lease_until = NULL, cancel_requested = NULL
-		WHERE `+guard+` RETURNING id`,
-		string(next.State), next.Failures, next.RunAt, out, lastErr, finished, string(tags),
-		j.ID, j.Attempt, j.Worker, j.LeaseToken, now)
-	if err != nil {
-		return j, printf.Errorf("record %s of job %d attempt %d: %w", string(e.outcome), j.ID, j.Attempt, err)
-	}
-	if !rows.Next() {
-		return j, printf.Errorf("record %s of job %d attempt %d: %w", string(e.outcome), j.ID, j.Attempt, do.ErrGuard)
+	// The attempt kept on the row as the last to end moves to the history
+	// table: this one takes its place. Guarded like the update, so a stale
+	// writer moves nothing.
+	if err := s.db.Exec(`INSERT INTO stile_job_attempts (job_id, attempt, worker, lease_token, claimed_at,
+		lease_until, ended_at, outcome, error, noticed_by, heartbeats, last_heartbeat_at)
+		SELECT id, ended_attempt, ended_worker, ended_token, ended_claimed_at, ended_lease_until, ended_at, ended_outcome,
+		ended_error, ended_noticed_by, ended_heartbeats, ended_last_heartbeat_at FROM stile_jobs
+		WHERE ended_attempt IS NOT NULL AND `+guard, j.ID, j.Attempt, j.Worker, j.LeaseToken, now); err != nil {
+		return j, printf.Errorf("keep attempt %d of job %d: %w", j.Attempt-1, j.ID, err)
 	}
 	var attemptErr any
 	if e.err != "" {
@@ -151,11 +150,21 @@ func (s *Store) finish(now int64, j Job, next fence.Next, e ending) (Job, error)
 	if j.Heartbeats > 0 {
 		lastBeat = j.LastHeartbeatAt
 	}
-	if err := s.db.Exec(`INSERT INTO stile_job_attempts (job_id, attempt, worker, lease_token, claimed_at,
-		lease_until, ended_at, outcome, error, noticed_by, heartbeats, last_heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		j.ID, j.Attempt, j.Worker, j.LeaseToken, j.ClaimedAt, j.LeaseUntil, now, string(e.outcome), attemptErr, e.noticedBy,
-		j.Heartbeats, lastBeat); err != nil {
-		return j, printf.Errorf("record attempt %d of job %d: %w", j.Attempt, j.ID, err)
+	rows, err := s.db.Query(`UPDATE stile_jobs SET state = ?, failures = ?, run_at = ?, output = ?,
+		last_error = ?, finished_at = ?, tags = ?, worker = NULL, lease_token = NULL, claimed_at = NULL,
+		lease_until = NULL, cancel_requested = NULL,
+		ended_attempt = attempt, ended_worker = worker, ended_token = lease_token, ended_claimed_at = claimed_at,
+		ended_lease_until = lease_until, ended_heartbeats = heartbeats, ended_last_heartbeat_at = ?,
+		ended_at = ?, ended_outcome = ?, ended_error = ?, ended_noticed_by = ?
+		WHERE `+guard+` RETURNING id`,
+		string(next.State), next.Failures, next.RunAt, out, lastErr, finished, string(tags),
+		lastBeat, now, string(e.outcome), attemptErr, e.noticedBy,
+		j.ID, j.Attempt, j.Worker, j.LeaseToken, now)
+	if err != nil {
+		return j, printf.Errorf("record %s of job %d attempt %d: %w", string(e.outcome), j.ID, j.Attempt, err)
+	}
+	if !rows.Next() {
+		return j, printf.Errorf("record %s of job %d attempt %d: %w", string(e.outcome), j.ID, j.Attempt, do.ErrGuard)
 	}
 	s.due.Removed(j.LeaseUntil)
 	switch next.State {
