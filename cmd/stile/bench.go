@@ -42,7 +42,9 @@ func runBench(args []string) error {
 	events := fs.Int("events", 20000, "events per measurement of the event log and reactions")
 	rebuildEvents := fs.Int("rebuild-events", 1_000_000, "events in the log of the projection rebuild measurement")
 	applyEvents := fs.Int("apply-events", 100_000, "events per measurement of projection batches")
-	only := fs.String("only", "", "comma-separated parts to run: jobs, drain, tenants, depth, events, projections, latency, workerd, rows, pushed, edge (default: all)")
+	only := fs.String("only", "", "comma-separated parts to run: jobs, drain, tenants, depth, events, projections, latency, workerd, rows, commands, pushed, edge (default: all)")
+	commandsN := fs.Int("commands", 50, "commands per history in the commands measurement")
+	commandHistory := fs.Int("command-history", 10_000, "events of the longest aggregate in the commands measurement (also 1 and a tenth of it)")
 	rowsOps := fs.Int("rows-ops", 100, "operations of each kind in the rows measurement")
 	rowsHistory := fs.Int("rows-history", 1000, "events of the long aggregate in the rows measurement")
 	drainJobs := fs.Int("drain-jobs", 20000, "no-op jobs in the worker's backlog in the drain measurement")
@@ -278,6 +280,12 @@ func runBench(args []string) error {
 	}
 	if part("rows") {
 		if err := benchRows(ctx, dir, wasm, *rowsOps, *rowsHistory); err != nil {
+			return err
+		}
+	}
+	if part("commands") {
+		histories := []int{1, max(1, *commandHistory/10), *commandHistory}
+		if err := benchCommands(ctx, dir, wasm, devHost(true), *commandsN, histories); err != nil {
 			return err
 		}
 	}

@@ -20,7 +20,7 @@ func TestBenchRunsEveryPart(t *testing.T) {
 	bin := stile(t)
 	parts := []string{"jobs", "drain", "tenants", "depth", "events", "projections", "latency", "pushed"}
 	if _, err := workerd.EnsureInstalled(); err == nil {
-		parts = append(parts, "workerd", "rows", "edge")
+		parts = append(parts, "workerd", "rows", "commands", "edge")
 	} else if os.Getenv("CI") == "true" {
 		t.Fatalf("CI=true: %v", err)
 	} else {
@@ -31,7 +31,7 @@ func TestBenchRunsEveryPart(t *testing.T) {
 		"--apply-events", "200", "--drain-jobs", "50", "--drain-runs", "1", "--drain-concurrency", "10", "--tenants", "10",
 		"--tenant-requests", "20", "--edge-backlog", "50", "--edge-latency-jobs", "10", "--edge-latency-rate", "200",
 		"--pushed-jobs", "10", "--pushed-kept", "100", "--pushed-rounds", "1", "--pushed-behind", "10",
-		"--rows-ops", "5", "--rows-history", "5")
+		"--rows-ops", "5", "--rows-history", "5", "--commands", "3", "--command-history", "20")
 	cmd.Dir = "../.."
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
@@ -43,5 +43,6 @@ func TestBenchRunsEveryPart(t *testing.T) {
 		require.Contains(t, string(out), "workerd (Miniflare 4")
 		require.Contains(t, string(out), "edge executor")
 		require.Contains(t, string(out), "rows per operation, workerd")
+		require.Contains(t, string(out), "commands on an aggregate as its history grows")
 	}
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/stile-run/stile/api"
@@ -42,6 +43,16 @@ func App() *runtime.App {
 	// Decrement; a Decrement below zero is refused.
 	return runtime.RegisterAggregate(app, runtime.Aggregate[Counter]{
 		Name: "counter",
+		// A command reads the counter from a snapshot kept every 100
+		// events, not its whole stream. The state is one number, so a
+		// hand-written codec (JSONSnapshots would link encoding/json).
+		Snapshots: &runtime.Snapshots[Counter]{
+			Encode: func(c Counter) ([]byte, error) { return strconv.AppendInt(nil, c.Value, 10), nil },
+			Decode: func(b []byte) (Counter, error) {
+				v, err := strconv.ParseInt(string(b), 10, 64)
+				return Counter{Value: v}, err
+			},
+		},
 		Evolve: func(c Counter, e api.Event) Counter {
 			switch e.Type {
 			case "Incremented":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/stile-run/stile/api"
@@ -70,4 +71,32 @@ func settleAppended(ctx context.Context, d Driver, n, batch int) (time.Duration,
 		done += len(ss)
 	}
 	return time.Since(start), nil
+}
+
+// CommandLatencies appends history "Incremented" events to the default
+// module's counter id (its stream, counter:<id>), then sends n Increment
+// commands to it one at a time and returns their latencies, sorted: what a
+// command costs as its aggregate's history grows.
+func CommandLatencies(ctx context.Context, d Driver, id string, history, n int) ([]time.Duration, error) {
+	stream := "counter:" + id
+	for done := 0; done < history; done += api.MaxAppendEvents {
+		evs := make([]api.NewEvent, min(api.MaxAppendEvents, history-done))
+		for i := range evs {
+			evs[i] = api.NewEvent{Type: "Incremented"}
+		}
+		if err := call(ctx, d, api.RouteAppend, api.AppendRequest{Events: evs}, nil, 201, stream); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]time.Duration, n)
+	for i := range out {
+		cmd := api.Command{ID: fmt.Sprintf("%s-%d", id, i), Aggregate: "counter", AggregateID: id, Type: "Increment"}
+		start := time.Now()
+		if err := call(ctx, d, api.RouteCommand, cmd, nil, 201); err != nil {
+			return nil, err
+		}
+		out[i] = time.Since(start)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, nil
 }
