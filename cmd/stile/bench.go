@@ -385,19 +385,27 @@ func latency(ctx context.Context, where string, d bench.Driver, jobs, rate int) 
 	return nil
 }
 
-// benchWorkerd measures the same module in real workerd (Miniflare 4): the
-// Durable Object's own path, V8 instead of wazero.
-func benchWorkerd(ctx context.Context, dir string, wasm []byte, jobs, batch, events, latJobs, latRate, drainJobs, drainConc, drainRuns int) error {
-	bundleDir := filepath.Join(dir, "worker")
+// startWorkerd starts the module in workerd from a bundle of its own under
+// dir, for the part name; nil (and a line saying so) when Node.js is
+// missing, so the part is skipped.
+func startWorkerd(dir, name string, wasm []byte) (*workerd.Server, error) {
+	bundleDir := filepath.Join(dir, name)
 	if err := workerd.WriteWorker(bundleDir, wasm); err != nil {
-		return err
+		return nil, err
 	}
 	srv, err := workerd.Start(workerd.Options{Bundle: bundleDir, Token: benchToken})
 	if errors.Is(err, workerd.ErrNoNode) {
-		fmt.Println("workerd: skipped,", err)
-		return nil
+		fmt.Printf("%s: skipped, %v\n", name, err)
+		return nil, nil
 	}
-	if err != nil {
+	return srv, err
+}
+
+// benchWorkerd measures the same module in real workerd (Miniflare 4): the
+// Durable Object's own path, V8 instead of wazero.
+func benchWorkerd(ctx context.Context, dir string, wasm []byte, jobs, batch, events, latJobs, latRate, drainJobs, drainConc, drainRuns int) error {
+	srv, err := startWorkerd(dir, "workerd", wasm)
+	if srv == nil || err != nil {
 		return err
 	}
 	defer srv.Close()

@@ -2,18 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
 	"github.com/stile-run/stile/client"
 	"github.com/stile-run/stile/cmd/stile/internal/bench"
 	"github.com/stile-run/stile/host"
-	"github.com/stile-run/stile/host/workerd"
 )
 
 // benchCommands prints a command's latency on aggregates of growing
@@ -43,17 +40,11 @@ func benchCommands(ctx context.Context, dir string, wasm []byte, open func() (*h
 	if err != nil {
 		return err
 	}
-	bundleDir := filepath.Join(dir, "commands")
-	if err := workerd.WriteWorker(bundleDir, wasm); err != nil {
+	srv, err := startWorkerd(dir, "commands", wasm)
+	if err != nil {
 		return err
 	}
-	srv, err := workerd.Start(workerd.Options{Bundle: bundleDir, Token: benchToken})
-	switch {
-	case errors.Is(err, workerd.ErrNoNode):
-		fmt.Fprintln(tw, "  workerd: skipped,", err)
-	case err != nil:
-		return err
-	default:
+	if srv != nil {
 		defer srv.Close()
 		if err := row("workerd", bench.HTTP{C: client.New(srv.URL, benchToken, &http.Client{Transport: &http.Transport{}})}); err != nil {
 			return err

@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/stile-run/stile/client"
 	"github.com/stile-run/stile/cmd/stile/internal/bench"
-	"github.com/stile-run/stile/host/workerd"
 )
 
 // Cloudflare's prices for Durable Object SQLite beyond the Workers Paid
@@ -25,16 +22,8 @@ const (
 // Durable Object, as workerd's own storage cursors count them: what
 // Cloudflare bills an operation's storage by.
 func benchRows(ctx context.Context, dir string, wasm []byte, n, history int) error {
-	bundleDir := filepath.Join(dir, "rows")
-	if err := workerd.WriteWorker(bundleDir, wasm); err != nil {
-		return err
-	}
-	srv, err := workerd.Start(workerd.Options{Bundle: bundleDir, Token: benchToken})
-	if errors.Is(err, workerd.ErrNoNode) {
-		fmt.Println("rows: skipped,", err)
-		return nil
-	}
-	if err != nil {
+	srv, err := startWorkerd(dir, "rows", wasm)
+	if srv == nil || err != nil {
 		return err
 	}
 	defer srv.Close()
