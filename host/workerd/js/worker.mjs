@@ -266,17 +266,12 @@ export class Tenant {
   }
 
   after(resp) {
-    // Between firings the alarm only moves earlier: Cloudflare bills each
-    // change of it as a row written, and a claim and its report would set
-    // it to the lease's end and delete it again, two of a job's rows. One
-    // left set after its work went away fires once for nothing (a request,
-    // far cheaper than a row), and the module then says when the next is
-    // due. A negative alarmAt (do.AlarmUnchanged), or 0 (nothing due),
-    // leaves it as it is; so does a later time while an earlier one is set.
-    if (resp.alarmAt > 0 && !(this.alarmAt > 0 && this.alarmAt <= resp.alarmAt)) {
-      this.ctx.storage.setAlarm(resp.alarmAt);
+    // A negative alarmAt (do.AlarmUnchanged) keeps the alarm as it is.
+    if (resp.alarmAt >= 0 && resp.alarmAt !== this.alarmAt) {
+      if (resp.alarmAt > 0) this.ctx.storage.setAlarm(resp.alarmAt);
+      else this.ctx.storage.deleteAlarm();
       this.alarmAt = resp.alarmAt;
-      resp.rows.written++;
+      resp.rows.written++; // Cloudflare bills a change of the alarm as a row written
     }
     if (resp.flags & FLAG_WAKE) this.wakeHeld(resp.headers.find(([name]) => name === HEADER_WOKE)?.[1]);
     if (resp.flags & FLAG_FINISHED) {
