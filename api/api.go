@@ -12,8 +12,10 @@ const Version = "v1"
 // Durable Object's storage cursors count them (every index entry and
 // trigger write included), with a change of the object's alarm counted as
 // a row written: what Cloudflare bills storage by. The Worker sets them on
-// every answer the tenant's object gives; `stile dev` sends neither, since
-// local SQLite does not count rows that way.
+// every answer the tenant's module gives (not on one the object refuses
+// before the module runs, nor on a 500 for a trapped call); a statement
+// that fails and the tenant's name, kept once, are not counted. `stile
+// dev` sends neither, since local SQLite does not count rows that way.
 const (
 	HeaderRowsRead    = "Stile-Rows-Read"
 	HeaderRowsWritten = "Stile-Rows-Written"

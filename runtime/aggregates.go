@@ -117,10 +117,10 @@ const DefaultSnapshotEvery = 100
 // aggregate is a registered Aggregate with its state type erased.
 type aggregate struct {
 	name string
-	// fold evolves a state (nil: the initial one) by events; decide
+	// fold evolves a state (fresh: the initial one) by events; decide
 	// decides a command on a folded state. A panic of the module's code
 	// in either is returned as a *decidePanic.
-	fold   func(state any, events []eventstore.Event) (any, error)
+	fold   func(state any, fresh bool, events []eventstore.Event) (any, error)
 	decide func(state any, c Command) (Decision, error)
 	// encode keeps a state as a snapshot, false for one that would not
 	// come back equal; decode reads it back. Both nil: no snapshots.
@@ -154,8 +154,16 @@ func RegisterAggregate[S any](app *App, agg Aggregate[S]) *App {
 			a.snapshotEvery = DefaultSnapshotEvery
 		}
 		encode, decode := snap.Encode, snap.Decode
-		a.encode = func(state any) ([]byte, bool) {
-			b, err := encode(state.(S))
+		// A panic in the codec is the module's bug too: the state is then
+		// not kept, or the snapshot not read (the stream is folded).
+		a.encode = func(state any) (b []byte, ok bool) {
+			defer func() {
+				if recover() != nil {
+					b, ok = nil, false
+				}
+			}()
+			s, _ := state.(S)
+			b, err := encode(s)
 			if err != nil {
 				return nil, false
 			}
@@ -166,14 +174,16 @@ func RegisterAggregate[S any](app *App, agg Aggregate[S]) *App {
 			again, err := encode(back)
 			return b, err == nil && bytes.Equal(again, b)
 		}
-		a.decode = func(b []byte) (any, error) { return decode(b) }
+		a.decode = func(b []byte) (_ any, err error) {
+			defer recoverDecide(&err)
+			return decode(b)
+		}
 	}
-	a.fold = func(state any, events []eventstore.Event) (out any, err error) {
+	a.fold = func(state any, fresh bool, events []eventstore.Event) (out any, err error) {
 		defer recoverDecide(&err)
-		var s S
-		if state != nil {
-			s = state.(S)
-		} else if initial != nil {
+		// S may be an interface, whose nil state is a state like any other.
+		s, _ := state.(S)
+		if fresh && initial != nil {
 			s = initial()
 		}
 		if evolve != nil {
@@ -185,7 +195,8 @@ func RegisterAggregate[S any](app *App, agg Aggregate[S]) *App {
 	}
 	a.decide = func(state any, c Command) (d Decision, err error) {
 		defer recoverDecide(&err)
-		return decide(state.(S), c)
+		s, _ := state.(S)
+		return decide(s, c)
 	}
 	app.addAggregate(a, agg.PolicyTimeout, agg.ProcessTimeout)
 	return app
@@ -305,6 +316,9 @@ func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.Comman
 		return api.CommandResult{}, api.Refuse(api.CodeDecidePanicked,
 			"%s %s on %s: the aggregate panicked (%s), a bug in the module; its stack is in the host's log", c.Aggregate, c.Type, stream, oneLine(printf.Sprintf("%v", p.value))), nil
 	}
+	if ref := (*api.Error)(nil); errors.As(err, &ref) {
+		return api.CommandResult{}, ref, nil
+	}
 	if err != nil {
 		return api.CommandResult{}, nil, err
 	}
@@ -362,6 +376,12 @@ func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.Comman
 	return commandResult(c.ID, stream, version, evs, jobIDs, false), nil, nil
 }
 
+// maxFoldWithoutSnapshots bounds the events a command folds for an
+// aggregate without snapshots: each of its commands folds them all, so a
+// longer stream is refused with advice, not left to run into the
+// request's CPU limit.
+const maxFoldWithoutSnapshots = 100_000
+
 // foldPage is how many events a command's fold reads at a time, so its
 // memory stays bounded whatever the stream's length.
 const foldPage = 1000
@@ -387,6 +407,7 @@ func (t *Tenant) foldStream(agg aggregate, stream string) (folded, error) {
 	fp := t.snapshotFingerprint(agg)
 	var f folded
 	from := int64(1)
+	fromSnapshot := false
 	if fp != "" {
 		snap, found, err := t.events.Snapshot(stream)
 		if err != nil {
@@ -397,13 +418,13 @@ func (t *Tenant) foldStream(agg aggregate, stream string) (folded, error) {
 			if err != nil {
 				t.db.Log(do.LevelWarn, printf.Sprintf("the snapshot of %s at version %d does not decode (%v): the stream is folded from its start", stream, snap.Version, err))
 			} else {
-				f.state, f.version, from = st, snap.Version, snap.Version+1
+				f.state, f.version, from, fromSnapshot = st, snap.Version, snap.Version+1, true
 			}
 		}
 	}
 	kept := f.version
-	if f.state == nil {
-		st, err := agg.fold(nil, nil)
+	if !fromSnapshot {
+		st, err := agg.fold(nil, true, nil)
 		if err != nil {
 			return folded{}, err
 		}
@@ -417,7 +438,10 @@ func (t *Tenant) foldStream(agg aggregate, stream string) (folded, error) {
 		if len(page) == 0 {
 			break
 		}
-		if f.state, err = agg.fold(f.state, page); err != nil {
+		if agg.snapshotEvery == 0 && page[len(page)-1].Version-kept > maxFoldWithoutSnapshots {
+			return folded{}, api.Refuse(api.CodeCommandRejected, "stream %s has more than %d events, more than an aggregate without snapshots folds for a command: set Aggregate.Snapshots, and a command reads the state kept every 100 events", stream, maxFoldWithoutSnapshots)
+		}
+		if f.state, err = agg.fold(f.state, false, page); err != nil {
 			return folded{}, err
 		}
 		f.version = page[len(page)-1].Version

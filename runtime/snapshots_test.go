@@ -142,3 +142,37 @@ func TestALongStreamTakesCommands(t *testing.T) {
 	count(t, ten, history+1, 2)
 	require.Equal(t, int64(history+1), evolved.Load(), "the first command folded the stream, the second its snapshot and the one event after it")
 }
+
+// shape is an interface state: nil is a state like any other.
+type shape interface{ sides() int }
+
+type square struct{}
+
+func (square) sides() int { return 4 }
+
+// A panic in a snapshot codec keeps no snapshot and fails no command, and
+// an interface state starts nil and stays what Evolve made it, across
+// snapshots.
+func TestSnapshotCodecsAndInterfaceStates(t *testing.T) {
+	app := runtime.NewApp()
+	runtime.RegisterAggregate(app, runtime.Aggregate[shape]{Name: "tally",
+		Snapshots: &runtime.Snapshots[shape]{Every: 1, Version: "v1",
+			Encode: func(s shape) ([]byte, error) {
+				if s == nil {
+					return []byte("nil"), nil
+				}
+				panic("no codec for a square")
+			},
+			Decode: func(b []byte) (shape, error) { return nil, nil }},
+		Evolve: func(s shape, e api.Event) shape { return square{} },
+		Decide: func(s shape, c runtime.Command) (runtime.Decision, error) {
+			if (s == nil) != (c.ID == "c1") { // the first command sees no events
+				return runtime.Decision{}, fmt.Errorf("command %s saw %v", c.ID, s)
+			}
+			return runtime.Emit(api.NewEvent{Type: "Counted"}), nil
+		}})
+	logs := &syncBuffer{}
+	h := stiletest.New(t, stiletest.Config{App: app, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	count(t, h.Tenant("acme"), 1, 3)
+	require.Contains(t, logs.String(), "keeps no snapshot of tally:t1")
+}

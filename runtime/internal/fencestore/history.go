@@ -70,7 +70,7 @@ type Attempt struct {
 func (s *Store) Attempts(id int64) ([]Attempt, error) {
 	rows, err := s.db.Query(`SELECT attempt, worker, claimed_at, lease_until, ended_at, outcome, error, noticed_by,
 		heartbeats, last_heartbeat_at FROM stile_job_attempts WHERE job_id = ?1
-		UNION ALL SELECT ended_attempt, ended_worker, ended_claimed_at, ended_lease_until, ended_at, ended_outcome,
+		UNION SELECT ended_attempt, ended_worker, ended_claimed_at, ended_lease_until, ended_at, ended_outcome,
 		ended_error, ended_noticed_by, ended_heartbeats, ended_last_heartbeat_at FROM stile_jobs
 		WHERE id = ?1 AND ended_attempt IS NOT NULL ORDER BY 1`, id)
 	if err != nil {

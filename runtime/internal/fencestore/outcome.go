@@ -134,8 +134,9 @@ func (s *Store) finish(now int64, j Job, next fence.Next, e ending) (Job, error)
 	}
 	// The attempt kept on the row as the last to end moves to the history
 	// table: this one takes its place. Guarded like the update, so a stale
-	// writer moves nothing.
-	if err := s.db.Exec(`INSERT INTO stile_job_attempts (job_id, attempt, worker, lease_token, claimed_at,
+	// writer moves nothing. One the table holds already (an export read
+	// while attempts ended has both) is kept as it is.
+	if err := s.db.Exec(`INSERT OR IGNORE INTO stile_job_attempts (job_id, attempt, worker, lease_token, claimed_at,
 		lease_until, ended_at, outcome, error, noticed_by, heartbeats, last_heartbeat_at)
 		SELECT id, ended_attempt, ended_worker, ended_token, ended_claimed_at, ended_lease_until, ended_at, ended_outcome,
 		ended_error, ended_noticed_by, ended_heartbeats, ended_last_heartbeat_at FROM stile_jobs

@@ -122,10 +122,14 @@ func RowsPerOperation(ctx context.Context, d Driver, c *RowCounter, n, history i
 	if _, err := Cycle(ctx, d, 1, 1); err != nil {
 		return nil, fmt.Errorf("warm up: %w", err)
 	}
-	if _, err := Settle(ctx, d, 1, 1); err != nil {
+	if err := increment(ctx, d, "rows-warm-up", 0, 1); err != nil {
 		return nil, fmt.Errorf("warm up: %w", err)
 	}
-	if err := increment(ctx, d, "rows-warm-up", 0, 1); err != nil {
+	// The log policy has the increment's event too: both are settled here.
+	if _, err := Append(ctx, d, 1, 1); err != nil {
+		return nil, fmt.Errorf("warm up: %w", err)
+	}
+	if _, err := settleAppended(ctx, d, 2, 2); err != nil {
 		return nil, fmt.Errorf("warm up: %w", err)
 	}
 	for _, s := range steps {
