@@ -116,7 +116,13 @@ func scenarioExportImport(s *scenario) {
 	_, err = s.ten.Import(s.ctx, pages[0])
 	requireCode(t, err, http.StatusConflict, api.CodeImportConflict)
 
-	require.Equal(t, dump(pages), dump(s.exportAll(target, 0)), "the copy exports what the original did")
+	// In real time the open delivery's lease (a second) may run out while
+	// the pages import, and each tenant notes that at its next request:
+	// both are exported once it has run out, and say the same.
+	if s.tg.realTime() {
+		time.Sleep(time.Until(open.LeaseUntil) + 50*time.Millisecond)
+	}
+	require.Equal(t, dump(s.exportAll(s.ten, 0)), dump(s.exportAll(target, 0)), "the copy exports what the original does")
 	j, err := target.Job(s.ctx, done.ID)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"ok":"é✓"}`, string(j.Output))
