@@ -376,8 +376,9 @@ func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.Comman
 	return commandResult(c.ID, stream, version, evs, jobIDs, false), nil, nil
 }
 
-// maxFoldWithoutSnapshots bounds the events a command folds for an
-// aggregate without snapshots: each of its commands folds them all, so a
+// maxFoldWithoutSnapshots bounds the events a command folds when no
+// snapshot can be kept (the aggregate has none, or the host names no build
+// and the aggregate no version): each of its commands folds them all, so a
 // longer stream is refused with advice, not left to run into the
 // request's CPU limit.
 const maxFoldWithoutSnapshots = 100_000
@@ -438,7 +439,7 @@ func (t *Tenant) foldStream(agg aggregate, stream string) (folded, error) {
 		if len(page) == 0 {
 			break
 		}
-		if agg.snapshotEvery == 0 && page[len(page)-1].Version-kept > maxFoldWithoutSnapshots {
+		if fp == "" && page[len(page)-1].Version-kept > maxFoldWithoutSnapshots {
 			return folded{}, api.Refuse(api.CodeCommandRejected, "stream %s has more than %d events, more than an aggregate without snapshots folds for a command: set Aggregate.Snapshots, and a command reads the state kept every 100 events", stream, maxFoldWithoutSnapshots)
 		}
 		if f.state, err = agg.fold(f.state, false, page); err != nil {

@@ -133,15 +133,18 @@ func (s *Store) finish(now int64, j Job, next fence.Next, e ending) (Job, error)
 		guard = lapsedLease
 	}
 	// The attempt kept on the row as the last to end moves to the history
-	// table: this one takes its place. Guarded like the update, so a stale
+	// table: this one takes its place. Only a retried job has one (a first
+	// attempt costs no statement). Guarded like the update, so a stale
 	// writer moves nothing. One the table holds already (an export read
 	// while attempts ended has both) is kept as it is.
-	if err := s.db.Exec(`INSERT OR IGNORE INTO stile_job_attempts (job_id, attempt, worker, lease_token, claimed_at,
-		lease_until, ended_at, outcome, error, noticed_by, heartbeats, last_heartbeat_at)
-		SELECT id, ended_attempt, ended_worker, ended_token, ended_claimed_at, ended_lease_until, ended_at, ended_outcome,
-		ended_error, ended_noticed_by, ended_heartbeats, ended_last_heartbeat_at FROM stile_jobs
-		WHERE ended_attempt IS NOT NULL AND `+guard, j.ID, j.Attempt, j.Worker, j.LeaseToken, now); err != nil {
-		return j, printf.Errorf("keep attempt %d of job %d: %w", j.Attempt-1, j.ID, err)
+	if j.KeepsEnded {
+		if err := s.db.Exec(`INSERT OR IGNORE INTO stile_job_attempts (job_id, attempt, worker, lease_token, claimed_at,
+			lease_until, ended_at, outcome, error, noticed_by, heartbeats, last_heartbeat_at)
+			SELECT id, ended_attempt, ended_worker, ended_token, ended_claimed_at, ended_lease_until, ended_at, ended_outcome,
+			ended_error, ended_noticed_by, ended_heartbeats, ended_last_heartbeat_at FROM stile_jobs
+			WHERE ended_attempt IS NOT NULL AND `+guard, j.ID, j.Attempt, j.Worker, j.LeaseToken, now); err != nil {
+			return j, printf.Errorf("keep attempt %d of job %d: %w", j.Attempt-1, j.ID, err)
+		}
 	}
 	var attemptErr any
 	if e.err != "" {
@@ -185,7 +188,7 @@ func (s *Store) finish(now int64, j Job, next fence.Next, e ending) (Job, error)
 		}
 	}
 	j.State, j.Failures, j.RunAt = next.State, next.Failures, next.RunAt
-	j.Output, j.FinishedAt, j.Tags = e.output, 0, tags
+	j.Output, j.FinishedAt, j.Tags, j.KeepsEnded = e.output, 0, tags, true
 	if next.State.Terminal() {
 		j.FinishedAt = now
 	}

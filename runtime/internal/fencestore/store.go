@@ -174,6 +174,9 @@ type Job struct {
 	Traceparent string
 	// Dependents says jobs may wait for this one: its end settles them.
 	Dependents bool
+	// KeepsEnded says the row keeps an ended attempt (ended_*), which
+	// moves to the history table when the next attempt ends.
+	KeepsEnded bool
 }
 
 // Backoff is the job's retry schedule.
@@ -185,7 +188,7 @@ func (j *Job) Backoff() fence.Backoff {
 // no output (either may be a megabyte).
 const fenceColumns = `id, state, attempt, failures, max_attempts, lease_ms, backoff_ms, backoff_max_ms,
 	run_at, worker, lease_token, claimed_at, lease_until, last_error, timeout_ms, cancel_requested,
-	concurrency_key, tags, heartbeats, last_heartbeat_at, dependents`
+	concurrency_key, tags, heartbeats, last_heartbeat_at, dependents, ended_attempt IS NOT NULL`
 
 // jobColumns are fenceColumns and the rest of the row.
 const jobColumns = fenceColumns + `, kind, queue, priority, args, created_at, output, finished_at,
@@ -214,22 +217,23 @@ func (s *Store) scanFence(r *do.Rows, j *Job) {
 	j.Heartbeats = r.Int(18)
 	j.LastHeartbeatAt = r.Int(19)
 	j.Dependents = r.Int(20) != 0
+	j.KeepsEnded = r.Int(21) != 0
 }
 
 func (s *Store) scanJob(r *do.Rows) Job {
 	var j Job
 	s.scanFence(r, &j)
-	j.Kind = s.intern(r.TextBytes(21))
-	j.Queue = s.intern(r.TextBytes(22))
-	j.Priority = int(r.Int(23))
-	j.Args = r.Bytes(24)
-	j.CreatedAt = r.Int(25)
-	j.Output = r.Bytes(26)
-	j.FinishedAt = r.Int(27)
-	j.UniqueKey = r.Text(28)
-	j.PendingParents = r.Int(29)
-	j.RunRegardless = r.Int(30) == 1
-	j.Traceparent = r.Text(31)
+	j.Kind = s.intern(r.TextBytes(22))
+	j.Queue = s.intern(r.TextBytes(23))
+	j.Priority = int(r.Int(24))
+	j.Args = r.Bytes(25)
+	j.CreatedAt = r.Int(26)
+	j.Output = r.Bytes(27)
+	j.FinishedAt = r.Int(28)
+	j.UniqueKey = r.Text(29)
+	j.PendingParents = r.Int(30)
+	j.RunRegardless = r.Int(31) == 1
+	j.Traceparent = r.Text(32)
 	return j
 }
 

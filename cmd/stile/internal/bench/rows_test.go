@@ -42,9 +42,9 @@ func TestRowsPerOperation(t *testing.T) {
 		exact         bool
 	}
 	pins := map[string]pin{
-		"job cycle, one job per request":                         {12, 32, true},
-		"job cycle, 10 jobs per request":                         {10.2, 26.3, true},
-		"job cycle, 100 jobs per request":                        {10.1, 25.65, true},
+		"job cycle, one job per request":                         {12, 30, true},
+		"job cycle, 10 jobs per request":                         {10.2, 24.3, true},
+		"job cycle, 100 jobs per request":                        {10.1, 23.6, true},
 		"event appended, one per request":                        {5, 3, false},
 		"event appended, 10 per request":                         {4.1, 3.1, false},
 		"reaction delivery claimed and settled, one per request": {10, 31.1, false},
