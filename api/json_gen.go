@@ -1359,6 +1359,82 @@ func (v TenantCreated) AppendJSON(b []byte) []byte {
 // MarshalJSON implements json.Marshaler.
 func (v TenantCreated) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
+// AppendJSON appends v as JSON.
+func (v Usage) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Int("requests", v.Requests)
+	o.Int("alarms", v.Alarms)
+	o.Int("rows_read", v.RowsRead)
+	o.Int("rows_written", v.RowsWritten)
+	o.Int("module_us", v.ModuleMicros)
+	o.Int("pushes", v.Pushes)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v Usage) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v UsageDay) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Str("day", v.Day)
+	o.Int("requests", v.Usage.Requests)
+	o.Int("alarms", v.Usage.Alarms)
+	o.Int("rows_read", v.Usage.RowsRead)
+	o.Int("rows_written", v.Usage.RowsWritten)
+	o.Int("module_us", v.Usage.ModuleMicros)
+	o.Int("pushes", v.Usage.Pushes)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v UsageDay) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v UsageResponse) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Str("tenant", v.Tenant)
+	o.Str("from", v.From)
+	o.Str("to", v.To)
+	o.Key("days")
+	o.B = jsonwire.AppendArray(o.B, v.Days)
+	o.Key("total")
+	o.B = v.Total.AppendJSON(o.B)
+	o.Key("budget")
+	o.B = v.Budget.AppendJSON(o.B)
+	o.StrOmit("refusing", v.Refusing)
+	o.TimeOmit("refusing_until", v.RefusingUntil)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v UsageResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v Budget) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Int("rows_written_per_day", v.RowsWrittenPerDay)
+	o.Int("requests_per_day", v.RequestsPerDay)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v Budget) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v BudgetResponse) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Key("effective")
+	o.B = v.Effective.AppendJSON(o.B)
+	o.Key("module")
+	o.B = v.Module.AppendJSON(o.B)
+	o.Bool("overridden", v.Overridden)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v BudgetResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
 // EnqueueRequestFields is the set of fields a decoded EnqueueRequest was sent
 // with (a null counts as absent), so that 0 and absent differ.
 type EnqueueRequestFields uint64
@@ -2566,4 +2642,33 @@ func DecodeRetentionFields(b []byte) (Retention, RetentionFields, error) {
 		f = RetentionFields(r.Marks()[n-1])
 	}
 	return v, f, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *Budget) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "rows_written_per_day":
+			v.RowsWrittenPerDay, err = r.Integer(key)
+		case "requests_per_day":
+			v.RequestsPerDay, err = r.Integer(key)
+		default:
+			return jsonwire.UnknownField(key)
+		}
+		return err
+	})
+}
+
+// DecodeBudget decodes a Budget strictly.
+func DecodeBudget(b []byte) (Budget, error) {
+	var v Budget
+	r := jsonwire.NewReader(b)
+	err := r.Open()
+	if err == nil {
+		err = r.CloseBody(v.decode(&r))
+	}
+	return v, err
 }

@@ -49,7 +49,7 @@ var routeRoles = map[Route]string{
 	RouteListJobs: readers, RouteGetJob: readers, RouteQueues: readers, RouteLimits: readers,
 	RouteSchedules: readers, RouteGetSchedule: readers, RouteStatus: readers, RouteEvents: readers,
 	RouteReadStream: readers, RouteGetCommand: readers, RouteReactions: readers, RouteProjections: readers,
-	RouteQuery: readers, RoutePushes: readers, RouteStorage: readers, RouteRetention: readers,
+	RouteQuery: readers, RoutePushes: readers, RouteStorage: readers, RouteRetention: readers, RouteUsage: readers,
 
 	RouteEnqueue: writers, RouteEnqueueMany: writers, RouteTx: writers, RouteAppend: writers, RouteCommand: writers,
 
@@ -65,6 +65,7 @@ var routeRoles = map[Route]string{
 
 	RouteDeleteJob: ops, RouteCancel: ops, RouteRetry: ops, RouteSetLimit: ops, RoutePutSchedule: ops,
 	RouteDelSchedule: ops, RouteSkip: ops, RouteRebuild: ops, RoutePauseQueue: ops, RoutePutRetention: ops,
+	RoutePutBudget: ops, RouteDelBudget: ops,
 }
 
 // Audited reports whether r is an operator action, kept in the audit list

@@ -56,6 +56,9 @@ var (
 	RouteStorage      = Route{"GET", "storage"}
 	RouteRetention    = Route{"GET", "retention"}
 	RoutePutRetention = Route{"PUT", "retention"}
+	RouteUsage        = Route{"GET", "usage"}
+	RoutePutBudget    = Route{"PUT", "budget"}
+	RouteDelBudget    = Route{"DELETE", "budget"}
 	RouteMigrate      = Route{"POST", "migrations"}
 	RouteErase        = Route{"DELETE", ""}
 	RouteCreateTenant = Route{"PUT", ""}

@@ -84,6 +84,12 @@ func (hs *Headers) Set(name, value string) {
 //	                           rather than hold one too many
 //	stile-hold       response  the module, on a held claim (HoldMs): the
 //	                           work it waits for (Hold as JSON); absent: any
+//	stile-usage      request   the transport, on every call: its running
+//	                           count of the object's requests, alarms, and
+//	                           the storage rows and module time of the calls
+//	                           that ended ("gen,requests,alarms,rows read,
+//	                           rows written,module µs"; gen names the
+//	                           object's instance); absent: it counts none
 //	stile-woke       response  the module, with FlagWake: the work that
 //	                           became ready (Hold as JSON); the transport
 //	                           wakes only the held claims it matches (Hold.
@@ -110,6 +116,7 @@ const (
 	HeaderHeld        = "stile-held"
 	HeaderHold        = "stile-hold"
 	HeaderWoke        = "stile-woke"
+	HeaderUsage       = "stile-usage"
 
 	ReservedPrefix = "stile-"
 

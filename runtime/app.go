@@ -72,6 +72,7 @@ type App struct {
 	schedules             map[string]moduleSchedule // declared for every tenant
 	retention             *api.Retention            // nil: api.DefaultRetention
 	storageWarn           int64                     // 0: api.DefaultStorageWarning
+	budget                api.Budget                // DailyBudget; zero: none
 }
 
 // NewApp returns an empty registry.

@@ -3,6 +3,7 @@ package runtime
 import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/runtime/internal/usage"
 )
 
 // call is one request on its way through the tenant: what its frame said
@@ -23,6 +24,9 @@ type call struct {
 	// request's token (stile-held).
 	dbBytes               string
 	heldTenant, heldToken int
+	// mark is the host's running count of the object's calls
+	// (stile-usage; zero: it counts none).
+	mark usage.Mark
 
 	// What admission decided.
 	//
@@ -52,8 +56,13 @@ type call struct {
 	importDone  bool
 	// pushAgain says an ended push asked to look for ready work again.
 	pushAgain bool
-	// retention is a PUT /retention's policy, in force once it commits.
+	// retention is a PUT /retention's policy, in force once it commits;
+	// budget a PUT or DELETE /budget's.
 	retention *pendingRetention
+	budget    *pendingBudget
+	// recorded is the usage row the transaction wrote (nil: none), the
+	// tenant's once it commits.
+	recorded *usage.Recorded
 
 	// The answer.
 	//
@@ -71,4 +80,5 @@ func (c *call) start(req do.Request, body []byte) {
 	*c = call{req: req, body: body[:0]}
 	c.dbBytes = req.Headers.Get(do.HeaderDBBytes)
 	c.heldTenant, c.heldToken = do.ParseHeldCounts(req.Headers.Get(do.HeaderHeld))
+	c.mark, _ = usage.ParseMark(req.Headers.Get(do.HeaderUsage))
 }

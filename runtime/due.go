@@ -77,6 +77,9 @@ func (t *Tenant) alarmAt() int64 {
 			at = p
 		}
 	}
+	if u := t.usageAlarm(); u != 0 && (at == 0 || u < at) {
+		at = u
+	}
 	return at
 }
 

@@ -33,9 +33,10 @@ const (
 
 // notExported are tables an export leaves out. Snapshots are among them:
 // one may fold events past the export's mark, and the imported tenant's
-// commands keep new ones.
+// commands keep new ones. So is usage: it is what this object cost, and
+// the imported tenant's object starts its own.
 var notExported = map[string]bool{"stile_storage": true, "stile_migrations": true, AppLedger: true,
-	"stile_migration_failures": true, tombstone: true, "stile_snapshots": true}
+	"stile_migration_failures": true, tombstone: true, "stile_snapshots": true, "stile_usage": true}
 
 // bounded names the column of a table that the mark bounds: an event
 // sequence number or a job id.

@@ -141,6 +141,7 @@ func (t *Tenant) planPushes(now int64, jobsWoke, reactionsWoke, again, one bool)
 	if len(ids) == 0 {
 		return do.Header{}, false, nil
 	}
+	t.meter.pending.Pushed(len(ids), now)
 	var kinds []string
 	for _, c := range counts {
 		if !slices.Contains(kinds, c.Kind) {

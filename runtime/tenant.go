@@ -35,6 +35,7 @@ type Tenant struct {
 	dir       directory     // what the directory was told (directory.go)
 	proj      projState     // the projections' work (projections.go)
 	retain    retainState   // the retention policy (retention.go)
+	meter     meter         // usage and the budget (usage.go)
 
 	// out and body are buffers reused by every request, for the response
 	// frame and the answer's body; they carry nothing from one to the
@@ -145,10 +146,11 @@ func (t *Tenant) init(app *App, db *do.DB) {
 // reset forgets everything the tenant read, as a new instance would: after
 // an import replaced its storage.
 func (t *Tenant) reset() {
-	app, db, name, out, body, cur := t.app, t.db, t.name, t.out, t.body, t.cur
+	app, db, name, out, body, cur, pending := t.app, t.db, t.name, t.out, t.body, t.cur, t.meter.pending
 	*t = Tenant{}
 	t.init(app, db)
 	t.name, t.out, t.body, t.cur = name, out, body, cur // the request being answered still uses cur
+	t.meter.pending = pending                           // the pushes counted are still to record
 }
 
 // Handle serves one request frame and returns the response frame. The
@@ -236,6 +238,9 @@ func (t *Tenant) answer(c *call) do.Response {
 		return *refusal
 	}
 	c.now = t.db.Now()
+	if err := t.meterCall(c); err != nil {
+		return errorResponse(api.Internal(err.Error()))
+	}
 	if err := t.transact(c); err != nil {
 		return t.rolledBack(err)
 	}
@@ -277,6 +282,12 @@ func (t *Tenant) admit(c *call) *do.Response {
 	refusal := t.routeCall(c)
 	if refusal == nil {
 		refusal = t.prepare(c)
+	}
+	if refusal == nil {
+		var err error
+		if refusal, err = t.overBudget(c); err != nil {
+			refusal = early(errorResponse(api.Internal(err.Error())))
+		}
 	}
 	if refusal != nil && absent {
 		// Nothing is written for a tenant that was never created, and the
@@ -455,7 +466,8 @@ func (t *Tenant) inTx(c *call) error {
 	// Nothing is due in a tenant being erased, whose tables may be at
 	// any migration, nor in one being imported: due work would move
 	// the rows that came in before the rest has.
-	if r := c.route; c.req.Kind != do.KindAPI || r != api.RouteErase && r != api.RouteImport && r != api.RouteAbortImport {
+	settled := c.req.Kind != do.KindAPI || c.route != api.RouteErase && c.route != api.RouteImport && c.route != api.RouteAbortImport
+	if settled {
 		if err := t.applyDue(c); err != nil {
 			return err
 		}
@@ -474,6 +486,13 @@ func (t *Tenant) inTx(c *call) error {
 	}
 	if err != nil {
 		return err
+	}
+	if settled {
+		// What the tenant used, when it has waited long enough: in this
+		// transaction, so a busy tenant's day costs one write per 30 s.
+		if err := t.recordUsage(c); err != nil {
+			return err
+		}
 	}
 	// The answer is made before the commit: one too large for the
 	// module's memory traps here and rolls the request back, instead
@@ -529,6 +548,8 @@ func (t *Tenant) adopt(c *call) *do.Response {
 // transactions of its own; what the stores reported of a transaction that
 // rolled back is forgotten.
 func (t *Tenant) afterCommit(c *call) error {
+	t.usageCommitted(c)
+	t.settleBudget(c)
 	if err := t.settleRetention(c); err != nil {
 		return printf.Errorf("settle retention: %w", err)
 	}
