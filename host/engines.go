@@ -137,12 +137,13 @@ func (m *Manager) evict(t *tenant) {
 			// Detached now, closed in the background: closing an instance
 			// and its database takes a millisecond or two that the request
 			// opening another need not wait for.
-			e := m.detach(lru)
+			e, count := m.detach(lru), lru.use.header("flush")
 			m.engines.evictions.Add(1)
 			done := make(chan struct{})
 			lru.closing = done
 			m.engines.closing.Go(func() {
 				defer close(done)
+				m.flushUsage(e, lru.name, count)
 				if err := evictEngine(e); err != nil {
 					m.log.Warn("closing an idle tenant failed", "tenant", lru.name, "err", err)
 				}
@@ -165,6 +166,7 @@ func (m *Manager) Evict(name string) bool {
 	if t.engine == nil {
 		return false
 	}
+	m.flushUsage(t.engine, name, t.use.header("flush"))
 	if err := evictEngine(m.detach(t)); err != nil {
 		m.log.Warn("closing a tenant failed", "tenant", name, "err", err)
 	}

@@ -39,6 +39,12 @@ type Sized interface {
 	MemoryBytes() int64
 }
 
+// Metered is an Engine that counts the rows its module's statements read
+// and wrote since it opened (dosql.DB.Rows), for the tenant's usage.
+type Metered interface {
+	Rows() (read, written int64)
+}
+
 // Factory opens engines.
 type Factory interface {
 	// Open starts the module of tenant over the SQLite file at path.

@@ -178,6 +178,11 @@ func (m *Manager) Do(ctx context.Context, name string, req do.Request) (do.Respo
 		return notFound(name), nil
 	}
 	t := m.tenant(name)
+	if req.Kind == do.KindAlarm {
+		t.use.alarms.Add(1)
+	} else {
+		t.use.requests.Add(1)
+	}
 	// The module hears which tenant it is from its host, and whether its
 	// host delivers pushes.
 	req.Headers = append(slices.Clone(req.Headers), do.Header{Name: do.HeaderTenant, Value: name},
@@ -192,6 +197,30 @@ func (m *Manager) Do(ctx context.Context, name string, req do.Request) (do.Respo
 		req.Headers = append(req.Headers, do.Header{Name: do.HeaderDBBytes, Value: strconv.FormatInt(databaseSize(t.path), 10)})
 	}
 	return m.callHeld(ctx, t, req, creates)
+}
+
+// flushUsage asks the module of e, tenant name's engine about to close,
+// to record the usage it has not: what its instance counted is lost with
+// it (the pushes it sent, and since when its count waits), and the
+// manager's count of the tenant too when the manager is closing. count is
+// that count, as stile-usage carries it with the mode "flush". The call
+// reads the tenant's usage, and records in its transaction; a failure is
+// logged, never fatal to the close.
+func (m *Manager) flushUsage(e Engine, name string, count do.Header) {
+	req := do.Request{Kind: do.KindAPI, Method: api.RouteUsage.Method, Path: api.RouteUsage.Path(name),
+		Headers: do.Headers{{Name: do.HeaderTenant, Value: name}, {Name: do.HeaderPrincipal, Value: do.PrincipalAdmin}, count}}
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.CallTimeout)
+	defer cancel()
+	out, err := e.Handle(ctx, do.AppendRequest(nil, req))
+	if err == nil {
+		var resp do.Response
+		if resp, err = do.DecodeResponse(out); err == nil && resp.Status >= 500 {
+			err = fmt.Errorf("status %d: %s", resp.Status, resp.Body)
+		}
+	}
+	if err != nil {
+		m.log.Warn("could not record the tenant's usage before closing it", "tenant", name, "err", err)
+	}
 }
 
 // call makes one serialized call into the tenant's engine for w's
@@ -210,8 +239,9 @@ func (m *Manager) call(ctx context.Context, t *tenant, req do.Request, w *waiter
 		return notFound(t.name), nil // a refused creation removed it meanwhile
 	}
 	t.holds.unhold(w)
+	req.Headers = append(slices.Clone(req.Headers), t.use.header("keep"))
 	if all, mine := t.holds.counts(w.token); all > 0 {
-		req.Headers = append(slices.Clone(req.Headers), do.Header{Name: do.HeaderHeld, Value: do.HeldCounts(all, mine)})
+		req.Headers = append(req.Headers, do.Header{Name: do.HeaderHeld, Value: do.HeldCounts(all, mine)})
 	}
 	frame := do.AppendRequest(nil, req)
 	if t.engine == nil {
@@ -231,7 +261,18 @@ func (m *Manager) call(ctx context.Context, t *tenant, req do.Request, w *waiter
 	// instance that did nothing wrong. Only the call's own deadline (the
 	// Durable Object's CPU limit) stops it.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.CallTimeout)
+	metered, _ := t.engine.(Metered)
+	var read0, written0 int64
+	if metered != nil {
+		read0, written0 = metered.Rows()
+	}
+	began := time.Now()
 	out, err := t.engine.Handle(cctx, frame)
+	t.use.micros += time.Since(began).Microseconds()
+	if metered != nil {
+		read1, written1 := metered.Rows()
+		t.use.read, t.use.written = t.use.read+read1-read0, t.use.written+written1-written0
+	}
 	cancel()
 	if err != nil {
 		// A trapped or broken engine is discarded; its transaction was
@@ -334,6 +375,7 @@ func (m *Manager) Close() error {
 	for _, t := range ts {
 		t.mu.Lock()
 		if t.engine != nil {
+			m.flushUsage(t.engine, t.name, t.use.header("flush"))
 			errs = append(errs, m.closeEngine(t))
 		}
 		t.mu.Unlock()

@@ -1,13 +1,17 @@
 package host
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
 )
 
 // tenant is one tenant the manager has seen: its engine (open or not),
@@ -26,6 +30,36 @@ type tenant struct {
 	restarts atomic.Int64 // engines discarded after a trap
 
 	holds holds // the claims held for the tenant, and waits for jobs to end (held.go)
+	use   use   // the running count the module records as the tenant's usage
+}
+
+// use is a tenant's running count since the manager first saw it (gen
+// names that): the requests and alarms it served, counted as they start
+// (a held claim run again is one request), and the rows and module time
+// of its calls, counted as they end (under tenant.mu). The module hears it
+// on every call (stile-usage) and records what grew since its last record.
+type use struct {
+	gen              string
+	requests, alarms atomic.Int64
+	read, written    int64
+	micros           int64
+}
+
+// header is the count as stile-usage carries it (tenant.mu is held),
+// with the mode: "keep" (the count outlives the module's instances, so the
+// module needs no alarm to record it) or "flush" (record it now: the
+// manager is closing).
+func (u *use) header(mode string) do.Header {
+	return do.Header{Name: do.HeaderUsage, Value: u.gen + "," + strconv.FormatInt(u.requests.Load(), 10) + "," +
+		strconv.FormatInt(u.alarms.Load(), 10) + "," + strconv.FormatInt(u.read, 10) + "," +
+		strconv.FormatInt(u.written, 10) + "," + strconv.FormatInt(u.micros, 10) + "," + mode}
+}
+
+// newGen names a tenant's count: unique to this process's sight of it.
+func newGen() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 func (m *Manager) tenant(name string) *tenant {
@@ -33,7 +67,7 @@ func (m *Manager) tenant(name string) *tenant {
 	defer m.mu.Unlock()
 	t, ok := m.mu.tenants[name]
 	if !ok {
-		t = &tenant{name: name, path: m.databasePath(name),
+		t = &tenant{name: name, path: m.databasePath(name), use: use{gen: newGen()},
 			holds: holds{finish: make(chan struct{}), held: map[*waiter]struct{}{}, by: map[string]int{}}}
 		m.mu.tenants[name] = t
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -131,8 +132,12 @@ var cases = []contractCase{
 			require.Len(t, second, 2)
 			require.Equal(t, "stile-module", second[0])
 			require.Regexp(t, `^[0-9a-f]{12}$`, second[1])
-			r.body["headers"] = slices.Delete(hs, 1, 2)
+			hs = slices.Delete(hs, 1, 2)
 		}
+		// Every host counts the object's calls for the tenant's usage: its
+		// instance, then one request (this one, counted as it starts), no
+		// alarm, and the rows and time of the calls that ended.
+		r.body["headers"] = withoutUsage(t, hs, 1)
 		require.Equal(t, []any{[]any{"stile-create", "writer"}, []any{"stile-principal", "admin"}, []any{"stile-tenant", tenant}, []any{"stile-token-id", "secret"}, []any{"traceparent", tp}}, r.body["headers"],
 			"the module sees the caller's traceparent, the host's principal, the tenant the object is and which writes create a tenant (no executor: none configured)")
 		require.Equal(t, "GET, POST", r.header.Get("Allow"), "a response header reaches HTTP")
@@ -143,12 +148,28 @@ var cases = []contractCase{
 
 		for _, bad := range []string{"00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01", "garbage", "00-00000000000000000000000000000000-00f067aa0ba902b7-01"} {
 			r = tg.call(t, tenant, "headers", "", "", map[string]string{"Traceparent": bad})
-			if hs, _ := r.body["headers"].([]any); tg.wasm && len(hs) > 1 {
-				r.body["headers"] = slices.Delete(hs, 1, 2)
+			hs, _ := r.body["headers"].([]any)
+			if tg.wasm && len(hs) > 1 {
+				hs = slices.Delete(hs, 1, 2)
 			}
+			r.body["headers"] = withoutUsage(t, hs, 0)
 			require.Equal(t, []any{[]any{"stile-create", "writer"}, []any{"stile-principal", "admin"}, []any{"stile-tenant", tenant}, []any{"stile-token-id", "secret"}}, r.body["headers"], "a malformed traceparent is dropped: %s", bad)
 		}
 	}},
+}
+
+// withoutUsage checks the stile-usage header among hs, which counts
+// requests (requests 0: any number) and no alarm, and returns the others.
+func withoutUsage(t *testing.T, hs []any, requests int) []any {
+	t.Helper()
+	i := slices.IndexFunc(hs, func(h any) bool { p, _ := h.([]any); return len(p) == 2 && p[0] == "stile-usage" })
+	require.GreaterOrEqual(t, i, 0, "the host sends stile-usage: %v", hs)
+	count := `\d+`
+	if requests > 0 {
+		count = strconv.Itoa(requests)
+	}
+	require.Regexp(t, `^[0-9a-f]{16,32},`+count+`,0,\d+,\d+,\d+,(keep|tail)$`, hs[i].([]any)[1])
+	return slices.Delete(hs, i, i+1)
 }
 
 // measuredRefusal is workerd's message for sql, as e2e/dosqlite measured

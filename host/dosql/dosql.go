@@ -25,6 +25,9 @@ type DB struct {
 	rows    do.RowSetWriter
 	out     []byte
 
+	// read and written count the tenant statements' rows (Rows).
+	read, written int64
+
 	// walked is the schema's and statements' memory, as MemoryBytes last
 	// counted it, sinceCount calls ago.
 	walked     int64
@@ -351,7 +354,15 @@ func (db *DB) Query(sql string, params []byte) ([]byte, error) {
 	}
 	n := stmt.ColumnCount()
 	db.rows.Reset(n)
+	changes, returned := db.conn.TotalChanges(), int64(0)
+	defer func() {
+		// A changed row was read to change it; triggers' changes count.
+		d := db.conn.TotalChanges() - changes
+		db.written += d
+		db.read += d + returned
+	}()
 	for stmt.Step() {
+		returned++
 		for i := 0; i < n; i++ {
 			if err := db.appendColumn(stmt, i); err != nil {
 				stmt.Reset()
@@ -368,6 +379,13 @@ func (db *DB) Query(sql string, params []byte) ([]byte, error) {
 	db.out = db.rows.AppendTo(db.out[:0])
 	return db.out, nil
 }
+
+// Rows is how many rows the tenant's statements read and wrote since the
+// database opened, as SQLite can say: rows returned and rows changed (a
+// changed row counts as read too; rows changed by triggers count). It is
+// a lower bound of what Durable Object storage bills, which counts every
+// row a statement scans and every index entry it writes.
+func (db *DB) Rows() (read, written int64) { return db.read, db.written }
 
 // prepareFirst runs every statement of sql but the last (multi-statement
 // calls, as migrations make) and returns the last one prepared. Like

@@ -105,6 +105,9 @@ func (e *engine) Handle(_ context.Context, frame []byte) (out []byte, err error)
 // Close implements host.Engine.
 func (e *engine) Close() error { return e.db.Close() }
 
+// Rows implements host.Metered.
+func (e *engine) Rows() (read, written int64) { return e.db.Rows() }
+
 // Evict implements host.Evictable.
 func (e *engine) Evict() error { return e.db.CloseForReopen() }
 

@@ -409,6 +409,9 @@ func (e *engine) Handle(ctx context.Context, frame []byte) (out []byte, err erro
 	return bytes.Clone(b), nil
 }
 
+// Rows implements host.Metered.
+func (e *engine) Rows() (read, written int64) { return e.db.Rows() }
+
 // MemoryBytes implements host.Sized: the guest's linear memory and what
 // its database's connection holds.
 func (e *engine) MemoryBytes() int64 {

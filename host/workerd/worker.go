@@ -136,6 +136,7 @@ func Config() string {
 	constant("HEADER_TOKEN_ID", do.HeaderTokenID)
 	constant("HEADER_DB_BYTES", do.HeaderDBBytes)
 	constant("HEADER_MODULE", do.HeaderModule)
+	constant("HEADER_USAGE", do.HeaderUsage)
 	constant("HEADER_ROWS_READ", strings.ToLower(api.HeaderRowsRead))
 	constant("HEADER_ROWS_WRITTEN", strings.ToLower(api.HeaderRowsWritten))
 	constant("STORAGE_SUFFIX", "/storage") // do.WantsDatabaseSize

@@ -13,7 +13,7 @@ import {
   HEADER_HELD, HEADER_HOLD, HEADER_WOKE, holdMatches, parseHold,
 } from "./abi.mjs";
 import {
-  API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_ABSENT, HEADER_CREATE, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_DB_BYTES, HEADER_MODULE, HEADER_ROWS_READ, HEADER_ROWS_WRITTEN, HEADER_TENANT, MODULE_VERSION, HEADER_TOKEN_ID, STORAGE_SUFFIX, INTERNAL_PREFIX, ANSWER_LOST_PREFIX,
+  API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_ABSENT, HEADER_CREATE, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_DB_BYTES, HEADER_MODULE, HEADER_USAGE, HEADER_ROWS_READ, HEADER_ROWS_WRITTEN, HEADER_TENANT, MODULE_VERSION, HEADER_TOKEN_ID, STORAGE_SUFFIX, INTERNAL_PREFIX, ANSWER_LOST_PREFIX,
   HEADERS_TOO_LARGE, INVALID_TENANT, MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_TENANTS_PAGE, MAX_WAIT_MS, NO_ROUTE_HINT, PRINCIPAL_ADMIN, PUSH_FAILED,
   TENANTS_PATH, TENANT_PATTERN, WRONG_OBJECT,
 } from "./config.mjs";
@@ -198,6 +198,12 @@ export class Tenant {
     this.heldBy = new Map();
     this.finishUp = null;
     this.finishAll = null;
+    // The running count the module records as the tenant's usage
+    // (stile-usage): requests and alarms as they start, the storage
+    // cursors' rows and the time in the module as calls end. gen names
+    // this instance: a new one counts from zero. (workerd's clock stands
+    // still while code runs, so at the edge module time stays 0.)
+    this.use = { gen: crypto.randomUUID().replaceAll("-", ""), requests: 0, alarms: 0, read: 0, written: 0, us: 0 };
     this.newFinish();
   }
 
@@ -237,6 +243,7 @@ export class Tenant {
   // (its transaction was rolled back by transactionSync) and rethrows.
   call(frame) {
     if (!this.module) this.module = instantiate(wasm, this.ctx.storage, this.instantiateOptions());
+    const module = this.module, began = performance.now();
     try {
       const resp = decodeResponse(this.module.handle(frame));
       resp.rows = { ...this.module.rows };
@@ -245,7 +252,20 @@ export class Tenant {
     } catch (e) {
       this.module = null;
       throw e;
+    } finally {
+      // A trapped call's rows were rolled back, but were read and billed.
+      this.use.read += module.rows.read;
+      this.use.written += module.rows.written;
+      this.use.us += Math.round((performance.now() - began) * 1000);
     }
+  }
+
+  // usageHeader is the running count, for the next call's frame.
+  usageHeader() {
+    const u = this.use;
+    // "tail": the count goes with this instance, so the module sets an
+    // alarm to record what is pending before the object may be evicted.
+    return [HEADER_USAGE, `${u.gen},${u.requests},${u.alarms},${u.read},${u.written},${u.us},tail`];
   }
 
   // instantiateOptions are the options of abi.mjs's instantiate; a
@@ -272,6 +292,7 @@ export class Tenant {
       else this.ctx.storage.deleteAlarm();
       this.alarmAt = resp.alarmAt;
       resp.rows.written++; // Cloudflare bills a change of the alarm as a row written
+      this.use.written++;
     }
     if (resp.flags & FLAG_WAKE) this.wakeHeld(resp.headers.find(([name]) => name === HEADER_WOKE)?.[1]);
     if (resp.flags & FLAG_FINISHED) {
@@ -331,7 +352,7 @@ export class Tenant {
     const body = new TextEncoder().encode(JSON.stringify({ end: PUSH_FAILED, error: why }));
     const path = `${API_PREFIX}${plan.tenant}/pushes/${id}/done`;
     try {
-      this.call(encodeRequest(KIND_API, "POST", path, "", body, [[HEADER_PRINCIPAL, PRINCIPAL_ADMIN], ...this.ownHeaders()]));
+      this.call(encodeRequest(KIND_API, "POST", path, "", body, [[HEADER_PRINCIPAL, PRINCIPAL_ADMIN], ...this.ownHeaders(), this.usageHeader()]));
     } catch (e) {
       console.warn(`could not end the failed push ${id}; it expires: ${e?.message ?? e}`);
     }
@@ -341,6 +362,7 @@ export class Tenant {
     // The object trusts no caller: it checks the token itself (a service
     // that binds the Tenant class directly is refused like any other
     // caller), and that the path names the tenant it is, by its id.
+    this.use.requests++;
     if (!this.env.STILE_TOKEN) {
       return internal("the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`");
     }
@@ -383,7 +405,7 @@ export class Tenant {
       this.unhold(w);
       const own = this.heldBy.get(w.token) ?? 0;
       const held = this.held.size > 0 ? [[HEADER_HELD, `${this.held.size},${own}`]] : [];
-      const frame = encodeRequest(KIND_API, request.method, path, url.search.slice(1), body, frameHeaders.concat(held));
+      const frame = encodeRequest(KIND_API, request.method, path, url.search.slice(1), body, frameHeaders.concat(held, [this.usageHeader()]));
       let resp;
       try {
         resp = this.call(frame);
@@ -425,7 +447,8 @@ export class Tenant {
   async alarm() {
     // The alarm that fired is gone; the module says when the next is due.
     this.alarmAt = 0;
-    this.call(encodeRequest(KIND_ALARM, "", "", "", new Uint8Array(0), this.ownHeaders()));
+    this.use.alarms++;
+    this.call(encodeRequest(KIND_ALARM, "", "", "", new Uint8Array(0), [...this.ownHeaders(), this.usageHeader()]));
   }
 }
 

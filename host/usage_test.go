@@ -1,0 +1,76 @@
+package host_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/host/dosql"
+	"github.com/stile-run/stile/stiletest"
+)
+
+// A tenant's usage is recorded exactly once and outlives the process: the
+// module records what waited 30 s in a request's transaction, the
+// manager asks it to record the rest when it closes, and a new process
+// (a new count) adds to what was recorded, never counting a request
+// twice, though the tenant's engine was evicted in between.
+func TestUsageIsRecordedOnceAndOutlivesTheProcess(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	h := newHarness(t, stiletest.Config{DataDir: dir})
+	m := h.Manager()
+	for range 3 {
+		require.Equal(t, 201, call(t, m, "acme", "POST", "jobs", api.EnqueueRequest{Kind: "test.echo"}).Status)
+	}
+	// An engine closed while it holds counts records them first: the
+	// instance's memory goes with it.
+	require.True(t, m.Evict("acme"))
+	require.Equal(t, int64(3), recordedRequests(t, filepath.Join(dir, "tenants", "acme.sqlite")))
+	// Two more tenants evict acme's engine (two open at most).
+	require.Equal(t, 201, call(t, m, "globex", "POST", "jobs", api.EnqueueRequest{Kind: "test.echo"}).Status)
+	require.Equal(t, 201, call(t, m, "initech", "POST", "jobs", api.EnqueueRequest{Kind: "test.echo"}).Status)
+	require.Equal(t, 0, h.Advance(31*time.Second), "a host that keeps its count sets no alarm to record it")
+	require.Equal(t, 200, call(t, m, "acme", "GET", "status", nil).Status) // records the first four
+	require.Equal(t, 201, call(t, m, "acme", "POST", "jobs", api.EnqueueRequest{Kind: "test.echo"}).Status)
+	u := usageOf(t, call(t, m, "acme", "GET", "usage", nil).Body)
+	require.Equal(t, int64(6), u.Total.Requests, "%+v", u)
+	require.NoError(t, h.Close()) // records the last two
+
+	h2 := newHarness(t, stiletest.Config{DataDir: dir, Now: h.Now()})
+	u = usageOf(t, call(t, h2.Manager(), "acme", "GET", "usage", nil).Body)
+	require.Len(t, u.Days, 1)
+	require.Equal(t, h.Now().UTC().Format("2006-01-02"), u.Days[0].Day)
+	require.Equal(t, int64(7), u.Total.Requests, "six recorded by the first process, and this read: %+v", u)
+	require.Zero(t, u.Total.Alarms)
+	require.Positive(t, u.Total.RowsWritten)
+	require.Positive(t, u.Total.ModuleMicros, "the Go hosts time the module")
+}
+
+// recordedRequests reads the requests a tenant's database recorded, on
+// every day.
+func recordedRequests(t *testing.T, path string) int64 {
+	t.Helper()
+	db, err := dosql.Open(path)
+	require.NoError(t, err)
+	defer db.Close()
+	params, err := do.EncodeParams(nil)
+	require.NoError(t, err)
+	rows, err := db.Query(`SELECT COALESCE(SUM(requests), 0) FROM stile_usage`, params)
+	require.NoError(t, err)
+	r, err := do.DecodeRows(rows)
+	require.NoError(t, err)
+	require.True(t, r.Next())
+	return r.Int(0)
+}
+
+func usageOf(t *testing.T, body []byte) api.UsageResponse {
+	t.Helper()
+	var u api.UsageResponse
+	require.NoError(t, json.Unmarshal(body, &u), string(body))
+	return u
+}
