@@ -416,6 +416,39 @@ func (t *Tenant) SetRetention(ctx context.Context, body any) (api.RetentionRespo
 	return out, err
 }
 
+// Usage reads what the tenant used by UTC day, from from to to inclusive
+// (GET /usage; "" for either: the last 30 days to today), with its
+// budget. Today's figures include what the object has not recorded yet.
+func (t *Tenant) Usage(ctx context.Context, from, to string) (api.UsageResponse, error) {
+	q := url.Values{}
+	if from != "" {
+		q.Set("from", from)
+	}
+	if to != "" {
+		q.Set("to", to)
+	}
+	var out api.UsageResponse
+	err := t.do(ctx, api.RouteUsage, q, nil, &out)
+	return out, err
+}
+
+// SetBudget gives the tenant its own daily budget (PUT /budget), in place
+// of the module's: past it, new work is refused with 429
+// budget_exceeded until the UTC day ends.
+func (t *Tenant) SetBudget(ctx context.Context, b api.Budget) (api.BudgetResponse, error) {
+	var out api.BudgetResponse
+	err := t.do(ctx, api.RoutePutBudget, nil, b, &out)
+	return out, err
+}
+
+// ClearBudget makes the tenant follow the module's budget again
+// (DELETE /budget).
+func (t *Tenant) ClearBudget(ctx context.Context) (api.BudgetResponse, error) {
+	var out api.BudgetResponse
+	err := t.do(ctx, api.RouteDelBudget, nil, nil, &out)
+	return out, err
+}
+
 // Migrate applies the tenant's pending migrations now, trying a failed one
 // again (POST /migrations, admin), and returns its status after.
 func (t *Tenant) Migrate(ctx context.Context) (api.Status, error) {

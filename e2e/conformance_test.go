@@ -165,6 +165,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "HeldClaimsAreBounded", run: scenarioHeldClaimsAreBounded},
 		{name: "HeldClaimWakesForItsQueueOnly", run: scenarioHeldClaimWakesForItsQueueOnly},
 		{name: "QueueNamesAreBounded", run: scenarioQueueNamesAreBounded},
+		{name: "UsageAndBudget", run: scenarioUsageAndBudget},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
