@@ -21,7 +21,7 @@ import (
 )
 
 var (
-	smodelOps  = flag.Int("smodel.ops", 0, "operations of the snapshots model test per host (default: 2000 native, 600 wazero)")
+	smodelOps  = flag.Int("smodel.ops", 0, "operations of the snapshots model test per host (default: 1500 native, 600 wazero)")
 	smodelSeed = flag.Uint64("smodel.seed", 0, "seed of the snapshots model test (default: random, printed)")
 )
 
@@ -48,7 +48,7 @@ func TestSnapshotsModel(t *testing.T) {
 		name string
 		wasm bool
 		ops  int
-	}{{"native", false, 2000}, {"wazero", true, 600}} {
+	}{{"native", false, 1500}, {"wazero", true, 600}} {
 		t.Run(h.name, func(t *testing.T) {
 			t.Parallel()
 			seed := *smodelSeed
