@@ -2,16 +2,19 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/client"
+	"github.com/stile-run/stile/e2e/testapp/ledger"
 	"github.com/stile-run/stile/e2e/testapp/upgrade"
 	"github.com/stile-run/stile/stiletest"
 )
@@ -19,7 +22,10 @@ import (
 // A deployment over one data directory whose module is replaced, version
 // by version (package upgrade): a failing migration, its fix with a job
 // kind removed, a rollback over an additive migration and one over a
-// destructive migration.
+// destructive migration. Across them an aggregate keeps snapshots, changes
+// its Evolve and snapshot version, rolls back, and drops its snapshots:
+// every command decides on the fold of its whole stream by the deployed
+// Evolve, from a snapshot only when it is that fold's.
 func TestUpgradesNative(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -93,6 +99,50 @@ func upgrades(t *testing.T, deploy func(version string) deployment, wasm bool) {
 		return page.Tenants[0]
 	}
 
+	// decide sends an Add of n numbers to ledger u1 and checks that it was
+	// decided on the fold of the whole stream by Evolve fold; it returns
+	// the version of the snapshot that fold started from (0: none).
+	adds := 0
+	decide := func(ten *client.Tenant, fold string, n int) int64 {
+		t.Helper()
+		var before []api.Event
+		for {
+			page, err := ten.Stream(ctx, "ledger:u1", int64(len(before))+1, 1000)
+			require.NoError(t, err)
+			before = append(before, page.Events...)
+			if page.Next == 0 {
+				break
+			}
+		}
+		adds++
+		xs := make([]int64, n)
+		for i := range xs {
+			xs[i] = int64(adds*1000 + i)
+		}
+		data, err := json.Marshal(ledger.AddData{Xs: xs})
+		require.NoError(t, err)
+		res, err := ten.Command(ctx, api.Command{ID: "add-" + strconv.Itoa(adds), Aggregate: ledger.Name, AggregateID: "u1", Type: "Add", Data: data})
+		require.NoError(t, err)
+		require.Equal(t, int64(len(before)+1+n), res.Version)
+		var seen ledger.SeenData
+		require.NoError(t, json.Unmarshal(res.Events[0].Data, &seen))
+		want := ledger.Fold(fold, before)
+		require.Equal(t, want.N, seen.N)
+		require.Equal(t, strconv.FormatUint(want.H, 10), seen.H, "Add %d was not decided on the fold of its stream by Evolve %s (it started from the snapshot at %d)", adds, fold, seen.From)
+		return seen.From
+	}
+	snapshots := func(ten *client.Tenant) int64 {
+		st, err := ten.Storage(ctx)
+		require.NoError(t, err)
+		for _, k := range st.Kinds {
+			if k.Kind == "snapshots" {
+				return k.Rows
+			}
+		}
+		t.Fatalf("GET /storage counts no snapshots: %+v", st.Kinds)
+		return 0
+	}
+
 	// v1: a note, two report jobs and a mail job that waits for one.
 	h := deploy("v1")
 	ten := h.Client().Tenant(tenant)
@@ -115,6 +165,11 @@ func upgrades(t *testing.T, deploy func(version string) deployment, wasm bool) {
 	if wasm {
 		require.Regexp(t, `^[0-9a-f]{12}$`, v1, "the module's version is a hash of its bytes")
 	}
+	// The ledger at variant a keeps a snapshot every 7 events.
+	require.Zero(t, decide(ten, "A", 19), "the first command folds no event")
+	require.Zero(t, decide(ten, "A", 1), "20 events, no snapshot yet: this command folds them and keeps one")
+	require.Equal(t, int64(20), decide(ten, "A", 1))
+	require.Equal(t, int64(1), snapshots(ten))
 	require.NoError(t, h.Close())
 
 	// v2bad: its migration fails. The failure is recorded, registered
@@ -168,6 +223,11 @@ func upgrades(t *testing.T, deploy func(version string) deployment, wasm bool) {
 	require.Empty(t, info.Failed)
 	require.Equal(t, int64(2), info.Version)
 	require.Equal(t, st.Module, info.Module)
+	// The ledger's Evolve changed, under snapshot version b: a's snapshot
+	// is ignored, the stream folded whole, and b's kept (every 5 events).
+	require.Zero(t, decide(ten, "B", 1), "a snapshot of another fold is not read")
+	require.Equal(t, int64(24), decide(ten, "B", 1), "the command before kept b's snapshot in place of a's")
+	require.Equal(t, int64(1), snapshots(ten))
 	require.NoError(t, h.Close())
 
 	// v2 with its applied migration edited: reported, not run again.
@@ -179,6 +239,7 @@ func upgrades(t *testing.T, deploy func(version string) deployment, wasm bool) {
 	n, err = note(ten, "drifted")
 	require.NoError(t, err, "the tenant serves on")
 	require.Equal(t, int64(3), n)
+	require.Equal(t, int64(24), decide(ten, "B", 1), "another build of the same snapshot version reads its snapshots")
 	require.NoError(t, h.Close())
 
 	// Back to v1, over the added column: it serves, and says what is ahead.
@@ -189,6 +250,8 @@ func upgrades(t *testing.T, deploy func(version string) deployment, wasm bool) {
 	require.Equal(t, int64(4), n)
 	st = status(ten)
 	require.Equal(t, []api.MigrationAhead{{Version: 2, Name: "tags", Class: "additive"}}, st.ModuleSchema.Ahead)
+	require.Zero(t, decide(ten, "A", 1), "rolled back, the ledger folds by a again: b's snapshot is not read")
+	require.Equal(t, int64(30), decide(ten, "A", 1))
 	require.NoError(t, h.Close())
 
 	// v3 drops the column (destructive, and says so); back to v2 over it,
@@ -197,6 +260,11 @@ func upgrades(t *testing.T, deploy func(version string) deployment, wasm bool) {
 	n, err = note(h.Tenant(tenant), "fourth")
 	require.NoError(t, err)
 	require.Equal(t, int64(5), n)
+	// v3's ledger keeps no snapshots: it folds the stream whole, and
+	// leaves the kept snapshot as it is.
+	require.Zero(t, decide(h.Tenant(tenant), "A", 1))
+	require.Zero(t, decide(h.Tenant(tenant), "A", 10))
+	require.Equal(t, int64(1), snapshots(h.Tenant(tenant)))
 	require.NoError(t, h.Close())
 	h = deploy("v2")
 	ten = h.Client().Tenant(tenant)
@@ -205,5 +273,7 @@ func upgrades(t *testing.T, deploy func(version string) deployment, wasm bool) {
 	require.ErrorContains(t, err, "3_untag is destructive")
 	_, err = ten.Enqueue(ctx, api.EnqueueRequest{Kind: "mail.send"})
 	require.NoError(t, err)
+	require.Zero(t, decide(ten, "B", 1), "the snapshot v3 left is a's, behind the events v3 appended: not read")
+	require.Equal(t, int64(47), decide(ten, "B", 1))
 	require.NoError(t, h.Close())
 }

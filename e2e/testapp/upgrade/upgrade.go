@@ -2,13 +2,17 @@
 // upgrades and rollbacks: v1 has a notes table and two job kinds; v2bad
 // adds a migration that fails; v2 fixes it (an added column) and drops the
 // kind report.build; v2changed is v2 with its migration edited after it
-// ran; v3 drops the column again, a destructive migration. Each version's
-// main package serves it as wasm.
+// ran; v3 drops the column again, a destructive migration. Each version
+// also registers package ledger's aggregate: v1 at variant a; v2bad, v2
+// and v2changed at b, whose Evolve changed under a new snapshot version;
+// v3 at none, without snapshots. Each version's main package serves it
+// as wasm.
 package upgrade
 
 import (
 	"encoding/json"
 
+	"github.com/stile-run/stile/e2e/testapp/ledger"
 	"github.com/stile-run/stile/runtime"
 	"github.com/stile-run/stile/schema"
 )
@@ -27,15 +31,15 @@ func App(v string) *runtime.App {
 	app := runtime.NewApp().RegisterJob(runtime.JobKind{Name: "mail.send"})
 	switch v {
 	case "v1":
-		app.Migrations(notes).RegisterJob(runtime.JobKind{Name: "report.build"})
+		ledger.Register(app.Migrations(notes).RegisterJob(runtime.JobKind{Name: "report.build"}), "a")
 	case "v2bad":
-		app.Migrations(notes, bad).RegisterJob(runtime.JobKind{Name: "report.build"})
+		ledger.Register(app.Migrations(notes, bad).RegisterJob(runtime.JobKind{Name: "report.build"}), "b")
 	case "v2":
-		app.Migrations(notes, tags)
+		ledger.Register(app.Migrations(notes, tags), "b")
 	case "v2changed":
-		app.Migrations(notes, edited)
+		ledger.Register(app.Migrations(notes, edited), "b")
 	case "v3":
-		app.Migrations(notes, tags, drop)
+		ledger.Register(app.Migrations(notes, tags, drop), "none")
 	default:
 		panic("upgrade: no version " + v)
 	}

@@ -1,0 +1,11 @@
+// Command a serves the ledger module at variant a.
+package main
+
+import (
+	"github.com/stile-run/stile/e2e/testapp/ledger"
+	"github.com/stile-run/stile/runtime"
+)
+
+func init() { runtime.Serve(ledger.App("a")) }
+
+func main() {}
