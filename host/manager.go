@@ -164,6 +164,17 @@ var ErrClosed = errors.New("host: manager closed")
 // call tells the module how many claims are held (stile-held), so that it
 // answers at once a claim that would be one too many.
 func (m *Manager) Do(ctx context.Context, name string, req do.Request) (do.Response, error) {
+	return m.do(ctx, name, req, true)
+}
+
+// Inspect is Do for the host's own calls (a metrics scrape, a status read
+// at start, the end of a push it could not deliver): the tenant's usage
+// counts their rows and time, not a request of the tenant's.
+func (m *Manager) Inspect(ctx context.Context, name string, req do.Request) (do.Response, error) {
+	return m.do(ctx, name, req, false)
+}
+
+func (m *Manager) do(ctx context.Context, name string, req do.Request, counted bool) (do.Response, error) {
 	if m.closed.Load() {
 		return do.Response{}, ErrClosed
 	}
@@ -178,9 +189,10 @@ func (m *Manager) Do(ctx context.Context, name string, req do.Request) (do.Respo
 		return notFound(name), nil
 	}
 	t := m.tenant(name)
-	if req.Kind == do.KindAlarm {
+	switch {
+	case req.Kind == do.KindAlarm:
 		t.use.alarms.Add(1)
-	} else {
+	case counted:
 		t.use.requests.Add(1)
 	}
 	// The module hears which tenant it is from its host, and whether its
@@ -268,10 +280,11 @@ func (m *Manager) call(ctx context.Context, t *tenant, req do.Request, w *waiter
 	}
 	began := time.Now()
 	out, err := t.engine.Handle(cctx, frame)
-	t.use.micros += time.Since(began).Microseconds()
+	t.use.micros.Add(time.Since(began).Microseconds())
 	if metered != nil {
 		read1, written1 := metered.Rows()
-		t.use.read, t.use.written = t.use.read+read1-read0, t.use.written+written1-written0
+		t.use.read.Add(read1 - read0)
+		t.use.written.Add(written1 - written0)
 	}
 	cancel()
 	if err != nil {

@@ -41,7 +41,7 @@ func (m *Manager) deliver(tenant, header string) {
 		}
 		m.log.Warn("push not delivered; the tenant retries it", "tenant", tenant, "push", id, "err", err)
 		body := api.PushDone{End: api.PushFailed, Error: err.Error()}.AppendJSON(nil)
-		if _, err := m.Do(context.Background(), tenant, do.Request{Kind: do.KindAPI,
+		if _, err := m.Inspect(context.Background(), tenant, do.Request{Kind: do.KindAPI,
 			Method: api.RoutePushDone.Method, Path: api.RoutePushDone.Path(tenant, id), Body: body,
 			Headers: do.Headers{{Name: do.HeaderPrincipal, Value: do.PrincipalAdmin}}}); err != nil {
 			m.log.Warn("could not end the failed push; it expires", "tenant", tenant, "push", id, "err", err)

@@ -45,7 +45,7 @@ func (m *Manager) rebuild(names []string, alarms, dir bool) {
 		if !alarms && m.cfg.Directory.Has(name) && m.cfg.Directory.Damage() == "" {
 			continue
 		}
-		resp, err := m.Do(ctx, name, do.Request{Kind: do.KindAPI, Method: api.RouteStatus.Method, Path: api.RouteStatus.Path(name),
+		resp, err := m.Inspect(ctx, name, do.Request{Kind: do.KindAPI, Method: api.RouteStatus.Method, Path: api.RouteStatus.Path(name),
 			Headers: do.Headers{{Name: do.HeaderPrincipal, Value: do.PrincipalAdmin}}})
 		if err != nil {
 			m.log.Warn("could not ask a tenant for its status; its next request does", "tenant", name, "err", err)

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -36,23 +38,50 @@ type tenant struct {
 // use is a tenant's running count since the manager first saw it (gen
 // names that): the requests and alarms it served, counted as they start
 // (a held claim run again is one request), and the rows and module time
-// of its calls, counted as they end (under tenant.mu). The module hears it
-// on every call (stile-usage) and records what grew since its last record.
+// of its calls, counted as they end. The module hears it on every call
+// (stile-usage) and records what grew since its last record; Usage reads
+// it without waiting for a call.
 type use struct {
-	gen              string
-	requests, alarms atomic.Int64
-	read, written    int64
-	micros           int64
+	gen                   string
+	requests, alarms      atomic.Int64
+	read, written, micros atomic.Int64
 }
 
-// header is the count as stile-usage carries it (tenant.mu is held),
+// header is the count as stile-usage carries it,
 // with the mode: "keep" (the count outlives the module's instances, so the
 // module needs no alarm to record it) or "flush" (record it now: the
 // manager is closing).
 func (u *use) header(mode string) do.Header {
 	return do.Header{Name: do.HeaderUsage, Value: u.gen + "," + strconv.FormatInt(u.requests.Load(), 10) + "," +
-		strconv.FormatInt(u.alarms.Load(), 10) + "," + strconv.FormatInt(u.read, 10) + "," +
-		strconv.FormatInt(u.written, 10) + "," + strconv.FormatInt(u.micros, 10) + "," + mode}
+		strconv.FormatInt(u.alarms.Load(), 10) + "," + strconv.FormatInt(u.read.Load(), 10) + "," +
+		strconv.FormatInt(u.written.Load(), 10) + "," + strconv.FormatInt(u.micros.Load(), 10) + "," + mode}
+}
+
+// Usage is a tenant's count as the manager keeps it: since the manager
+// first saw the tenant, the requests and alarms it served and the rows and
+// module time of its calls (what the tenant records as its usage, from
+// this host).
+type Usage struct {
+	Tenant                        string
+	Requests, Alarms              int64
+	RowsRead, RowsWritten, Micros int64
+}
+
+// Usage lists the count of every tenant the manager has seen, by name.
+func (m *Manager) Usage() []Usage {
+	m.mu.Lock()
+	ts := make([]*tenant, 0, len(m.mu.tenants))
+	for _, t := range m.mu.tenants {
+		ts = append(ts, t)
+	}
+	m.mu.Unlock()
+	out := make([]Usage, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, Usage{Tenant: t.name, Requests: t.use.requests.Load(), Alarms: t.use.alarms.Load(),
+			RowsRead: t.use.read.Load(), RowsWritten: t.use.written.Load(), Micros: t.use.micros.Load()})
+	}
+	slices.SortFunc(out, func(a, b Usage) int { return strings.Compare(a.Tenant, b.Tenant) })
+	return out
 }
 
 // newGen names a tenant's count: unique to this process's sight of it.

@@ -116,15 +116,39 @@ var (
 		[]string{"tenant", "projection"}, nil)
 	stalledDesc = prometheus.NewDesc("stile_projection_stalled", "1 if a projection's live generation is stalled on an event.",
 		[]string{"tenant", "projection"}, nil)
+
+	// A tenant's usage as this host counted it since it started (what
+	// the tenant records by day: GET /v1/t/{tenant}/usage).
+	tenantRequestsDesc = prometheus.NewDesc("stile_tenant_requests_total", "Requests a tenant's object served (a held claim is one).",
+		[]string{"tenant"}, nil)
+	tenantAlarmsDesc = prometheus.NewDesc("stile_tenant_alarms_total", "Alarms a tenant's object ran.",
+		[]string{"tenant"}, nil)
+	tenantRowsReadDesc = prometheus.NewDesc("stile_tenant_rows_read_total", "Storage rows a tenant's calls read (rows returned and changed).",
+		[]string{"tenant"}, nil)
+	tenantRowsWrittenDesc = prometheus.NewDesc("stile_tenant_rows_written_total", "Storage rows a tenant's calls wrote (rows changed, by triggers too).",
+		[]string{"tenant"}, nil)
+	tenantModuleDesc = prometheus.NewDesc("stile_tenant_module_seconds_total", "Time a tenant's calls spent in its module.",
+		[]string{"tenant"}, nil)
 )
 
 func (c *tenants) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{depthDesc, oldestDesc, reactionDesc, openDesc, projectionDesc, stalledDesc} {
+	for _, d := range []*prometheus.Desc{depthDesc, oldestDesc, reactionDesc, openDesc, projectionDesc, stalledDesc,
+		tenantRequestsDesc, tenantAlarmsDesc, tenantRowsReadDesc, tenantRowsWrittenDesc, tenantModuleDesc} {
 		ch <- d
 	}
 }
 
 func (c *tenants) Collect(ch chan<- prometheus.Metric) {
+	// Usage is the host's own count: it opens no tenant.
+	for _, u := range c.m.Usage() {
+		for _, m := range []struct {
+			d *prometheus.Desc
+			v float64
+		}{{tenantRequestsDesc, float64(u.Requests)}, {tenantAlarmsDesc, float64(u.Alarms)}, {tenantRowsReadDesc, float64(u.RowsRead)},
+			{tenantRowsWrittenDesc, float64(u.RowsWritten)}, {tenantModuleDesc, float64(u.Micros) / 1e6}} {
+			ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, m.v, u.Tenant)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	dir, err := c.m.Directory().List(ctx, api.TenantsQuery{Limit: api.MaxTenantsPage})
@@ -175,7 +199,7 @@ func (c *tenants) Collect(ch chan<- prometheus.Metric) {
 
 // get reads a tenant's route through the host, as an admin.
 func (c *tenants) get(ctx context.Context, tenant string, r api.Route, out any) bool {
-	resp, err := c.m.Do(ctx, tenant, do.Request{Kind: do.KindAPI, Method: r.Method, Path: r.Path(tenant),
+	resp, err := c.m.Inspect(ctx, tenant, do.Request{Kind: do.KindAPI, Method: r.Method, Path: r.Path(tenant),
 		Headers: do.Headers{{Name: do.HeaderPrincipal, Value: do.PrincipalAdmin}}})
 	return err == nil && resp.Status == 200 && json.Unmarshal(resp.Body, out) == nil
 }

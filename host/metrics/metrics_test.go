@@ -89,6 +89,14 @@ func TestMetricsCountRequestsOutcomesAndTenantsState(t *testing.T) {
 	require.GreaterOrEqual(t, value(t, fams, "stile_queue_oldest_ready_seconds", map[string]string{"tenant": "acme", "queue": "default"}), 0.0)
 	require.Equal(t, 0.0, value(t, fams, "stile_projection_lag_events", map[string]string{"tenant": "acme", "projection": "notes"}))
 	require.Equal(t, 0.0, value(t, fams, "stile_reaction_lag_events", map[string]string{"tenant": "acme", "reaction": testapp.RefundPolicy}))
+	// The tenant's usage: five requests (the scrape's own reads of its
+	// queues are the host's, not the tenant's), with their rows and time.
+	acmeOnly := map[string]string{"tenant": "acme"}
+	require.Equal(t, 5.0, value(t, fams, "stile_tenant_requests_total", acmeOnly))
+	require.Equal(t, 0.0, value(t, fams, "stile_tenant_alarms_total", acmeOnly))
+	require.Positive(t, value(t, fams, "stile_tenant_rows_written_total", acmeOnly))
+	require.Greater(t, value(t, fams, "stile_tenant_rows_read_total", acmeOnly), value(t, fams, "stile_tenant_rows_written_total", acmeOnly))
+	require.Positive(t, value(t, fams, "stile_tenant_module_seconds_total", acmeOnly))
 	require.Equal(t, 5.0, value(t, fams, "stile_request_duration_seconds", map[string]string{"route": "POST jobs/{id}/report"})+
 		value(t, fams, "stile_request_duration_seconds", map[string]string{"route": "POST jobs"})+
 		value(t, fams, "stile_request_duration_seconds", map[string]string{"route": "POST claims"}), "every request is timed")
