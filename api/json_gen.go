@@ -1206,6 +1206,10 @@ func (v TenantInfo) AppendJSON(b []byte) []byte {
 	o.StrOmit("module", v.Module)
 	o.IntOmit("schema", v.Schema)
 	o.StrOmit("failed", v.Failed)
+	if v.Usage != nil {
+		o.Key("usage")
+		o.B = v.Usage.AppendJSON(o.B)
+	}
 	return o.End()
 }
 
@@ -1243,6 +1247,8 @@ func (v DirectoryNote) AppendJSON(b []byte) []byte {
 	if v.Erased {
 		o.Bool("erased", true)
 	}
+	o.Key("usage")
+	o.B = v.Usage.AppendJSON(o.B)
 	return o.End()
 }
 
@@ -2548,6 +2554,14 @@ func (v *DirectoryNote) decode(r *jsonwire.Reader) error {
 			v.VersionsOnly, err = r.BoolField(key)
 		case "erased":
 			v.Erased, err = r.BoolField(key)
+		case "usage":
+			if r.IsNull() {
+				return nil
+			}
+			if r.KindAt() != "object" {
+				return jsonwire.TypeError(r, key, "an object")
+			}
+			err = v.Usage.decode(r)
 		default:
 			return jsonwire.UnknownField(key)
 		}
@@ -2642,6 +2656,47 @@ func DecodeRetentionFields(b []byte) (Retention, RetentionFields, error) {
 		f = RetentionFields(r.Marks()[n-1])
 	}
 	return v, f, err
+}
+
+// field decodes the member key of an object with the fields of Usage; ok
+// is false for a key that is none of them.
+func (v *Usage) field(r *jsonwire.Reader, key string) (ok bool, err error) {
+	switch key {
+	case "requests":
+		v.Requests, err = r.Integer(key)
+	case "alarms":
+		v.Alarms, err = r.Integer(key)
+	case "rows_read":
+		v.RowsRead, err = r.Integer(key)
+	case "rows_written":
+		v.RowsWritten, err = r.Integer(key)
+	case "module_us":
+		v.ModuleMicros, err = r.Integer(key)
+	case "pushes":
+		v.Pushes, err = r.Integer(key)
+	default:
+		return false, nil
+	}
+	return true, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *UsageDay) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "day":
+			v.Day, err = r.StringField(key)
+		default:
+			if ok, err := v.Usage.field(r, key); ok {
+				return err
+			}
+			return jsonwire.UnknownField(key)
+		}
+		return err
+	})
 }
 
 // Not inlined: each call site would carry its own copy of the closure.

@@ -147,6 +147,10 @@ type TenantInfo struct {
 	Module string `json:"module,omitempty"`
 	Schema int64  `json:"schema,omitempty"`
 	Failed string `json:"failed,omitempty"`
+	// Usage is the tenant's usage on the day it last reported, as it
+	// recorded it: a tenant reports at most every 5 minutes, and on its
+	// first record of a day (GET /v1/t/{tenant}/usage is exact).
+	Usage *UsageDay `json:"usage,omitempty"`
 }
 
 // TenantsResponse is a page of the directory. Next is the name to pass as
@@ -177,6 +181,9 @@ type DirectoryNote struct {
 	VersionsOnly bool `json:"versions_only,omitempty"`
 	// Erased says the tenant was erased: the directory forgets it.
 	Erased bool `json:"erased,omitempty"`
+	// Usage is the tenant's usage of a day, as recorded (Day "": the
+	// directory keeps what it has).
+	Usage UsageDay `json:"usage"`
 }
 
 // TenantsQuery is a query of the directory (GET TenantsPath): ?after=

@@ -1,11 +1,13 @@
 package e2e_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -145,4 +147,42 @@ func (s *scenario) raw(method, path, body string) (int, string, string) {
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(s.t, err)
 	return resp.StatusCode, string(b), resp.Header.Get("Retry-After")
+}
+
+// TestWorkerdRecordsUsageByItsAlarm: in workerd the host's count goes
+// with the object's instance, which may leave memory 10 s after its last
+// request, so the module sets an alarm 5 s after its first unrecorded
+// request, and that alarm records it and tells the directory, with no
+// request of the tenant's own.
+func TestWorkerdRecordsUsageByItsAlarm(t *testing.T) {
+	t.Parallel()
+	w := startWorkerd(t)
+	ctx := context.Background()
+	ten := w.client().Tenant("usage-by-alarm")
+	_, err := ten.Create(ctx)
+	require.NoError(t, err)
+	for range 2 {
+		_, err = ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo"})
+		require.NoError(t, err)
+	}
+	var seen *api.UsageDay
+	require.Eventually(t, func() bool {
+		page, err := w.client().Tenants(ctx, api.TenantsQuery{Limit: api.MaxTenantsPage})
+		require.NoError(t, err)
+		for _, ti := range page.Tenants {
+			if ti.Name == ten.Name() && ti.Usage != nil {
+				seen = ti.Usage
+				return true
+			}
+		}
+		return false
+	}, 60*time.Second, 250*time.Millisecond, "the alarm records the usage and tells the directory")
+	require.Equal(t, time.Now().UTC().Format("2006-01-02"), seen.Day)
+	require.Equal(t, int64(3), seen.Requests, "the creation and two enqueues: %+v", seen)
+	require.Equal(t, int64(1), seen.Alarms, "the alarm that recorded them counts itself")
+	require.Positive(t, seen.RowsWritten)
+
+	u, err := ten.Usage(ctx, "", "")
+	require.NoError(t, err)
+	require.Equal(t, int64(4), u.Total.Requests, "what was recorded, and this read, each once: %+v", u)
 }

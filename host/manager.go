@@ -229,6 +229,9 @@ func (m *Manager) flushUsage(e Engine, name string, count do.Header) {
 		if resp, err = do.DecodeResponse(out); err == nil && resp.Status >= 500 {
 			err = fmt.Errorf("status %d: %s", resp.Status, resp.Body)
 		}
+		if n := resp.Headers.Get(do.HeaderDirectory); err == nil && n != "" && m.cfg.Directory != nil {
+			m.note(name, n) // what it recorded, for the fleet's view
+		}
 	}
 	if err != nil {
 		m.log.Warn("could not record the tenant's usage before closing it", "tenant", name, "err", err)

@@ -1,6 +1,7 @@
 package host_test
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"testing"
@@ -31,6 +32,12 @@ func TestUsageIsRecordedOnceAndOutlivesTheProcess(t *testing.T) {
 	// instance's memory goes with it.
 	require.True(t, m.Evict("acme"))
 	require.Equal(t, int64(3), recordedRequests(t, filepath.Join(dir, "tenants", "acme.sqlite")))
+	page, err := m.Directory().List(context.Background(), api.TenantsQuery{})
+	require.NoError(t, err)
+	require.Len(t, page.Tenants, 1)
+	require.NotNil(t, page.Tenants[0].Usage, "the directory hears what a tenant recorded")
+	require.Equal(t, int64(3), page.Tenants[0].Usage.Requests)
+	require.Equal(t, h.Now().UTC().Format("2006-01-02"), page.Tenants[0].Usage.Day)
 	// Two more tenants evict acme's engine (two open at most).
 	require.Equal(t, 201, call(t, m, "globex", "POST", "jobs", api.EnqueueRequest{Kind: "test.echo"}).Status)
 	require.Equal(t, 201, call(t, m, "initech", "POST", "jobs", api.EnqueueRequest{Kind: "test.echo"}).Status)

@@ -21,7 +21,7 @@ const (
 	dirIdle
 )
 
-func (t *Tenant) directoryNote(woke, idle bool) (do.Header, bool) {
+func (t *Tenant) directoryNote(woke, idle bool, usage api.UsageDay) (do.Header, bool) {
 	first := t.dir.first
 	t.dir.first = false
 	versions := t.dir.versions
@@ -33,11 +33,11 @@ func (t *Tenant) directoryNote(woke, idle bool) (do.Header, bool) {
 	case idle && !woke && t.dir.told != dirIdle:
 		t.dir.told, changed = dirIdle, true
 	}
-	if !first && !changed && !versions || t.name == "" {
+	if !first && !changed && !versions && usage.Day == "" || t.name == "" {
 		return do.Header{}, false
 	}
 	n := api.DirectoryNote{Tenant: t.name, First: first, Ready: t.dir.told == dirReady, Version: t.schema.app.Version,
-		Module: t.schema.module, Schema: t.schema.stile.Version, Failed: t.failedNote(),
+		Module: t.schema.module, Schema: t.schema.stile.Version, Failed: t.failedNote(), Usage: usage,
 		// Only the versions changed: the directory keeps what it knows of
 		// readiness (this instance does not know it yet).
 		VersionsOnly: !first && !changed}

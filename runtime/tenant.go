@@ -625,7 +625,7 @@ func (t *Tenant) respond(c *call) (do.Response, error) {
 			resp.Headers = append(resp.Headers, h)
 		}
 	}
-	if h, ok := t.directoryNote(jobsWoke || reactionsWoke, res.idle); ok {
+	if h, ok := t.directoryNote(jobsWoke || reactionsWoke, res.idle, t.usageNote(c)); ok {
 		resp.Headers = append(resp.Headers, h)
 	}
 	// The alarm follows committed state, whatever the request did. An

@@ -12,8 +12,10 @@ import (
 // Usage and budgets (runtime/internal/usage decides; this file wires it):
 // the host hands its running count in on every call (stile-usage), the
 // module adds the pushes it sends, and a transaction writes the day's row
-// when what is pending has waited usage.FlushEvery — a busy tenant at most
-// once per 30 s, whatever its rate; an idle one by an alarm.
+// when what is pending has waited usage.FlushEvery (30 s) where the host
+// keeps its count, usage.TailEvery (5 s) at the edge, where an alarm
+// records an idle tenant's last requests before its instance may leave
+// memory.
 
 // meter is the tenant's usage as this instance knows it.
 type meter struct {
@@ -30,6 +32,9 @@ type meter struct {
 	pending usage.Pending
 	// own is the tenant's own budget (PUT /budget); nil: the module's.
 	own *api.Budget
+	// noted is when this instance last told the directory the tenant's
+	// usage (0: never).
+	noted int64
 }
 
 // usageSchema is the migration that made stile_usage.
@@ -163,6 +168,17 @@ func (t *Tenant) usageCommitted(c *call) {
 		return
 	}
 	t.meter.last, t.meter.held, t.meter.pending = *c.recorded, api.Usage{}, usage.Pending{}
+}
+
+// usageNote is the usage to tell the directory with this response: what
+// the request recorded, when the directory last heard of it
+// usage.NoteEvery ago or on an earlier day (Day "": nothing to tell).
+func (t *Tenant) usageNote(c *call) api.UsageDay {
+	if c.recorded == nil || !c.committed || !usage.NoteDue(t.meter.noted, c.now) {
+		return api.UsageDay{}
+	}
+	t.meter.noted = c.now
+	return api.UsageDay{Day: t.meter.last.Day, Usage: t.meter.last.Usage}
 }
 
 // usageAlarm is when the tenant wants an alarm to record what is pending.

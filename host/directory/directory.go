@@ -211,6 +211,9 @@ func (d *Dir) Note(now int64, n api.DirectoryNote) error {
 	}
 	e.LastSeen, e.Version = at, n.Version
 	e.Module, e.Schema, e.Failed = n.Module, n.Schema, n.Failed
+	if n.Usage.Day != "" {
+		e.Usage = &n.Usage
+	}
 	if !n.VersionsOnly {
 		becameReady := n.Ready && !e.Ready
 		e.Ready = n.Ready

@@ -473,6 +473,8 @@ export class Directory {
       this.sql.exec(`ALTER TABLE tenants ADD COLUMN schema INTEGER NOT NULL DEFAULT 0`);
       this.sql.exec(`ALTER TABLE tenants ADD COLUMN failed TEXT NOT NULL DEFAULT ''`);
     }
+    // A tenant's usage of the day it last reported, as JSON ('': none yet).
+    if (!cols.has("usage")) this.sql.exec(`ALTER TABLE tenants ADD COLUMN usage TEXT NOT NULL DEFAULT ''`);
     this.sql.exec(`CREATE TABLE IF NOT EXISTS directory_seq (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL) STRICT`);
     this.sql.exec(`INSERT OR IGNORE INTO directory_seq (id, seq) VALUES (1, 0)`);
     this.newWake();
@@ -530,12 +532,14 @@ export class Directory {
     // A note of the versions only keeps what the directory knows of readiness.
     if (n.versions_only && old) n.ready = old.ready === 1;
     const becameReady = !!n.ready && !old?.ready;
-    this.sql.exec(`INSERT INTO tenants (name, first_seen, last_seen, version, ready, seq, module, schema, failed)
-      VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?7, ?8, ?9)
+    // A note without usage keeps the usage the directory has.
+    const usage = n.usage && typeof n.usage === "object" && n.usage.day ? JSON.stringify(n.usage) : "";
+    this.sql.exec(`INSERT INTO tenants (name, first_seen, last_seen, version, ready, seq, module, schema, failed, usage)
+      VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?7, ?8, ?9, ?10)
       ON CONFLICT (name) DO UPDATE SET last_seen = ?2, version = ?3, ready = ?4, seq = CASE WHEN ?6 THEN ?5 ELSE seq END,
-      module = ?7, schema = ?8, failed = ?9`,
+      module = ?7, schema = ?8, failed = ?9, usage = CASE WHEN ?10 = '' THEN usage ELSE ?10 END`,
       n.tenant, now, n.version ?? 0, n.ready ? 1 : 0, becameReady ? seq : 0, becameReady ? 1 : 0,
-      String(n.module ?? ""), Number(n.schema ?? 0), String(n.failed ?? ""));
+      String(n.module ?? ""), Number(n.schema ?? 0), String(n.failed ?? ""), usage);
     if (becameReady) {
       this.wakeAll();
       this.newWake();
@@ -544,7 +548,7 @@ export class Directory {
   }
 
   page(q) {
-    const rows = this.sql.exec(`SELECT name, first_seen, last_seen, version, ready, module, schema, failed FROM tenants
+    const rows = this.sql.exec(`SELECT name, first_seen, last_seen, version, ready, module, schema, failed, usage FROM tenants
       WHERE name > ?1 AND (?2 = 0 OR (ready = 1 AND seq > ?3)) ORDER BY name LIMIT ?4`,
       q.after, q.ready ? 1 : 0, q.afterSeq, q.limit + 1).toArray();
     const seq = this.sql.exec(`SELECT seq FROM directory_seq WHERE id = 1`).one().seq;
@@ -552,6 +556,7 @@ export class Directory {
     const tenants = rows.slice(0, q.limit).map((r) => ({
       name: r.name, first_seen: iso(r.first_seen), last_seen: iso(r.last_seen), version: r.version, ready: r.ready === 1,
       ...(r.module ? { module: r.module } : {}), ...(r.schema ? { schema: r.schema } : {}), ...(r.failed ? { failed: r.failed } : {}),
+      ...(r.usage ? { usage: JSON.parse(r.usage) } : {}),
     }));
     const page = { tenants };
     if (rows.length > q.limit) page.next = tenants[tenants.length - 1].name;

@@ -243,11 +243,36 @@ const (
 	DefaultDays = 30
 )
 
-// FlushEvery is how long the module holds counts before it records them:
-// a busy tenant writes its day's row at most once in this time, whatever
-// its rate, and an idle one is recorded by an alarm this long after its
-// first unrecorded request.
-const FlushEvery = 30 * time.Second
+// How long the module holds counts before it records them: a busy tenant
+// writes its day's row at most once in this time, whatever its rate. A
+// host that keeps its count (Keep) lets it wait FlushEvery. Where the
+// count goes with the instance (Tail), TailEvery is under the 10 s after
+// which an idle Durable Object may leave memory: the alarm that records an
+// idle tenant's last requests fires while its instance still holds them.
+const (
+	FlushEvery = 30 * time.Second
+	TailEvery  = 5 * time.Second
+)
+
+// every is how long a host in mode lets counts wait.
+func every(mode Mode) int64 {
+	if mode == Tail {
+		return TailEvery.Milliseconds()
+	}
+	return FlushEvery.Milliseconds()
+}
+
+// NoteEvery is how often a tenant tells the directory what it recorded:
+// the fleet's view (GET /v1/tenants) is this fresh, and the directory is
+// written at most this often per busy tenant.
+const NoteEvery = 5 * time.Minute
+
+// NoteDue says whether a record at now is told to the directory, which
+// last heard at noted (0: not from this instance): after NoteEvery, or on
+// a new UTC day.
+func NoteDue(noted, now int64) bool {
+	return noted == 0 || now-noted >= NoteEvery.Milliseconds() || Day(noted) != Day(now)
+}
 
 // Pending is what is counted and not recorded: the pushes the module
 // sent, and since when something is (the Unix-ms time the module first
@@ -282,7 +307,7 @@ func (p Pending) Add(held api.Usage) api.Usage {
 
 // Due says whether a call at now records what is pending (held: the
 // host's figures since the last record, in mode): when it was first seen
-// FlushEvery ago or more, or on an earlier UTC day, or the host asks
+// long enough ago (every), or on an earlier UTC day, or the host asks
 // (Flush); and, for a host whose count goes with the instance (Tail), on
 // any alarm while a request is pending: the alarm writes anyway, and
 // records the tail sooner.
@@ -290,20 +315,20 @@ func Due(p Pending, held api.Usage, mode Mode, now int64, alarm bool) bool {
 	if p.Since == 0 {
 		return false
 	}
-	return mode == Flush || now-p.Since >= FlushEvery.Milliseconds() || Day(p.Since) != Day(now) ||
+	return mode == Flush || now-p.Since >= every(mode) || Day(p.Since) != Day(now) ||
 		mode == Tail && alarm && held.Requests > 0
 }
 
 // AlarmAt is when the module wants an alarm that records what is pending
 // (held, the host's figures since the last record), for a host whose
-// count goes with the instance (Tail): FlushEvery after it was first seen,
+// count goes with the instance (Tail): TailEvery after it was first seen,
 // when a request is among it; 0 otherwise, so that an alarm's own figures
 // wait for the next request rather than set another alarm.
 func AlarmAt(p Pending, held api.Usage, mode Mode) int64 {
 	if mode != Tail || held.Requests == 0 || p.Since == 0 {
 		return 0
 	}
-	return p.Since + FlushEvery.Milliseconds()
+	return p.Since + TailEvery.Milliseconds()
 }
 
 // Over says whether a request finds today's usage past budget: which

@@ -33,7 +33,7 @@ func TestSinceCountsOnlyWhatGrewOnTheSameInstance(t *testing.T) {
 	require.Equal(t, api.Usage{}, Since(mark, Mark{}), "a host that counts nothing")
 }
 
-func TestDueWaitsFlushEveryOrADayChange(t *testing.T) {
+func TestDueWaitsItsHostsTimeOrADayChange(t *testing.T) {
 	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC).UnixMilli()
 	var p Pending
 	held := api.Usage{Requests: 1}
@@ -44,10 +44,11 @@ func TestDueWaitsFlushEveryOrADayChange(t *testing.T) {
 	require.Equal(t, at, p.Since)
 	p.Saw(api.Usage{Requests: 2}, at+5)
 	require.Equal(t, at, p.Since, "the first sighting stays")
-	for _, mode := range []Mode{Keep, Tail} {
-		require.False(t, Due(p, held, mode, at+FlushEvery.Milliseconds()-1, false))
-		require.True(t, Due(p, held, mode, at+FlushEvery.Milliseconds(), false))
+	for mode, wait := range map[Mode]time.Duration{Keep: FlushEvery, Tail: TailEvery} {
+		require.False(t, Due(p, held, mode, at+wait.Milliseconds()-1, false), mode)
+		require.True(t, Due(p, held, mode, at+wait.Milliseconds(), false), mode)
 	}
+	require.Less(t, TailEvery, 10*time.Second, "under the time an idle Durable Object may leave memory")
 	require.True(t, Due(p, held, Flush, at+1, false), "the host asks")
 	require.True(t, Due(p, held, Tail, at+1, true), "an alarm records a pending request's tail")
 	require.False(t, Due(p, api.Usage{Alarms: 1}, Tail, at+1, true), "but not only an alarm's own cost")
@@ -60,7 +61,7 @@ func TestDueWaitsFlushEveryOrADayChange(t *testing.T) {
 
 func TestAlarmAtOnlyForPendingRequestsOfATailHost(t *testing.T) {
 	p := Pending{Since: 1000}
-	require.Equal(t, 1000+FlushEvery.Milliseconds(), AlarmAt(p, api.Usage{Requests: 1}, Tail))
+	require.Equal(t, 1000+TailEvery.Milliseconds(), AlarmAt(p, api.Usage{Requests: 1}, Tail))
 	require.Zero(t, AlarmAt(p, api.Usage{Requests: 1}, Keep), "a host that keeps its count needs no alarm")
 	require.Zero(t, AlarmAt(p, api.Usage{Alarms: 1, RowsWritten: 5}, Tail), "an alarm's own cost waits for the next request")
 	require.Zero(t, AlarmAt(Pending{}, api.Usage{Requests: 1}, Tail))

@@ -21,10 +21,9 @@ import (
 // docs/DESIGN.md's table ("What does a tenant cost on Cloudflare?").
 //
 // The job cycle changes no alarm: the alarm that records the tenant's
-// usage (30 s after its first unrecorded request) comes before any lease
+// usage (5 s after its first unrecorded request) comes before any lease
 // runs out, so a claim and its report leave it where it is; its figures
-// are exact while the measurement takes less than those 30 s (it takes a
-// few). An append and a command set the projections' catch-up alarm,
+// are exact but for a usage record landing in the part. An append and a command set the projections' catch-up alarm,
 // which workerd may or may not have fired when the next request comes
 // (and the settlements run while it does): those figures may be up to one
 // row per request under their pin, never over it.
@@ -59,11 +58,16 @@ func TestRowsPerOperation(t *testing.T) {
 		p, ok := pins[f.Op]
 		require.True(t, ok, "no pin for %q", f.Op)
 		t.Logf("%s: %.2f rows written, %.2f read per operation (%d requests)", f.Op, f.Written, f.Read, f.Requests)
+		// The tenant records its usage at most every 5 s, in whichever
+		// request comes then: once in a part, that is up to 3 rows more
+		// (the day's row, and the alarm moved away and back).
+		record := 3 / float64(f.Ops)
 		if p.exact {
-			require.InDelta(t, p.written, f.Written, 0.01, "%s: rows written per operation", f.Op)
+			require.GreaterOrEqual(t, f.Written, p.written-0.01, "%s: rows written per operation", f.Op)
+			require.LessOrEqual(t, f.Written, p.written+record+0.01, "%s: rows written per operation", f.Op)
 		} else {
 			perRequest := float64(f.Requests) / float64(f.Ops)
-			require.LessOrEqual(t, f.Written, p.written+0.01, "%s: rows written per operation", f.Op)
+			require.LessOrEqual(t, f.Written, p.written+record+0.01, "%s: rows written per operation", f.Op)
 			require.GreaterOrEqual(t, f.Written, p.written-perRequest-0.01, "%s: rows written per operation", f.Op)
 		}
 		// Reads vary a little with what the alarm did in between; 5% either
