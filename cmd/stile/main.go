@@ -26,6 +26,8 @@ operate a deployment (stile dev or a Worker; --url, --token, --tenant, --json):
   projections   status, lag, errors; rebuild NAME
   events        the event log, or one stream
   tenants       the tenant directory
+  usage         what a tenant used by UTC day (--tenant), or the fleet's latest day
+  budget        a tenant's daily budget (--rows-written N --requests N, or --clear)
   migrate       apply pending migrations (and retry failed ones) in one tenant or all
   export        a tenant's state, one JSON page a line (--out FILE); import --in FILE into an empty tenant
   token         mint a scoped token (--scope, --role, --ttl), revoke one, or make a secret (docs/SECURITY.md)
@@ -66,6 +68,10 @@ func main() {
 		err = runEvents(args)
 	case "tenants":
 		err = runTenants(args)
+	case "usage":
+		err = runUsage(args)
+	case "budget":
+		err = runBudget(args)
 	case "migrate":
 		err = runMigrate(args)
 	case "export":

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/stile-run/stile/api"
+)
+
+// ---- stile usage, stile budget ----
+
+// runUsage prints what tenants used: one tenant's days (--tenant), or the
+// fleet's latest reported day from the directory.
+func runUsage(args []string) error {
+	o := newOps("usage", "usage [--tenant NAME [--from DAY] [--to DAY]] [flags]", true)
+	from := o.fs.String("from", "", "first UTC day (2006-01-02; default: 29 days before --to)")
+	to := o.fs.String("to", "", "last UTC day (default: today)")
+	if _, err := o.parse(args); err != nil {
+		return err
+	}
+	if *o.tenant == "" {
+		if *from != "" || *to != "" {
+			return &exitError{exitUsage, errors.New("--from and --to read one tenant's days: name it with --tenant")}
+		}
+		return o.fleetUsage()
+	}
+	ten, err := o.ten()
+	if err != nil {
+		return err
+	}
+	u, err := ten.Usage(context.Background(), *from, *to)
+	if err != nil {
+		return err
+	}
+	if *o.asJSON {
+		return o.printJSON(u)
+	}
+	rows := make([][]string, 0, len(u.Days)+1)
+	for _, d := range u.Days {
+		rows = append(rows, usageRow(d.Day, d.Usage))
+	}
+	rows = append(rows, usageRow("total", u.Total))
+	o.table("DAY\tREQUESTS\tALARMS\tROWS READ\tROWS WRITTEN\tMODULE S\tPUSHES", rows)
+	fmt.Fprintf(o.out, "tenant %s, %s to %s (UTC); budget: %s\n", u.Tenant, u.From, u.To, budgetText(u.Budget))
+	if u.Refusing != "" {
+		fmt.Fprintf(o.out, "refusing new work: past %s, until %s\n", u.Refusing, when(u.RefusingUntil))
+	}
+	return nil
+}
+
+// fleetUsage prints each tenant's usage as it last reported it to the
+// directory (at most 5 minutes old while it is busy).
+func (o *ops) fleetUsage() error {
+	cl, err := o.client()
+	if err != nil {
+		return err
+	}
+	var all []api.TenantInfo
+	for after := ""; ; {
+		page, err := cl.Tenants(context.Background(), api.TenantsQuery{After: after, Limit: api.MaxTenantsPage})
+		if err != nil {
+			return err
+		}
+		all = append(all, page.Tenants...)
+		if page.Next == "" {
+			break
+		}
+		after = page.Next
+	}
+	if *o.asJSON {
+		return o.printJSON(all)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	rows := make([][]string, 0, len(all))
+	for _, t := range all {
+		if t.Usage == nil {
+			rows = append(rows, []string{t.Name, "-", "-", "-", "-", "-", "-", "-"})
+			continue
+		}
+		rows = append(rows, append([]string{t.Name}, usageRow(t.Usage.Day, t.Usage.Usage)...))
+	}
+	o.table("TENANT\tDAY\tREQUESTS\tALARMS\tROWS READ\tROWS WRITTEN\tMODULE S\tPUSHES", rows)
+	fmt.Fprintln(o.out, "as each tenant last reported it (every 5 minutes while busy); stile usage --tenant NAME is exact")
+	return nil
+}
+
+func usageRow(day string, u api.Usage) []string {
+	return []string{day, strconv.FormatInt(u.Requests, 10), strconv.FormatInt(u.Alarms, 10), strconv.FormatInt(u.RowsRead, 10),
+		strconv.FormatInt(u.RowsWritten, 10), strconv.FormatFloat(float64(u.ModuleMicros)/1e6, 'f', 3, 64), strconv.FormatInt(u.Pushes, 10)}
+}
+
+func budgetText(b api.Budget) string {
+	if b == (api.Budget{}) {
+		return "none"
+	}
+	text := func(n int64) string {
+		if n == 0 {
+			return "no limit"
+		}
+		return strconv.FormatInt(n, 10)
+	}
+	return "rows written per day " + text(b.RowsWrittenPerDay) + ", requests per day " + text(b.RequestsPerDay)
+}
+
+// runBudget sets a tenant's daily budget, or clears it (it then follows
+// the module's).
+func runBudget(args []string) error {
+	o := newOps("budget", "budget --tenant NAME (--rows-written N --requests N | --clear) [flags]", true)
+	rows := o.fs.Int64("rows-written", 0, "rows written per UTC day before new work is refused (0: no limit)")
+	requests := o.fs.Int64("requests", 0, "requests per UTC day before new work is refused (0: no limit)")
+	clear := o.fs.Bool("clear", false, "remove the tenant's own budget: it follows the module's")
+	pos, err := o.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return &exitError{exitUsage, fmt.Errorf("budget takes flags only, not %q", pos[0])}
+	}
+	set := false
+	o.fs.Visit(func(f *flag.Flag) { set = set || f.Name == "rows-written" || f.Name == "requests" })
+	if set == *clear {
+		return &exitError{exitUsage, errors.New("give --rows-written and --requests, or --clear")}
+	}
+	ten, err := o.ten()
+	if err != nil {
+		return err
+	}
+	var b api.BudgetResponse
+	if *clear {
+		b, err = ten.ClearBudget(context.Background())
+	} else {
+		b, err = ten.SetBudget(context.Background(), api.Budget{RowsWrittenPerDay: *rows, RequestsPerDay: *requests})
+	}
+	if err != nil {
+		return err
+	}
+	if *o.asJSON {
+		return o.printJSON(b)
+	}
+	whose := "its own"
+	if !b.Overridden {
+		whose = "the module's"
+	}
+	fmt.Fprintf(o.out, "tenant %s: budget %s (%s)\n", ten.Name(), budgetText(b.Effective), whose)
+	return nil
+}
