@@ -91,13 +91,17 @@ async function pageTenants() {
   const d = await api("GET", "/v1/tenants?limit=1000");
   return [el("h1", {}, "Tenants"),
     d.tenants.length === 0 ? el("p", { class: "muted" }, "No tenant yet: a tenant appears on its first request.") :
-      table(["Tenant", "First seen", "Last seen", "Version", "Ready"],
-        d.tenants.map((x) => [link(`#/t/${x.name}`, x.name), when(x.first_seen), when(x.last_seen), x.version, x.ready ? "yes" : "no"]), "tenants")];
+      table(["Tenant", "First seen", "Last seen", "Version", "Ready", "Usage reported", "Requests", "Rows written"],
+        d.tenants.map((x) => [link(`#/t/${x.name}`, x.name), when(x.first_seen), when(x.last_seen), x.version, x.ready ? "yes" : "no",
+          x.usage?.day, x.usage?.requests, x.usage?.rows_written]), "tenants"),
+    el("p", { class: "muted" }, "Usage as each tenant last reported it (every 5 minutes while busy); a tenant's page has its exact figures.")];
 }
 
 async function pageOverview(tenant) {
-  const [q, rs, ps, sc, lim] = await Promise.all([api("GET", `${t(tenant)}/queues`), api("GET", `${t(tenant)}/reactions`),
-    api("GET", `${t(tenant)}/projections`), api("GET", `${t(tenant)}/schedules`), api("GET", `${t(tenant)}/concurrency`)]);
+  const [q, rs, ps, sc, lim, u] = await Promise.all([api("GET", `${t(tenant)}/queues`), api("GET", `${t(tenant)}/reactions`),
+    api("GET", `${t(tenant)}/projections`), api("GET", `${t(tenant)}/schedules`), api("GET", `${t(tenant)}/concurrency`),
+    api("GET", `${t(tenant)}/usage`)]);
+  const limit = (n) => (n ? n : "no limit");
   const paused = new Set(q.paused ?? []);
   const states = ["available", "running", "scheduled", "retryable", "pending"];
   return [el("h1", {}, tenant),
@@ -120,7 +124,13 @@ async function pageOverview(tenant) {
     el("h2", {}, "Schedules"),
     table(["Schedule", "Cron", "Next", "Last", "Declared by"], sc.schedules.map((s) => [s.name, s.cron, when(s.next_at), when(s.last_at), s.module ? "the module" : "the tenant"])),
     el("h2", {}, "Concurrency keys"),
-    table(["Key", "Slots", "In use"], lim.limits.map((l) => [l.key, l.slots, l.in_use]))];
+    table(["Key", "Slots", "In use"], lim.limits.map((l) => [l.key, l.slots, l.in_use])),
+    el("h2", {}, "Usage by UTC day"),
+    u.refusing ? el("p", { class: "why", id: "refusing" }, el("b", {}, "Refusing new work: "), `past ${u.refusing}, until ${when(u.refusing_until)}.`) : null,
+    el("p", { class: "muted" }, `Budget: rows written per day ${limit(u.budget.rows_written_per_day)}, requests per day ${limit(u.budget.requests_per_day)}.`),
+    table(["Day", "Requests", "Alarms", "Rows read", "Rows written", "Module s", "Pushes"],
+      [...u.days, { day: "total", ...u.total }].map((d) => [d.day, d.requests, d.alarms, d.rows_read, d.rows_written,
+        (d.module_us / 1e6).toFixed(3), d.pushes]), "usage")];
 }
 
 async function pageJobs(tenant, query) {

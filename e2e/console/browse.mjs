@@ -51,6 +51,8 @@ try {
 
   await open(page, `#/t/${tenant}`);
   check(await page.isVisible("#queues"), "the overview shows the queues");
+  const total = await page.textContent("#usage tbody tr:last-child");
+  check(/^total[1-9]\d*/.test(total), `the overview shows the tenant's usage, with its requests: ${total}`);
   await page.screenshot({ path: join(shots, "overview.png"), fullPage: true });
   await open(page, `#/t/${tenant}/jobs/${twice}`);
   const why = await page.textContent("#why");
