@@ -526,22 +526,9 @@ func runTenants(args []string) error {
 	if _, err := o.parse(args); err != nil {
 		return err
 	}
-	cl, err := o.client()
+	all, err := o.allTenants(*ready)
 	if err != nil {
 		return err
-	}
-	var all []api.TenantInfo
-	after := ""
-	for {
-		page, err := cl.Tenants(context.Background(), api.TenantsQuery{After: after, Limit: api.MaxTenantsPage, Ready: *ready})
-		if err != nil {
-			return err
-		}
-		all = append(all, page.Tenants...)
-		if page.Next == "" {
-			break
-		}
-		after = page.Next
 	}
 	if *o.asJSON {
 		return o.printJSON(all)
@@ -554,6 +541,27 @@ func runTenants(args []string) error {
 	}
 	o.table("TENANT\tFIRST SEEN\tLAST SEEN\tMODULE\tSTILE SCHEMA\tMODULE SCHEMA\tREADY\tFAILED", rows)
 	return nil
+}
+
+// allTenants reads every page of the directory (ready: only tenants with
+// ready work).
+func (o *ops) allTenants(ready bool) ([]api.TenantInfo, error) {
+	cl, err := o.client()
+	if err != nil {
+		return nil, err
+	}
+	var all []api.TenantInfo
+	for after := ""; ; {
+		page, err := cl.Tenants(context.Background(), api.TenantsQuery{After: after, Limit: api.MaxTenantsPage, Ready: ready})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page.Tenants...)
+		if page.Next == "" {
+			return all, nil
+		}
+		after = page.Next
+	}
 }
 
 // runTenantsCreate creates tenants (PUT /v1/t/{tenant}); one that exists

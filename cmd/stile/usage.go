@@ -55,21 +55,9 @@ func runUsage(args []string) error {
 // fleetUsage prints each tenant's usage as it last reported it to the
 // directory (at most 5 minutes old while it is busy).
 func (o *ops) fleetUsage() error {
-	cl, err := o.client()
+	all, err := o.allTenants(false)
 	if err != nil {
 		return err
-	}
-	var all []api.TenantInfo
-	for after := ""; ; {
-		page, err := cl.Tenants(context.Background(), api.TenantsQuery{After: after, Limit: api.MaxTenantsPage})
-		if err != nil {
-			return err
-		}
-		all = append(all, page.Tenants...)
-		if page.Next == "" {
-			break
-		}
-		after = page.Next
 	}
 	if *o.asJSON {
 		return o.printJSON(all)
