@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	stiletoken "github.com/stile-run/stile/token"
@@ -292,6 +293,13 @@ func TestNewProjectWorksOutsideStilesTree(t *testing.T) {
 		_, err := os.Stat(filepath.Join(dir, "build", f))
 		require.NoError(t, err, f)
 	}
+	// The executor is built without net/http's HTTP/2, which never runs at
+	// the edge (wasmbuild.EdgeTags): Go's own function table, kept in a
+	// stripped build, names the transport but none of HTTP/2's code.
+	executor, err := os.ReadFile(filepath.Join(dir, "build", "executor.wasm"))
+	require.NoError(t, err)
+	require.True(t, bytes.Contains(executor, []byte("net/http.(*Transport).roundTrip")), "the function table names net/http's transport")
+	require.False(t, bytes.Contains(executor, []byte("net/http.(*http2ClientConn)")), "the edge executor links net/http's HTTP/2")
 	// That the user's own keys survive the next build is writeConfig's
 	// (TestWriteConfigKeepsTheUsersKeys): a second build here would link
 	// both modules again to say so.
