@@ -277,9 +277,10 @@ func loggedTimeout(log, job string) bool {
 	return false
 }
 
-// edgeIdle: 100 idle tenants in workerd. The objects receive nothing (no
-// push, no poll), and a Go worker given no tenant list, following the
-// Worker's Directory, holds one open request and calls none of them.
+// edgeIdle: 100 idle tenants in workerd. Once each has run the one alarm
+// that records the usage of its creation, the objects receive nothing (no
+// push, no poll, no alarm), and a Go worker given no tenant list, following
+// the Worker's Directory, holds one open request and calls none of them.
 func edgeIdle(t *testing.T, e *edge) {
 	ctx := context.Background()
 	for i := range 100 {
@@ -293,6 +294,19 @@ func edgeIdle(t *testing.T, e *edge) {
 		require.NoError(t, json.Unmarshal(b, &m))
 		return m
 	}
+	// Each tenant's creation is recorded by an alarm 5 s later (the usage
+	// alarm), which tells the directory; then nothing is due.
+	require.Eventually(t, func() bool {
+		page, err := e.cl.Tenants(ctx, api.TenantsQuery{After: "edge-idle-", Limit: api.MaxTenantsPage})
+		require.NoError(t, err)
+		recorded := 0
+		for _, ti := range page.Tenants {
+			if strings.HasPrefix(ti.Name, "edge-idle-") && ti.Usage != nil && ti.Usage.Requests == 1 {
+				recorded++
+			}
+		}
+		return recorded == 100
+	}, 60*time.Second, 250*time.Millisecond, "every idle tenant recorded its creation")
 	watch := &watchedRequests{}
 	w, err := worker.New(worker.Config{URL: e.url, Token: token, ID: "directory-follower", PollWait: 500 * time.Millisecond,
 		HTTPClient: &http.Client{Transport: watch}, Logger: quietLog})
@@ -313,7 +327,7 @@ func edgeIdle(t *testing.T, e *edge) {
 	for i := range 100 {
 		name := "edge-idle-" + strconv.Itoa(i)
 		require.Equal(t, before[name], after[name], "idle tenant %s received a request", name)
-		require.Equal(t, 1, after[name], "%s heard only its own first request", name)
+		require.Equal(t, 2, after[name], "%s heard only its own first request, and the alarm that recorded it", name)
 	}
 	require.LessOrEqual(t, watch.peak.Load(), int64(1), "one open request, for a hundred tenants")
 	require.Zero(t, watch.tenantCalls.Load(), "the worker called no idle tenant")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -276,4 +277,24 @@ func upgrades(t *testing.T, deploy func(version string) deployment, wasm bool) {
 	require.Zero(t, decide(ten, "B", 1), "the snapshot v3 left is a's, behind the events v3 appended: not read")
 	require.Equal(t, int64(47), decide(ten, "B", 1))
 	require.NoError(t, h.Close())
+}
+
+// TestAnAlarmLeavesTheUpgradeReportToARequest: when an alarm is the first
+// call of a new module (a job came due across the deploy), the migrations
+// its start applied are still reported by the first request's answer: an
+// alarm's answer reaches no one.
+func TestAnAlarmLeavesTheUpgradeReportToARequest(t *testing.T) {
+	t.Parallel()
+	dir, ctx := t.TempDir(), context.Background()
+	h := stiletest.New(t, stiletest.Config{App: upgrade.App("v1"), DataDir: dir, Token: token})
+	at := h.Now().Add(time.Second)
+	_, err := h.Tenant("acme").Enqueue(ctx, api.EnqueueRequest{Kind: "mail.send", RunAt: &at})
+	require.NoError(t, err)
+	require.NoError(t, h.Close())
+
+	h = stiletest.New(t, stiletest.Config{App: upgrade.App("v2"), DataDir: dir, Token: token, Now: at})
+	require.Equal(t, 1, h.Advance(0), "the due job's alarm is the new module's first call")
+	st, err := h.Client().Tenant("acme").Status(ctx)
+	require.NoError(t, err)
+	require.Equal(t, api.SchemaState{Version: 2, Known: 2, Applied: 1}, st.ModuleSchema)
 }

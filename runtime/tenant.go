@@ -231,9 +231,12 @@ func (t *Tenant) serve(req do.Request) do.Response {
 // A trap (a Go panic) is reported by the host, which knows whether a
 // transaction of the call had committed (host.ErrAnswerLost).
 func (t *Tenant) answer(c *call) do.Response {
-	// What the instance's start applied is the first answer's to tell;
-	// later answers applied nothing.
-	defer func() { t.schema.stile.Applied, t.schema.app.Applied = 0, 0 }()
+	// What the instance's start applied is the first API answer's to
+	// tell (an alarm's answer reaches no one); later answers applied
+	// nothing.
+	if c.req.Kind == do.KindAPI {
+		defer func() { t.schema.stile.Applied, t.schema.app.Applied = 0, 0 }()
+	}
 	if refusal := t.admit(c); refusal != nil {
 		return *refusal
 	}
