@@ -180,8 +180,9 @@ type rmModel struct {
 	req     int   // requests the tenant served (as far as the model knows)
 	lastNow int64 // the time of the last one
 	// The module's projections catch up from the alarm, which a request
-	// that appended events sets to its time: projDue is that time until an
-	// alarm ran (0: none), projMaybe a time it may be.
+	// that appended events sets to its time, unless the catch-up is due
+	// already: projDue is the time of the first such request since an
+	// alarm ran (0: none), projMaybe the first time it may be.
 	projDue, projMaybe int64
 
 	log      []rmEvent
@@ -406,7 +407,7 @@ func (md *rmModel) appendNotes() {
 			n, stream, resp.FirstSeq, resp.LastSeq, resp.Version, md.head(), md.versions[stream])
 	}
 	md.versions[stream] = resp.Version
-	md.projDue = md.lastNow
+	md.projectionsDue(md.lastNow)
 	for _, e := range evs {
 		md.addEvent(stream, e.Type, "", string(e.Data))
 	}
@@ -565,7 +566,7 @@ func (md *rmModel) command(c api.Command) {
 	md.decode(b, &res)
 	seqs := md.commit([]api.Command{c}, evs, ps)
 	if len(seqs) > 0 {
-		md.projDue = md.lastNow
+		md.projectionsDue(md.lastNow)
 	}
 	if res.Duplicate || len(res.Events) != len(seqs) {
 		md.fail("command %s: %s, the model appended %v", c.ID, b, seqs)
@@ -645,6 +646,14 @@ func (md *rmModel) fireDue() {
 		md.begin()                      // the alarm's request applied what was due
 		md.projDue, md.projMaybe = 0, 0 // and caught the projections up
 		md.counts["alarm ran"]++
+	}
+}
+
+// projectionsDue notes events appended at now: the catch-up is due then,
+// unless it was due already.
+func (md *rmModel) projectionsDue(now int64) {
+	if md.projDue == 0 {
+		md.projDue = now
 	}
 }
 
@@ -1208,7 +1217,7 @@ func (md *rmModel) settled(w *rmWorker, s api.Settlement, res api.SettleResult) 
 			md.refused[c.ID] = true
 		}
 		md.retry(e, now, res.Error.Message, -1)
-		if len(evs) > 0 && md.projDue != now {
+		if len(evs) > 0 && md.projDue == 0 && md.projMaybe == 0 {
 			// The commands before the refused one appended in the
 			// settlement's savepoint, rolled back: the projections may be
 			// called to catch up on nothing.
@@ -1224,7 +1233,7 @@ func (md *rmModel) settled(w *rmWorker, s api.Settlement, res api.SettleResult) 
 		md.fail("%s: event %d of %s succeeded a second time", where, s.Seq, s.Handler)
 	}
 	if len(md.commit(s.Commands, evs, ps)) > 0 {
-		md.projDue = now
+		md.projectionsDue(now)
 	}
 	e.successes++
 	e.state = rmSucceeded

@@ -569,7 +569,7 @@ func (t *Tenant) afterCommit(c *call) error {
 		t.reactions.Woke()
 		appended = false
 	}
-	if appended && len(t.app.projections) > 0 {
+	if appended && len(t.app.projections) > 0 && (t.proj.due == 0 || c.now < t.proj.due) {
 		t.proj.due = c.now // the alarm catches the projections up
 	}
 	if c.req.Kind == do.KindAlarm {

@@ -30,6 +30,8 @@ type meter struct {
 	held    api.Usage
 	mode    usage.Mode
 	pending usage.Pending
+	// recordedAt is when this instance last recorded (0: not yet).
+	recordedAt int64
 	// own is the tenant's own budget (PUT /budget); nil: the module's.
 	own *api.Budget
 	// noted is when this instance last told the directory the tenant's
@@ -145,7 +147,7 @@ func (t *Tenant) overBudget(c *call) (*do.Response, error) {
 // request's transaction, when it has waited long enough (usage.Due); the
 // tenant takes it as recorded once the transaction commits (usageCommitted).
 func (t *Tenant) recordUsage(c *call) error {
-	if !t.metered() || !t.meter.loaded || !usage.Due(t.meter.pending, t.meter.held, c.mark.Mode, c.now, c.req.Kind == do.KindAlarm) {
+	if !t.metered() || !t.meter.loaded || !usage.Due(t.meter.pending, t.meter.held, c.mark.Mode, c.now, c.req.Kind == do.KindAlarm, t.meter.recordedAt) {
 		return nil
 	}
 	day := usage.Day(t.meter.pending.Since)
@@ -167,7 +169,7 @@ func (t *Tenant) usageCommitted(c *call) {
 	if c.recorded == nil || !c.committed {
 		return
 	}
-	t.meter.last, t.meter.held, t.meter.pending = *c.recorded, api.Usage{}, usage.Pending{}
+	t.meter.last, t.meter.held, t.meter.pending, t.meter.recordedAt = *c.recorded, api.Usage{}, usage.Pending{}, c.now
 }
 
 // usageNote is the usage to tell the directory with this response: what

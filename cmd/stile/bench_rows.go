@@ -35,15 +35,21 @@ func benchRows(ctx context.Context, dir string, wasm []byte, n, history int) err
 	}
 	fmt.Printf("rows per operation, workerd (Miniflare 4, one Durable Object, the storage cursors' counts; %d of each)\n", n)
 	tw := tabwriter.NewWriter(os.Stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "  operation\trows written\trows read\trequests\t$ per million (rows)\t")
+	fmt.Fprintln(tw, "  operation\trows written\trows read\trequests\talarms\t$ per million (rows)\t")
 	for _, f := range figures {
 		cost := f.Written*dollarsPerMillionRowsWritten + f.Read*dollarsPerMillionRowsRead
-		fmt.Fprintf(tw, "  %s\t%.1f\t%.1f\t%d\t%.2f\t\n", f.Op, f.Written, f.Read, f.Requests, cost)
+		alarms := "" // a request's figure leaves out the alarms
+		if f.Alarms > 0 {
+			alarms = fmt.Sprint(f.Alarms)
+		}
+		fmt.Fprintf(tw, "  %s\t%.2f\t%.2f\t%d\t%s\t%.2f\t\n", f.Op, f.Written, f.Read, f.Requests, alarms, cost)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Printf("  (rows at $%.2f per million written and $%.3f per million read, Cloudflare's prices of January 2026; requests and duration are billed besides)\n\n",
+	fmt.Printf("  (rows at $%.2f per million written and $%.3f per million read, Cloudflare's prices of January 2026; requests and duration are billed besides)\n",
 		dollarsPerMillionRowsWritten, dollarsPerMillionRowsRead)
+	fmt.Printf("  (a projection batch is the alarms' rows, from GET /usage less the requests' own, per event applied by %s: one row of its table each)\n\n",
+		bench.Projection)
 	return nil
 }

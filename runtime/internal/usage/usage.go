@@ -309,14 +309,18 @@ func (p Pending) Add(held api.Usage) api.Usage {
 // host's figures since the last record, in mode): when it was first seen
 // long enough ago (every), or on an earlier UTC day, or the host asks
 // (Flush); and, for a host whose count goes with the instance (Tail), on
-// any alarm while a request is pending: the alarm writes anyway, and
-// records the tail sooner.
-func Due(p Pending, held api.Usage, mode Mode, now int64, alarm bool) bool {
+// an alarm while a request is pending, if this instance last recorded
+// (recordedAt; 0: never) as long ago or more: an alarm after a quiet
+// spell records the tail at once, and no alarm of its own is needed for
+// it, while a busy tenant's alarms (a projection catching up after every
+// append) leave it to the next record — the day's row is written at most
+// once per interval, whatever the rate of requests or alarms.
+func Due(p Pending, held api.Usage, mode Mode, now int64, alarm bool, recordedAt int64) bool {
 	if p.Since == 0 {
 		return false
 	}
 	return mode == Flush || now-p.Since >= every(mode) || Day(p.Since) != Day(now) ||
-		mode == Tail && alarm && held.Requests > 0
+		mode == Tail && alarm && held.Requests > 0 && (recordedAt == 0 || now-recordedAt >= every(mode))
 }
 
 // AlarmAt is when the module wants an alarm that records what is pending

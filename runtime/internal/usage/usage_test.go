@@ -37,7 +37,7 @@ func TestDueWaitsItsHostsTimeOrADayChange(t *testing.T) {
 	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC).UnixMilli()
 	var p Pending
 	held := api.Usage{Requests: 1}
-	require.False(t, Due(p, held, Flush, at, true), "nothing pending")
+	require.False(t, Due(p, held, Flush, at, true, 0), "nothing pending")
 	p.Saw(api.Usage{}, at)
 	require.Zero(t, p.Since, "nothing seen")
 	p.Saw(held, at)
@@ -45,18 +45,21 @@ func TestDueWaitsItsHostsTimeOrADayChange(t *testing.T) {
 	p.Saw(api.Usage{Requests: 2}, at+5)
 	require.Equal(t, at, p.Since, "the first sighting stays")
 	for mode, wait := range map[Mode]time.Duration{Keep: FlushEvery, Tail: TailEvery} {
-		require.False(t, Due(p, held, mode, at+wait.Milliseconds()-1, false), mode)
-		require.True(t, Due(p, held, mode, at+wait.Milliseconds(), false), mode)
+		require.False(t, Due(p, held, mode, at+wait.Milliseconds()-1, false, at-1), mode)
+		require.True(t, Due(p, held, mode, at+wait.Milliseconds(), false, at-1), mode)
 	}
 	require.Less(t, TailEvery, 10*time.Second, "under the time an idle Durable Object may leave memory")
-	require.True(t, Due(p, held, Flush, at+1, false), "the host asks")
-	require.True(t, Due(p, held, Tail, at+1, true), "an alarm records a pending request's tail")
-	require.False(t, Due(p, api.Usage{Alarms: 1}, Tail, at+1, true), "but not only an alarm's own cost")
-	require.False(t, Due(p, held, Keep, at+1, true), "nor for a host that keeps its count")
+	require.True(t, Due(p, held, Flush, at+1, false, at-1), "the host asks")
+	require.True(t, Due(p, held, Tail, at+1, true, 0), "an alarm records a pending request's tail")
+	require.True(t, Due(p, held, Tail, at+1, true, at+1-TailEvery.Milliseconds()), "after a quiet spell")
+	require.False(t, Due(p, held, Tail, at+1, true, at+2-TailEvery.Milliseconds()),
+		"but at most once per interval: a busy tenant's alarms (a projection's, after each append) leave it")
+	require.False(t, Due(p, api.Usage{Alarms: 1}, Tail, at+1, true, 0), "nor only an alarm's own cost")
+	require.False(t, Due(p, held, Keep, at+1, true, 0), "nor for a host that keeps its count")
 
 	late := time.Date(2026, 12, 3, 23, 59, 59, 0, time.UTC).UnixMilli()
 	q := Pending{Since: late}
-	require.True(t, Due(q, held, Keep, late+1000, false), "a new UTC day records yesterday's at once")
+	require.True(t, Due(q, held, Keep, late+1000, false, late), "a new UTC day records yesterday's at once")
 }
 
 func TestAlarmAtOnlyForPendingRequestsOfATailHost(t *testing.T) {

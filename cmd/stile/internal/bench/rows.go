@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/stile-run/stile/api"
 )
@@ -69,15 +71,20 @@ type RowFigure struct {
 	Op            string
 	Ops           int
 	Requests      int
+	Alarms        int     // the alarms counted, for an operation done in them
 	Read, Written float64 // per operation
 }
 
 // RowsPerOperation runs each operation n times against the tenant d
 // drives, counting with c (d's transport), and returns its rows per
 // operation: the job cycle one per request and batched, an event
-// appended, a reaction's delivery claimed and settled, and a command on
-// an aggregate with no history and with history events. Projections are
-// not in it: they catch up in the alarm, which answers no request.
+// appended, a reaction's delivery claimed and settled, a command on an
+// aggregate with no history and with history events, and an event applied
+// by the default module's projection (event_counts) in batches of one and
+// of up to 100. A projection catches up in the alarm, which answers no
+// request: its rows are the tenant's usage (GET /usage, which counts the
+// alarms' rows) less those of the requests made meanwhile
+// (projectionBatches).
 func RowsPerOperation(ctx context.Context, d Driver, c *RowCounter, n, history int) ([]RowFigure, error) {
 	var out []RowFigure
 	measure := func(op string, ops int, run func() error) error {
@@ -132,6 +139,32 @@ func RowsPerOperation(ctx context.Context, d Driver, c *RowCounter, n, history i
 	if _, err := settleAppended(ctx, d, 2, 2); err != nil {
 		return nil, fmt.Errorf("warm up: %w", err)
 	}
+	// The alarm that applies the warm-up's events to the projection is not
+	// the first operation's either (on a host that counts no rows there is
+	// nothing to wait for).
+	if _, err := c.Take(); err != nil {
+		return nil, err
+	}
+	if err := caughtUp(ctx, d, Projection, 0); err != nil {
+		return nil, fmt.Errorf("warm up: %w", err)
+	}
+	// The projection's batches go first, right after the warm-up recorded
+	// the tenant's usage: a busy tenant's alarms record it at most once in
+	// 30 s, and one record in their alarms would add a row to the figure.
+	// They are printed last.
+	var batches []RowFigure
+	for _, batch := range []int{1, api.MaxAppendEvents} {
+		op := "projection batch of one event, per event"
+		if batch > 1 {
+			op = fmt.Sprintf("projection batch of %d events, per event", batch)
+		}
+		f, err := projectionBatches(ctx, d, c, n, batch)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		f.Op = op
+		batches = append(batches, f)
+	}
 	for _, s := range steps {
 		if err := measure(s.op, n, s.run); err != nil {
 			return nil, err
@@ -149,8 +182,122 @@ func RowsPerOperation(ctx context.Context, d Driver, c *RowCounter, n, history i
 			return nil, err
 		}
 	}
+	out = append(out, batches...)
 	return out, nil
 }
+
+// Projection is the default module's projection: it counts the events of
+// each stream, "note" events among them.
+const Projection = "event_counts"
+
+// projectionBatches appends n "note" events, batch per request, and waits
+// after each append until Projection has applied it: one alarm applies
+// each batch. It returns the rows of what ran besides the requests, per
+// event: the tenant's usage grew by the requests' rows (counted by c) and
+// the alarms' (counted by the host into the usage), so the difference is
+// the alarms'. It fails unless the usage counted exactly the requests c
+// saw and at least one alarm per batch, so that no figure is a silent
+// zero or takes in another client's requests.
+func projectionBatches(ctx context.Context, d Driver, c *RowCounter, n, batch int) (RowFigure, error) {
+	// What the operations before left to apply is not this one's.
+	if err := caughtUp(ctx, d, Projection, 0); err != nil {
+		return RowFigure{}, err
+	}
+	if _, err := c.Take(); err != nil {
+		return RowFigure{}, err
+	}
+	var before api.UsageResponse
+	if err := call(ctx, d, api.RouteUsage, nil, &before, 200); err != nil {
+		return RowFigure{}, err
+	}
+	batches := 0
+	for done := 0; done < n; done += batch {
+		evs := make([]api.NewEvent, min(batch, n-done))
+		for i := range evs {
+			evs[i] = note
+		}
+		var appended api.AppendResponse
+		if err := call(ctx, d, api.RouteAppend, api.AppendRequest{Events: evs}, &appended, 201, "bench"); err != nil {
+			return RowFigure{}, err
+		}
+		batches++
+		if err := caughtUp(ctx, d, Projection, appended.LastSeq); err != nil {
+			return RowFigure{}, err
+		}
+	}
+	requests, err := c.Take()
+	if err != nil {
+		return RowFigure{}, err
+	}
+	var after api.UsageResponse
+	if err := call(ctx, d, api.RouteUsage, nil, &after, 200); err != nil {
+		return RowFigure{}, err
+	}
+	// Both answers' days from the first answer's today on: a UTC day that
+	// ends meanwhile is counted whole on both sides.
+	grew := usageFrom(after, before.To)
+	was := usageFrom(before, before.To)
+	alarms := grew.Alarms - was.Alarms
+	if got := grew.Requests - was.Requests; got != int64(requests.Requests) {
+		return RowFigure{}, fmt.Errorf("the usage counted %d requests where %d were made: another client used the tenant, "+
+			"or the host does not count its usage", got, requests.Requests)
+	}
+	if alarms < int64(batches) {
+		return RowFigure{}, fmt.Errorf("the usage counted %d alarms for %d batches applied: the host does not count its alarms", alarms, batches)
+	}
+	read := grew.RowsRead - was.RowsRead - requests.Read
+	written := grew.RowsWritten - was.RowsWritten - requests.Written
+	if read <= 0 || written <= 0 {
+		return RowFigure{}, fmt.Errorf("the alarms that applied %d events read %d rows and wrote %d: the host does not count an alarm's rows",
+			n, read, written)
+	}
+	return RowFigure{Ops: n, Alarms: int(alarms), Read: float64(read) / float64(n), Written: float64(written) / float64(n)}, nil
+}
+
+// usageFrom adds up the days of u from day on.
+func usageFrom(u api.UsageResponse, day string) api.Usage {
+	var sum api.Usage
+	for _, d := range u.Days {
+		if d.Day >= day {
+			sum.Requests += d.Requests
+			sum.Alarms += d.Alarms
+			sum.RowsRead += d.RowsRead
+			sum.RowsWritten += d.RowsWritten
+		}
+	}
+	return sum
+}
+
+// caughtUp polls GET /projections until projection's live generation has
+// applied every event of its types in the log, seq among them: at most
+// catchUpWait, far more than an alarm takes.
+func caughtUp(ctx context.Context, d Driver, projection string, seq int64) error {
+	ctx, cancel := context.WithTimeout(ctx, catchUpWait)
+	defer cancel()
+	for {
+		var st api.ProjectionsResponse
+		if err := call(ctx, d, api.RouteProjections, nil, &st, 200); err != nil {
+			return err
+		}
+		i := slices.IndexFunc(st.Projections, func(p api.ProjectionStatus) bool { return p.Name == projection && p.Live != nil })
+		if i < 0 {
+			return fmt.Errorf("the module has no live projection %s", projection)
+		}
+		switch live := st.Projections[i].Live; {
+		case live.Status == "stalled":
+			return fmt.Errorf("projection %s stalled: %s", projection, live.Error)
+		case live.Status == "current" && live.Checkpoint >= seq:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("projection %s did not catch up with event %d: %w", projection, seq, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+const catchUpWait = 30 * time.Second
 
 // increment sends n Increment commands to the default module's counter id,
 // numbered from first (a command id is applied once).

@@ -27,6 +27,18 @@ import (
 // which workerd may or may not have fired when the next request comes
 // (and the settlements run while it does): those figures may be up to one
 // row per request under their pin, never over it.
+//
+// A projection batch is exact: the measurement waits for the projection
+// to catch up before it starts and after each append, so each batch is
+// one alarm of its own, and the alarms are counted (one per batch, or the
+// figure takes in another alarm's rows). Its rows are the catch-up's
+// (reading the generations, the events twice — their sizes first, to cut
+// the batch at its byte budget —, one row of the projection's table per
+// event, the checkpoint once) and the alarm set again after it fired. It
+// runs first, after the warm-up recorded the usage: its alarms record it
+// at most once in 5 s (a row more then; 4 written per event when every
+// alarm did). With n = 20 the batch of up to 100 is one of 20 events: 22
+// rows written, 111 read.
 func TestRowsPerOperation(t *testing.T) {
 	t.Parallel()
 	w := &stiletest.Workerd{Wasm: func(tb testing.TB) []byte { return stiletest.BuildWasm(tb, wasmbuild.DefaultPackage) }}
@@ -52,12 +64,20 @@ func TestRowsPerOperation(t *testing.T) {
 		"reaction delivery claimed and settled, 10 per request":  {7.1, 15.8, false},
 		"command on an aggregate of 0 to 19 events":              {8, 24.9, false},
 		"command on an aggregate of 150 to 169 events":           {8, 126, false}, // 326 without the snapshot
+		"projection batch of one event, per event":               {3, 16, true},
+		"projection batch of 100 events, per event":              {1.1, 5.55, true},
+	}
+	// The projection's figures are its alarms', one per batch; the others'
+	// count none.
+	alarms := map[string]int{"projection batch of one event, per event": n, "projection batch of 100 events, per event": 1}
+	for _, f := range figures { // all of them, before any fails
+		t.Logf("%s: %.2f rows written, %.2f read per operation (%d requests, %d alarms)", f.Op, f.Written, f.Read, f.Requests, f.Alarms)
 	}
 	require.Len(t, figures, len(pins))
 	for _, f := range figures {
 		p, ok := pins[f.Op]
 		require.True(t, ok, "no pin for %q", f.Op)
-		t.Logf("%s: %.2f rows written, %.2f read per operation (%d requests)", f.Op, f.Written, f.Read, f.Requests)
+		require.Equal(t, alarms[f.Op], f.Alarms, "%s: alarms counted", f.Op)
 		// The tenant records its usage at most every 5 s, in whichever
 		// request comes then: once in a part, that is up to 3 rows more
 		// (the day's row, and the alarm moved away and back).
