@@ -494,7 +494,7 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 	h := w.handlers[c.Kind]
 	w.mu.Unlock()
 	claim := api.Claim{Worker: w.cfg.ID, Attempt: c.Attempt, LeaseToken: c.LeaseToken}
-	log := w.log.With("tenant", ten.Name(), "job", c.ID, "kind", c.Kind, "attempt", c.Attempt)
+	log := &lazyLog{base: w.log, attrs: []any{"tenant", ten.Name(), "job", c.ID, "kind", c.Kind, "attempt", c.Attempt}}
 
 	ctx, cancel := context.WithCancelCause(hctx)
 	defer cancel(nil)
@@ -534,7 +534,7 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 	report := reportOf(job, output, herr, cause, c.TimeoutMs)
 	report.Claim = claim
 	err := w.report(ctx, ten, c.ID, report, lease)
-	jobLine(report, herr, cause, err).log(log)
+	log.line(jobLine(report, herr, cause, err))
 	ended(report, ran, err)
 	w.signals.AttemptEnded.signal(attemptEnd{JobID: c.ID, Attempt: c.Attempt, Outcome: report.Outcome})
 	return report
@@ -612,7 +612,7 @@ func (l *leaseClock) set(t time.Time) {
 // heartbeat extends the lease every third of it until stop, and cancels the
 // handler when the lease is lost or runs out locally.
 func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, ten *client.Tenant,
-	c api.ClaimedJob, claim api.Claim, lease *leaseClock, timeoutAt time.Time, stop <-chan struct{}, log *slog.Logger) {
+	c api.ClaimedJob, claim api.Claim, lease *leaseClock, timeoutAt time.Time, stop <-chan struct{}, log *lazyLog) {
 	every := time.Duration(c.LeaseMs) * time.Millisecond / 3
 	for {
 		// One wait on the clock: until the next heartbeat, or the lease's
@@ -642,19 +642,41 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 		switch {
 		case errors.Is(err, api.ErrStale):
 			// The attempt's line, once the handler returned, says more.
-			log.Info("lease lost; cancelling the handler", "code", client.Code(err))
+			log.get().Info("lease lost; cancelling the handler", "code", client.Code(err))
 			cancel(fmt.Errorf("%w: %v", ErrLeaseLost, err))
 			return
 		case err != nil:
-			log.Warn("heartbeat failed; will retry", "err", err)
+			log.get().Warn("heartbeat failed; will retry", "err", err)
 		default:
 			lease.set(sent.Add(hb.LeaseUntil.Sub(hb.Now)))
 			if hb.CancelRequested {
-				log.Info("the job was cancelled; cancelling the handler")
+				log.get().Info("the job was cancelled; cancelling the handler")
 				cancel(ErrCancelled)
 				// Keep watching the lease: it is no longer extended.
 			}
 		}
+	}
+}
+
+// lazyLog is an attempt's logger (the worker's, with the attempt's
+// attributes), made by its first line: most attempts log nothing at the
+// worker's level, and With formats the attributes at once.
+type lazyLog struct {
+	base  *slog.Logger
+	attrs []any
+	once  sync.Once
+	l     *slog.Logger
+}
+
+func (l *lazyLog) get() *slog.Logger {
+	l.once.Do(func() { l.l = l.base.With(l.attrs...) })
+	return l.l
+}
+
+// line logs an attempt's line if the worker's logger takes its level.
+func (l *lazyLog) line(o outcomeLine) {
+	if l.base.Enabled(context.Background(), o.level) {
+		o.log(l.get())
 	}
 }
 
