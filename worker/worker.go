@@ -155,6 +155,14 @@ type Config struct {
 	// default a tenant's reports are batched adaptively (reporter.go): at
 	// once when none is in flight, else together with the others that wait.
 	SingleReports bool
+	// Pace, if set, bounds the jobs a pushed drain (Drain) starts: before
+	// each claim of jobs it is given how many of the worker's slots are
+	// taken and how many jobs the worker has finished so far, and returns
+	// how many more may start now. At 0 the drain claims nothing and waits
+	// for a job to end. The edge executor paces its handlers by their
+	// outbound requests (package executor/edge). Default: no bound but the
+	// slots and the budget.
+	Pace func(taken int, finished int64) int
 	// Clock keeps the worker's leases, heartbeats and time limits. Default:
 	// the wall clock; a test gives the clock it moves by hand
 	// (stiletest.Harness.WorkerClock), so that advancing it drives the
@@ -243,6 +251,7 @@ type Worker struct {
 	slots     chan struct{}
 	freed     chan struct{} // a slot was given back (capacity 1)
 	requests  atomic.Int64  // HTTP requests the worker sent
+	finished  atomic.Int64  // jobs whose run ended (Config.Pace)
 	lingering atomic.Int32  // drains holding a claim once out of work
 	reporters map[string]*tenantBatchers
 	signals   testSignals // off but in tests
@@ -468,6 +477,7 @@ func (w *Worker) startJobs(hctx context.Context, ten *client.Tenant, resp api.Cl
 			defer jobs.done()
 			defer w.freeSlot()
 			w.run(hctx, ten, c, received.Add(c.LeaseUntil.Sub(resp.Now)))
+			w.finished.Add(1)
 		}()
 	}
 }
