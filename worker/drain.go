@@ -125,6 +125,9 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 		if mode.inline && mode.max > 0 && len(*mode.ran) >= mode.max {
 			break
 		}
+		// The drain's jobs that are about to end end first (on one thread:
+		// yieldToReady), so that it claims for all the slots they free.
+		yieldToReady()
 		free := cap(w.slots) - len(w.slots)
 		if mode.inline {
 			free = min(free, 1)
