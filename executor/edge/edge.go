@@ -6,6 +6,7 @@ package edge
 // binds it to the Worker.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,10 +22,19 @@ import (
 
 // Defaults of the environment variables (see the package doc).
 const (
-	DefaultConcurrency = 6
+	DefaultConcurrency = 100
 	DefaultBudgetMs    = 25_000
 	DefaultSubrequests = 1000
 )
+
+// Connections is how many of the handlers' outbound requests an
+// invocation lets wait for their response's headers at once: Cloudflare
+// lets an invocation have six connections waiting for headers, and queues
+// the others. The executor holds the rest itself (gate), and starts more
+// handlers than that only as handlers end without any request having
+// waited (pacer): see docs/DESIGN.md, "How is an executor invocation
+// budgeted?".
+const Connections = 6
 
 // LastCalls is how long after its budget's end an invocation may still
 // call the tenant's object: the reports of the jobs released at the end,
@@ -187,4 +197,82 @@ type counted struct {
 func (c *counted) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
 	return c.next.RoundTrip(r)
+}
+
+// gate holds the handlers' outbound requests to Connections waiting for
+// their headers at once: a request past them waits for one to get its
+// headers (or fail), or for its context to end. It counts the requests
+// waiting now and every request that ever had to wait, which the pacer
+// reads.
+type gate struct {
+	next    http.RoundTripper
+	slots   chan struct{}
+	waiting atomic.Int64 // requests waiting for a connection now
+	waits   atomic.Int64 // requests that had to wait, ever
+}
+
+func newGate(next http.RoundTripper, connections int) *gate {
+	return &gate{next: next, slots: make(chan struct{}, connections)}
+}
+
+func (g *gate) RoundTrip(r *http.Request) (*http.Response, error) {
+	select {
+	case g.slots <- struct{}{}:
+	default:
+		g.waits.Add(1)
+		g.waiting.Add(1)
+		select {
+		case g.slots <- struct{}{}:
+			g.waiting.Add(-1)
+		case <-r.Context().Done():
+			g.waiting.Add(-1)
+			if r.Body != nil {
+				r.Body.Close()
+			}
+			return nil, context.Cause(r.Context())
+		}
+	}
+	// The platform's fetch answers once the headers arrived: the
+	// connection no longer counts then, though its body is still read.
+	resp, err := g.next.RoundTrip(r)
+	<-g.slots
+	return resp, err
+}
+
+// pacer decides how many more jobs an invocation starts (worker.Config
+// Pace): Connections at first, and two more for each job that ended since
+// a handler's request last had to wait at the gate (so the number doubles
+// with each round of jobs that made no request, or few), up to the
+// worker's concurrency. While a request waits at the gate, none: a handler
+// started then would only wait for a connection, its time limit running.
+// And while jobs run, none until an eighth of what it allows is free, so
+// that a busy invocation claims in batches, not a job or two per request.
+// So handlers that make no outbound request, or few, soon run as many at
+// once as the concurrency allows, and the jobs of handlers that each call
+// a slow provider start about as fast as connections free up.
+type pacer struct {
+	gate        *gate
+	connections int
+	concurrency int
+
+	mu   sync.Mutex
+	seen int64 // the gate's waits when last paced
+	base int64 // jobs finished when a request last had to wait
+}
+
+func (p *pacer) pace(taken int, finished int64) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w := p.gate.waits.Load(); w != p.seen {
+		p.seen, p.base = w, finished
+	}
+	if p.gate.waiting.Load() > 0 {
+		return 0
+	}
+	allowed := int(min(int64(p.concurrency), int64(p.connections)+2*(finished-p.base)))
+	n := max(allowed-taken, 0)
+	if taken > 0 && n < max(1, allowed/8) {
+		return 0
+	}
+	return n
 }
