@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	stdlog "log"
 	"log/slog"
 	"net/http"
 	"os"
@@ -32,8 +33,13 @@ import (
 // the push's work is done; a generated main calls it.
 func Serve(register func(*worker.Worker)) {
 	start := time.Now()
-	// Go's os.Stderr goes to the console: `wrangler tail` shows the lines.
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// The executor's lines, and the handlers' through the standard logger
+	// (log, and slog's default), go to the console: `wrangler tail` shows
+	// them.
+	console := js.Global().Get("console")
+	out := &lines{emit: func(s string) { console.Call("log", s) }}
+	stdlog.SetOutput(out)
+	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	importEnv()
 	var requests atomic.Int64 // subrequests of this invocation
 	// Handlers' outbound requests (net/http's default client) go through

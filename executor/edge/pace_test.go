@@ -116,3 +116,19 @@ func TestThePacerRampsUpAsJobsEndWithoutWaiting(t *testing.T) {
 	require.Equal(t, 2, small.pace(0, 0), "never past the concurrency")
 	require.Equal(t, 1, small.pace(1, 0), "one at a time, below eight")
 }
+func TestLinesEmitsWholeLines(t *testing.T) {
+	t.Parallel()
+	var got []string
+	l := &lines{emit: func(s string) { got = append(got, s) }}
+	for _, w := range []string{"time=1 msg=a", "\n", "time=2 msg=b\ntime=3 ", "msg=c\n", "no end yet"} {
+		n, err := l.Write([]byte(w))
+		require.NoError(t, err)
+		require.Equal(t, len(w), n)
+	}
+	require.Equal(t, []string{"time=1 msg=a", "time=2 msg=b", "time=3 msg=c"}, got)
+	long := strings.Repeat("x", maxPartialLine+1)
+	l.Write([]byte(long))
+	require.Equal(t, "no end yet"+long, got[3], "a partial line past the bound goes as it is")
+	l.Write([]byte("\n"))
+	require.Equal(t, "", got[4])
+}
