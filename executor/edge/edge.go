@@ -246,8 +246,9 @@ func (g *gate) RoundTrip(r *http.Request) (*http.Response, error) {
 // with each round of jobs that made no request, or few), up to the
 // worker's concurrency. While a request waits at the gate, none: a handler
 // started then would only wait for a connection, its time limit running.
-// And while jobs run, none until an eighth of what it allows is free, so
-// that a busy invocation claims in batches, not a job or two per request.
+// And while jobs run, none until a quarter of what it allows is free, so
+// that a busy invocation claims in batches, not a job or two per request,
+// and claims again while the reports of its other jobs are in flight.
 // So handlers that make no outbound request, or few, soon run as many at
 // once as the concurrency allows, and the jobs of handlers that each call
 // a slow provider start about as fast as connections free up.
@@ -272,7 +273,7 @@ func (p *pacer) pace(taken int, finished int64) int {
 	}
 	allowed := int(min(int64(p.concurrency), int64(p.connections)+2*(finished-p.base)))
 	n := max(allowed-taken, 0)
-	if taken > 0 && n < max(1, allowed/8) {
+	if taken > 0 && n < max(1, allowed/4) {
 		return 0
 	}
 	return n

@@ -96,11 +96,12 @@ func TestThePacerRampsUpAsJobsEndWithoutWaiting(t *testing.T) {
 	require.Equal(t, 6, p.pace(0, 0), "the connections at first")
 	require.Equal(t, 0, p.pace(6, 0), "nothing more until jobs end")
 	require.Equal(t, 18, p.pace(0, 6), "two more for each job that ended")
-	require.Equal(t, 0, p.pace(17, 6), "while jobs run, not fewer than an eighth of what it allows")
+	require.Equal(t, 0, p.pace(15, 6), "while jobs run, not fewer than a quarter of what it allows")
 	require.Equal(t, 4, p.pace(14, 6))
 	require.Equal(t, 54, p.pace(0, 24))
 	require.Equal(t, 100, p.pace(0, 1000), "up to the concurrency")
-	require.Equal(t, 13, p.pace(87, 1000))
+	require.Equal(t, 0, p.pace(76, 1000))
+	require.Equal(t, 25, p.pace(75, 1000))
 
 	// A request waits at the gate: nothing starts while it waits, and the
 	// ramp starts again from the connections.
