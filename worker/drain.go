@@ -143,10 +143,10 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 			w.waitFreed(ctx)
 			continue
 		}
-		if w.cfg.Pace != nil && !mode.inline && len(kinds) > 0 {
+		if w.cfg.Pacer != nil && !mode.inline && len(kinds) > 0 {
 			// The pace bounds what starts now; with nothing of the
 			// worker's running, one job may always start.
-			n := w.cfg.Pace(len(w.slots), w.finished.Load())
+			n := w.cfg.Pacer.Pace(len(w.slots))
 			if n <= 0 && len(w.slots) > 0 {
 				w.waitEnded(ctx, running)
 				continue

@@ -155,14 +155,10 @@ type Config struct {
 	// default a tenant's reports are batched adaptively (reporter.go): at
 	// once when none is in flight, else together with the others that wait.
 	SingleReports bool
-	// Pace, if set, bounds the jobs a pushed drain (Drain) starts: before
-	// each claim of jobs it is given how many of the worker's slots are
-	// taken and how many jobs the worker has finished so far, and returns
-	// how many more may start now. At 0 the drain claims nothing and waits
-	// for a job to end. The edge executor paces its handlers by their
-	// outbound requests (package executor/edge). Default: no bound but the
-	// slots and the budget.
-	Pace func(taken int, finished int64) int
+	// Pacer, if set, bounds the jobs a pushed drain (Drain) starts, beside
+	// its slots and budget. The edge executor paces its handlers by their
+	// outbound requests and how long they run (package executor/edge).
+	Pacer Pacer
 	// Clock keeps the worker's leases, heartbeats and time limits. Default:
 	// the wall clock; a test gives the clock it moves by hand
 	// (stiletest.Harness.WorkerClock), so that advancing it drives the
@@ -181,6 +177,16 @@ type Tracer interface {
 	// that of the request that appended the event, and end is given the
 	// settlement and the inbox's answer.
 	StartDelivery(ctx context.Context, r *Reaction, traceparent string) (_ context.Context, end func(s api.Settlement, ran time.Duration, err error))
+}
+
+// Pacer bounds the jobs a drain starts (Config.Pacer).
+type Pacer interface {
+	// Pace is asked before each claim of jobs, given how many of the
+	// worker's slots are taken: how many more jobs may start now. At 0
+	// the drain claims nothing and waits for one of its jobs to end.
+	Pace(taken int) int
+	// Ran is told how long each job's handler ran, as it returns.
+	Ran(d time.Duration)
 }
 
 // Clock is the time a worker keeps leases, heartbeats and time limits by.
@@ -251,7 +257,6 @@ type Worker struct {
 	slots     chan struct{}
 	freed     chan struct{} // a slot was given back (capacity 1)
 	requests  atomic.Int64  // HTTP requests the worker sent
-	finished  atomic.Int64  // jobs whose run ended (Config.Pace)
 	lingering atomic.Int32  // drains holding a claim once out of work
 	reporters map[string]*tenantBatchers
 	signals   testSignals // off but in tests
@@ -477,7 +482,6 @@ func (w *Worker) startJobs(hctx context.Context, ten *client.Tenant, resp api.Cl
 			defer jobs.done()
 			defer w.freeSlot()
 			w.run(hctx, ten, c, received.Add(c.LeaseUntil.Sub(resp.Now)))
-			w.finished.Add(1)
 		}()
 	}
 }
@@ -535,6 +539,9 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 	began := time.Now()
 	output, herr := call(ctx, h, job)
 	ran := time.Since(began)
+	if w.cfg.Pacer != nil {
+		w.cfg.Pacer.Ran(ran)
+	}
 	close(stop)
 	beats.Wait()
 

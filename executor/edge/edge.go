@@ -32,9 +32,9 @@ const (
 // invocation lets wait for their response's headers at once: Cloudflare
 // lets an invocation have six connections waiting for headers, and queues
 // the others. The executor holds the rest itself (gate), and starts more
-// handlers than that only as handlers end without any request having
-// waited (pacer): see docs/DESIGN.md, "How is an executor invocation
-// budgeted?".
+// handlers than that only as quick handlers end without any request having
+// waited (pacer): see docs/DESIGN.md, "Why does an edge invocation run a
+// hundred handlers, and where does a backlog's time go?".
 const Connections = 6
 
 // LastCalls is how long after its budget's end an invocation may still
@@ -240,38 +240,54 @@ func (g *gate) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// pacer decides how many more jobs an invocation starts (worker.Config
-// Pace): Connections at first, and two more for each job that ended since
-// a handler's request last had to wait at the gate (so the number doubles
-// with each round of jobs that made no request, or few), up to the
-// worker's concurrency. While a request waits at the gate, none: a handler
-// started then would only wait for a connection, its time limit running.
-// And while jobs run, none until a quarter of what it allows is free, so
-// that a busy invocation claims in batches, not a job or two per request,
-// and claims again while the reports of its other jobs are in flight.
-// So handlers that make no outbound request, or few, soon run as many at
-// once as the concurrency allows, and the jobs of handlers that each call
-// a slow provider start about as fast as connections free up.
+// QuickRun is how long a handler may run and still count as quick: the
+// pacer starts more handlers only as quick ones end.
+const QuickRun = 100 * time.Millisecond
+
+// pacer decides how many more jobs an invocation starts (a worker.Pacer):
+// Connections at first, and two more for each quick job (its handler ran
+// at most QuickRun) that ended since a handler's request last had to wait
+// at the gate, up to the worker's concurrency; a job that ran longer halves
+// that count. While a request waits at the gate, none: a handler started
+// then would only wait for a connection, its time limit running. And while
+// jobs run, none until a quarter of what it allows is free, so that a busy
+// invocation claims in batches, not a job or two per request, and claims
+// again while the reports of its other jobs are in flight. So handlers
+// that call no provider, or a fast one, soon run as many at once as the
+// concurrency allows; those that each call a slow provider start about as
+// fast as connections free up; and those that compute, which share the
+// invocation's one thread (more at once only make each take longer, its
+// time limit running), stay about Connections at once.
 type pacer struct {
 	gate        *gate
 	connections int
 	concurrency int
 
-	mu   sync.Mutex
-	seen int64 // the gate's waits when last paced
-	base int64 // jobs finished when a request last had to wait
+	mu    sync.Mutex
+	seen  int64 // the gate's waits when last paced
+	quick int   // quick jobs ended since a request waited (halved by slow ones)
 }
 
-func (p *pacer) pace(taken int, finished int64) int {
+func (p *pacer) Ran(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if d <= QuickRun {
+		p.quick++
+	} else {
+		p.quick /= 2
+	}
+}
+
+func (p *pacer) Pace(taken int) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if w := p.gate.waits.Load(); w != p.seen {
-		p.seen, p.base = w, finished
+		p.seen, p.quick = w, 0
 	}
 	if p.gate.waiting.Load() > 0 {
 		return 0
 	}
-	allowed := int(min(int64(p.concurrency), int64(p.connections)+2*(finished-p.base)))
+	allowed := min(p.concurrency, p.connections+2*p.quick)
 	n := max(allowed-taken, 0)
 	if taken > 0 && n < max(1, allowed/4) {
 		return 0

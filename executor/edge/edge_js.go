@@ -85,9 +85,9 @@ func newHandler(register func(*worker.Worker), start time.Time, requests *atomic
 	tokens := newPushTokens(s)
 	w, err := worker.New(worker.Config{URL: "https://stile.internal", Token: "the-push-token", ID: "edge-" + hex.EncodeToString(id[:]),
 		Concurrency: s.concurrency, Logger: log, Tracer: tr.Tracer,
-		// More handlers than connections start as handlers end without a
-		// request waiting at the gate (pacer).
-		Pace:       (&pacer{gate: g, connections: Connections, concurrency: s.concurrency}).pace,
+		// More handlers than connections start as quick handlers end
+		// without a request waiting at the gate (pacer).
+		Pacer:      &pacer{gate: g, connections: Connections, concurrency: s.concurrency},
 		HTTPClient: &http.Client{Transport: tr.Transport(&counted{next: &withPushToken{next: &stubs{ns: ns, limit: s.lastCall(start)}, tokens: tokens}, n: requests})}})
 	if err != nil {
 		return nil, err

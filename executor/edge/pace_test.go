@@ -89,34 +89,55 @@ func TestTheGateHoldsRequestsPastItsConnections(t *testing.T) {
 	wg.Wait()
 }
 
-func TestThePacerRampsUpAsJobsEndWithoutWaiting(t *testing.T) {
+// ran tells p of n jobs that ran d each.
+func ran(p *pacer, n int, d time.Duration) {
+	for range n {
+		p.Ran(d)
+	}
+}
+
+func TestThePacerRampsUpAsQuickJobsEndWithoutWaiting(t *testing.T) {
 	t.Parallel()
 	g := newGate(newHeld(), Connections)
 	p := &pacer{gate: g, connections: 6, concurrency: 100}
-	require.Equal(t, 6, p.pace(0, 0), "the connections at first")
-	require.Equal(t, 0, p.pace(6, 0), "nothing more until jobs end")
-	require.Equal(t, 18, p.pace(0, 6), "two more for each job that ended")
-	require.Equal(t, 0, p.pace(15, 6), "while jobs run, not fewer than a quarter of what it allows")
-	require.Equal(t, 4, p.pace(14, 6))
-	require.Equal(t, 54, p.pace(0, 24))
-	require.Equal(t, 100, p.pace(0, 1000), "up to the concurrency")
-	require.Equal(t, 0, p.pace(76, 1000))
-	require.Equal(t, 25, p.pace(75, 1000))
+	require.Equal(t, 6, p.Pace(0), "the connections at first")
+	require.Equal(t, 0, p.Pace(6), "nothing more until jobs end")
+	ran(p, 6, time.Millisecond)
+	require.Equal(t, 18, p.Pace(0), "two more for each quick job that ended")
+	require.Equal(t, 0, p.Pace(15), "while jobs run, not fewer than a quarter of what it allows")
+	require.Equal(t, 4, p.Pace(14))
+	ran(p, 18, time.Millisecond)
+	require.Equal(t, 54, p.Pace(0))
+	ran(p, 100, QuickRun)
+	require.Equal(t, 100, p.Pace(0), "up to the concurrency")
+	require.Equal(t, 0, p.Pace(76))
+	require.Equal(t, 25, p.Pace(75))
+
+	// Jobs that run long (they compute, or wait on a slow provider) halve
+	// the count each: the invocation goes back to about its connections.
+	ran(p, 5, QuickRun+time.Millisecond)
+	require.Equal(t, 12, p.Pace(0), "124 quick jobs halved five times: 3")
+	ran(p, 10, time.Second)
+	require.Equal(t, 6, p.Pace(0))
 
 	// A request waits at the gate: nothing starts while it waits, and the
-	// ramp starts again from the connections.
+	// count starts again from zero.
+	ran(p, 50, time.Millisecond)
+	require.Equal(t, 100, p.Pace(0))
 	g.waits.Add(1)
 	g.waiting.Add(1)
-	require.Equal(t, 0, p.pace(0, 1000))
+	require.Equal(t, 0, p.Pace(0))
 	g.waiting.Add(-1)
-	require.Equal(t, 6, p.pace(0, 1000))
-	require.Equal(t, 0, p.pace(6, 1000))
-	require.Equal(t, 8, p.pace(0, 1001))
+	require.Equal(t, 6, p.Pace(0))
+	require.Equal(t, 0, p.Pace(6))
+	p.Ran(time.Millisecond)
+	require.Equal(t, 8, p.Pace(0))
 
 	small := &pacer{gate: newGate(newHeld(), Connections), connections: 6, concurrency: 2}
-	require.Equal(t, 2, small.pace(0, 0), "never past the concurrency")
-	require.Equal(t, 1, small.pace(1, 0), "one at a time, below eight")
+	require.Equal(t, 2, small.Pace(0), "never past the concurrency")
+	require.Equal(t, 1, small.Pace(1), "one at a time, below eight")
 }
+
 func TestLinesEmitsWholeLines(t *testing.T) {
 	t.Parallel()
 	var got []string
