@@ -155,6 +155,14 @@ func TestABacklogLargerThanOneBudgetDrains(t *testing.T) {
 	require.Equal(t, int64(40), runs.Load(), "each job ran once")
 	require.Greater(t, p.pushes.Load(), int64(4), "12 subrequests take at most 4 jobs: the rest came with later pushes")
 	noPushesInFlight(t, p.ten)
+	// The last push ended for its budget as the work ran out, without a
+	// claim that found nothing: the tenant, finding nothing ready to push,
+	// tells the directory it is idle all the same, so a worker following the
+	// directory does not drain it for nothing.
+	require.Eventually(t, func() bool {
+		ready, err := p.h.Client().Tenants(context.Background(), api.TenantsQuery{Ready: true})
+		return err == nil && len(ready.Tenants) == 0
+	}, 10*time.Second, 10*time.Millisecond, "the directory lists the tenant as idle")
 }
 
 func TestAKilledInvocationIsFencedAndTheJobRunsAgainOnAPush(t *testing.T) {

@@ -10,8 +10,9 @@ import (
 // response header) when the tenant is first used and when it goes from
 // idle to having ready work or back, so the directory is written on
 // transitions, never on every request. Ready: a commit made work ready.
-// Idle: a claim found nothing. A new instance does not know what the
-// directory was last told: its first transition is always said.
+// Idle: a claim found nothing, or the tenant, planning pushes, found
+// nothing ready. A new instance does not know what the directory was last
+// told: its first transition is always said.
 
 type dirState byte
 

@@ -102,26 +102,31 @@ const maxPushNames = 640
 // ready is read only when a push could start, and only through what is
 // ready (Store.Ready, inboxstore.Claimable): a tenant keeping a day of
 // finished jobs decides as fast as a fresh one.
-func (t *Tenant) planPushes(now int64, jobsWoke, reactionsWoke, again, one bool) (do.Header, bool, error) {
+//
+// idle says it counted what is ready and found nothing: the directory hears
+// the tenant is idle, as from a claim that found nothing. A push that ends
+// for its budget just as its work runs out makes no such claim, and the
+// directory would list the tenant as ready until some claim did.
+func (t *Tenant) planPushes(now int64, jobsWoke, reactionsWoke, again, one bool) (_ do.Header, ok, idle bool, _ error) {
 	tr := t.tracker(now)
 	woke, due := jobsWoke || reactionsWoke, tr.Due(now)
 	if !woke && !again && !due {
-		return do.Header{}, false, nil
+		return do.Header{}, false, false, nil
 	}
 	if tr.Look(now) == push.Blocked {
 		if woke {
 			tr.Defer()
 		}
-		return do.Header{}, false, nil
+		return do.Header{}, false, false, nil
 	}
 	if one && !again && !due && tr.TakesOne(now) {
 		// A push about to claim, or lingering, takes the job: a steady
 		// trickle of enqueues costs no count of what is ready.
-		return do.Header{}, false, nil
+		return do.Header{}, false, false, nil
 	}
 	jobs, counts, err := t.store.Ready(api.MaxPushCount)
 	if err != nil {
-		return do.Header{}, false, err
+		return do.Header{}, false, false, err
 	}
 	var reactions []string
 	// Reactions are counted when they may have become ready: a push names
@@ -130,7 +135,7 @@ func (t *Tenant) planPushes(now int64, jobsWoke, reactionsWoke, again, one bool)
 		for _, h := range t.app.handlers() {
 			ok, err := t.reactions.Claimable(now, h)
 			if err != nil {
-				return do.Header{}, false, err
+				return do.Header{}, false, false, err
 			}
 			if ok {
 				reactions = append(reactions, h.Name)
@@ -139,7 +144,7 @@ func (t *Tenant) planPushes(now int64, jobsWoke, reactionsWoke, again, one bool)
 	}
 	ids := tr.Start(now, push.Ready{Jobs: jobs, Reactions: len(reactions)})
 	if len(ids) == 0 {
-		return do.Header{}, false, nil
+		return do.Header{}, false, jobs == 0 && len(reactions) == 0 && !woke, nil
 	}
 	t.meter.pending.Pushed(len(ids), now)
 	var kinds []string
@@ -150,7 +155,7 @@ func (t *Tenant) planPushes(now int64, jobsWoke, reactionsWoke, again, one bool)
 	}
 	slices.Sort(kinds)
 	p := api.Push{Tenant: t.name, IDs: ids, Jobs: jobs, Kinds: fitNames(kinds), Reactions: fitNames(reactions), LingerMs: tr.Policy.Linger}
-	return do.Header{Name: do.HeaderPush, Value: string(p.AppendJSON(nil))}, true, nil
+	return do.Header{Name: do.HeaderPush, Value: string(p.AppendJSON(nil))}, true, false, nil
 }
 
 // claimedFor records a claim made for a push (its id in the claim): more

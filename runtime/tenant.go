@@ -617,18 +617,20 @@ func (t *Tenant) respond(c *call) (do.Response, error) {
 		}
 	}
 	jobsWoke, reactionsWoke := t.wake(&resp)
+	idle := res.idle
 	if c.req.Headers.Get(do.HeaderExecutor) != "" && t.name != "" {
 		// A single enqueue, with no due work, made one job ready.
 		one := jobsWoke && !reactionsWoke && !c.dueApplied && c.route == api.RouteEnqueue
-		h, ok, err := t.planPushes(c.now, jobsWoke, reactionsWoke, c.pushAgain, one)
+		h, ok, nothing, err := t.planPushes(c.now, jobsWoke, reactionsWoke, c.pushAgain, one)
 		if err != nil {
 			return do.Response{}, printf.Errorf("plan pushes: %w", err)
 		}
 		if ok {
 			resp.Headers = append(resp.Headers, h)
 		}
+		idle = idle || nothing
 	}
-	if h, ok := t.directoryNote(jobsWoke || reactionsWoke, res.idle, t.usageNote(c)); ok {
+	if h, ok := t.directoryNote(jobsWoke || reactionsWoke, idle, t.usageNote(c)); ok {
 		resp.Headers = append(resp.Headers, h)
 	}
 	// The alarm follows committed state, whatever the request did. An

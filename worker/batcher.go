@@ -64,7 +64,16 @@ func (b *batcher[T, R]) do(item T, again func(error) bool) (R, error) {
 	}
 	b.inflight = true
 	b.mu.Unlock()
-	b.requeueLater(b.deliver([]*pendingItem[T, R]{p}))
+	// Items made meanwhile by goroutines ready to run go with this one
+	// (yieldToReady: on one thread, the rest of a claim's handlers).
+	first := []*pendingItem[T, R]{p}
+	if yieldToReady() {
+		b.mu.Lock()
+		first = append(first, b.queue[:min(len(b.queue), b.max-1)]...)
+		b.queue = append(b.queue[:0], b.queue[len(first)-1:]...)
+		b.mu.Unlock()
+	}
+	b.requeueLater(b.deliver(first))
 	b.mu.Lock()
 	if len(b.queue) > 0 {
 		go b.flush() // what queued meanwhile goes next

@@ -125,6 +125,9 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 		if mode.inline && mode.max > 0 && len(*mode.ran) >= mode.max {
 			break
 		}
+		// The drain's jobs that are about to end end first (on one thread:
+		// yieldToReady), so that it claims for all the slots they free.
+		yieldToReady()
 		free := cap(w.slots) - len(w.slots)
 		if mode.inline {
 			free = min(free, 1)
@@ -139,6 +142,16 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 			}
 			w.waitFreed(ctx)
 			continue
+		}
+		if w.cfg.Pacer != nil && !mode.inline && len(kinds) > 0 {
+			// The pace bounds what starts now; with nothing of the
+			// worker's running, one job may always start.
+			n := w.cfg.Pacer.Pace(len(w.slots))
+			if n <= 0 && len(w.slots) > 0 {
+				w.waitEnded(ctx, running)
+				continue
+			}
+			free = min(free, max(n, 1))
 		}
 		if slots := cap(w.slots) - len(w.slots); len(kinds) > 0 && slots < minClaim(cap(w.slots)) && running.Running() > 0 {
 			// A few slots free while this drain's own jobs still run: claim
@@ -364,6 +377,16 @@ func (w *Worker) takeFree(n int) int {
 // minClaim is the fewest free slots a drain claims for while its own
 // jobs still run: an eighth of the worker's concurrency.
 func minClaim(concurrency int) int { return max(1, concurrency/8) }
+
+// waitEnded waits until a slot is given back or one of the drain's own
+// jobs ends (another drain may take the freed slot's signal), or ctx ends.
+func (w *Worker) waitEnded(ctx context.Context, running *runGroup) {
+	select {
+	case <-w.freed:
+	case <-running.ended:
+	case <-ctx.Done():
+	}
+}
 
 // waitFreed waits until a slot is given back, or ctx ends.
 func (w *Worker) waitFreed(ctx context.Context) {

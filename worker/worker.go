@@ -155,6 +155,10 @@ type Config struct {
 	// default a tenant's reports are batched adaptively (reporter.go): at
 	// once when none is in flight, else together with the others that wait.
 	SingleReports bool
+	// Pacer, if set, bounds the jobs a pushed drain (Drain) starts, beside
+	// its slots and budget. The edge executor paces its handlers by their
+	// outbound requests and how long they run (package executor/edge).
+	Pacer Pacer
 	// Clock keeps the worker's leases, heartbeats and time limits. Default:
 	// the wall clock; a test gives the clock it moves by hand
 	// (stiletest.Harness.WorkerClock), so that advancing it drives the
@@ -173,6 +177,16 @@ type Tracer interface {
 	// that of the request that appended the event, and end is given the
 	// settlement and the inbox's answer.
 	StartDelivery(ctx context.Context, r *Reaction, traceparent string) (_ context.Context, end func(s api.Settlement, ran time.Duration, err error))
+}
+
+// Pacer bounds the jobs a drain starts (Config.Pacer).
+type Pacer interface {
+	// Pace is asked before each claim of jobs, given how many of the
+	// worker's slots are taken: how many more jobs may start now. At 0
+	// the drain claims nothing and waits for one of its jobs to end.
+	Pace(taken int) int
+	// Ran is told how long each job's handler ran, as it returns.
+	Ran(d time.Duration)
 }
 
 // Clock is the time a worker keeps leases, heartbeats and time limits by.
@@ -494,7 +508,7 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 	h := w.handlers[c.Kind]
 	w.mu.Unlock()
 	claim := api.Claim{Worker: w.cfg.ID, Attempt: c.Attempt, LeaseToken: c.LeaseToken}
-	log := w.log.With("tenant", ten.Name(), "job", c.ID, "kind", c.Kind, "attempt", c.Attempt)
+	log := &lazyLog{base: w.log, attrs: []any{"tenant", ten.Name(), "job", c.ID, "kind", c.Kind, "attempt", c.Attempt}}
 
 	ctx, cancel := context.WithCancelCause(hctx)
 	defer cancel(nil)
@@ -525,6 +539,9 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 	began := time.Now()
 	output, herr := call(ctx, h, job)
 	ran := time.Since(began)
+	if w.cfg.Pacer != nil {
+		w.cfg.Pacer.Ran(ran)
+	}
 	close(stop)
 	beats.Wait()
 
@@ -534,7 +551,7 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 	report := reportOf(job, output, herr, cause, c.TimeoutMs)
 	report.Claim = claim
 	err := w.report(ctx, ten, c.ID, report, lease)
-	jobLine(report, herr, cause, err).log(log)
+	log.line(jobLine(report, herr, cause, err))
 	ended(report, ran, err)
 	w.signals.AttemptEnded.signal(attemptEnd{JobID: c.ID, Attempt: c.Attempt, Outcome: report.Outcome})
 	return report
@@ -612,7 +629,7 @@ func (l *leaseClock) set(t time.Time) {
 // heartbeat extends the lease every third of it until stop, and cancels the
 // handler when the lease is lost or runs out locally.
 func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, ten *client.Tenant,
-	c api.ClaimedJob, claim api.Claim, lease *leaseClock, timeoutAt time.Time, stop <-chan struct{}, log *slog.Logger) {
+	c api.ClaimedJob, claim api.Claim, lease *leaseClock, timeoutAt time.Time, stop <-chan struct{}, log *lazyLog) {
 	every := time.Duration(c.LeaseMs) * time.Millisecond / 3
 	for {
 		// One wait on the clock: until the next heartbeat, or the lease's
@@ -642,19 +659,41 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 		switch {
 		case errors.Is(err, api.ErrStale):
 			// The attempt's line, once the handler returned, says more.
-			log.Info("lease lost; cancelling the handler", "code", client.Code(err))
+			log.get().Info("lease lost; cancelling the handler", "code", client.Code(err))
 			cancel(fmt.Errorf("%w: %v", ErrLeaseLost, err))
 			return
 		case err != nil:
-			log.Warn("heartbeat failed; will retry", "err", err)
+			log.get().Warn("heartbeat failed; will retry", "err", err)
 		default:
 			lease.set(sent.Add(hb.LeaseUntil.Sub(hb.Now)))
 			if hb.CancelRequested {
-				log.Info("the job was cancelled; cancelling the handler")
+				log.get().Info("the job was cancelled; cancelling the handler")
 				cancel(ErrCancelled)
 				// Keep watching the lease: it is no longer extended.
 			}
 		}
+	}
+}
+
+// lazyLog is an attempt's logger (the worker's, with the attempt's
+// attributes), made by its first line: most attempts log nothing at the
+// worker's level, and With formats the attributes at once.
+type lazyLog struct {
+	base  *slog.Logger
+	attrs []any
+	once  sync.Once
+	l     *slog.Logger
+}
+
+func (l *lazyLog) get() *slog.Logger {
+	l.once.Do(func() { l.l = l.base.With(l.attrs...) })
+	return l.l
+}
+
+// line logs an attempt's line if the worker's logger takes its level.
+func (l *lazyLog) line(o outcomeLine) {
+	if l.base.Enabled(context.Background(), o.level) {
+		o.log(l.get())
 	}
 }
 

@@ -54,7 +54,8 @@ func runBench(args []string) error {
 	tenantReqs := fs.Int("tenant-requests", 10000, "requests spread over the tenants in the tenants measurement")
 	maxMemory := fs.String("max-memory", "768MiB", "bound on the open instances' memory in the tenants measurement (as stile dev --max-memory)")
 	maxOpen := fs.Int("max-open", 0, "bound on open instances in the tenants measurement (0: none, only --max-memory)")
-	edgeBacklog := fs.Int("edge-backlog", 2000, "jobs in the edge executor's backlog measurement")
+	edgeBacklog := fs.Int("edge-backlog", 2000, "jobs in the edge executor's backlog measurement (and in the worker library's drain beside it)")
+	edgeRuns := fs.Int("edge-runs", 3, "runs of the edge executor's backlog measurement, alternated with the worker library's (the median is printed)")
 	edgeJobs := fs.Int("edge-latency-jobs", 100, "jobs in the edge executor's light-load measurement")
 	edgeRate := fs.Int("edge-latency-rate", 100, "jobs/s enqueued in the edge executor's light-load measurement")
 	pushedJobs := fs.Int("pushed-jobs", 200, "jobs per round of the pushed light-load measurement (at --latency-rate)")
@@ -309,7 +310,7 @@ func runBench(args []string) error {
 		}
 	}
 	if part("edge") {
-		return benchEdge(ctx, dir, wasm, *edgeJobs, *edgeRate, *edgeBacklog, *pushedBehind)
+		return benchEdge(ctx, dir, wasm, *edgeJobs, *edgeRate, *edgeBacklog, *edgeRuns, *drainConc, *pushedBehind)
 	}
 	return nil
 }
@@ -588,8 +589,11 @@ func call0(ctx context.Context, d bench.Driver) error {
 // benchEdge measures the edge executor in workerd: the built-in module
 // with its handler package compiled as the edge executor, pushed work by
 // the tenant's object through the Worker's own service binding. Times are
-// the server's (created, claimed and finished times of the jobs).
-func benchEdge(ctx context.Context, dir string, wasm []byte, latJobs, latRate, backlog, behind int) error {
+// the server's (created, claimed and finished times of the jobs). The
+// backlog is drained beside the worker library's batched drain of the same
+// backlog, in alternating runs against the same deployment, and both
+// figures are printed.
+func benchEdge(ctx context.Context, dir string, wasm []byte, latJobs, latRate, backlog, runs, libConcurrency, behind int) error {
 	bundleDir := filepath.Join(dir, "edge")
 	if err := workerd.WriteWorker(bundleDir, wasm); err != nil {
 		return err
@@ -688,37 +692,37 @@ func benchEdge(ctx context.Context, dir string, wasm []byte, latJobs, latRate, b
 		return err
 	}
 
-	// A backlog, drained by the pushes of one tenant.
-	ten = cl.Tenant("edge-backlog")
-	var ids []string
-	for len(ids) < backlog {
-		reqs := make([]api.EnqueueRequest, min(100, backlog-len(ids)))
-		for i := range reqs {
-			reqs[i] = echo
-		}
-		js, err := ten.EnqueueBatch(ctx, reqs)
-		if err != nil {
-			return err
-		}
-		for _, j := range js {
-			ids = append(ids, j.ID)
-		}
-	}
-	done, err := wait(ten, ids)
-	if err != nil {
-		return err
-	}
-	first, last := done[0].CreatedAt, *done[0].FinishedAt
-	for _, j := range done {
-		if j.CreatedAt.Before(first) {
-			first = j.CreatedAt
-		}
-		if j.FinishedAt.After(last) {
-			last = *j.FinishedAt
+	// A backlog, drained by the pushes of one tenant, and the same backlog
+	// drained by the worker library (its batched drain, as the workerd
+	// part measures it) from a tenant of the same deployment that is never
+	// pushed: in alternating runs, so that a noisy minute falls on both.
+	var edgeRates, libRates []float64
+	var edgeCalls callCounts
+	for run := range runs {
+		for i := range 2 {
+			if (run+i)%2 == 0 {
+				rate, calls, err := edgeBacklog(ctx, cl, fmt.Sprintf("edge-backlog-%d", run), backlog)
+				if err != nil {
+					return err
+				}
+				edgeRates, edgeCalls = append(edgeRates, rate), edgeCalls.add(calls)
+			} else {
+				rate, err := libraryBacklog(ctx, srv.URL, fmt.Sprintf("unpushed-backlog-%d", run), backlog, libConcurrency)
+				if err != nil {
+					return err
+				}
+				libRates = append(libRates, rate)
+			}
 		}
 	}
-	took := last.Sub(first)
-	fmt.Printf("  a backlog of %d jobs, one tenant: drained in %s, %s jobs/s\n", backlog, took.Round(time.Millisecond), bench.Rate(backlog, took))
+	edge, lib := median(edgeRates), median(libRates)
+	fmt.Printf("  a backlog of %d jobs, one tenant, median of %d alternating runs: the edge executor %.0f jobs/s (runs %s), the worker library's batched drain (%d handlers) %.0f jobs/s (runs %s): %.2f×\n",
+		backlog, runs, edge, rates(edgeRates), libConcurrency, lib, rates(libRates), edge/lib)
+	jobs := float64(backlog * runs)
+	fmt.Printf("    the edge executor's calls to the object per job: %.3f (claims %.3f, reports %.3f, heartbeats %.3f, ends of pushes %.3f); %.0f jobs per claim, %.1f per report request; %.1f pushes per backlog, at most %d calls in flight in one invocation\n",
+		float64(edgeCalls.total())/jobs, float64(edgeCalls.Claim)/jobs, float64(edgeCalls.Report+edgeCalls.Reports)/jobs, float64(edgeCalls.Heartbeat)/jobs,
+		float64(edgeCalls.Done)/jobs, jobs/float64(max(edgeCalls.Claim, 1)), jobs/float64(max(edgeCalls.Report+edgeCalls.Reports, 1)),
+		float64(edgeCalls.Invocations)/float64(runs), edgeCalls.MaxInFlight)
 
 	// 20 tenants with a job each, one deployment.
 	var worst time.Duration

@@ -29,7 +29,7 @@ func TestBenchRunsEveryPart(t *testing.T) {
 	cmd := exec.Command(bin, "bench", "--only", strings.Join(parts, ","), "--jobs", "50", "--batch", "10",
 		"--latency-jobs", "10", "--latency-rate", "200", "--depth", "2000", "--events", "200", "--rebuild-events", "2000",
 		"--apply-events", "200", "--drain-jobs", "50", "--drain-runs", "1", "--drain-concurrency", "10", "--tenants", "10",
-		"--tenant-requests", "20", "--edge-backlog", "50", "--edge-latency-jobs", "10", "--edge-latency-rate", "200",
+		"--tenant-requests", "20", "--edge-backlog", "50", "--edge-runs", "1", "--edge-latency-jobs", "10", "--edge-latency-rate", "200",
 		"--pushed-jobs", "10", "--pushed-kept", "100", "--pushed-rounds", "1", "--pushed-behind", "10",
 		"--rows-ops", "5", "--rows-history", "5", "--commands", "3", "--command-history", "20")
 	cmd.Dir = "../.."

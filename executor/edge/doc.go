@@ -27,8 +27,11 @@
 // the executor verifies it and its calls to that tenant carry it. Stile
 // reads: STILE_TOKEN (required, to verify pushes; STILE_TOKEN_NEXT and
 // STILE_REVOKED too), and
-// optionally STILE_EXECUTOR_CONCURRENCY (handlers at once, default 6: a
-// Worker keeps at most 6 connections open), STILE_EXECUTOR_BUDGET_MS
+// optionally STILE_EXECUTOR_CONCURRENCY (handlers at once, default 100: the
+// most jobs in a claim; the handlers' outbound requests are held to six
+// waiting for headers at once, Cloudflare's limit per invocation, and
+// handlers past six start only as jobs end without a request having waited,
+// see Connections), STILE_EXECUTOR_BUDGET_MS
 // (default 25000: Cloudflare ends waitUntil work 30 s after the response)
 // and STILE_EXECUTOR_SUBREQUESTS (default 1000, the paid plan's limit per
 // invocation; 50 on the free plan). OTEL_EXPORTER_OTLP_ENDPOINT and the

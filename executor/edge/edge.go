@@ -6,6 +6,8 @@ package edge
 // binds it to the Worker.
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,10 +23,19 @@ import (
 
 // Defaults of the environment variables (see the package doc).
 const (
-	DefaultConcurrency = 6
+	DefaultConcurrency = 100
 	DefaultBudgetMs    = 25_000
 	DefaultSubrequests = 1000
 )
+
+// Connections is how many of the handlers' outbound requests an
+// invocation lets wait for their response's headers at once: Cloudflare
+// lets an invocation have six connections waiting for headers, and queues
+// the others. The executor holds the rest itself (gate), and starts more
+// handlers than that only as quick handlers end without any request having
+// waited (pacer): see docs/DESIGN.md, "Why does an edge invocation run a
+// hundred handlers, and where does a backlog's time go?".
+const Connections = 6
 
 // LastCalls is how long after its budget's end an invocation may still
 // call the tenant's object: the reports of the jobs released at the end,
@@ -187,4 +198,131 @@ type counted struct {
 func (c *counted) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
 	return c.next.RoundTrip(r)
+}
+
+// gate holds the handlers' outbound requests to Connections waiting for
+// their headers at once: a request past them waits for one to get its
+// headers (or fail), or for its context to end. It counts the requests
+// waiting now and every request that ever had to wait, which the pacer
+// reads.
+type gate struct {
+	next    http.RoundTripper
+	slots   chan struct{}
+	waiting atomic.Int64 // requests waiting for a connection now
+	waits   atomic.Int64 // requests that had to wait, ever
+}
+
+func newGate(next http.RoundTripper, connections int) *gate {
+	return &gate{next: next, slots: make(chan struct{}, connections)}
+}
+
+func (g *gate) RoundTrip(r *http.Request) (*http.Response, error) {
+	select {
+	case g.slots <- struct{}{}:
+	default:
+		g.waits.Add(1)
+		g.waiting.Add(1)
+		select {
+		case g.slots <- struct{}{}:
+			g.waiting.Add(-1)
+		case <-r.Context().Done():
+			g.waiting.Add(-1)
+			if r.Body != nil {
+				r.Body.Close()
+			}
+			return nil, context.Cause(r.Context())
+		}
+	}
+	// The platform's fetch answers once the headers arrived: the
+	// connection no longer counts then, though its body is still read.
+	resp, err := g.next.RoundTrip(r)
+	<-g.slots
+	return resp, err
+}
+
+// QuickRun is how long a handler may run and still count as quick: the
+// pacer starts more handlers only as quick ones end.
+const QuickRun = 100 * time.Millisecond
+
+// pacer decides how many more jobs an invocation starts (a worker.Pacer):
+// Connections at first, and two more for each quick job (its handler ran
+// at most QuickRun) that ended since a handler's request last had to wait
+// at the gate, up to the worker's concurrency; a job that ran longer halves
+// that count. While a request waits at the gate, none: a handler started
+// then would only wait for a connection, its time limit running. And while
+// jobs run, none until a quarter of what it allows is free, so that a busy
+// invocation claims in batches, not a job or two per request, and claims
+// again while the reports of its other jobs are in flight. So handlers
+// that call no provider, or a fast one, soon run as many at once as the
+// concurrency allows; those that each call a slow provider start about as
+// fast as connections free up; and those that compute, which share the
+// invocation's one thread (more at once only make each take longer, its
+// time limit running), stay about Connections at once.
+type pacer struct {
+	gate        *gate
+	connections int
+	concurrency int
+
+	mu    sync.Mutex
+	seen  int64 // the gate's waits when last paced
+	quick int   // quick jobs ended since a request waited (halved by slow ones)
+}
+
+func (p *pacer) Ran(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if d <= QuickRun {
+		p.quick++
+	} else {
+		p.quick /= 2
+	}
+}
+
+func (p *pacer) Pace(taken int) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w := p.gate.waits.Load(); w != p.seen {
+		p.seen, p.quick = w, 0
+	}
+	if p.gate.waiting.Load() > 0 {
+		return 0
+	}
+	allowed := min(p.concurrency, p.connections+2*p.quick)
+	n := max(allowed-taken, 0)
+	if taken > 0 && n < max(1, allowed/4) {
+		return 0
+	}
+	return n
+}
+
+// lines is the console the executor and its handlers log to: what is
+// written up to its last newline is emitted at once (without that
+// newline), the rest kept until its line ends, as Go's os.Stderr does at
+// the edge. It spares each line the platform's file calls, which Go makes
+// asynchronous under GOOS=js: a callback, and the Go runtime resumed, per
+// line (a handler's log line per job was a quarter of the object's
+// thread in `stile bench --only edge`).
+type lines struct {
+	emit func(string)
+	mu   sync.Mutex
+	buf  []byte
+}
+
+// maxPartialLine bounds what lines keeps of a line not yet ended: past it,
+// the part is emitted as a line of its own.
+const maxPartialLine = 64 << 10
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	if i := bytes.LastIndexByte(l.buf, '\n'); i >= 0 {
+		l.emit(string(l.buf[:i]))
+		l.buf = append(l.buf[:0], l.buf[i+1:]...)
+	}
+	if len(l.buf) > maxPartialLine {
+		l.emit(string(l.buf))
+		l.buf = l.buf[:0]
+	}
+	return len(p), nil
 }

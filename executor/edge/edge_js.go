@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	stdlog "log"
 	"log/slog"
 	"net/http"
 	"os"
@@ -32,15 +33,23 @@ import (
 // the push's work is done; a generated main calls it.
 func Serve(register func(*worker.Worker)) {
 	start := time.Now()
-	// Go's os.Stderr goes to the console: `wrangler tail` shows the lines.
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// The executor's lines, and the handlers' through the standard logger
+	// (log, and slog's default), go to the console: `wrangler tail` shows
+	// them.
+	console := js.Global().Get("console")
+	out := &lines{emit: func(s string) { console.Call("log", s) }}
+	stdlog.SetOutput(out)
+	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	importEnv()
 	var requests atomic.Int64 // subrequests of this invocation
 	// Handlers' outbound requests (net/http's default client) go through
-	// the platform's fetch, counted against the budget, and are aborted
-	// when their context ends (a handler's time limit, the budget's end).
-	http.DefaultTransport = &counted{next: jsfetch.Platform(), n: &requests}
-	h, err := newHandler(register, start, &requests, log)
+	// the platform's fetch, counted against the budget, at most
+	// Connections of them waiting for headers at once (the gate), and are
+	// aborted when their context ends (a handler's time limit, the
+	// budget's end).
+	g := newGate(jsfetch.Platform(), Connections)
+	http.DefaultTransport = &counted{next: g, n: &requests}
+	h, err := newHandler(register, start, &requests, g, log)
 	if err != nil {
 		log.Error("the edge executor cannot start", "err", err)
 		workers.ServeNonBlock(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
@@ -59,7 +68,7 @@ func Serve(register func(*worker.Worker)) {
 	}
 }
 
-func newHandler(register func(*worker.Worker), start time.Time, requests *atomic.Int64, log *slog.Logger) (*executor.Handler, error) {
+func newHandler(register func(*worker.Worker), start time.Time, requests *atomic.Int64, g *gate, log *slog.Logger) (*executor.Handler, error) {
 	s, err := readSettings(getenv)
 	if err != nil {
 		return nil, err
@@ -76,6 +85,9 @@ func newHandler(register func(*worker.Worker), start time.Time, requests *atomic
 	tokens := newPushTokens(s)
 	w, err := worker.New(worker.Config{URL: "https://stile.internal", Token: "the-push-token", ID: "edge-" + hex.EncodeToString(id[:]),
 		Concurrency: s.concurrency, Logger: log, Tracer: tr.Tracer,
+		// More handlers than connections start as quick handlers end
+		// without a request waiting at the gate (pacer).
+		Pacer:      &pacer{gate: g, connections: Connections, concurrency: s.concurrency},
 		HTTPClient: &http.Client{Transport: tr.Transport(&counted{next: &withPushToken{next: &stubs{ns: ns, limit: s.lastCall(start)}, tokens: tokens}, n: requests})}})
 	if err != nil {
 		return nil, err

@@ -13,36 +13,57 @@
 //     refused with a 503, or reach an executor whose calls to the tenant
 //     all fail once a claim handed it work (an invocation killed
 //     mid-handler, as the tenant sees it). GET /__executor_faults counts
-//     invocations and the most calls to the tenant one made, and lists how
-//     long the last pushes took to be accepted (pushMs: what a tenant's
-//     object waits per push, for stile bench);
+//     invocations, the most calls to the tenant one made, the calls of
+//     all of them by kind (calls: claim, report, reports, heartbeat, done,
+//     other) and the most one had in flight at once (maxInFlight), and
+//     lists how long the last pushes took to be accepted (pushMs: what a
+//     tenant's object waits per push); stile bench prints them;
 //   - a count of the requests and alarms each tenant's object received:
 //     GET /__object_calls;
+//   - tenants never pushed: those whose name starts with "unpushed-"
+//     (their object does not tell the module it can deliver pushes), so
+//     that a worker of the test's own drains them beside the executor;
 //   - a delay of the erasure notes the Directory object receives, set by
 //     POST /__directory_delay {ms}: a note that arrives late shows whether
 //     the erasure's answer waited for it.
 //
 // The harness copies it next to the entry; it never ships.
 import worker, { Tenant as Shipped, Directory as ShippedDirectory } from "./worker.mjs";
-import { EXECUTOR_PATH } from "./config.mjs";
+import { EXECUTOR_PATH, HEADER_EXECUTOR } from "./config.mjs";
 
 const directoryDelay = { ms: 0 };
 
-const executorFaults = { refuse: 0, kill: 0, invocations: 0, maxCalls: 0, pushMs: [] };
+// UNPUSHED starts the names of tenants whose object does not say it can
+// deliver pushes: the bench drains them with the worker library, in the
+// same deployment as the edge executor's tenants.
+const UNPUSHED = "unpushed-";
+
+const executorFaults = { refuse: 0, kill: 0, invocations: 0, maxCalls: 0, pushMs: [], calls: {}, maxInFlight: 0 };
 const objectCalls = {}; // tenant -> requests and alarms its object received
 
 // dyingNamespace wraps the TENANT namespace of one invocation: it counts
-// the invocation's calls to objects and, when kill is set, fails every
-// call after a claim that returned work.
+// the invocation's calls to objects (by kind, and the most in flight at
+// once) and, when kill is set, fails every call after a claim that
+// returned work.
 function dyingNamespace(ns, kill) {
-  let calls = 0, dead = false;
+  let calls = 0, dead = false, inFlight = 0;
   const stub = (s) => ({
     async fetch(...args) {
       if (dead) throw new Error("injected fault: the invocation was killed");
       calls++;
       executorFaults.maxCalls = Math.max(executorFaults.maxCalls, calls);
-      const res = await s.fetch(...args);
-      if (kill && new URL(args[0].url ?? args[0]).pathname.endsWith("/claims")) {
+      const p = new URL(args[0].url ?? args[0]).pathname;
+      const kind = p.endsWith("/claims") ? "claim" : p.endsWith("/reports") ? "reports" : p.endsWith("/report") ? "report" : p.endsWith("/heartbeat") ? "heartbeat" : p.endsWith("/done") ? "done" : "other";
+      executorFaults.calls[kind] = (executorFaults.calls[kind] ?? 0) + 1;
+      inFlight++;
+      executorFaults.maxInFlight = Math.max(executorFaults.maxInFlight, inFlight);
+      let res;
+      try {
+        res = await s.fetch(...args);
+      } finally {
+        inFlight--;
+      }
+      if (kill && kind === "claim") {
         const body = await res.clone().json().catch(() => ({}));
         if (body.jobs?.length > 0) dead = true;
       }
@@ -92,6 +113,11 @@ export default {
 };
 
 export class Tenant extends Shipped {
+  ownHeaders() {
+    const own = super.ownHeaders();
+    return this.tenant.startsWith(UNPUSHED) ? own.filter(([name]) => name !== HEADER_EXECUTOR) : own;
+  }
+
   instantiateOptions() {
     return {
       ...super.instantiateOptions(),
