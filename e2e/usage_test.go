@@ -158,7 +158,7 @@ func TestWorkerdRecordsUsageByItsAlarm(t *testing.T) {
 	t.Parallel()
 	w := startWorkerd(t)
 	ctx := context.Background()
-	ten := w.client().Tenant("usage-by-alarm")
+	ten := w.client().Tenant("usage-by-alarm-" + strconv.FormatInt(tenantSeq.Add(1), 10)) // the workerd is shared
 	_, err := ten.Create(ctx)
 	require.NoError(t, err)
 	for range 2 {
