@@ -64,9 +64,16 @@ func scenarioUsageAndBudget(s *scenario) {
 	require.Equal(t, api.CodeBudgetExceeded, e.Code)
 	require.Contains(t, e.Message, "past its daily budget (requests_per_day 10; 11 used today)")
 	require.Contains(t, e.Message, "PUT /v1/t/"+s.ten.Name()+"/budget raises it")
+	// The refusal lasts until the end of the request's UTC day.
+	now := time.Now()
+	if !s.tg.realTime() {
+		now = s.tg.inProcess().h.Now()
+	}
+	dayEnd := now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
+	require.Contains(t, e.Message, "new work is refused until "+dayEnd.Format(time.RFC3339))
 	secs, err := strconv.Atoi(retryAfter)
 	require.NoError(t, err, "Retry-After %q", retryAfter)
-	require.True(t, secs >= 1 && secs <= 86400, "Retry-After %d: seconds until the UTC day ends", secs)
+	require.InDelta(t, dayEnd.Sub(now).Seconds(), float64(secs), 120, "Retry-After %d: seconds until the UTC day ends", secs)
 	for _, r := range []struct{ method, path, body string }{
 		{"POST", api.RouteEnqueueMany.Path(s.ten.Name()), `{"jobs":[{"kind":"test.echo"}]}`},
 		{"POST", api.RouteCommand.Path(s.ten.Name()), `{"id":"c1","aggregate":"payment","aggregate_id":"p1","type":"Create","data":{"amount":5}}`},

@@ -14,7 +14,8 @@ import (
 // outlives a request is the Tenant's.
 type call struct {
 	req do.Request
-	// now is the host's clock for the request, read once admitted.
+	// now is the host's clock for the request, read once its route and
+	// storage are ready (admit), before its budget is checked.
 	now int64
 
 	// What the host's headers say of the request.

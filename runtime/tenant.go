@@ -240,10 +240,6 @@ func (t *Tenant) answer(c *call) do.Response {
 	if refusal := t.admit(c); refusal != nil {
 		return *refusal
 	}
-	c.now = t.db.Now()
-	if err := t.meterCall(c); err != nil {
-		return errorResponse(api.Internal(err.Error()))
-	}
 	if err := t.transact(c); err != nil {
 		return t.rolledBack(err)
 	}
@@ -287,10 +283,13 @@ func (t *Tenant) admit(c *call) *do.Response {
 		refusal = t.prepare(c)
 	}
 	if refusal == nil {
-		var err error
-		if refusal, err = t.overBudget(c); err != nil {
-			refusal = early(errorResponse(api.Internal(err.Error())))
+		// Admitted so far: the request's time, what the host counted, and
+		// the budget, which may still refuse it.
+		c.now = t.db.Now()
+		if err := t.meterCall(c); err != nil {
+			return early(errorResponse(api.Internal(err.Error())))
 		}
+		refusal = t.overBudget(c)
 	}
 	if refusal != nil && absent {
 		// Nothing is written for a tenant that was never created, and the

@@ -125,22 +125,19 @@ func budgeted(r api.Route) bool {
 	return false
 }
 
-// overBudget refuses new work past the tenant's budget (admit), with
-// Retry-After.
-func (t *Tenant) overBudget(c *call) (*do.Response, error) {
+// overBudget refuses new work past the tenant's budget (admit, once
+// meterCall read the host's count at c.now), with Retry-After.
+func (t *Tenant) overBudget(c *call) *do.Response {
 	if c.req.Kind != do.KindAPI || !budgeted(c.route) || !t.metered() {
-		return nil, nil
-	}
-	if err := t.meterCall(c); err != nil {
-		return nil, err
+		return nil
 	}
 	e, retryAfter, over := usage.Refusal(t.name, t.budget(), t.today(c.now), c.now)
 	if !over {
-		return nil, nil
+		return nil
 	}
 	resp := errorResponse(e)
 	resp.Headers = append(resp.Headers, do.Header{Name: "retry-after", Value: strconv.FormatInt(retryAfter, 10)})
-	return &resp, nil
+	return &resp
 }
 
 // recordUsage writes what is pending into its day's row, inside the
@@ -213,9 +210,6 @@ func (t *Tenant) getUsage(c *call, raw string) (route, *api.Error) {
 		return nil, api.Refuse(api.CodeInvalidRequest, "usage: from %s is after to %s", from, to)
 	}
 	return func(now int64) (result, error) {
-		if err := t.meterCall(c); err != nil {
-			return result{}, err
-		}
 		today := usage.Day(now)
 		to, from := to, from
 		if to == "" {
