@@ -81,3 +81,27 @@ func usageOf(t *testing.T, body []byte) api.UsageResponse {
 	require.NoError(t, json.Unmarshal(body, &u), string(body))
 	return u
 }
+
+// A tenant refused for its budget before midnight takes new work after it,
+// though only refused requests came in between and nothing recorded the
+// day before: what was pending then is that day's.
+func TestABudgetRefusesUntilTheDayEndsAndNoLonger(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 1, 2, 23, 59, 0, 0, time.UTC)
+	h := newHarness(t, stiletest.Config{Now: start})
+	m := h.Manager()
+	require.Equal(t, 201, call(t, m, "acme", "POST", "jobs", api.EnqueueRequest{Kind: "test.echo"}).Status)
+	require.Equal(t, 200, call(t, m, "acme", "PUT", "budget", api.Budget{RequestsPerDay: 2}).Status)
+	refused := call(t, m, "acme", "POST", "jobs", api.EnqueueRequest{Kind: "test.echo"})
+	require.Equal(t, 429, refused.Status, string(refused.Body))
+	require.Equal(t, "60", refused.Headers.Get("retry-after"), "a minute to midnight")
+	h.Advance(time.Minute)
+	require.Equal(t, 201, call(t, m, "acme", "POST", "jobs", api.EnqueueRequest{Kind: "test.echo"}).Status, "a new UTC day")
+	u := usageOf(t, call(t, m, "acme", "GET", "usage", nil).Body)
+	require.Len(t, u.Days, 2, "%+v", u)
+	// The request that records what was pending goes with it: the day
+	// before holds the enqueue, the budget, the refusal and the first
+	// enqueue after midnight.
+	require.Equal(t, int64(4), u.Days[0].Requests, "%+v", u)
+	require.Equal(t, int64(1), u.Days[1].Requests, "today: this read")
+}

@@ -107,9 +107,15 @@ func (t *Tenant) ownBudget() (*api.Budget, error) {
 }
 
 // today is the tenant's usage on now's UTC day: recorded and pending.
+// What is pending since an earlier day is that day's (recordUsage records
+// it there), so a tenant refused before midnight is not refused after it.
 func (t *Tenant) today(now int64) api.Usage {
-	u := t.meter.pending.Add(t.meter.held)
-	if t.meter.last.Day == usage.Day(now) {
+	var u api.Usage
+	day := usage.Day(now)
+	if p := t.meter.pending; p.Since == 0 || usage.Day(p.Since) == day {
+		u = p.Add(t.meter.held)
+	}
+	if t.meter.last.Day == day {
 		u = usage.Add(u, t.meter.last.Usage)
 	}
 	return u
