@@ -66,9 +66,12 @@ const (
 )
 
 // Class is the migration's class and, for a destructive one, the
-// statement that makes it so: a top-level DROP, a RENAME or DROP COLUMN in
-// an ALTER TABLE, or a DELETE or UPDATE rewriting rows (a trigger's body
-// is not top-level).
+// statement that makes it so: a top-level DROP of a table or view, a
+// RENAME or DROP COLUMN in an ALTER TABLE, or a DELETE or UPDATE rewriting
+// rows (a trigger's body is not top-level). Dropping an index or a trigger
+// is additive: no row or column goes, and an older module reads the same
+// rows (only a statement naming the index in INDEXED BY would fail, which
+// is the module's own to mark Destructive).
 func (m Migration) Class() (string, string) {
 	inTrigger := false
 	for _, stmt := range strings.Split(strings.ToUpper(m.SQL), ";") {
@@ -83,7 +86,8 @@ func (m Migration) Class() (string, string) {
 			inTrigger = !strings.HasSuffix(t, " END")
 			continue
 		}
-		destructive := strings.HasPrefix(t, "DROP ") || strings.HasPrefix(t, "DELETE ") || strings.HasPrefix(t, "UPDATE ") ||
+		derived := strings.HasPrefix(t, "DROP INDEX ") || strings.HasPrefix(t, "DROP TRIGGER ")
+		destructive := strings.HasPrefix(t, "DROP ") && !derived || strings.HasPrefix(t, "DELETE ") || strings.HasPrefix(t, "UPDATE ") ||
 			strings.HasPrefix(t, "ALTER TABLE") && (strings.Contains(t, " RENAME ") || strings.Contains(t, " DROP "))
 		if destructive {
 			if len(t) > 60 {

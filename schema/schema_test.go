@@ -30,7 +30,7 @@ func TestEveryMigrationFileIsListed(t *testing.T) {
 		body, err := os.ReadFile(name)
 		require.NoError(t, err)
 		require.Equal(t, sqltext.Compact(string(body)), m.SQL, "%s changed: run go generate ./schema", name)
-		require.True(t, strings.Contains(m.SQL, "CREATE TABLE") || strings.Contains(m.SQL, "ALTER TABLE"), "%s makes tables", name)
+		require.True(t, strings.Contains(m.SQL, "CREATE ") || strings.Contains(m.SQL, "ALTER TABLE") || strings.Contains(m.SQL, "DROP "), "%s changes the schema", name)
 	}
 }
 
@@ -171,7 +171,8 @@ func TestAheadAndClasses(t *testing.T) {
 		`INSERT INTO t VALUES (1)`:   schema.Additive,
 		`CREATE TRIGGER g AFTER INSERT ON t BEGIN UPDATE u SET n = n + 1; DELETE FROM v; END; CREATE INDEX i ON t (a)`: schema.Additive,
 		`DROP TABLE t`:                           schema.Destructive,
-		`drop index i`:                           schema.Destructive,
+		`drop index i; DROP TRIGGER g`:           schema.Additive,
+		`DROP VIEW v`:                            schema.Destructive,
 		`ALTER TABLE t RENAME TO u`:              schema.Destructive,
 		`ALTER TABLE t RENAME COLUMN a TO b`:     schema.Destructive,
 		`ALTER TABLE t DROP COLUMN a`:            schema.Destructive,
