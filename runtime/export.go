@@ -574,9 +574,11 @@ func (t *Tenant) abortImport(c *call) route {
 	}
 }
 
-// storedRows counts the rows of the counted kinds.
+// storedRows counts the rows of the counted kinds (of jobs, whether there
+// is one: they have no counter).
 func (t *Tenant) storedRows() (int64, error) {
-	rows, err := t.db.Query(`SELECT COALESCE(SUM(rows), 0) FROM stile_storage`)
+	rows, err := t.db.Query(`SELECT (SELECT COALESCE(SUM(rows), 0) FROM stile_storage WHERE kind <> 'jobs')
+		+ EXISTS (SELECT 1 FROM stile_jobs)`)
 	if err != nil {
 		return 0, printf.Errorf("count the tenant's rows: %w", err)
 	}

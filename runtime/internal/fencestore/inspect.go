@@ -21,26 +21,39 @@ type ListFilter struct {
 	MaxBytes int64
 }
 
+// listed is stile_jobs_listed's condition, written into the statements
+// that read it: SQLite uses a partial index only for a statement that
+// states its condition. The states on a job's usual path are left out
+// (available, running, completed): an entry costs a row written at each
+// move into the state.
+const listed = "state IN ('pending', 'scheduled', 'retryable', 'cancelled', 'dead')"
+
 // List reads jobs in id order, after f.After. A state filter reads an
-// index: the lease index for running jobs (there are only as many as
-// workers run), stile_jobs_state for the others; queue and kind filter the
-// rows it finds. cut says f.MaxBytes stopped the page short of f.Limit.
+// index where the state has one: the lease index for running jobs (there
+// are only as many as workers run), the ready indexes for available ones
+// (the backlog, sorted), stile_jobs_listed for the states off the usual
+// path; completed jobs are read in id order from the table, passing over
+// the others. Queue and kind filter the rows found. cut says f.MaxBytes
+// stopped the page short of f.Limit.
 func (s *Store) List(f ListFilter) (jobs []Job, cut bool, err error) {
 	from, where := "stile_jobs", []string{"id > ?"}
 	args := []any{f.After}
-	switch f.State {
-	case "":
-	case string(fence.StateRunning):
+	// The state is written into the text, as a literal of the closed set:
+	// SQLite plans a bound one anew at each run, since a partial index's
+	// use depends on it.
+	switch st := fence.State(f.State); {
+	case f.State == "":
+	case !st.Valid():
+		return nil, false, printf.Errorf("list jobs: no state %q", f.State)
+	case st == fence.StateRunning:
 		from, where = "stile_jobs INDEXED BY stile_jobs_lease", append(where, "state = 'running'")
+	case st == fence.StateAvailable:
+		from = `(SELECT * FROM stile_jobs WHERE state = 'available' AND concurrency_key IS NULL
+			UNION ALL SELECT * FROM stile_jobs WHERE state = 'available' AND concurrency_key IS NOT NULL)`
+	case st == fence.StateCompleted:
+		where = append(where, "state = 'completed'")
 	default:
-		// The state is written into the text, as a literal of the closed
-		// set (SQLite plans a bound one anew at each run, since the
-		// partial index's use depends on it), and the literal "not running"
-		// term lets it use the partial index.
-		if !fence.State(f.State).Valid() {
-			return nil, false, printf.Errorf("list jobs: no state %q", f.State)
-		}
-		where = append(where, "state = '"+f.State+"'", "state <> 'running'")
+		where = append(where, "state = '"+f.State+"'", listed)
 	}
 	for _, c := range []struct{ col, v string }{{"queue", f.Queue}, {"kind", f.Kind}} {
 		if c.v != "" {
@@ -78,7 +91,8 @@ type QueueCount struct {
 // each state already has, rather than kept up to date by every write: a
 // job's every move would pay for them (measured: a quarter of the job
 // cycle), and they are read rarely. The cost is a read of the counted
-// jobs' index entries.
+// jobs' index entries, and for completed jobs, which have none, of every
+// job.
 func (s *Store) Counts() ([]QueueCount, map[string]int64, error) {
 	rows, err := s.db.Query(`SELECT queue, state, sum(n) FROM (
 		SELECT queue, 'available' AS state, count(*) AS n FROM stile_jobs
@@ -87,7 +101,7 @@ func (s *Store) Counts() ([]QueueCount, map[string]int64, error) {
 			WHERE state = 'available' AND concurrency_key IS NOT NULL GROUP BY queue
 		UNION ALL SELECT queue, 'running', count(*) FROM stile_jobs WHERE state = 'running' GROUP BY queue
 		UNION ALL SELECT queue, state, count(*) FROM stile_jobs
-			WHERE state IN ('pending', 'scheduled', 'retryable') AND state <> 'running' GROUP BY queue, state
+			WHERE `+listed+` AND state IN ('pending', 'scheduled', 'retryable') GROUP BY queue, state
 		) GROUP BY queue, state ORDER BY queue, state`)
 	if err != nil {
 		return nil, nil, printf.Errorf("count jobs: %w", err)
@@ -100,7 +114,8 @@ func (s *Store) Counts() ([]QueueCount, map[string]int64, error) {
 		return nil, nil, err
 	}
 	rows, err = s.db.Query(`SELECT state, count(*) FROM stile_jobs
-		WHERE state IN ('completed', 'cancelled', 'dead') AND state <> 'running' GROUP BY state`)
+		WHERE ` + listed + ` AND state IN ('cancelled', 'dead') GROUP BY state
+		UNION ALL SELECT 'completed', count(*) FROM stile_jobs WHERE state = 'completed'`)
 	if err != nil {
 		return nil, nil, printf.Errorf("count finished jobs: %w", err)
 	}

@@ -1,6 +1,8 @@
 package retention
 
 import (
+	"strconv"
+
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/internal/printf"
@@ -30,12 +32,25 @@ func Purge(db *do.DB, p api.Retention, now int64) (Result, error) {
 		if !ok {
 			continue
 		}
+		// Completed jobs have no index of their own (a job that runs once
+		// would pay a row written for it): they are found in id order,
+		// among the jobs created at or before the cutoff. Cancelled and
+		// dead jobs by stile_jobs_ended, oldest first; the literal term
+		// lets SQLite use that partial index.
+		bound, order, args := `j.state IN ('cancelled', 'dead')`, "j.finished_at", []any{cutoff, now}
+		if k == Completed {
+			last, err := CreatedBy(db, cutoff)
+			if err != nil {
+				return res, err
+			}
+			bound, order, args = "j.id <= ?", "j.id", []any{last, cutoff, now}
+		}
 		n, err := count(db, `DELETE FROM stile_jobs WHERE id IN (
-			SELECT j.id FROM stile_jobs j WHERE j.state = '`+jobStates[k]+`' AND j.finished_at IS NOT NULL AND j.finished_at <= ?
+			SELECT j.id FROM stile_jobs j WHERE `+bound+` AND j.state = '`+jobStates[k]+`' AND j.finished_at <= ?
 			AND (j.unique_key IS NULL OR j.created_at + j.unique_window_ms <= ?)
 			AND NOT EXISTS (SELECT 1 FROM stile_job_deps d JOIN stile_jobs c ON c.id = d.child_id
 				WHERE d.parent_id = j.id AND c.finished_at IS NULL)
-			ORDER BY j.finished_at`+do.Limit(Slice)+`) RETURNING 1`, cutoff, now)
+			ORDER BY `+order+do.Limit(Slice)+`) RETURNING 1`, args...)
 		if err != nil {
 			return res, printf.Errorf("delete %s jobs finished before %d: %w", jobStates[k], cutoff, err)
 		}
@@ -82,13 +97,74 @@ func (r *Result) add(k Kind, n int) {
 	r.Full = r.Full || n == Slice
 }
 
-// ReadOldest reads each kind's oldest end time, in one statement.
+// CreatedBy is the highest job id created at or before t (0: none). Ids
+// grow with creation times (SQLite hands out the next id; a tenant's
+// clock moves forward), so it bisects the ids, reading one row per step.
+// Were a clock to step back, a job would be taken as created later than
+// it was: retention would only look at it later.
+func CreatedBy(db *do.DB, t int64) (int64, error) {
+	probe := func(from int64) (id, created int64, ok bool, err error) {
+		rows, err := db.Query(`SELECT id, created_at FROM stile_jobs WHERE id >= ? ORDER BY id LIMIT 1`, from)
+		if err != nil {
+			return 0, 0, false, printf.Errorf("find the jobs created before %d: %w", t, err)
+		}
+		if rows.Next() {
+			id, created, ok = rows.Int(0), rows.Int(1), true
+		}
+		return id, created, ok, rows.Err()
+	}
+	rows, err := db.Query(`SELECT MAX(id) FROM stile_jobs`)
+	if err != nil {
+		return 0, printf.Errorf("find the jobs created before %d: %w", t, err)
+	}
+	hi := int64(0)
+	if rows.Next() && !rows.Null(0) {
+		hi = rows.Int(0)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	return bisect(hi, t, probe)
+}
+
+// bisect finds the highest id up to hi whose job was created at or before
+// t, given probe: the first job at or after an id, and its creation time.
+func bisect(hi, t int64, probe func(int64) (int64, int64, bool, error)) (int64, error) {
+	lo := int64(0) // 0, or an id created at or before t
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		id, created, ok, err := probe(mid)
+		if err != nil {
+			return 0, err
+		}
+		if ok && id <= hi && created <= t {
+			lo = id
+		} else {
+			hi = mid - 1 // none from mid to hi was created by t
+		}
+	}
+	return lo, nil
+}
+
+// oldestScan bounds how many jobs ReadOldest reads, in id order, to find
+// the first completed one.
+const oldestScan = 1024
+
+// ReadOldest reads each kind's oldest end time, in one statement. For
+// completed jobs, which have no index by end time, it is a bound from
+// below: the creation time of the first completed job in id order (every
+// later one was created, and so finished, no sooner), found among the
+// first oldestScan jobs; if none of those completed, the creation time
+// of the last one read. A bound too early costs a look that deletes
+// nothing, then a look per Slack until that job's time comes.
 func ReadOldest(db *do.DB) (Oldest, error) {
 	var o Oldest
 	rows, err := db.Query(`SELECT
-		(SELECT MIN(finished_at) FROM stile_jobs WHERE state = 'completed' AND finished_at IS NOT NULL),
-		(SELECT MIN(finished_at) FROM stile_jobs WHERE state = 'cancelled' AND finished_at IS NOT NULL),
-		(SELECT MIN(finished_at) FROM stile_jobs WHERE state = 'dead' AND finished_at IS NOT NULL),
+		(SELECT COALESCE(MIN(created_at) FILTER (WHERE state = 'completed'),
+			CASE WHEN COUNT(*) = `+strconv.Itoa(oldestScan)+` THEN MAX(created_at) END)
+			FROM (SELECT state, created_at FROM stile_jobs ORDER BY id`+do.Limit(oldestScan)+`)),
+		(SELECT MIN(finished_at) FROM stile_jobs WHERE state IN ('cancelled', 'dead') AND state = 'cancelled'),
+		(SELECT MIN(finished_at) FROM stile_jobs WHERE state IN ('cancelled', 'dead') AND state = 'dead'),
 		(SELECT MIN(settled_at) FROM stile_inbox WHERE settled_at IS NOT NULL),
 		(SELECT MIN(at) FROM stile_commands),
 		(SELECT MIN(done_at) FROM stile_scheduled_commands WHERE done_at IS NOT NULL),
@@ -124,9 +200,21 @@ func count(db *do.DB, sql string, args ...any) (int, error) {
 	return n, rows.Err()
 }
 
-// Counts reads the storage counters, in the order they were created.
+// jobBytes estimates a job row's bytes: its text lengths and a fixed cost
+// for its integers, keys and index entries (as stile_storage's triggers
+// estimate the other kinds').
+const jobBytes = `160 + length(kind) + length(queue) + length(args) + length(tags) + COALESCE(length(output), 0)
+	+ COALESCE(length(last_error), 0) + COALESCE(length(unique_key), 0) + COALESCE(length(ended_worker), 0)
+	+ COALESCE(length(ended_token), 0) + COALESCE(length(ended_error), 0)`
+
+// Counts reads what the tenant stores per kind: jobs counted now, by
+// reading every job (the job cycle keeps no counter: it would cost two
+// rows written per job), then the counters the other kinds' triggers
+// keep; by kind. stile_storage's row for jobs
+// stopped at migration 17 and is not read.
 func Counts(db *do.DB) ([]api.StorageKind, error) {
-	rows, err := db.Query(`SELECT kind, rows, bytes FROM stile_storage`)
+	rows, err := db.Query(`SELECT 'jobs', COUNT(*), COALESCE(SUM(` + jobBytes + `), 0) FROM stile_jobs
+		UNION ALL SELECT kind, rows, bytes FROM stile_storage WHERE kind <> 'jobs' ORDER BY 1`)
 	if err != nil {
 		return nil, printf.Errorf("read the storage counters: %w", err)
 	}

@@ -55,9 +55,9 @@ func TestRowsPerOperation(t *testing.T) {
 		exact         bool
 	}
 	pins := map[string]pin{
-		"job cycle, one job per request":                         {10, 30, true},
-		"job cycle, 10 jobs per request":                         {10, 24.3, true},
-		"job cycle, 100 jobs per request":                        {10, 23.6, true},
+		"job cycle, one job per request":                         {5, 28, true},
+		"job cycle, 10 jobs per request":                         {5, 22.3, true},
+		"job cycle, 100 jobs per request":                        {5, 21.65, true},
 		"event appended, one per request":                        {5, 3, false},
 		"event appended, 10 per request":                         {4.1, 3.1, false},
 		"reaction delivery claimed and settled, one per request": {8.1, 31.1, false},

@@ -1,0 +1,35 @@
+-- A job that runs once writes five rows: its row and its ready entry at
+-- enqueue, its row and its lease entry at the claim, its row at the report.
+-- Everything else a job cycle wrote is dropped here, since Cloudflare
+-- bills every row written, index entries and triggers' writes included:
+--
+-- - the storage counter's triggers on stile_jobs (one write at enqueue,
+--   one at the report): GET /storage counts jobs when asked instead, by
+--   reading them (a row read costs a thousandth of a row written);
+-- - stile_jobs_state's entries for available and completed jobs (one
+--   each): available jobs are listed from the ready indexes, completed
+--   ones in id order from the table itself;
+-- - stile_jobs_finished's entry for a completed job (one): retention finds
+--   completed jobs in id order, among those created before its cutoff.
+--
+-- No row is removed or rewritten: a module from before this migration
+-- serving over it reads the same rows (its listings and retention read
+-- more of them), and its GET /storage shows the jobs counter as it stood
+-- here, since nothing keeps it any more.
+DROP TRIGGER stile_storage_jobs_insert;
+DROP TRIGGER stile_storage_jobs_update;
+DROP TRIGGER stile_storage_jobs_delete;
+
+-- Listing and counting by state, for the states off a job's usual path:
+-- waiting for parents, for a time, for a retry, or ended without
+-- completing. A job that is enqueued ready and completes never has an
+-- entry.
+DROP INDEX stile_jobs_state;
+CREATE INDEX stile_jobs_listed ON stile_jobs (state, id)
+  WHERE state IN ('pending', 'scheduled', 'retryable', 'cancelled', 'dead');
+
+-- What retention looks for among jobs that ended without completing,
+-- oldest first.
+DROP INDEX stile_jobs_finished;
+CREATE INDEX stile_jobs_ended ON stile_jobs (state, finished_at)
+  WHERE state IN ('cancelled', 'dead');
