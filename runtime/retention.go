@@ -96,9 +96,10 @@ func (t *Tenant) purge(now int64) (int64, error) {
 
 // wrote notes a committed write at now: what it wrote may go sooner than
 // the look planned; when none was, it may be the first row retention will
-// delete (one statement reads the oldest of each kind).
+// delete (one statement reads the oldest of each kind, a bounded number
+// of rows; none when the policy keeps everything).
 func (t *Tenant) wrote(now int64) error {
-	if t.retain.due != 0 {
+	if t.retain.due != 0 || t.retain.policy == (api.Retention{}) {
 		t.retain.due = retention.AfterWrite(t.retain.policy, t.retain.due, now)
 		return nil
 	}
