@@ -574,11 +574,11 @@ func (t *Tenant) abortImport(c *call) route {
 	}
 }
 
-// storedRows counts the rows of the counted kinds (of jobs, whether there
-// is one: they have no counter).
+// storedRows counts the rows of the counted kinds (of jobs and
+// deliveries, whether there is one: they have no counter).
 func (t *Tenant) storedRows() (int64, error) {
-	rows, err := t.db.Query(`SELECT (SELECT COALESCE(SUM(rows), 0) FROM stile_storage WHERE kind <> 'jobs')
-		+ EXISTS (SELECT 1 FROM stile_jobs)`)
+	rows, err := t.db.Query(`SELECT (SELECT COALESCE(SUM(rows), 0) FROM stile_storage WHERE kind NOT IN ('jobs', 'deliveries'))
+		+ EXISTS (SELECT 1 FROM stile_jobs) + EXISTS (SELECT 1 FROM stile_inbox)`)
 	if err != nil {
 		return 0, printf.Errorf("count the tenant's rows: %w", err)
 	}

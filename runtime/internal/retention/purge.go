@@ -207,14 +207,18 @@ const jobBytes = `160 + length(kind) + length(queue) + length(args) + length(tag
 	+ COALESCE(length(last_error), 0) + COALESCE(length(unique_key), 0) + COALESCE(length(ended_worker), 0)
 	+ COALESCE(length(ended_token), 0) + COALESCE(length(ended_error), 0)`
 
-// Counts reads what the tenant stores per kind: jobs counted now, by
-// reading every job (the job cycle keeps no counter: it would cost two
-// rows written per job), then the counters the other kinds' triggers
-// keep; by kind. stile_storage's row for jobs
-// stopped at migration 17 and is not read.
+// deliveryBytes estimates a delivery row's bytes, as jobBytes a job's.
+const deliveryBytes = `96 + length(handler) + length(claim_id) + length(worker) + COALESCE(length(error), 0)`
+
+// Counts reads what the tenant stores per kind: jobs and deliveries
+// counted now, by reading every one (a job cycle and a delivery keep no
+// counter: it would cost two rows written each), and the counters the
+// other kinds' triggers keep; by kind. stile_storage's rows for jobs and
+// deliveries stopped at migration 17 and are not read.
 func Counts(db *do.DB) ([]api.StorageKind, error) {
 	rows, err := db.Query(`SELECT 'jobs', COUNT(*), COALESCE(SUM(` + jobBytes + `), 0) FROM stile_jobs
-		UNION ALL SELECT kind, rows, bytes FROM stile_storage WHERE kind <> 'jobs' ORDER BY 1`)
+		UNION ALL SELECT 'deliveries', COUNT(*), COALESCE(SUM(` + deliveryBytes + `), 0) FROM stile_inbox
+		UNION ALL SELECT kind, rows, bytes FROM stile_storage WHERE kind NOT IN ('jobs', 'deliveries') ORDER BY 1`)
 	if err != nil {
 		return nil, printf.Errorf("read the storage counters: %w", err)
 	}

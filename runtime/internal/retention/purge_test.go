@@ -191,3 +191,31 @@ func TestCountsCountJobsWhenAsked(t *testing.T) {
 		require.Less(t, kinds[i-1].Kind, kinds[i].Kind, "kinds in order, each once")
 	}
 }
+
+// Deliveries are counted as asked too, each as its estimate.
+func TestCountsCountDeliveriesWhenAsked(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	deliveries := func() api.StorageKind {
+		t.Helper()
+		kinds, err := retention.Counts(s.db)
+		require.NoError(t, err)
+		for _, k := range kinds {
+			if k.Kind == "deliveries" {
+				return k
+			}
+		}
+		t.Fatal("no deliveries kind in GET /storage")
+		return api.StorageKind{}
+	}
+	require.Equal(t, api.StorageKind{Kind: "deliveries"}, deliveries())
+	s.tx(func() error {
+		return s.db.Exec(`INSERT INTO stile_inbox (handler, seq, state, claim_id, worker, attempt, claimed_at, lease_until)
+			VALUES ('react', 1, 'pending', 'c1', 'w', 1, 0, 1000)`)
+	})
+	require.Equal(t, api.StorageKind{Kind: "deliveries", Rows: 1, Bytes: int64(96 + len("react") + len("c1") + len("w"))}, deliveries())
+	s.tx(func() error { return s.db.Exec(`UPDATE stile_inbox SET error = 'boom'`) })
+	require.Equal(t, int64(96+len("react")+len("c1")+len("w")+len("boom")), deliveries().Bytes)
+	s.tx(func() error { return s.db.Exec(`DELETE FROM stile_inbox`) })
+	require.Equal(t, api.StorageKind{Kind: "deliveries"}, deliveries())
+}

@@ -12,13 +12,20 @@
 -- - stile_jobs_finished's entry for a completed job (one): retention finds
 --   completed jobs in id order, among those created before its cutoff.
 --
+-- The same counter's triggers on stile_inbox go too (one write as a
+-- delivery is claimed, one as it settles, of its eight): deliveries are
+-- kept a day by default, and GET /storage reads them when asked.
+--
 -- No row is removed or rewritten: a module from before this migration
 -- serving over it reads the same rows (its listings and retention read
--- more of them), and its GET /storage shows the jobs counter as it stood
--- here, since nothing keeps it any more.
+-- more of them), and its GET /storage shows the jobs' and deliveries'
+-- counters as they stood here, since nothing keeps them any more.
 DROP TRIGGER stile_storage_jobs_insert;
 DROP TRIGGER stile_storage_jobs_update;
 DROP TRIGGER stile_storage_jobs_delete;
+DROP TRIGGER stile_storage_inbox_insert;
+DROP TRIGGER stile_storage_inbox_update;
+DROP TRIGGER stile_storage_inbox_delete;
 
 -- Listing and counting by state, for the states off a job's usual path:
 -- waiting for parents, for a time, for a retry, or ended without
