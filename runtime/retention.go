@@ -46,6 +46,9 @@ func (a *App) retentionPolicy() api.Retention {
 const (
 	settingRetention    = "retention"
 	settingRetentionSet = "retention_set"
+	// settingRetentionLooked is when the last look ran: a new instance
+	// plans the next from it.
+	settingRetentionLooked = "retention_looked"
 )
 
 // loadRetention reads the tenant's override and the next look.
@@ -67,11 +70,16 @@ func (t *Tenant) loadRetention(now int64) error {
 	set = api.RetentionFields(n)
 	t.retain.over, t.retain.set = over, set
 	t.retain.policy = retention.Effective(t.app.retentionPolicy(), over, set)
+	v, _, err = t.setting(settingRetentionLooked)
+	if err != nil {
+		return err
+	}
+	t.retain.looked, _ = strconv.ParseInt(v, 10, 64) // unset: none
 	oldest, err := retention.ReadOldest(t.db)
 	if err != nil {
 		return err
 	}
-	t.retain.due = retention.Next(t.retain.policy, oldest, false, now)
+	t.retain.due = retention.Planned(t.retain.policy, oldest, t.retain.looked)
 	return nil
 }
 
@@ -84,6 +92,9 @@ func (t *Tenant) purge(now int64) (int64, error) {
 		if err != nil {
 			return err
 		}
+		if err := t.setSetting(now, settingRetentionLooked, strconv.FormatInt(now, 10)); err != nil {
+			return err
+		}
 		oldest, err := retention.ReadOldest(t.db)
 		if err != nil {
 			return err
@@ -91,6 +102,9 @@ func (t *Tenant) purge(now int64) (int64, error) {
 		next = retention.Next(t.retain.policy, oldest, res.Full, now)
 		return nil
 	})
+	if err == nil {
+		t.retain.looked = now
+	}
 	return next, err
 }
 
@@ -107,7 +121,7 @@ func (t *Tenant) wrote(now int64) error {
 	if err != nil {
 		return err
 	}
-	t.retain.due = retention.Next(t.retain.policy, oldest, false, now)
+	t.retain.due = retention.Planned(t.retain.policy, oldest, t.retain.looked)
 	return nil
 }
 
@@ -146,7 +160,7 @@ func (t *Tenant) putRetention(c *call, body []byte) (route, *api.Error) {
 		if err != nil {
 			return result{}, err
 		}
-		resp.NextPurgeAt = tsPtr(retention.Next(resp.Effective, oldest, false, now))
+		resp.NextPurgeAt = tsPtr(retention.Planned(resp.Effective, oldest, t.retain.looked))
 		return result{status: statusOK, body: resp.AppendJSON}, nil
 	}, nil
 }
@@ -170,7 +184,7 @@ func (t *Tenant) settleRetention(c *call) error {
 	if err != nil {
 		return err
 	}
-	t.retain.due = retention.Next(t.retain.policy, oldest, false, c.now)
+	t.retain.due = retention.Planned(t.retain.policy, oldest, t.retain.looked)
 	return nil
 }
 

@@ -121,6 +121,7 @@ type retainState struct {
 	over   api.Retention
 	set    api.RetentionFields
 	due    int64
+	looked int64 // when the last look ran (0: none known)
 }
 
 // NewTenant returns a tenant serving app's API over h.

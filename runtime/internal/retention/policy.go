@@ -103,6 +103,20 @@ func Next(p api.Retention, oldest Oldest, full bool, now int64) int64 {
 	return max(at, now+Slack(p))
 }
 
+// Planned is when to look next, other than right after a look: when the
+// oldest row of a kind comes due (at once if it is past), but no sooner
+// than Slack after the last look (looked; 0: none known). A new instance
+// plans its look so: the slack is counted from the last look, not from
+// its start, or a tenant woken only by its alarm, in a new instance each
+// time, would put its look off by a slack at every wake.
+func Planned(p api.Retention, oldest Oldest, looked int64) int64 {
+	at := Next(p, oldest, false, 0)
+	if at == 0 || looked == 0 {
+		return at
+	}
+	return max(at, looked+Slack(p))
+}
+
 // AfterWrite is when to look next after a write at now, given the look
 // planned (due, not 0): a row written now may go once the shortest window
 // (and the slack) has passed, which may be before due.

@@ -58,3 +58,13 @@ func TestCutoff(t *testing.T) {
 	_, ok = Cutoff(p, Dead, 5*hour)
 	require.False(t, ok)
 }
+
+func TestPlannedCountsTheSlackFromTheLastLook(t *testing.T) {
+	p := api.Retention{CompletedMs: 24 * hour}
+	o := Oldest{Completed: 10 * hour}
+	require.Equal(t, int64(34*hour), Planned(p, o, 0), "no look known: when the oldest comes due")
+	require.Equal(t, int64(34*hour), Planned(p, o, 30*hour), "a look long enough before does not put it off")
+	require.Equal(t, int64(34*hour+30*60_000), Planned(p, o, 33*hour+30*60_000), "a look half an hour before: a slack after it")
+	require.Zero(t, Planned(p, Oldest{}, 30*hour), "nothing to delete: no look")
+	require.Zero(t, Planned(api.Retention{}, o, 0), "everything kept: no look")
+}
