@@ -101,7 +101,7 @@ func (s *Store) Counts() ([]QueueCount, map[string]int64, error) {
 			WHERE state = 'available' AND concurrency_key IS NOT NULL GROUP BY queue
 		UNION ALL SELECT queue, 'running', count(*) FROM stile_jobs WHERE state = 'running' GROUP BY queue
 		UNION ALL SELECT queue, state, count(*) FROM stile_jobs
-			WHERE `+listed+` AND state IN ('pending', 'scheduled', 'retryable') GROUP BY queue, state
+			WHERE ` + listed + ` AND state IN ('pending', 'scheduled', 'retryable') GROUP BY queue, state
 		) GROUP BY queue, state ORDER BY queue, state`)
 	if err != nil {
 		return nil, nil, printf.Errorf("count jobs: %w", err)

@@ -84,7 +84,7 @@ func (s *Store) readQueues() error {
 	rows, err := s.db.Query(`SELECT queue FROM stile_jobs WHERE state = 'available' AND concurrency_key IS NULL
 		UNION SELECT queue FROM stile_jobs WHERE state = 'available' AND concurrency_key IS NOT NULL
 		UNION SELECT queue FROM stile_jobs WHERE state = 'running'
-		UNION SELECT queue FROM stile_jobs WHERE `+listed+` AND state IN ('pending', 'scheduled', 'retryable')
+		UNION SELECT queue FROM stile_jobs WHERE ` + listed + ` AND state IN ('pending', 'scheduled', 'retryable')
 		UNION SELECT name FROM stile_queues`)
 	if err != nil {
 		return printf.Errorf("read queue names: %w", err)

@@ -161,8 +161,8 @@ func ReadOldest(db *do.DB) (Oldest, error) {
 	var o Oldest
 	rows, err := db.Query(`SELECT
 		(SELECT COALESCE(MIN(created_at) FILTER (WHERE state = 'completed'),
-			CASE WHEN COUNT(*) = `+strconv.Itoa(oldestScan)+` THEN MAX(created_at) END)
-			FROM (SELECT state, created_at FROM stile_jobs ORDER BY id`+do.Limit(oldestScan)+`)),
+			CASE WHEN COUNT(*) = ` + strconv.Itoa(oldestScan) + ` THEN MAX(created_at) END)
+			FROM (SELECT state, created_at FROM stile_jobs ORDER BY id` + do.Limit(oldestScan) + `)),
 		(SELECT MIN(finished_at) FROM stile_jobs WHERE state IN ('cancelled', 'dead') AND state = 'cancelled'),
 		(SELECT MIN(finished_at) FROM stile_jobs WHERE state IN ('cancelled', 'dead') AND state = 'dead'),
 		(SELECT MIN(settled_at) FROM stile_inbox WHERE settled_at IS NOT NULL),
