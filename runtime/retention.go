@@ -75,7 +75,7 @@ func (t *Tenant) loadRetention(now int64) error {
 		return err
 	}
 	t.retain.looked, _ = strconv.ParseInt(v, 10, 64) // unset: none
-	oldest, err := retention.ReadOldest(t.db)
+	oldest, err := retention.ReadOldest(t.db, retention.OldestScan)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (t *Tenant) purge(now int64) (int64, error) {
 		if err := t.setSetting(now, settingRetentionLooked, strconv.FormatInt(now, 10)); err != nil {
 			return err
 		}
-		oldest, err := retention.ReadOldest(t.db)
+		oldest, err := retention.ReadOldest(t.db, retention.OldestScanLook)
 		if err != nil {
 			return err
 		}
@@ -117,7 +117,7 @@ func (t *Tenant) wrote(now int64) error {
 		t.retain.due = retention.AfterWrite(t.retain.policy, t.retain.due, now)
 		return nil
 	}
-	oldest, err := retention.ReadOldest(t.db)
+	oldest, err := retention.ReadOldest(t.db, retention.OldestScan)
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func (t *Tenant) putRetention(c *call, body []byte) (route, *api.Error) {
 		resp := t.retentionResponse()
 		resp.Effective = retention.Effective(t.app.retentionPolicy(), r, set)
 		resp.Overridden = retention.Overridden(set)
-		oldest, err := retention.ReadOldest(t.db)
+		oldest, err := retention.ReadOldest(t.db, retention.OldestScan)
 		if err != nil {
 			return result{}, err
 		}
@@ -180,7 +180,7 @@ func (t *Tenant) settleRetention(c *call) error {
 	}
 	t.retain.over, t.retain.set = p.over, p.set
 	t.retain.policy = retention.Effective(t.app.retentionPolicy(), p.over, p.set)
-	oldest, err := retention.ReadOldest(t.db)
+	oldest, err := retention.ReadOldest(t.db, retention.OldestScan)
 	if err != nil {
 		return err
 	}

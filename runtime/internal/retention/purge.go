@@ -146,23 +146,28 @@ func bisect(hi, t int64, probe func(int64) (int64, int64, bool, error)) (int64, 
 	return lo, nil
 }
 
-// oldestScan bounds how many jobs ReadOldest reads, in id order, to find
-// the first completed one.
-const oldestScan = 1024
+// How many jobs ReadOldest reads, in id order, to find the first
+// completed one: a few, where it plans a look without one (a new instance,
+// a write, a changed policy); many after a look, which has just read the
+// old ones, so that old jobs still live (scheduled far ahead, kept) do not
+// hold the bound in the past and bring a look every slack.
+const (
+	OldestScan     = 1024
+	OldestScanLook = 65536
+)
 
 // ReadOldest reads each kind's oldest end time, in one statement. For
 // completed jobs, which have no index by end time, it is a bound from
 // below: the creation time of the first completed job in id order (every
 // later one was created, and so finished, no sooner), found among the
-// first oldestScan jobs; if none of those completed, the creation time
-// of the last one read. A bound too early costs a look that deletes
-// nothing, then a look per Slack until that job's time comes.
-func ReadOldest(db *do.DB) (Oldest, error) {
+// first scan jobs; if none of those completed, the creation time of the
+// last one read. A bound too early costs a look that deletes nothing.
+func ReadOldest(db *do.DB, scan int) (Oldest, error) {
 	var o Oldest
 	rows, err := db.Query(`SELECT
 		(SELECT COALESCE(MIN(created_at) FILTER (WHERE state = 'completed'),
-			CASE WHEN COUNT(*) = ` + strconv.Itoa(oldestScan) + ` THEN MAX(created_at) END)
-			FROM (SELECT state, created_at FROM stile_jobs ORDER BY id` + do.Limit(oldestScan) + `)),
+			CASE WHEN COUNT(*) = ` + strconv.Itoa(scan) + ` THEN MAX(created_at) END)
+			FROM (SELECT state, created_at FROM stile_jobs ORDER BY id` + do.Limit(scan) + `)),
 		(SELECT MIN(finished_at) FROM stile_jobs WHERE state IN ('cancelled', 'dead') AND state = 'cancelled'),
 		(SELECT MIN(finished_at) FROM stile_jobs WHERE state IN ('cancelled', 'dead') AND state = 'dead'),
 		(SELECT MIN(settled_at) FROM stile_inbox WHERE settled_at IS NOT NULL),

@@ -123,7 +123,7 @@ func TestPurgeFindsCompletedJobsByIDAmongLiveOnes(t *testing.T) {
 
 	// ReadOldest bounds the oldest completed job from below: the creation
 	// of the first completed one in id order (3h), no later than its end.
-	o, err := retention.ReadOldest(s.db)
+	o, err := retention.ReadOldest(s.db, retention.OldestScan)
 	require.NoError(t, err)
 	require.Equal(t, 3*hour, o[retention.Completed])
 
@@ -136,7 +136,7 @@ func TestPurgeFindsCompletedJobsByIDAmongLiveOnes(t *testing.T) {
 	require.Equal(t, 1, res.Deleted[retention.Completed], "the slow job, a day after it completed")
 	require.Equal(t, later, s.ids(`SELECT id FROM stile_jobs ORDER BY id`), "only the live jobs are left")
 
-	o, err = retention.ReadOldest(s.db)
+	o, err = retention.ReadOldest(s.db, retention.OldestScan)
 	require.NoError(t, err)
 	require.Zero(t, o[retention.Completed], "no completed job among all the jobs: none to look for")
 }
@@ -152,10 +152,22 @@ func TestReadOldestReadsABoundedNumberOfJobs(t *testing.T) {
 	}
 	s.enqueue(50, 50, 1)
 	s.completeReady(60, 70)
-	o, err := retention.ReadOldest(s.db)
+	o, err := retention.ReadOldest(s.db, retention.OldestScan)
 	require.NoError(t, err)
 	require.Equal(t, int64(10), o[retention.Completed], "the creation of the 1,024th job, before the completed one's end")
 	require.LessOrEqual(t, o[retention.Completed], int64(70))
+	o, err = retention.ReadOldest(s.db, retention.OldestScanLook)
+	require.NoError(t, err)
+	require.Equal(t, int64(50), o[retention.Completed], "after a look, past the live ones: the completed job's creation")
+
+	// With no completed job at all, after a look nothing is planned for
+	// completed jobs, however many live ones there are: an idle tenant
+	// with jobs scheduled far ahead is not woken every slack.
+	s.tx(func() error { return s.db.Exec(`DELETE FROM stile_jobs WHERE state = 'completed'`) })
+	o, err = retention.ReadOldest(s.db, retention.OldestScanLook)
+	require.NoError(t, err)
+	require.Zero(t, o[retention.Completed])
+	require.Zero(t, retention.Next(api.DefaultRetention, o, false, 100), "no look planned")
 }
 
 // GET /storage counts jobs by reading them: rows and estimated bytes move
