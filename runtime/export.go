@@ -11,6 +11,7 @@ import (
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/internal/jsonwire"
 	"github.com/stile-run/stile/internal/printf"
+	"github.com/stile-run/stile/runtime/internal/retention"
 )
 
 // Export and import (GET /export, POST /import; admin). An export is pages
@@ -552,8 +553,8 @@ func (t *Tenant) abortImport(c *call) route {
 			return result{}, printf.Errorf("abort the import of tenant %s: %w", t.name, err)
 		}
 		for _, name := range touched {
-			if err := t.db.Exec(`DELETE FROM ` + quoteIdent(name)); err != nil {
-				return result{}, printf.Errorf("abort the import of tenant %s: empty table %s: %w", t.name, name, err)
+			if err := t.emptyTable(name); err != nil {
+				return result{}, printf.Errorf("abort the import of tenant %s: %w", t.name, err)
 			}
 		}
 		if slices.Contains(touched, "stile_identity") {
@@ -574,11 +575,23 @@ func (t *Tenant) abortImport(c *call) route {
 	}
 }
 
-// storedRows counts the rows of the counted kinds (of jobs and
-// deliveries, whether there is one: they have no counter).
+// emptyTable deletes a table's rows for an import; emptying the event
+// log sets its storage count back too (retention.CountEvents).
+func (t *Tenant) emptyTable(name string) error {
+	if err := t.db.Exec(`DELETE FROM ` + quoteIdent(name)); err != nil {
+		return printf.Errorf("empty table %s: %w", name, err)
+	}
+	if strings.EqualFold(name, "stile_events") {
+		return retention.ForgetEvents(t.db)
+	}
+	return nil
+}
+
+// storedRows counts the rows of the counted kinds (of jobs, deliveries
+// and events, whether there is one: they have no counter kept on write).
 func (t *Tenant) storedRows() (int64, error) {
-	rows, err := t.db.Query(`SELECT (SELECT COALESCE(SUM(rows), 0) FROM stile_storage WHERE kind NOT IN ('jobs', 'deliveries'))
-		+ EXISTS (SELECT 1 FROM stile_jobs) + EXISTS (SELECT 1 FROM stile_inbox)`)
+	rows, err := t.db.Query(`SELECT (SELECT COALESCE(SUM(rows), 0) FROM stile_storage WHERE kind NOT IN ('jobs', 'deliveries', 'events'))
+		+ EXISTS (SELECT 1 FROM stile_jobs) + EXISTS (SELECT 1 FROM stile_inbox) + EXISTS (SELECT 1 FROM stile_events)`)
 	if err != nil {
 		return 0, printf.Errorf("count the tenant's rows: %w", err)
 	}
@@ -626,8 +639,8 @@ func (t *Tenant) importTable(tb api.ExportTable, rows [][]api.Cell) (int, error)
 	if tb.First {
 		// What migrating this tenant seeded (its identity, checkpoints,
 		// settings) gives way to the export's.
-		if err := t.db.Exec(`DELETE FROM ` + quoteIdent(tb.Name)); err != nil {
-			return 0, printf.Errorf("clear table %s: %w", tb.Name, err)
+		if err := t.emptyTable(tb.Name); err != nil {
+			return 0, err
 		}
 	}
 	sql := `INSERT INTO ` + quoteIdent(tb.Name) + ` (` + strings.Join(quoteAll(tb.Columns), ", ") + `) VALUES (` +

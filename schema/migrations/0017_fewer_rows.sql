@@ -16,16 +16,24 @@
 -- delivery is claimed, one as it settles, of its eight): deliveries are
 -- kept a day by default, and GET /storage reads them when asked.
 --
+-- And the events' (one write per event appended, of its five): the log is
+-- append-only and its seq gapless, so stile_storage's row for events
+-- becomes a checkpoint instead, the events counted so far (through seq =
+-- rows) and their bytes, which GET /storage brings up to the log's end
+-- as it reads it, reading only the events appended since.
+--
 -- No row is removed or rewritten: a module from before this migration
 -- serving over it reads the same rows (its listings and retention read
--- more of them), and its GET /storage shows the jobs' and deliveries'
--- counters as they stood here, since nothing keeps them any more.
+-- more of them), and its GET /storage shows the jobs', deliveries' and
+-- events' counters as they stood when last kept.
 DROP TRIGGER stile_storage_jobs_insert;
 DROP TRIGGER stile_storage_jobs_update;
 DROP TRIGGER stile_storage_jobs_delete;
 DROP TRIGGER stile_storage_inbox_insert;
 DROP TRIGGER stile_storage_inbox_update;
 DROP TRIGGER stile_storage_inbox_delete;
+DROP TRIGGER stile_storage_events_insert;
+DROP TRIGGER stile_storage_events_delete;
 
 -- Listing and counting by state, for the states off a job's usual path:
 -- waiting for parents, for a time, for a retry, or ended without

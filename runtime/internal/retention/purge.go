@@ -215,12 +215,20 @@ const jobBytes = `160 + length(kind) + length(queue) + length(args) + length(tag
 // deliveryBytes estimates a delivery row's bytes, as jobBytes a job's.
 const deliveryBytes = `96 + length(handler) + length(claim_id) + length(worker) + COALESCE(length(error), 0)`
 
-// Counts reads what the tenant stores per kind: jobs and deliveries
-// counted now, by reading every one (a job cycle and a delivery keep no
-// counter: it would cost two rows written each), and the counters the
-// other kinds' triggers keep; by kind. stile_storage's rows for jobs and
-// deliveries stopped at migration 17 and are not read.
+// eventBytes estimates an event row's bytes (its key, and its stream and
+// type twice: in the row and in an index).
+const eventBytes = `64 + 2 * length(stream) + 2 * length(type) + length(data) + COALESCE(length(command_id), 0)`
+
+// Counts reads what the tenant stores per kind, by kind: jobs and
+// deliveries counted now, by reading every one (a job cycle and a delivery
+// keep no counter: it would cost two rows written each), events from
+// their checkpoint (CountEvents), and the counters the other kinds'
+// triggers keep. stile_storage's rows for jobs and deliveries stopped at
+// migration 17 and are not read.
 func Counts(db *do.DB) ([]api.StorageKind, error) {
+	if err := CountEvents(db); err != nil {
+		return nil, err
+	}
 	rows, err := db.Query(`SELECT 'jobs', COUNT(*), COALESCE(SUM(` + jobBytes + `), 0) FROM stile_jobs
 		UNION ALL SELECT 'deliveries', COUNT(*), COALESCE(SUM(` + deliveryBytes + `), 0) FROM stile_inbox
 		UNION ALL SELECT kind, rows, bytes FROM stile_storage WHERE kind NOT IN ('jobs', 'deliveries') ORDER BY 1`)
@@ -232,4 +240,47 @@ func Counts(db *do.DB) ([]api.StorageKind, error) {
 		out = append(out, api.StorageKind{Kind: rows.Text(0), Rows: rows.Int(1), Bytes: rows.Int(2)})
 	}
 	return out, rows.Err()
+}
+
+// CountEvents brings the events' checkpoint in stile_storage up to the
+// log's end: it holds the events counted so far, through seq = rows (the
+// log is append-only and its seq gapless from 1), and their bytes; the
+// events appended since are read and added, in the caller's transaction
+// (a row written, only when the log grew). A log shorter than the
+// checkpoint was emptied (an import's first page or its abort) and is
+// counted again from its start.
+func CountEvents(db *do.DB) error {
+	rows, err := db.Query(`SELECT s.rows, s.bytes, (SELECT COALESCE(MAX(seq), 0) FROM stile_events)
+		FROM stile_storage s WHERE s.kind = 'events'`)
+	if err != nil {
+		return printf.Errorf("read the events' count: %w", err)
+	}
+	if !rows.Next() {
+		return printf.Errorf("read the events' count: no checkpoint in stile_storage: %w", rows.Err())
+	}
+	counted, bytes, last := rows.Int(0), rows.Int(1), rows.Int(2)
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if last == counted {
+		return nil
+	}
+	if last < counted {
+		counted, bytes = 0, 0
+	}
+	if err := db.Exec(`UPDATE stile_storage SET rows = ?1 + (SELECT COUNT(*) FROM stile_events WHERE seq > ?1),
+		bytes = ?2 + (SELECT COALESCE(SUM(`+eventBytes+`), 0) FROM stile_events WHERE seq > ?1) WHERE kind = 'events'`, counted, bytes); err != nil {
+		return printf.Errorf("count the events appended since %d: %w", counted, err)
+	}
+	return nil
+}
+
+// ForgetEvents sets the events' checkpoint back to none, in the caller's
+// transaction: whoever empties the log says so (an import clearing it),
+// lest a log that grew back past the checkpoint be counted by its bytes.
+func ForgetEvents(db *do.DB) error {
+	if err := db.Exec(`UPDATE stile_storage SET rows = 0, bytes = 0 WHERE kind = 'events'`); err != nil {
+		return printf.Errorf("forget the events' count: %w", err)
+	}
+	return nil
 }

@@ -231,3 +231,61 @@ func TestCountsCountDeliveriesWhenAsked(t *testing.T) {
 	s.tx(func() error { return s.db.Exec(`DELETE FROM stile_inbox`) })
 	require.Equal(t, api.StorageKind{Kind: "deliveries"}, deliveries())
 }
+
+// The events' count is a checkpoint brought up to the log's end when
+// asked: it reads the events appended since, and starts over when the log
+// was emptied.
+func TestCountsBringTheEventsCheckpointToTheLogsEnd(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	size := func(stream, data string) int64 { return int64(64 + 2*len(stream) + 2*len("noted") + len(data)) }
+	appendEvent := func(seq int64, stream, data string) {
+		s.tx(func() error {
+			return s.db.Exec(`INSERT INTO stile_events (seq, stream, version, type, data, at) VALUES (?, ?, ?, 'noted', ?, 0)`,
+				seq, stream, seq, data)
+		})
+	}
+	events := func() api.StorageKind {
+		t.Helper()
+		var kinds []api.StorageKind
+		s.tx(func() (err error) { kinds, err = retention.Counts(s.db); return })
+		for _, k := range kinds {
+			if k.Kind == "events" {
+				return k
+			}
+		}
+		t.Fatal("no events kind in GET /storage")
+		return api.StorageKind{}
+	}
+	checkpoint := func() (rows, bytes int64) {
+		t.Helper()
+		r, err := s.db.Query(`SELECT rows, bytes FROM stile_storage WHERE kind = 'events'`)
+		require.NoError(t, err)
+		require.True(t, r.Next())
+		return r.Int(0), r.Int(1)
+	}
+
+	require.Equal(t, api.StorageKind{Kind: "events"}, events())
+	appendEvent(1, "s", `{"a":1}`)
+	appendEvent(2, "s", `{}`)
+	require.Equal(t, api.StorageKind{Kind: "events", Rows: 2, Bytes: size("s", `{"a":1}`) + size("s", `{}`)}, events())
+	rows, bytes := checkpoint()
+	require.Equal(t, []int64{2, size("s", `{"a":1}`) + size("s", `{}`)}, []int64{rows, bytes}, "the checkpoint is kept")
+
+	// An event changed behind the checkpoint is not read again: only what
+	// was appended since is.
+	s.tx(func() error { return s.db.Exec(`UPDATE stile_events SET data = '{"a":1000000}' WHERE seq = 1`) })
+	appendEvent(3, "stream", `[]`)
+	require.Equal(t, api.StorageKind{Kind: "events", Rows: 3, Bytes: bytes + size("stream", `[]`)}, events())
+
+	// An emptied log is counted from its start: said so by the import
+	// (ForgetEvents), or found shorter than the checkpoint.
+	s.tx(func() error { return s.db.Exec(`DELETE FROM stile_events`) })
+	appendEvent(1, "s", `{}`)
+	require.Equal(t, api.StorageKind{Kind: "events", Rows: 1, Bytes: size("s", `{}`)}, events())
+	s.tx(func() error { return s.db.Exec(`DELETE FROM stile_events`) })
+	s.tx(func() error { return retention.ForgetEvents(s.db) })
+	appendEvent(1, "s", `{"b":2}`)
+	appendEvent(2, "s", `{}`)
+	require.Equal(t, api.StorageKind{Kind: "events", Rows: 2, Bytes: size("s", `{"b":2}`) + size("s", `{}`)}, events())
+}

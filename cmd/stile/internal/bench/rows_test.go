@@ -58,12 +58,12 @@ func TestRowsPerOperation(t *testing.T) {
 		"job cycle, one job per request":                         {5, 28, true},
 		"job cycle, 10 jobs per request":                         {5, 22.3, true},
 		"job cycle, 100 jobs per request":                        {5, 21.65, true},
-		"event appended, one per request":                        {5, 3, false},
-		"event appended, 10 per request":                         {4.1, 3.1, false},
+		"event appended, one per request":                        {4, 2, false},
+		"event appended, 10 per request":                         {3.1, 2.1, false},
 		"reaction delivery claimed and settled, one per request": {6, 29, false},
 		"reaction delivery claimed and settled, 10 per request":  {5.1, 13.8, false},
-		"command on an aggregate of 0 to 19 events":              {8, 24.9, false},
-		"command on an aggregate of 150 to 169 events":           {8, 126, false}, // 326 without the snapshot
+		"command on an aggregate of 0 to 19 events":              {7, 23.95, false},
+		"command on an aggregate of 150 to 169 events":           {7, 125, false}, // 325 without the snapshot
 		"projection batch of one event, per event":               {3, 16, true},
 		"projection batch of 100 events, per event":              {1.1, 5.55, true},
 	}
