@@ -59,8 +59,10 @@ func executorCalls(ctx context.Context, cl *client.Client) (callCounts, error) {
 		Done: f.Calls["done"], Other: f.Calls["other"], Invocations: f.Invocations, MaxInFlight: f.MaxInFlight}, nil
 }
 
-// edgeBacklog enqueues n echo jobs on a paused queue of a fresh tenant
-// (not timed), resumes the queue, which makes the tenant push, and times
+// edgeBacklog enqueues n echo jobs (no args, as the worker library's
+// drain does; the executor's echo is the same no-op) on a paused queue of
+// a fresh tenant (not timed), resumes the queue, which makes the tenant
+// push, and times
 // the pushes' executors draining it: from the resume to the last job's
 // end (the server's time). It returns the rate and the executor's calls
 // to the object, counted once its pushes ended.
@@ -76,7 +78,7 @@ func edgeBacklog(ctx context.Context, cl *client.Client, tenant string, n int) (
 	for left := n; left > 0; {
 		reqs := make([]api.EnqueueRequest, min(api.MaxBatchJobs, left))
 		for i := range reqs {
-			reqs[i] = api.EnqueueRequest{Kind: "echo", Queue: queue, Args: json.RawMessage(`{}`)}
+			reqs[i] = api.EnqueueRequest{Kind: "echo", Queue: queue}
 		}
 		if _, err := ten.EnqueueBatch(ctx, reqs); err != nil {
 			return 0, callCounts{}, err
@@ -150,7 +152,8 @@ func edgeBacklog(ctx context.Context, cl *client.Client, tenant string, n int) (
 }
 
 // libraryBacklog is the worker library's batched drain of n no-op jobs
-// (bench.Drain) from a tenant the deployment never pushes.
+// (bench.Drain, whose handler is benchhandlers.Noop, as the edge
+// executor's) from a tenant the deployment never pushes.
 func libraryBacklog(ctx context.Context, url, tenant string, n, concurrency int) (float64, error) {
 	r, err := bench.Drain(ctx, bench.DrainConfig{URL: url, Token: benchToken, Tenants: []string{tenant}, Jobs: n, Concurrency: concurrency})
 	if err != nil {
