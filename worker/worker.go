@@ -208,6 +208,36 @@ func (wallClock) After(d time.Duration) (<-chan struct{}, func()) {
 	return ch, func() { t.Stop() }
 }
 
+// afterFunc calls f in a goroutine of its own once d has passed on the
+// worker's clock, unless the stop it returns is called first; stop reports
+// whether it kept f from being called. On the wall clock it is
+// time.AfterFunc: nothing waits meanwhile.
+func (w *Worker) afterFunc(d time.Duration, f func()) (stop func() bool) {
+	if _, wall := w.cfg.Clock.(wallClock); wall {
+		return time.AfterFunc(d, f).Stop
+	}
+	fired, stopClock := w.cfg.Clock.After(d)
+	var state atomic.Int32 // 0 waiting, 1 called, 2 stopped
+	stopped := make(chan struct{})
+	go func() {
+		select {
+		case <-fired:
+			if state.CompareAndSwap(0, 1) {
+				f()
+			}
+		case <-stopped:
+		}
+	}()
+	return func() bool {
+		if !state.CompareAndSwap(0, 2) {
+			return false
+		}
+		stopClock()
+		close(stopped)
+		return true
+	}
+}
+
 // withDeadline is context.WithDeadlineCause on the worker's clock.
 func (w *Worker) withDeadline(parent context.Context, at time.Time, cause error) (context.Context, context.CancelFunc) {
 	if _, wall := w.cfg.Clock.(wallClock); wall {
@@ -529,21 +559,14 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 	if w.cfg.Tracer != nil {
 		ctx, ended = w.cfg.Tracer.StartJob(ctx, job, c.Traceparent)
 	}
-	stop := make(chan struct{})
-	var beats sync.WaitGroup
-	beats.Add(1)
-	go func() {
-		defer beats.Done()
-		w.heartbeat(ctx, cancel, ten, c, claim, lease, timeoutAt, stop, log)
-	}()
+	stopBeats := w.heartbeats(ctx, cancel, ten, c, claim, lease, timeoutAt, log)
 	began := time.Now()
 	output, herr := call(ctx, h, job)
 	ran := time.Since(began)
 	if w.cfg.Pacer != nil {
 		w.cfg.Pacer.Ran(ran)
 	}
-	close(stop)
-	beats.Wait()
+	stopBeats()
 
 	// After a lost lease the store refuses the report; it is sent anyway,
 	// so the refusal is on record and a duplicate delivery visible.
@@ -626,24 +649,48 @@ func (l *leaseClock) set(t time.Time) {
 	l.deadline = t
 }
 
-// heartbeat extends the lease every third of it until stop, and cancels the
-// handler when the lease is lost or runs out locally.
-func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, ten *client.Tenant,
-	c api.ClaimedJob, claim api.Claim, lease *leaseClock, timeoutAt time.Time, stop <-chan struct{}, log *lazyLog) {
+// heartbeats extends the job's lease every third of it until the stop it
+// returns is called, and cancels the handler when the lease is lost or runs
+// out locally. Its first wait is a timer (afterFunc): a job that ends before
+// its first heartbeat is due, as most do, takes no goroutine for it. stop
+// waits for a heartbeat under way.
+func (w *Worker) heartbeats(ctx context.Context, cancel context.CancelCauseFunc, ten *client.Tenant,
+	c api.ClaimedJob, claim api.Claim, lease *leaseClock, timeoutAt time.Time, log *lazyLog) (stop func()) {
 	every := time.Duration(c.LeaseMs) * time.Millisecond / 3
+	ended := make(chan struct{})
+	var loop sync.WaitGroup
+	loop.Add(1)
+	notYet := w.afterFunc(w.beatWait(every, lease), func() {
+		defer loop.Done()
+		w.heartbeat(ctx, cancel, ten, c, claim, lease, timeoutAt, every, ended, log)
+	})
+	w.signals.HeartbeatWaiting.signal(c.ID)
+	return func() {
+		if notYet() {
+			loop.Done()
+		}
+		close(ended)
+		loop.Wait()
+	}
+}
+
+// beatWait is a heartbeat loop's wait on the clock: until the next
+// heartbeat, or the lease's end if that comes first.
+func (w *Worker) beatWait(every time.Duration, lease *leaseClock) time.Duration {
+	return min(every, lease.get().Sub(w.cfg.Clock.Now()))
+}
+
+// heartbeat is a job's heartbeat loop (heartbeats), from the end of its
+// first wait until ended or the handler's context ends.
+func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, ten *client.Tenant,
+	c api.ClaimedJob, claim api.Claim, lease *leaseClock, timeoutAt time.Time, every time.Duration, ended <-chan struct{}, log *lazyLog) {
 	for {
-		// One wait on the clock: until the next heartbeat, or the lease's
-		// end if that comes first.
-		next, stopNext := w.cfg.Clock.After(min(every, lease.get().Sub(w.cfg.Clock.Now())))
-		w.signals.HeartbeatWaiting.signal(c.ID)
 		select {
-		case <-stop:
-			stopNext()
+		case <-ended:
 			return
 		case <-ctx.Done():
-			stopNext()
 			return
-		case <-next:
+		default:
 		}
 		if now := w.cfg.Clock.Now(); !now.Before(lease.get()) {
 			if !timeoutAt.IsZero() && !now.Before(timeoutAt) {
@@ -671,6 +718,17 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 				cancel(ErrCancelled)
 				// Keep watching the lease: it is no longer extended.
 			}
+		}
+		next, stopNext := w.cfg.Clock.After(w.beatWait(every, lease))
+		w.signals.HeartbeatWaiting.signal(c.ID)
+		select {
+		case <-ended:
+			stopNext()
+			return
+		case <-ctx.Done():
+			stopNext()
+			return
+		case <-next:
 		}
 	}
 }
