@@ -538,7 +538,7 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 	h := w.handlers[c.Kind]
 	w.mu.Unlock()
 	claim := api.Claim{Worker: w.cfg.ID, Attempt: c.Attempt, LeaseToken: c.LeaseToken}
-	log := &lazyLog{base: w.log, attrs: []any{"tenant", ten.Name(), "job", c.ID, "kind", c.Kind, "attempt", c.Attempt}}
+	log := &lazyLog{base: w.log, tenant: ten.Name(), job: c.ID, kind: c.Kind, attempt: c.Attempt}
 
 	ctx, cancel := context.WithCancelCause(hctx)
 	defer cancel(nil)
@@ -735,16 +735,18 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 
 // lazyLog is an attempt's logger (the worker's, with the attempt's
 // attributes), made by its first line: most attempts log nothing at the
-// worker's level, and With formats the attributes at once.
+// worker's level, and With formats the attributes at once (and the
+// attributes, as a list of values, are allocations of their own).
 type lazyLog struct {
-	base  *slog.Logger
-	attrs []any
-	once  sync.Once
-	l     *slog.Logger
+	base              *slog.Logger
+	tenant, job, kind string
+	attempt           int64
+	once              sync.Once
+	l                 *slog.Logger
 }
 
 func (l *lazyLog) get() *slog.Logger {
-	l.once.Do(func() { l.l = l.base.With(l.attrs...) })
+	l.once.Do(func() { l.l = l.base.With("tenant", l.tenant, "job", l.job, "kind", l.kind, "attempt", l.attempt) })
 	return l.l
 }
 
