@@ -226,6 +226,8 @@ type ClaimRequest struct {
 
 // ClaimResponse carries the claimed jobs. Now is the server's clock, so a
 // worker can turn LeaseUntil into a local deadline despite clock skew.
+//
+//stile:json DecodeClaimResponse answer
 type ClaimResponse struct {
 	Now  time.Time    `json:"now"`
 	Jobs []ClaimedJob `json:"jobs"`
@@ -277,6 +279,8 @@ type HeartbeatRequest struct {
 // HeartbeatResponse is the extended lease. CancelRequested says an
 // operator cancelled the job: stop the handler and report "cancelled"; the
 // lease is no longer extended.
+//
+//stile:json DecodeHeartbeatResponse answer
 type HeartbeatResponse struct {
 	Now             time.Time `json:"now"`
 	LeaseUntil      time.Time `json:"lease_until"`
@@ -312,6 +316,8 @@ type ReportRequest struct {
 // retryable (RunAt is when it may run again) or dead. Duplicate is true when
 // the same claim had already recorded the same outcome (a retried request):
 // nothing was written this time. GET /jobs/{id} has the whole job.
+//
+//stile:json DecodeReportResponse answer
 type ReportResponse struct {
 	JobID     string    `json:"job_id"`
 	State     JobState  `json:"state"`
@@ -345,6 +351,8 @@ type BatchReportResult struct {
 }
 
 // BatchReportResponse lists results in request order.
+//
+//stile:json DecodeBatchReportResponse answer
 type BatchReportResponse struct {
 	Results []BatchReportResult `json:"results"`
 }

@@ -142,6 +142,8 @@ type Delivery struct {
 }
 
 // ReactionClaimResponse carries deliveries, in event order per handler.
+//
+//stile:json DecodeReactionClaimResponse answer
 type ReactionClaimResponse struct {
 	Now        time.Time  `json:"now"`
 	Deliveries []Delivery `json:"deliveries"`
@@ -202,6 +204,8 @@ type SettleResult struct {
 }
 
 // SettleResponse answers a settle request, in request order.
+//
+//stile:json DecodeSettleResponse answer
 type SettleResponse struct {
 	Results []SettleResult `json:"results"`
 }

@@ -7,8 +7,9 @@ import (
 )
 
 // The API's types encode and decode themselves without reflection:
-// api/internal/apigen writes each type's AppendJSON and each request's
-// strict decoder (json_gen.go) from its definition, calling the
+// api/internal/apigen writes each type's AppendJSON, each request's
+// strict decoder and the lenient decoders of the answers a worker reads
+// for every job (json_gen.go) from its definition, calling the
 // primitives of internal/jsonwire; MarshalJSON delegates to AppendJSON,
 // so json.Marshal of these types gives the very same bytes anywhere.
 

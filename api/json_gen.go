@@ -1532,7 +1532,7 @@ func (v *EnqueueRequest) decode(r *jsonwire.Reader) error {
 			bit = EnqueueRequestRunRegardless
 			v.RunRegardless, err = r.BoolField(key)
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		if !null {
 			f |= bit
@@ -1579,7 +1579,7 @@ func (v *EnqueueBatchRequest) decode(r *jsonwire.Reader) error {
 				return err
 			})
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -1664,7 +1664,7 @@ func (v *ClaimRequest) decode(r *jsonwire.Reader) error {
 			bit = ClaimRequestLinger
 			v.Linger, err = r.Integer(key)
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		if !null {
 			f |= bit
@@ -1696,6 +1696,95 @@ func DecodeClaimFields(b []byte) (ClaimRequest, ClaimRequestFields, error) {
 	return v, f, err
 }
 
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *ClaimResponse) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "now":
+			if r.IsNull() {
+				return nil
+			}
+			v.Now, err = jsonwire.TimeField(r, key)
+		case "jobs":
+			err = jsonwire.ObjectArray(r, key, func() { v.Jobs = []ClaimedJob{} }, func() error {
+				var e ClaimedJob
+				err := e.decode(r)
+				v.Jobs = append(v.Jobs, e)
+				return err
+			})
+		case "more":
+			v.More, err = r.BoolField(key)
+		case "retry_after_ms":
+			v.RetryAfterMs, err = r.Integer(key)
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
+}
+
+// DecodeClaimResponse decodes a ClaimResponse as encoding/json would (unknown fields are skipped).
+func DecodeClaimResponse(b []byte) (ClaimResponse, error) {
+	var v ClaimResponse
+	r := jsonwire.NewAnswerReader(b)
+	err := r.Open()
+	if err == nil {
+		err = r.CloseBody(v.decode(&r))
+	}
+	return v, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *ClaimedJob) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "traceparent":
+			v.Traceparent, err = r.StringField(key)
+		case "id":
+			v.ID, err = r.StringField(key)
+		case "kind":
+			v.Kind, err = r.StringField(key)
+		case "queue":
+			v.Queue, err = r.StringField(key)
+		case "args":
+			v.Args, err = r.Raw()
+		case "attempt":
+			v.Attempt, err = r.Integer(key)
+		case "max_attempts":
+			v.MaxAttempts, err = r.Integer(key)
+		case "failures":
+			v.Failures, err = r.Integer(key)
+		case "lease_ms":
+			v.LeaseMs, err = r.Integer(key)
+		case "timeout_ms":
+			v.TimeoutMs, err = r.Integer(key)
+		case "lease_until":
+			if r.IsNull() {
+				return nil
+			}
+			v.LeaseUntil, err = jsonwire.TimeField(r, key)
+		case "lease_token":
+			v.LeaseToken, err = r.StringField(key)
+		case "created_at":
+			if r.IsNull() {
+				return nil
+			}
+			v.CreatedAt, err = jsonwire.TimeField(r, key)
+		case "tags":
+			v.Tags, err = jsonwire.StringArray(r, key)
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
+}
+
 // field decodes the member key of an object with the fields of Claim; ok
 // is false for a key that is none of them.
 func (v *Claim) field(r *jsonwire.Reader, key string) (ok bool, err error) {
@@ -1720,7 +1809,7 @@ func (v *HeartbeatRequest) decode(r *jsonwire.Reader) error {
 		if ok, err := v.Claim.field(r, key); ok {
 			return err
 		}
-		return jsonwire.UnknownField(key)
+		return r.Unknown(key)
 	})
 }
 
@@ -1728,6 +1817,43 @@ func (v *HeartbeatRequest) decode(r *jsonwire.Reader) error {
 func DecodeHeartbeat(b []byte) (HeartbeatRequest, error) {
 	var v HeartbeatRequest
 	r := jsonwire.NewReader(b)
+	err := r.Open()
+	if err == nil {
+		err = r.CloseBody(v.decode(&r))
+	}
+	return v, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *HeartbeatResponse) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "now":
+			if r.IsNull() {
+				return nil
+			}
+			v.Now, err = jsonwire.TimeField(r, key)
+		case "lease_until":
+			if r.IsNull() {
+				return nil
+			}
+			v.LeaseUntil, err = jsonwire.TimeField(r, key)
+		case "cancel_requested":
+			v.CancelRequested, err = r.BoolField(key)
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
+}
+
+// DecodeHeartbeatResponse decodes a HeartbeatResponse as encoding/json would (unknown fields are skipped).
+func DecodeHeartbeatResponse(b []byte) (HeartbeatResponse, error) {
+	var v HeartbeatResponse
+	r := jsonwire.NewAnswerReader(b)
 	err := r.Open()
 	if err == nil {
 		err = r.CloseBody(v.decode(&r))
@@ -1767,7 +1893,7 @@ func (v *ReportRequest) decode(r *jsonwire.Reader) error {
 	return jsonwire.DecodeObject(r, func(key string) error {
 		ok, err := v.field(r, key)
 		if !ok {
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -1777,6 +1903,46 @@ func (v *ReportRequest) decode(r *jsonwire.Reader) error {
 func DecodeReport(b []byte) (ReportRequest, error) {
 	var v ReportRequest
 	r := jsonwire.NewReader(b)
+	err := r.Open()
+	if err == nil {
+		err = r.CloseBody(v.decode(&r))
+	}
+	return v, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *ReportResponse) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "job_id":
+			v.JobID, err = r.StringField(key)
+		case "state":
+			v.State, err = r.StringField(key)
+		case "attempt":
+			v.Attempt, err = r.Integer(key)
+		case "failures":
+			v.Failures, err = r.Integer(key)
+		case "run_at":
+			if r.IsNull() {
+				return nil
+			}
+			v.RunAt, err = jsonwire.TimeField(r, key)
+		case "duplicate":
+			v.Duplicate, err = r.BoolField(key)
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
+}
+
+// DecodeReportResponse decodes a ReportResponse as encoding/json would (unknown fields are skipped).
+func DecodeReportResponse(b []byte) (ReportResponse, error) {
+	var v ReportResponse
+	r := jsonwire.NewAnswerReader(b)
 	err := r.Open()
 	if err == nil {
 		err = r.CloseBody(v.decode(&r))
@@ -1797,7 +1963,7 @@ func (v *BatchReport) decode(r *jsonwire.Reader) error {
 			if ok, err := v.ReportRequest.field(r, key); ok {
 				return err
 			}
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -1818,7 +1984,7 @@ func (v *BatchReportRequest) decode(r *jsonwire.Reader) error {
 				return err
 			})
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -1838,6 +2004,67 @@ func DecodeReportBatch(b []byte) (BatchReportRequest, error) {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
+func (v *BatchReportResult) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "job_id":
+			v.JobID, err = r.StringField(key)
+		case "state":
+			v.State, err = r.StringField(key)
+		case "duplicate":
+			v.Duplicate, err = r.BoolField(key)
+		case "error":
+			if r.IsNull() {
+				return nil
+			}
+			if r.KindAt() != "object" {
+				return jsonwire.TypeError(r, key, "an object")
+			}
+			v.Error = new(Error)
+			err = v.Error.decode(r)
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *BatchReportResponse) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "results":
+			err = jsonwire.ObjectArray(r, key, func() { v.Results = []BatchReportResult{} }, func() error {
+				var e BatchReportResult
+				err := e.decode(r)
+				v.Results = append(v.Results, e)
+				return err
+			})
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
+}
+
+// DecodeBatchReportResponse decodes a BatchReportResponse as encoding/json would (unknown fields are skipped).
+func DecodeBatchReportResponse(b []byte) (BatchReportResponse, error) {
+	var v BatchReportResponse
+	r := jsonwire.NewAnswerReader(b)
+	err := r.Open()
+	if err == nil {
+		err = r.CloseBody(v.decode(&r))
+	}
+	return v, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
 func (v *CancelRequest) decode(r *jsonwire.Reader) error {
 	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
@@ -1845,7 +2072,7 @@ func (v *CancelRequest) decode(r *jsonwire.Reader) error {
 		case "reason":
 			v.Reason, err = r.StringField(key)
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -1861,7 +2088,7 @@ func (v *QueuePause) decode(r *jsonwire.Reader) error {
 		case "paused":
 			v.Paused, err = r.BoolField(key)
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -1893,7 +2120,7 @@ func (v *SetLimitRequest) decode(r *jsonwire.Reader) error {
 			n, err = r.Integer(key)
 			v.Slots = &n
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -1930,7 +2157,7 @@ func (v *ScheduleRequest) decode(r *jsonwire.Reader) error {
 		case "paused":
 			v.Paused, err = r.BoolField(key)
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -1966,6 +2193,35 @@ func DecodeScheduleFields(b []byte) (ScheduleRequest, []EnqueueRequestFields, er
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
+func (v *Error) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "code":
+			var s string
+			s, err = r.StringField(key)
+			v.Code = Code(s)
+		case "message":
+			v.Message, err = r.StringField(key)
+		case "stream":
+			v.Stream, err = r.StringField(key)
+		case "current_version":
+			if r.IsNull() {
+				return nil
+			}
+			var n int64
+			n, err = r.Integer(key)
+			v.CurrentVersion = &n
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
 func (v *NewEvent) decode(r *jsonwire.Reader) error {
 	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
@@ -1975,7 +2231,7 @@ func (v *NewEvent) decode(r *jsonwire.Reader) error {
 		case "data":
 			v.Data, err = r.Raw()
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -2003,7 +2259,7 @@ func (v *AppendRequest) decode(r *jsonwire.Reader) error {
 				return err
 			})
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -2018,6 +2274,37 @@ func DecodeAppend(b []byte) (AppendRequest, error) {
 		err = r.CloseBody(v.decode(&r))
 	}
 	return v, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *Event) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "seq":
+			v.Seq, err = r.Integer(key)
+		case "stream":
+			v.Stream, err = r.StringField(key)
+		case "version":
+			v.Version, err = r.Integer(key)
+		case "type":
+			v.Type, err = r.StringField(key)
+		case "data":
+			v.Data, err = r.Raw()
+		case "command_id":
+			v.CommandID, err = r.StringField(key)
+		case "at":
+			if r.IsNull() {
+				return nil
+			}
+			v.At, err = jsonwire.TimeField(r, key)
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
 }
 
 // Not inlined: each call site would carry its own copy of the closure.
@@ -2038,7 +2325,7 @@ func (v *Command) decode(r *jsonwire.Reader) error {
 		case "data":
 			v.Data, err = r.Raw()
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -2099,7 +2386,7 @@ func (v *ReactionClaimRequest) decode(r *jsonwire.Reader) error {
 			bit = ReactionClaimRequestPush
 			v.Push, err = r.StringField(key)
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		if !null {
 			f |= bit
@@ -2134,6 +2421,94 @@ func DecodeReactionClaimFields(b []byte) (ReactionClaimRequest, ReactionClaimReq
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
+func (v *Delivery) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "traceparent":
+			v.Traceparent, err = r.StringField(key)
+		case "handler":
+			v.Handler, err = r.StringField(key)
+		case "kind":
+			v.Kind, err = r.StringField(key)
+		case "event":
+			if r.IsNull() {
+				return nil
+			}
+			if r.KindAt() != "object" {
+				return jsonwire.TypeError(r, key, "an object")
+			}
+			err = v.Event.decode(r)
+		case "claim_id":
+			v.ClaimID, err = r.StringField(key)
+		case "attempt":
+			v.Attempt, err = r.Integer(key)
+		case "failures":
+			v.Failures, err = r.Integer(key)
+		case "timeout_ms":
+			v.TimeoutMs, err = r.Integer(key)
+		case "lease_until":
+			if r.IsNull() {
+				return nil
+			}
+			v.LeaseUntil, err = jsonwire.TimeField(r, key)
+		case "idempotency_key":
+			v.IdempotencyKey, err = r.StringField(key)
+		case "correlation":
+			v.Correlation, err = r.StringField(key)
+		case "state":
+			v.State, err = r.Raw()
+		case "last_error":
+			v.LastError, err = r.StringField(key)
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *ReactionClaimResponse) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "now":
+			if r.IsNull() {
+				return nil
+			}
+			v.Now, err = jsonwire.TimeField(r, key)
+		case "deliveries":
+			err = jsonwire.ObjectArray(r, key, func() { v.Deliveries = []Delivery{} }, func() error {
+				var e Delivery
+				err := e.decode(r)
+				v.Deliveries = append(v.Deliveries, e)
+				return err
+			})
+		case "retry_after_ms":
+			v.RetryAfterMs, err = r.Integer(key)
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
+}
+
+// DecodeReactionClaimResponse decodes a ReactionClaimResponse as encoding/json would (unknown fields are skipped).
+func DecodeReactionClaimResponse(b []byte) (ReactionClaimResponse, error) {
+	var v ReactionClaimResponse
+	r := jsonwire.NewAnswerReader(b)
+	err := r.Open()
+	if err == nil {
+		err = r.CloseBody(v.decode(&r))
+	}
+	return v, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
 func (v *ScheduledCommand) decode(r *jsonwire.Reader) error {
 	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
@@ -2152,7 +2527,7 @@ func (v *ScheduledCommand) decode(r *jsonwire.Reader) error {
 			}
 			err = v.Command.decode(r)
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -2173,7 +2548,7 @@ func (v *Deadline) decode(r *jsonwire.Reader) error {
 			}
 			v.At, err = jsonwire.TimeField(r, key)
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -2226,7 +2601,7 @@ func (v *Settlement) decode(r *jsonwire.Reader) error {
 		case "cancel_deadlines":
 			v.CancelDeadlines, err = jsonwire.StringArray(r, key)
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -2247,7 +2622,7 @@ func (v *SettleRequest) decode(r *jsonwire.Reader) error {
 				return err
 			})
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -2267,6 +2642,73 @@ func DecodeSettle(b []byte) (SettleRequest, error) {
 // Not inlined: each call site would carry its own copy of the closure.
 //
 //go:noinline
+func (v *SettleResult) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "handler":
+			v.Handler, err = r.StringField(key)
+		case "seq":
+			v.Seq, err = r.Integer(key)
+		case "state":
+			v.State, err = r.StringField(key)
+		case "duplicate":
+			v.Duplicate, err = r.BoolField(key)
+		case "events":
+			var n int64
+			n, err = r.Integer(key)
+			v.Events = int(n)
+		case "error":
+			if r.IsNull() {
+				return nil
+			}
+			if r.KindAt() != "object" {
+				return jsonwire.TypeError(r, key, "an object")
+			}
+			v.Error = new(Error)
+			err = v.Error.decode(r)
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *SettleResponse) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "results":
+			err = jsonwire.ObjectArray(r, key, func() { v.Results = []SettleResult{} }, func() error {
+				var e SettleResult
+				err := e.decode(r)
+				v.Results = append(v.Results, e)
+				return err
+			})
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
+}
+
+// DecodeSettleResponse decodes a SettleResponse as encoding/json would (unknown fields are skipped).
+func DecodeSettleResponse(b []byte) (SettleResponse, error) {
+	var v SettleResponse
+	r := jsonwire.NewAnswerReader(b)
+	err := r.Open()
+	if err == nil {
+		err = r.CloseBody(v.decode(&r))
+	}
+	return v, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
 func (v *SkipRequest) decode(r *jsonwire.Reader) error {
 	return jsonwire.DecodeObject(r, func(key string) error {
 		var err error
@@ -2276,7 +2718,7 @@ func (v *SkipRequest) decode(r *jsonwire.Reader) error {
 		case "reason":
 			v.Reason, err = r.StringField(key)
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -2312,7 +2754,7 @@ func (v *DeadlineFired) decode(r *jsonwire.Reader) error {
 			}
 			v.At, err = jsonwire.TimeField(r, key)
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -2364,7 +2806,7 @@ func (v *ExportPage) decode(r *jsonwire.Reader) error {
 		case "next":
 			v.Next, err = r.StringField(key)
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -2398,7 +2840,7 @@ func (v *ExportMark) decode(r *jsonwire.Reader) error {
 			}
 			v.At, err = jsonwire.TimeField(r, key)
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -2420,7 +2862,7 @@ func (v *ExportTable) decode(r *jsonwire.Reader) error {
 		case "rows":
 			v.Rows, err = r.Raw()
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -2446,7 +2888,7 @@ func (v *Push) decode(r *jsonwire.Reader) error {
 		case "linger_ms":
 			v.LingerMs, err = r.Integer(key)
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -2483,7 +2925,7 @@ func (v *PushRequest) decode(r *jsonwire.Reader) error {
 		case "linger_ms":
 			v.LingerMs, err = r.Integer(key)
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -2512,7 +2954,7 @@ func (v *PushDone) decode(r *jsonwire.Reader) error {
 		case "error":
 			v.Error, err = r.StringField(key)
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -2522,6 +2964,33 @@ func (v *PushDone) decode(r *jsonwire.Reader) error {
 func DecodePushDone(b []byte) (PushDone, error) {
 	var v PushDone
 	r := jsonwire.NewReader(b)
+	err := r.Open()
+	if err == nil {
+		err = r.CloseBody(v.decode(&r))
+	}
+	return v, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *PushDoneResponse) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "ended":
+			v.Ended, err = r.BoolField(key)
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
+}
+
+// DecodePushDoneResponse decodes a PushDoneResponse as encoding/json would (unknown fields are skipped).
+func DecodePushDoneResponse(b []byte) (PushDoneResponse, error) {
+	var v PushDoneResponse
+	r := jsonwire.NewAnswerReader(b)
 	err := r.Open()
 	if err == nil {
 		err = r.CloseBody(v.decode(&r))
@@ -2563,7 +3032,7 @@ func (v *DirectoryNote) decode(r *jsonwire.Reader) error {
 			}
 			err = v.Usage.decode(r)
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -2626,7 +3095,7 @@ func (v *Retention) decode(r *jsonwire.Reader) error {
 			bit = RetentionAuditMs
 			v.AuditMs, err = r.Integer(key)
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		if !null {
 			f |= bit
@@ -2693,7 +3162,7 @@ func (v *UsageDay) decode(r *jsonwire.Reader) error {
 			if ok, err := v.Usage.field(r, key); ok {
 				return err
 			}
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})
@@ -2711,7 +3180,7 @@ func (v *Budget) decode(r *jsonwire.Reader) error {
 		case "requests_per_day":
 			v.RequestsPerDay, err = r.Integer(key)
 		default:
-			return jsonwire.UnknownField(key)
+			return r.Unknown(key)
 		}
 		return err
 	})

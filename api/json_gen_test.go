@@ -255,6 +255,14 @@ var decoders = map[string]func([]byte) (any, error){
 	"SettleRequest":        dec(api.DecodeSettle),
 	"SkipRequest":          dec(api.DecodeSkip),
 	"DeadlineFired":        dec(api.DecodeDeadlineFired),
+	// Answers, read leniently (TestAnswersReadAsEncodingJSONDoes).
+	"ClaimResponse":         dec(api.DecodeClaimResponse),
+	"HeartbeatResponse":     dec(api.DecodeHeartbeatResponse),
+	"ReportResponse":        dec(api.DecodeReportResponse),
+	"BatchReportResponse":   dec(api.DecodeBatchReportResponse),
+	"ReactionClaimResponse": dec(api.DecodeReactionClaimResponse),
+	"SettleResponse":        dec(api.DecodeSettleResponse),
+	"PushDoneResponse":      dec(api.DecodePushDoneResponse),
 }
 
 func dec[T any](f func([]byte) (T, error)) func([]byte) (any, error) {
@@ -362,6 +370,47 @@ func wireOnly(v any) any {
 	return c.Interface()
 }
 
+// An answer's decoder reads what encoding/json reads: a field it does not
+// know (a newer server's, at any depth) is skipped, a repeated one's last
+// value wins, null leaves a field as it is; and it refuses what
+// encoding/json refuses. A request's decoder stays strict.
+func TestAnswersReadAsEncodingJSONDoes(t *testing.T) {
+	t.Parallel()
+	for _, b := range []string{
+		`{"now":"2026-01-02T03:04:05.678Z","jobs":[{"id":"1","kind":"k","args":{"a":1},"lease_ms":4,"new":{"x":[1,{"y":null}]},"lease_until":"2026-01-02T04:04:05.678Z","tags":["t"]}],"more":true,"later":"x"}`,
+		`{"now":null,"jobs":null,"retry_after_ms":5,"retry_after_ms":6}`,
+		`{"jobs":[{"id":"1","args":null,"tags":null,"attempt":2,"attempt":3}]}`,
+		` {"jobs":[]} `,
+	} {
+		var want api.ClaimResponse
+		require.NoError(t, json.Unmarshal([]byte(b), &want), b)
+		got, err := api.DecodeClaimResponse([]byte(b))
+		require.NoError(t, err, b)
+		require.Equal(t, want, got, b)
+	}
+	for _, b := range []string{
+		`{"results":[{"job_id":"1","error":{"code":"stale_attempt","message":"m","extra":true},"next":[]}],"took_ms":3}`,
+		`{"results":[{"job_id":"1","error":null}]}`,
+	} {
+		var want api.BatchReportResponse
+		require.NoError(t, json.Unmarshal([]byte(b), &want), b)
+		got, err := api.DecodeBatchReportResponse([]byte(b))
+		require.NoError(t, err, b)
+		require.Equal(t, want, got, b)
+	}
+	for _, b := range []string{``, `{"jobs":{}}`, `{"now":"yesterday"}`, `{"jobs":[{"attempt":1.5}]}`, `{"jobs":[]} x`, `{"more":"yes"}`, `{"x":tru}`, `[]`} {
+		var want api.ClaimResponse
+		require.Error(t, json.Unmarshal([]byte(b), &want), b)
+		_, err := api.DecodeClaimResponse([]byte(b))
+		var de *api.DecodeError
+		require.ErrorAs(t, err, &de, b)
+	}
+	_, err := api.DecodeHeartbeat([]byte(`{"worker":"w","attempt":1,"lease_token":"t","new":1}`))
+	require.ErrorContains(t, err, `unknown field "new"`)
+	_, err = api.DecodeHeartbeat([]byte(`{"worker":"w","worker":"v"}`))
+	require.ErrorContains(t, err, "appears twice")
+}
+
 // The presence sets tell a field sent as 0 from one not sent; null counts
 // as not sent.
 func TestDecodersTellZeroFromAbsent(t *testing.T) {
@@ -407,6 +456,7 @@ func TestGeneratorRefusesWhatItCannotWrite(t *testing.T) {
 		"type A struct{ X string `json:\"x\"`; Y string `json:\"x\"` }":              `fields X and Y are both "x"`,
 		"//stile:json DecodeA bogus\ntype A struct{ X string }":                      `unknown //stile:json word "bogus"`,
 		"type B struct{ X string }\n//stile:json DecodeA fields\ntype A struct{ B }": "embeds no struct",
+		"//stile:json decode answer\ntype A struct{ X string }":                      "answer needs DecodeX",
 	} {
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(dir+"/a.go", []byte("package api\n\n"+src+"\n"), 0o644))

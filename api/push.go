@@ -65,6 +65,8 @@ type PushDone struct {
 
 // PushDoneResponse says whether the push was still in flight (a push
 // ended twice, or after its expiry, answers false and changes nothing).
+//
+//stile:json DecodePushDoneResponse answer
 type PushDoneResponse struct {
 	Ended bool `json:"ended"`
 }

@@ -112,16 +112,42 @@ func (t *Tenant) path(r api.Route, q url.Values, params ...string) string {
 // do sends route r, its path filled with params and q, with in (nil: no
 // body) as JSON, and decodes the answer into out (nil: ignored). A non-2xx
 // answer is an *api.Error.
+//
+// The API's types write themselves (AppendJSON, the bytes MarshalJSON
+// gives, without encoding/json's reflection and its check of what
+// MarshalJSON returned); anything else goes through encoding/json.
 func (t *Tenant) do(ctx context.Context, r api.Route, q url.Values, in, out any, params ...string) error {
 	var body []byte
-	if in != nil {
+	switch v := in.(type) {
+	case nil:
+	case interface{ AppendJSON([]byte) []byte }:
+		body = v.AppendJSON(nil)
+	default:
 		var err error
 		if body, err = json.Marshal(in); err != nil {
-			return err
+			return fmt.Errorf("%s: encode the request: %w", r, err)
 		}
 	}
 	return t.c.call(ctx, r.Method, t.path(r, q, params...), body, out)
 }
+
+// answer is out for an answer that package api has a generated decoder
+// for (its "answer" decoders: claims, heartbeats, reports, settlements,
+// the end of a push), which reads it without reflection, as encoding/json
+// would. They are what an executor reads for every job it runs; other
+// answers are read by encoding/json.
+type answer[T any] struct {
+	v      *T
+	decode func([]byte) (T, error)
+}
+
+func (a answer[T]) read(b []byte) (err error) {
+	*a.v, err = a.decode(b)
+	return err
+}
+
+// reader is an out that reads the answer itself (answer).
+type reader interface{ read(b []byte) error }
 
 // call sends method and path with body (nil: none) and decodes the
 // answer into out (nil: ignored); a non-2xx answer is an *api.Error.
@@ -141,7 +167,12 @@ func (c *Client) call(ctx context.Context, method, p string, body []byte, out an
 	if out == nil {
 		return nil
 	}
-	if err := json.Unmarshal(b, out); err != nil {
+	if r, ok := out.(reader); ok {
+		err = r.read(b)
+	} else {
+		err = json.Unmarshal(b, out)
+	}
+	if err != nil {
 		return fmt.Errorf("%s %s: decode response: %w", method, p, err)
 	}
 	return nil
@@ -171,7 +202,7 @@ func (t *Tenant) Job(ctx context.Context, id string) (api.Job, error) {
 // Claim takes ready jobs (see api.ClaimRequest; WaitMs long-polls).
 func (t *Tenant) Claim(ctx context.Context, r api.ClaimRequest) (api.ClaimResponse, error) {
 	var out api.ClaimResponse
-	err := t.do(ctx, api.RouteClaim, nil, r, &out)
+	err := t.do(ctx, api.RouteClaim, nil, r, answer[api.ClaimResponse]{&out, api.DecodeClaimResponse})
 	return out, err
 }
 
@@ -179,7 +210,7 @@ func (t *Tenant) Claim(ctx context.Context, r api.ClaimRequest) (api.ClaimRespon
 // errors.Is(err, api.ErrStale).
 func (t *Tenant) Heartbeat(ctx context.Context, id string, c api.Claim) (api.HeartbeatResponse, error) {
 	var out api.HeartbeatResponse
-	err := t.do(ctx, api.RouteHeartbeat, nil, api.HeartbeatRequest{Claim: c}, &out, id)
+	err := t.do(ctx, api.RouteHeartbeat, nil, api.HeartbeatRequest{Claim: c}, answer[api.HeartbeatResponse]{&out, api.DecodeHeartbeatResponse}, id)
 	return out, err
 }
 
@@ -187,7 +218,7 @@ func (t *Tenant) Heartbeat(ctx context.Context, id string, c api.Claim) (api.Hea
 // errors.Is(err, api.ErrStale); it wrote nothing.
 func (t *Tenant) Report(ctx context.Context, id string, r api.ReportRequest) (api.ReportResponse, error) {
 	var out api.ReportResponse
-	err := t.do(ctx, api.RouteReport, nil, r, &out, id)
+	err := t.do(ctx, api.RouteReport, nil, r, answer[api.ReportResponse]{&out, api.DecodeReportResponse}, id)
 	return out, err
 }
 
@@ -195,7 +226,7 @@ func (t *Tenant) Report(ctx context.Context, id string, r api.ReportRequest) (ap
 // own; results are in request order.
 func (t *Tenant) ReportBatch(ctx context.Context, rs []api.BatchReport) ([]api.BatchReportResult, error) {
 	var out api.BatchReportResponse
-	err := t.do(ctx, api.RouteReportMany, nil, api.BatchReportRequest{Reports: rs}, &out)
+	err := t.do(ctx, api.RouteReportMany, nil, api.BatchReportRequest{Reports: rs}, answer[api.BatchReportResponse]{&out, api.DecodeBatchReportResponse})
 	return out.Results, err
 }
 
@@ -306,7 +337,7 @@ func (t *Tenant) Pushes(ctx context.Context) (api.PushStatus, error) {
 // deliver it (api.PushFailed, with why).
 func (t *Tenant) EndPush(ctx context.Context, id, how, why string) (api.PushDoneResponse, error) {
 	var out api.PushDoneResponse
-	err := t.do(ctx, api.RoutePushDone, nil, api.PushDone{End: how, Error: why}, &out, id)
+	err := t.do(ctx, api.RoutePushDone, nil, api.PushDone{End: how, Error: why}, answer[api.PushDoneResponse]{&out, api.DecodePushDoneResponse}, id)
 	return out, err
 }
 

@@ -58,7 +58,7 @@ func (t *Tenant) GetCommand(ctx context.Context, id string) (api.CommandResult, 
 // ClaimReactions claims deliveries of events to the module's reactions.
 func (t *Tenant) ClaimReactions(ctx context.Context, r api.ReactionClaimRequest) (api.ReactionClaimResponse, error) {
 	var out api.ReactionClaimResponse
-	err := t.do(ctx, api.RouteClaimEvents, nil, r, &out)
+	err := t.do(ctx, api.RouteClaimEvents, nil, r, answer[api.ReactionClaimResponse]{&out, api.DecodeReactionClaimResponse})
 	return out, err
 }
 
@@ -66,7 +66,7 @@ func (t *Tenant) ClaimReactions(ctx context.Context, r api.ReactionClaimRequest)
 // (Error set when it was refused).
 func (t *Tenant) Settle(ctx context.Context, ss ...api.Settlement) ([]api.SettleResult, error) {
 	var out api.SettleResponse
-	err := t.do(ctx, api.RouteSettle, nil, api.SettleRequest{Settlements: ss}, &out)
+	err := t.do(ctx, api.RouteSettle, nil, api.SettleRequest{Settlements: ss}, answer[api.SettleResponse]{&out, api.DecodeSettleResponse})
 	return out.Results, err
 }
 

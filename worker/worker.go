@@ -208,6 +208,36 @@ func (wallClock) After(d time.Duration) (<-chan struct{}, func()) {
 	return ch, func() { t.Stop() }
 }
 
+// afterFunc calls f in a goroutine of its own once d has passed on the
+// worker's clock, unless the stop it returns is called first; stop reports
+// whether it kept f from being called. On the wall clock it is
+// time.AfterFunc: nothing waits meanwhile.
+func (w *Worker) afterFunc(d time.Duration, f func()) (stop func() bool) {
+	if _, wall := w.cfg.Clock.(wallClock); wall {
+		return time.AfterFunc(d, f).Stop
+	}
+	fired, stopClock := w.cfg.Clock.After(d)
+	var state atomic.Int32 // 0 waiting, 1 called, 2 stopped
+	stopped := make(chan struct{})
+	go func() {
+		select {
+		case <-fired:
+			if state.CompareAndSwap(0, 1) {
+				f()
+			}
+		case <-stopped:
+		}
+	}()
+	return func() bool {
+		if !state.CompareAndSwap(0, 2) {
+			return false
+		}
+		stopClock()
+		close(stopped)
+		return true
+	}
+}
+
 // withDeadline is context.WithDeadlineCause on the worker's clock.
 func (w *Worker) withDeadline(parent context.Context, at time.Time, cause error) (context.Context, context.CancelFunc) {
 	if _, wall := w.cfg.Clock.(wallClock); wall {
@@ -508,7 +538,7 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 	h := w.handlers[c.Kind]
 	w.mu.Unlock()
 	claim := api.Claim{Worker: w.cfg.ID, Attempt: c.Attempt, LeaseToken: c.LeaseToken}
-	log := &lazyLog{base: w.log, attrs: []any{"tenant", ten.Name(), "job", c.ID, "kind", c.Kind, "attempt", c.Attempt}}
+	log := &lazyLog{base: w.log, tenant: ten.Name(), job: c.ID, kind: c.Kind, attempt: c.Attempt}
 
 	ctx, cancel := context.WithCancelCause(hctx)
 	defer cancel(nil)
@@ -529,21 +559,14 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 	if w.cfg.Tracer != nil {
 		ctx, ended = w.cfg.Tracer.StartJob(ctx, job, c.Traceparent)
 	}
-	stop := make(chan struct{})
-	var beats sync.WaitGroup
-	beats.Add(1)
-	go func() {
-		defer beats.Done()
-		w.heartbeat(ctx, cancel, ten, c, claim, lease, timeoutAt, stop, log)
-	}()
+	stopBeats := w.heartbeats(ctx, cancel, ten, c, claim, lease, timeoutAt, log)
 	began := time.Now()
 	output, herr := call(ctx, h, job)
 	ran := time.Since(began)
 	if w.cfg.Pacer != nil {
 		w.cfg.Pacer.Ran(ran)
 	}
-	close(stop)
-	beats.Wait()
+	stopBeats()
 
 	// After a lost lease the store refuses the report; it is sent anyway,
 	// so the refusal is on record and a duplicate delivery visible.
@@ -626,24 +649,48 @@ func (l *leaseClock) set(t time.Time) {
 	l.deadline = t
 }
 
-// heartbeat extends the lease every third of it until stop, and cancels the
-// handler when the lease is lost or runs out locally.
-func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, ten *client.Tenant,
-	c api.ClaimedJob, claim api.Claim, lease *leaseClock, timeoutAt time.Time, stop <-chan struct{}, log *lazyLog) {
+// heartbeats extends the job's lease every third of it until the stop it
+// returns is called, and cancels the handler when the lease is lost or runs
+// out locally. Its first wait is a timer (afterFunc): a job that ends before
+// its first heartbeat is due, as most do, takes no goroutine for it. stop
+// waits for a heartbeat under way.
+func (w *Worker) heartbeats(ctx context.Context, cancel context.CancelCauseFunc, ten *client.Tenant,
+	c api.ClaimedJob, claim api.Claim, lease *leaseClock, timeoutAt time.Time, log *lazyLog) (stop func()) {
 	every := time.Duration(c.LeaseMs) * time.Millisecond / 3
+	ended := make(chan struct{})
+	var loop sync.WaitGroup
+	loop.Add(1)
+	notYet := w.afterFunc(w.beatWait(every, lease), func() {
+		defer loop.Done()
+		w.heartbeat(ctx, cancel, ten, c, claim, lease, timeoutAt, every, ended, log)
+	})
+	w.signals.HeartbeatWaiting.signal(c.ID)
+	return func() {
+		if notYet() {
+			loop.Done()
+		}
+		close(ended)
+		loop.Wait()
+	}
+}
+
+// beatWait is a heartbeat loop's wait on the clock: until the next
+// heartbeat, or the lease's end if that comes first.
+func (w *Worker) beatWait(every time.Duration, lease *leaseClock) time.Duration {
+	return min(every, lease.get().Sub(w.cfg.Clock.Now()))
+}
+
+// heartbeat is a job's heartbeat loop (heartbeats), from the end of its
+// first wait until ended or the handler's context ends.
+func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, ten *client.Tenant,
+	c api.ClaimedJob, claim api.Claim, lease *leaseClock, timeoutAt time.Time, every time.Duration, ended <-chan struct{}, log *lazyLog) {
 	for {
-		// One wait on the clock: until the next heartbeat, or the lease's
-		// end if that comes first.
-		next, stopNext := w.cfg.Clock.After(min(every, lease.get().Sub(w.cfg.Clock.Now())))
-		w.signals.HeartbeatWaiting.signal(c.ID)
 		select {
-		case <-stop:
-			stopNext()
+		case <-ended:
 			return
 		case <-ctx.Done():
-			stopNext()
 			return
-		case <-next:
+		default:
 		}
 		if now := w.cfg.Clock.Now(); !now.Before(lease.get()) {
 			if !timeoutAt.IsZero() && !now.Before(timeoutAt) {
@@ -672,21 +719,34 @@ func (w *Worker) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 				// Keep watching the lease: it is no longer extended.
 			}
 		}
+		next, stopNext := w.cfg.Clock.After(w.beatWait(every, lease))
+		w.signals.HeartbeatWaiting.signal(c.ID)
+		select {
+		case <-ended:
+			stopNext()
+			return
+		case <-ctx.Done():
+			stopNext()
+			return
+		case <-next:
+		}
 	}
 }
 
 // lazyLog is an attempt's logger (the worker's, with the attempt's
 // attributes), made by its first line: most attempts log nothing at the
-// worker's level, and With formats the attributes at once.
+// worker's level, and With formats the attributes at once (and the
+// attributes, as a list of values, are allocations of their own).
 type lazyLog struct {
-	base  *slog.Logger
-	attrs []any
-	once  sync.Once
-	l     *slog.Logger
+	base              *slog.Logger
+	tenant, job, kind string
+	attempt           int64
+	once              sync.Once
+	l                 *slog.Logger
 }
 
 func (l *lazyLog) get() *slog.Logger {
-	l.once.Do(func() { l.l = l.base.With(l.attrs...) })
+	l.once.Do(func() { l.l = l.base.With("tenant", l.tenant, "job", l.job, "kind", l.kind, "attempt", l.attempt) })
 	return l.l
 }
 

@@ -227,6 +227,36 @@ func TestLostLeaseCancelsTheHandler(t *testing.T) {
 	require.Equal(t, "report", got.Rejections[len(got.Rejections)-1].Request)
 }
 
+// On the wall clock (the edge executor's), a job's heartbeats start with
+// a timer, not a goroutine of their own: one slower than a third of its
+// lease still heartbeats, every third of it, until it returns; a quick one
+// sends none.
+func TestHeartbeatsOnTheWallClock(t *testing.T) {
+	t.Parallel()
+	h, ten := setup(t)
+	const lease = 300 * time.Millisecond
+	stop, sig := start(t, worker.Config{URL: h.URL, Token: token, Tenants: []string{"acme"}},
+		map[string]worker.Handler{"test.fast": func(ctx context.Context, j *worker.Job) (any, error) {
+			if string(j.Args) == `"slow"` {
+				time.Sleep(3*lease + lease/2)
+			}
+			return nil, ctx.Err()
+		}})
+	defer stop()
+	slow, err := ten.Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.fast", Args: json.RawMessage(`"slow"`), LeaseMs: lease.Milliseconds()})
+	require.NoError(t, err)
+	quick, err := ten.Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.fast", Args: json.RawMessage(`"quick"`), LeaseMs: lease.Milliseconds()})
+	require.NoError(t, err)
+	for range 2 {
+		require.Equal(t, "completed", sig.AttemptEnded.Wait(t).Outcome)
+	}
+	j := waitState(t, ten, slow.ID, "completed")
+	require.GreaterOrEqual(t, j.Attempts[0].Heartbeats, int64(3), "a heartbeat every third of the lease while it ran")
+	require.LessOrEqual(t, j.Attempts[0].Heartbeats, int64(11))
+	j = waitState(t, ten, quick.ID, "completed")
+	require.Zero(t, j.Attempts[0].Heartbeats)
+}
+
 // forgedHeartbeats corrupts the lease token of heartbeats, so the store
 // refuses them with 409.
 type forgedHeartbeats struct{}

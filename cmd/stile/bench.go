@@ -587,18 +587,21 @@ func call0(ctx context.Context, d bench.Driver) error {
 }
 
 // benchEdge measures the edge executor in workerd: the built-in module
-// with its handler package compiled as the edge executor, pushed work by
-// the tenant's object through the Worker's own service binding. Times are
+// with its handlers compiled as the edge executor (package benchhandlers:
+// echo is the no-op the worker library's drain runs), pushed work by the
+// tenant's object through the Worker's own service binding. Times are
 // the server's (created, claimed and finished times of the jobs). The
 // backlog is drained beside the worker library's batched drain of the same
-// backlog, in alternating runs against the same deployment, and both
-// figures are printed.
+// backlog, with the same handler, in alternating runs against the same
+// deployment, and both figures are printed.
 func benchEdge(ctx context.Context, dir string, wasm []byte, latJobs, latRate, backlog, runs, libConcurrency, behind int) error {
 	bundleDir := filepath.Join(dir, "edge")
 	if err := workerd.WriteWorker(bundleDir, wasm); err != nil {
 		return err
 	}
-	const handlers = "github.com/stile-run/stile/cmd/stile/defaultapp/handlers"
+	// The built-in handlers, echo a no-op: the handler the worker
+	// library's drain runs (package benchhandlers).
+	const handlers = "github.com/stile-run/stile/cmd/stile/benchhandlers"
 	if err := wasmbuild.BuildExecutor(ctx, ".", handlers, wasmbuild.Edge, filepath.Join(bundleDir, workerd.ExecutorFile)); err != nil {
 		return err
 	}
@@ -623,7 +626,7 @@ func benchEdge(ctx context.Context, dir string, wasm []byte, latJobs, latRate, b
 	}
 	defer srv.Close()
 	cl := client.New(srv.URL, benchToken, &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}})
-	fmt.Println("edge executor (workerd via Miniflare 4: the built-in module's handlers, GOOS=js under syumai/workers)")
+	fmt.Println("edge executor (workerd via Miniflare 4: the built-in module's handlers with echo a no-op, as in the worker library's drains; GOOS=js under syumai/workers)")
 	var script, exe []byte
 	for _, f := range []string{workerd.EntryFile, workerd.ABIFile, workerd.ConfigFile, workerd.WasmFile, workerd.EdgeEntryFile,
 		workerd.ShimFile, workerd.WasmExecFile, workerd.ExecutorFile} {

@@ -167,5 +167,6 @@ func (s *stubs) RoundTrip(r *http.Request) (resp *http.Response, err error) {
 	}
 	t := jsfetch.On(stub)
 	t.Limit = s.limit
+	t.Whole = true // the API's answers, which the client reads whole anyway
 	return t.RoundTrip(r)
 }

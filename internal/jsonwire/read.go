@@ -16,6 +16,9 @@ import (
 // cheaper than reflection.) api/internal/apigen writes each request
 // type's decoder (api/json_gen.go) from its definition, calling the
 // primitives here.
+//
+// Answers are read leniently instead (NewAnswerReader), as encoding/json
+// reads them: a client skips the fields a newer server added.
 
 // DecodeError is a body that is not the JSON a request expects.
 //
@@ -32,10 +35,18 @@ type Reader struct {
 	// marks collects the presence bits of each object of a type with
 	// "//stile:json fields", as its decoding ends.
 	marks []uint64
+	// answer reads an answer: unknown fields are skipped and a repeated
+	// one's last value wins.
+	answer bool
 }
 
-// NewReader reads b.
+// NewReader reads b, a request, strictly.
 func NewReader(b []byte) Reader { return Reader{b: b} }
+
+// NewAnswerReader reads b, an answer, as encoding/json would: the
+// generated decoders skip fields they do not know, and a repeated field's
+// last value wins.
+func NewAnswerReader(b []byte) Reader { return Reader{b: b, answer: true} }
 
 // Marks are the presence bits of each object of a type with
 // "//stile:json fields" decoded so far, in the order their decoding ended.
@@ -124,9 +135,10 @@ func (r *Reader) IsNull() bool { return r.null() }
 
 // DecodeObject reads a whole object of a request, calling field for each
 // member; field must read the member's value. A member given twice is
-// refused: encoding/json would merge the two in ways nobody means.
+// refused: encoding/json would merge the two in ways nobody means. (An
+// answer's is taken, as encoding/json takes it.)
 func DecodeObject(r *Reader, field func(key string) error) error {
-	return members(r, true, field)
+	return members(r, !r.answer, field)
 }
 
 // members reads an object; unique refuses a repeated member name (raw
@@ -207,6 +219,18 @@ func DecodeArray(r *Reader, elem func(i int) error) error {
 
 func UnknownField(key string) error {
 	return &DecodeError{Msg: printf.Sprintf("unknown field %q (see docs/API.md for the fields of this request)", key)}
+}
+
+// Unknown is what the generated decoders do with a member they have no
+// field for: a request's is refused (UnknownField), an answer's value
+// skipped. (Not inlined: the generated decoders call it in many places.)
+//
+//go:noinline
+func (r *Reader) Unknown(key string) error {
+	if r.answer {
+		return r.skip(0)
+	}
+	return UnknownField(key)
 }
 
 func TypeError(r *Reader, key, want string) error {
@@ -473,6 +497,9 @@ func DecodeBody(b []byte, obj func(r *Reader) error) error {
 //go:noinline
 func (r *Reader) Open() error {
 	if r.peek() == 0 {
+		if r.answer {
+			return &DecodeError{Msg: "the answer is empty: expected a JSON object"}
+		}
 		return &DecodeError{Msg: "the request body is empty: send a JSON object"}
 	}
 	return nil

@@ -26,6 +26,12 @@
 // batch of them) gets DecodeXFields too, returning one set per contained
 // object in document order. Struct types reached from a decoded type get
 // decode methods of their own.
+//
+// An answer a client reads gets its decoder with "answer" after DecodeX:
+// it reads as encoding/json does, skipping unknown fields (a newer
+// server's) and taking a repeated one's last value, and refuses what does
+// not fit a field alike. Strictness is the reader's (jsonwire.Reader), so
+// a type reached from both kinds of decoder has one decode method.
 package apigen
 
 import (
@@ -86,6 +92,7 @@ type Type struct {
 	Decode string // the top-level decoder's name, "" for none
 	Method bool   // has a decode method
 	Track  bool   // tracks presence ("fields")
+	Answer bool   // the top-level decoder reads an answer, leniently ("answer")
 	Skip   bool
 	Field  bool // has a field method: another decoded type embeds it
 
@@ -220,11 +227,11 @@ func load(dir string) (*pkg, error) {
 				continue
 			}
 			switch f.Kind {
-			case kStruct, kStructs:
+			case kStruct, kStructs, kStructPtr:
 				if err := need(f.Elem, false); err != nil {
 					return err
 				}
-			case kStructPtr, kRaws, kCounts:
+			case kRaws, kCounts:
 				return fmt.Errorf("apigen: %s.%s: decoding %s is not written yet", n, f.Path, kindName(f.Kind))
 			}
 		}
@@ -271,15 +278,20 @@ func (t *Type) directives(doc *ast.CommentGroup) error {
 				t.Method = true
 			case w == "fields":
 				t.Track = true
+			case w == "answer":
+				t.Answer = true
 			case strings.HasPrefix(w, "Decode"):
 				t.Decode, t.Method = w, true
 			default:
-				return fmt.Errorf("unknown //stile:json word %q (use -, decode, DecodeX or fields)", w)
+				return fmt.Errorf("unknown //stile:json word %q (use -, decode, DecodeX, fields or answer)", w)
 			}
 		}
 	}
 	if t.Track && !t.Method {
 		return fmt.Errorf("//stile:json fields needs decode or DecodeX")
+	}
+	if t.Answer && (t.Decode == "" || t.Track) {
+		return fmt.Errorf("//stile:json answer needs DecodeX, and tracks no fields")
 	}
 	return nil
 }
@@ -623,13 +635,13 @@ func (p *pkg) decoder(b *bytes.Buffer, t *Type) {
 	}
 	fmt.Fprintf(b, "\n// Not inlined: each call site would carry its own copy of the closure.\n//\n//go:noinline\nfunc (v *%s) decode(r *jsonwire.Reader) error {\n", t.Name)
 	if t.Field {
-		b.WriteString("\treturn jsonwire.DecodeObject(r, func(key string) error {\n\t\tok, err := v.field(r, key)\n\t\tif !ok {\n\t\t\treturn jsonwire.UnknownField(key)\n\t\t}\n\t\treturn err\n\t})\n}\n")
+		b.WriteString("\treturn jsonwire.DecodeObject(r, func(key string) error {\n\t\tok, err := v.field(r, key)\n\t\tif !ok {\n\t\t\treturn r.Unknown(key)\n\t\t}\n\t\treturn err\n\t})\n}\n")
 		return
 	}
 	if own == 0 && !t.Track {
 		b.WriteString("\treturn jsonwire.DecodeObject(r, func(key string) error {\n")
 		p.embedded(b, t, "err")
-		b.WriteString("\t\treturn jsonwire.UnknownField(key)\n\t})\n}\n")
+		b.WriteString("\t\treturn r.Unknown(key)\n\t})\n}\n")
 		return
 	}
 	ret := "return "
@@ -645,7 +657,7 @@ func (p *pkg) decoder(b *bytes.Buffer, t *Type) {
 	p.cases(b, t, "nil")
 	b.WriteString("\t\tdefault:\n")
 	p.embedded(b, t, "err")
-	b.WriteString("\t\t\treturn jsonwire.UnknownField(key)\n\t\t}\n")
+	b.WriteString("\t\t\treturn r.Unknown(key)\n\t\t}\n")
 	if t.Track {
 		b.WriteString("\t\tif !null {\n\t\t\tf |= bit\n\t\t}\n")
 	}
@@ -680,7 +692,7 @@ func (p *pkg) cases(b *bytes.Buffer, t *Type, null string) {
 			fmt.Fprintf(b, "\t\t\tbit = %s%s\n", t.Name, f.Name)
 		}
 		switch f.Kind {
-		case kTime, kTimePtr, kIntPtr, kInt64Ptr, kStruct:
+		case kTime, kTimePtr, kIntPtr, kInt64Ptr, kStruct, kStructPtr:
 			fmt.Fprintf(b, "\t\t\tif r.IsNull() {\n\t\t\t\treturn %s\n\t\t\t}\n", null)
 		}
 		switch f.Kind {
@@ -716,6 +728,8 @@ func (p *pkg) cases(b *bytes.Buffer, t *Type, null string) {
 			fmt.Fprintf(b, "\t\t\t%s, err = jsonwire.StringArray(r, key)\n", x)
 		case kStruct:
 			fmt.Fprintf(b, "\t\t\tif r.KindAt() != \"object\" {\n\t\t\t\treturn %sjsonwire.TypeError(r, key, \"an object\")\n\t\t\t}\n\t\t\terr = %s.decode(r)\n", pick(null == "nil", "", "true, "), x)
+		case kStructPtr:
+			fmt.Fprintf(b, "\t\t\tif r.KindAt() != \"object\" {\n\t\t\t\treturn %sjsonwire.TypeError(r, key, \"an object\")\n\t\t\t}\n\t\t\t%s = new(%s)\n\t\t\terr = %s.decode(r)\n", pick(null == "nil", "", "true, "), x, f.Elem, x)
 		case kStructs:
 			fmt.Fprintf(b, "\t\t\terr = jsonwire.ObjectArray(r, key, func() { %s = []%s{} }, func() error {\n\t\t\t\tvar e %s\n\t\t\t\terr := e.decode(r)\n\t\t\t\t%s = append(%s, e)\n\t\t\t\treturn err\n\t\t\t})\n", x, f.Elem, f.Elem, x, x)
 		}
@@ -750,6 +764,8 @@ func (p *pkg) top(b *bytes.Buffer, t *Type) error {
 		fmt.Fprintf(b, "\n// %s decodes a %s strictly.\nfunc %s(b []byte) (%s, error) {\n\tv, _, err := %sFields(b)\n\treturn v, err\n}\n", t.Decode, t.Name, t.Decode, t.Name, t.Decode)
 		fmt.Fprintf(b, "\n// %sFields is %s, and says which fields the body set.\nfunc %sFields(b []byte) (%s, %sFields, error) {\n\tvar v %s\n\tr := jsonwire.NewReader(b)\n\terr := r.Open()\n\tif err == nil {\n\t\terr = r.CloseBody(v.decode(&r))\n\t}\n\tvar f %sFields\n\tif n := len(r.Marks()); n > 0 {\n\t\tf = %sFields(r.Marks()[n-1])\n\t}\n\treturn v, f, err\n}\n",
 			t.Decode, t.Decode, t.Decode, t.Name, t.Name, t.Name, t.Name, t.Name)
+	case t.Answer:
+		fmt.Fprintf(b, "\n// %s decodes a %s as encoding/json would (unknown fields are skipped).\nfunc %s(b []byte) (%s, error) {\n\tvar v %s\n\tr := jsonwire.NewAnswerReader(b)\n\terr := r.Open()\n\tif err == nil {\n\t\terr = r.CloseBody(v.decode(&r))\n\t}\n\treturn v, err\n}\n", t.Decode, t.Name, t.Decode, t.Name, t.Name)
 	default:
 		fmt.Fprintf(b, "\n// %s decodes a %s strictly.\nfunc %s(b []byte) (%s, error) {\n\tvar v %s\n\tr := jsonwire.NewReader(b)\n\terr := r.Open()\n\tif err == nil {\n\t\terr = r.CloseBody(v.decode(&r))\n\t}\n\treturn v, err\n}\n", t.Decode, t.Name, t.Decode, t.Name, t.Name)
 		for u := range inner {

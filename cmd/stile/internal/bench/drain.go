@@ -9,6 +9,7 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/client"
+	"github.com/stile-run/stile/cmd/stile/benchhandlers"
 	"github.com/stile-run/stile/host/dosql"
 	"github.com/stile-run/stile/worker"
 )
@@ -55,7 +56,7 @@ func Drain(ctx context.Context, c DrainConfig) (DrainResult, error) {
 	if err != nil {
 		return DrainResult{}, err
 	}
-	w.Handle("echo", func(context.Context, *worker.Job) (any, error) { return nil, nil })
+	w.Handle("echo", benchhandlers.Noop)
 	stmts, cpu := dosql.Statements(), cpuTime()
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -98,7 +99,7 @@ func WorkerLatency(ctx context.Context, c DrainConfig, warm, n int, every time.D
 	if err != nil {
 		return nil, err
 	}
-	w.Handle("echo", func(context.Context, *worker.Job) (any, error) { return nil, nil })
+	w.Handle("echo", benchhandlers.Noop)
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	ran := make(chan error, 1)

@@ -17,6 +17,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/stile-run/stile/internal/jsonwire"
 )
 
 // ErrLimit is the cause of a call cut at the Transport's Limit.
@@ -42,6 +44,51 @@ func requestBody(r *http.Request) ([]byte, error) {
 		return nil, fmt.Errorf("read the body of %s %s: %w", r.Method, r.URL.Redacted(), err)
 	}
 	return b, nil
+}
+
+// fetchInit is fetch's init for r, but its body and signal, as JSON:
+// JSON.parse makes it in one call across to JavaScript, where setting its
+// members and appending each header were a call each. The headers are
+// pairs, a repeated header's values each a pair, as Headers appends them;
+// redirects are answered, not followed.
+func fetchInit(r *http.Request) []byte {
+	b := append(make([]byte, 0, 256), `{"method":`...)
+	b = jsonwire.AppendString(b, r.Method)
+	b = append(b, `,"redirect":"manual","headers":[`...)
+	n := 0
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			if n++; n > 1 {
+				b = append(b, ',')
+			}
+			b = jsonwire.AppendString(append(b, '['), k)
+			b = append(jsonwire.AppendString(append(b, ','), v), ']')
+		}
+	}
+	return append(b, "]}"...)
+}
+
+// goHeader reads an answer's headers from JSON.stringify(Array.from(the
+// answer's Headers)), pairs of a name and its value, made in two calls
+// across to JavaScript where iterating them took several a header.
+func goHeader(pairs string) (http.Header, error) {
+	out := http.Header{}
+	err := jsonwire.DecodeBody([]byte(pairs), func(r *jsonwire.Reader) error {
+		return jsonwire.DecodeArray(r, func(int) error {
+			kv, err := jsonwire.StringArray(r, "header")
+			if err == nil && len(kv) != 2 {
+				err = fmt.Errorf("a header is %d strings, not a name and a value", len(kv))
+			}
+			if err == nil {
+				out.Add(kv[0], kv[1])
+			}
+			return err
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the headers: %w", err)
+	}
+	return out, nil
 }
 
 // answer is the head of what fetch answered.

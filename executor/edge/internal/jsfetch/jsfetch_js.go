@@ -15,8 +15,8 @@ import (
 
 var (
 	abortController = js.Global().Get("AbortController")
-	headersClass    = js.Global().Get("Headers")
-	objectClass     = js.Global().Get("Object")
+	arrayClass      = js.Global().Get("Array")
+	jsonObject      = js.Global().Get("JSON")
 	stringOf        = js.Global().Get("String")
 	uint8Array      = js.Global().Get("Uint8Array")
 	// ignore handles a promise nobody waits for (a cancelled body's), so
@@ -42,6 +42,11 @@ type Transport struct {
 	// Limit, if not zero, cuts every call still going on then, whatever
 	// its context (cause ErrLimit).
 	Limit time.Time
+	// Whole reads an answer's body in one call (arrayBuffer), not chunk
+	// by chunk from its stream, each chunk a call across to JavaScript
+	// and a wait for a promise: for answers known to be small (the
+	// tenant's object's). A handler's provider may stream a large one.
+	Whole bool
 }
 
 // Platform is a Transport over the platform's fetch. It is called as a
@@ -67,7 +72,7 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if !t.Limit.IsZero() {
 		ctx, cancel = context.WithDeadlineCause(ctx, t.Limit, ErrLimit)
 	}
-	c := &call{r: r, ctx: ctx}
+	c := &call{r: r, ctx: ctx, whole: t.Whole}
 	if ctx.Err() != nil {
 		cancel()
 		return nil, c.cut()
@@ -92,6 +97,7 @@ type call struct {
 	ctx        context.Context // the request's, or cut at the Transport's Limit
 	controller js.Value        // its AbortController
 	release    func()          // stops watching ctx, once the call is over
+	whole      bool            // Transport.Whole
 }
 
 func (c *call) abort() { catch(func() { c.controller.Call("abort") }) }
@@ -108,16 +114,13 @@ func (c *call) cut() error {
 func (c *call) send(fetch func(string, js.Value) js.Value, sent []byte) (*http.Response, error) {
 	var promise js.Value
 	err := catch(func() {
-		init := objectClass.New()
-		init.Set("method", c.r.Method)
-		init.Set("headers", jsHeaders(c.r.Header))
+		init := jsonObject.Call("parse", string(fetchInit(c.r)))
 		if len(sent) > 0 {
 			b := uint8Array.New(len(sent))
 			js.CopyBytesToJS(b, sent)
 			init.Set("body", b)
 		}
 		init.Set("signal", c.controller.Get("signal"))
-		init.Set("redirect", "manual")
 		promise = fetch(c.r.URL.String(), init)
 	})
 	if err != nil {
@@ -128,21 +131,28 @@ func (c *call) send(fetch func(string, js.Value) js.Value, sent []byte) (*http.R
 		return nil, err
 	}
 	var a answer
-	var stream js.Value
+	var stream, headers js.Value
 	err = catch(func() {
-		a = answer{status: v.Get("status").Int(), statusText: v.Get("statusText").String(), header: goHeader(v.Get("headers"))}
+		a = answer{status: v.Get("status").Int(), statusText: v.Get("statusText").String()}
+		headers = jsonObject.Call("stringify", arrayClass.Call("from", v.Get("headers")))
 		stream = v.Get("body")
-		if stream.Type() == js.TypeObject {
+		if stream.Type() == js.TypeObject && !c.whole {
 			stream = stream.Call("getReader")
 		}
 	})
+	if err == nil {
+		a.header, err = goHeader(headers.String())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: the answer: %w", c.r.Method, c.r.URL.Redacted(), err)
 	}
 	var rb io.ReadCloser = http.NoBody
-	if stream.Type() == js.TypeObject {
+	switch {
+	case stream.Type() == js.TypeObject && c.whole:
+		rb = &body{c: c, answer: v, stream: stream}
+	case stream.Type() == js.TypeObject:
 		rb = &body{c: c, reader: stream}
-	} else {
+	default:
 		c.release() // no body: the call is over
 	}
 	resp, err := response(c.r, a, rb)
@@ -198,10 +208,13 @@ func (c *call) await(p js.Value) (js.Value, error) {
 }
 
 // body reads a response's body stream, aborting the call when its context
-// ends during a read.
+// ends during a read: chunk by chunk from the stream's reader, or whole
+// (Transport.Whole) from the answer.
 type body struct {
 	c       *call
-	reader  js.Value // the stream's reader
+	reader  js.Value // the stream's reader, or
+	answer  js.Value // the Response whose body is read whole, and
+	stream  js.Value // its body, cancelled if it is closed unread
 	pending []byte
 
 	mu  sync.Mutex
@@ -212,6 +225,10 @@ func (b *body) Read(p []byte) (int, error) {
 	for len(b.pending) == 0 {
 		if err := b.failed(); err != nil {
 			return 0, err
+		}
+		if b.c.whole {
+			b.readWhole()
+			continue
 		}
 		var read js.Value
 		if err := catch(func() { read = b.reader.Call("read") }); err != nil {
@@ -235,6 +252,27 @@ func (b *body) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// readWhole reads the answer's whole body into pending, and ends the body
+// there.
+func (b *body) readWhole() {
+	var read js.Value
+	if err := catch(func() { read = b.answer.Call("arrayBuffer") }); err != nil {
+		b.end(err)
+		return
+	}
+	v, err := b.c.await(read)
+	if err == nil {
+		err = catch(func() {
+			b.pending = make([]byte, v.Get("byteLength").Int())
+			js.CopyBytesToGo(b.pending, uint8Array.New(v))
+		})
+	}
+	if err == nil {
+		err = io.EOF
+	}
+	b.end(err)
+}
+
 // Close cancels what is left of the body.
 func (b *body) Close() error {
 	b.mu.Lock()
@@ -244,7 +282,11 @@ func (b *body) Close() error {
 	}
 	b.mu.Unlock()
 	if open {
-		catch(func() { b.reader.Call("cancel").Call("then", ignore, ignore) })
+		cancel := b.reader
+		if b.c.whole {
+			cancel = b.stream
+		}
+		catch(func() { cancel.Call("cancel").Call("then", ignore, ignore) })
 		b.c.release()
 	}
 	return nil
@@ -264,29 +306,6 @@ func (b *body) end(err error) {
 	}
 	b.mu.Unlock()
 	b.c.release()
-}
-
-func jsHeaders(h http.Header) js.Value {
-	out := headersClass.New()
-	for k, vs := range h {
-		for _, v := range vs {
-			out.Call("append", k, v)
-		}
-	}
-	return out
-}
-
-func goHeader(h js.Value) http.Header {
-	out := http.Header{}
-	it := h.Call("entries")
-	for {
-		n := it.Call("next")
-		if n.Get("done").Bool() {
-			return out
-		}
-		kv := n.Get("value")
-		out.Add(kv.Index(0).String(), kv.Index(1).String())
-	}
 }
 
 // rejection is the error of what a promise was rejected with.

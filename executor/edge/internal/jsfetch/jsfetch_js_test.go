@@ -104,8 +104,9 @@ func TestARequestAndItsAnswer(t *testing.T) {
 	require.Equal(t, "https://provider.example/pay?x=1", got.Get("url").String())
 	require.Equal(t, "POST", got.Get("method").String())
 	require.Equal(t, "manual", got.Get("redirect").String(), "http.Client follows redirects, each counted")
-	require.Equal(t, "job-7", got.Get("headers").Call("get", "idempotency-key").String())
-	require.Equal(t, "text/plain, application/json", got.Get("headers").Call("get", "accept").String())
+	headers := js.Global().Get("Headers").New(got.Get("headers")) // as fetch reads them
+	require.Equal(t, "job-7", headers.Call("get", "idempotency-key").String())
+	require.Equal(t, "text/plain, application/json", headers.Call("get", "accept").String())
 	sent := make([]byte, got.Get("body").Get("byteLength").Int())
 	js.CopyBytesToGo(sent, got.Get("body"))
 	require.Equal(t, `{"amount":5}`, string(sent))
@@ -148,7 +149,8 @@ func TestAReadIsAbortedWhenTheContextEnds(t *testing.T) {
 
 func TestWhatFetchThrowsIsAnError(t *testing.T) {
 	calls := 0
-	tr := &Transport{Fetch: func(string, js.Value) js.Value {
+	tr := &Transport{Fetch: func(_ string, init js.Value) js.Value {
+		js.Global().Get("Headers").New(init.Get("headers")) // as fetch reads them: a bad name throws
 		calls++
 		return promiseClass.Call("reject", js.Global().Get("TypeError").New("Network connection lost."))
 	}}
@@ -158,7 +160,7 @@ func TestWhatFetchThrowsIsAnError(t *testing.T) {
 	require.ErrorIs(t, err, ErrFetch)
 	require.ErrorContains(t, err, "TypeError: Network connection lost.")
 
-	req.Header["Bad Name"] = []string{"x"} // Headers refuses it: thrown, not a panic
+	req.Header["Bad Name"] = []string{"x"} // fetch refuses it: thrown, not a panic
 	_, err = tr.RoundTrip(req)
 	require.ErrorIs(t, err, ErrFetch)
 	require.Equal(t, 1, calls)
@@ -168,4 +170,56 @@ func TestWhatFetchThrowsIsAnError(t *testing.T) {
 	_, err = tr.RoundTrip(req.WithContext(ctx))
 	require.True(t, errors.Is(err, context.Canceled))
 	require.Equal(t, 1, calls, "nothing is sent for a request whose context has ended")
+}
+
+// An answer read whole (Transport.Whole: the tenant's object's) reads as
+// one streamed does, and is cut alike when its context ends mid-body.
+func TestAnAnswerReadWhole(t *testing.T) {
+	tr := &Transport{Whole: true, Fetch: func(string, js.Value) js.Value {
+		headers := js.ValueOf(map[string]any{"Content-Type": "application/json"})
+		return promiseClass.Call("resolve", responseClass.New(`{"jobs":[]}`, js.ValueOf(map[string]any{"status": 200, "headers": headers})))
+	}}
+	req, err := http.NewRequest("POST", "https://stile.internal/v1/t/acme/claims", strings.NewReader(`{}`))
+	require.NoError(t, err)
+	resp, err := tr.RoundTrip(req)
+	require.NoError(t, err)
+	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, `{"jobs":[]}`, string(b))
+	require.NoError(t, resp.Body.Close())
+
+	// Closed unread: its stream is cancelled, and the call is over.
+	resp, err = tr.RoundTrip(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	_, err = resp.Body.Read(make([]byte, 1))
+	require.ErrorIs(t, err, errClosed)
+
+	cancelled := make(chan struct{}, 1)
+	tr = &Transport{Whole: true, Fetch: func(_ string, init js.Value) js.Value {
+		stream := streamClass.New(js.ValueOf(map[string]any{"start": js.FuncOf(func(_ js.Value, args []js.Value) any {
+			c := args[0]
+			first := js.Global().Get("Uint8Array").New(5)
+			js.CopyBytesToJS(first, []byte("first"))
+			c.Call("enqueue", first)
+			onAbort(init, func(reason js.Value) {
+				cancelled <- struct{}{}
+				c.Call("error", reason)
+			})
+			return nil
+		})}))
+		return promiseClass.Call("resolve", responseClass.New(stream))
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	req, err = http.NewRequestWithContext(ctx, "GET", "https://stile.internal/v1/t/acme/jobs", nil)
+	require.NoError(t, err)
+	resp, err = tr.RoundTrip(req)
+	require.NoError(t, err)
+	b, err = io.ReadAll(resp.Body)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Empty(t, b, "read whole or not at all")
+	require.Len(t, cancelled, 1, "the fetch was aborted")
+	require.NoError(t, resp.Body.Close())
 }

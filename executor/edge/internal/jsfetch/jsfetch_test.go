@@ -1,6 +1,7 @@
 package jsfetch
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -91,4 +92,33 @@ func TestABodyFetchDecodedLosesItsEncodingHeaders(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, resp.Uncompressed, "an encoding fetch leaves alone is the caller's")
 	require.Equal(t, int64(30), resp.ContentLength)
+}
+
+// fetch's init carries the method and every header value, a repeated
+// header's too, as JSON.parse reads it; the answer's headers come back from
+// their pairs.
+func TestHeadersCrossAsJSON(t *testing.T) {
+	t.Parallel()
+	r := httptest.NewRequest("POST", "https://provider.example/pay", nil)
+	r.Header = http.Header{"Accept": {"text/plain", "application/json"}, "Idempotency-Key": {"job \"7\"\u2028é"}}
+	var init struct {
+		Method, Redirect string
+		Headers          [][]string
+	}
+	require.NoError(t, json.Unmarshal(fetchInit(r), &init))
+	require.Equal(t, "POST", init.Method)
+	require.Equal(t, "manual", init.Redirect)
+	require.ElementsMatch(t, [][]string{{"Accept", "text/plain"}, {"Accept", "application/json"}, {"Idempotency-Key", "job \"7\"\u2028é"}}, init.Headers)
+	require.JSONEq(t, `{"method":"GET","redirect":"manual","headers":[]}`, string(fetchInit(httptest.NewRequest("GET", "https://provider.example/", nil))))
+
+	h, err := goHeader(`[["content-type","application/json"],["set-cookie","a=1"],["set-cookie","b=2"],["x-receipt","\"q\""]]`)
+	require.NoError(t, err)
+	require.Equal(t, http.Header{"Content-Type": {"application/json"}, "Set-Cookie": {"a=1", "b=2"}, "X-Receipt": {`"q"`}}, h)
+	h, err = goHeader(`[]`)
+	require.NoError(t, err)
+	require.Empty(t, h)
+	for _, bad := range []string{``, `{}`, `[["a"]]`, `[["a","b","c"]]`, `[[1,"b"]]`, `[["a","b"]] x`} {
+		_, err := goHeader(bad)
+		require.ErrorContains(t, err, "read the headers", bad)
+	}
 }
