@@ -68,6 +68,21 @@ func (s *store) completeReady(now, done int64) {
 	}
 }
 
+// kind reads GET /storage's figures for one kind, in a transaction (the
+// events' count moves its checkpoint).
+func (s *store) kind(name string) api.StorageKind {
+	s.t.Helper()
+	var kinds []api.StorageKind
+	s.tx(func() (err error) { kinds, err = retention.Counts(s.db); return })
+	for _, k := range kinds {
+		if k.Kind == name {
+			return k
+		}
+	}
+	s.t.Fatalf("no %s kind in GET /storage", name)
+	return api.StorageKind{}
+}
+
 func (s *store) ids(sql string) []int64 {
 	s.t.Helper()
 	rows, err := s.db.Query(sql)
@@ -175,18 +190,7 @@ func TestReadOldestReadsABoundedNumberOfJobs(t *testing.T) {
 func TestCountsCountJobsWhenAsked(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
-	jobs := func() api.StorageKind {
-		t.Helper()
-		kinds, err := retention.Counts(s.db)
-		require.NoError(t, err)
-		for _, k := range kinds {
-			if k.Kind == "jobs" {
-				return k
-			}
-		}
-		t.Fatal("no jobs kind in GET /storage")
-		return api.StorageKind{}
-	}
+	jobs := func() api.StorageKind { return s.kind("jobs") }
 	require.Equal(t, api.StorageKind{Kind: "jobs"}, jobs())
 	ids := s.enqueue(0, 0, 2)
 	one := jobs()
@@ -208,18 +212,7 @@ func TestCountsCountJobsWhenAsked(t *testing.T) {
 func TestCountsCountDeliveriesWhenAsked(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
-	deliveries := func() api.StorageKind {
-		t.Helper()
-		kinds, err := retention.Counts(s.db)
-		require.NoError(t, err)
-		for _, k := range kinds {
-			if k.Kind == "deliveries" {
-				return k
-			}
-		}
-		t.Fatal("no deliveries kind in GET /storage")
-		return api.StorageKind{}
-	}
+	deliveries := func() api.StorageKind { return s.kind("deliveries") }
 	require.Equal(t, api.StorageKind{Kind: "deliveries"}, deliveries())
 	s.tx(func() error {
 		return s.db.Exec(`INSERT INTO stile_inbox (handler, seq, state, claim_id, worker, attempt, claimed_at, lease_until)
@@ -245,18 +238,7 @@ func TestCountsBringTheEventsCheckpointToTheLogsEnd(t *testing.T) {
 				seq, stream, seq, data)
 		})
 	}
-	events := func() api.StorageKind {
-		t.Helper()
-		var kinds []api.StorageKind
-		s.tx(func() (err error) { kinds, err = retention.Counts(s.db); return })
-		for _, k := range kinds {
-			if k.Kind == "events" {
-				return k
-			}
-		}
-		t.Fatal("no events kind in GET /storage")
-		return api.StorageKind{}
-	}
+	events := func() api.StorageKind { return s.kind("events") }
 	checkpoint := func() (rows, bytes int64) {
 		t.Helper()
 		r, err := s.db.Query(`SELECT rows, bytes FROM stile_storage WHERE kind = 'events'`)
