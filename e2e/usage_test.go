@@ -32,18 +32,19 @@ func scenarioUsageAndBudget(s *scenario) {
 	claimed := s.claim("w1", 1, 1)
 	_, err := s.ten.Report(s.ctx, claimed[0].ID, completed(claimOf(claimed[0], "w1"), `"ok"`))
 	require.NoError(t, err)
+	// A request refused before it reaches the tenant (a wrong token) is
+	// not its use: anyone who knows its name could spend its budget.
+	status, _ := s.callAs("not-a-token", "POST", api.RouteEnqueue.Path(s.ten.Name()), `{"kind":"test.echo"}`)
+	require.Equal(t, http.StatusUnauthorized, status)
 
 	u, err := s.ten.Usage(s.ctx, "", "")
 	require.NoError(t, err)
-	today := time.Now().UTC().Format("2006-01-02")
-	if !s.tg.realTime() {
-		today = s.tg.inProcess().h.Now().UTC().Format("2006-01-02")
-	}
+	today := s.now().UTC().Format("2006-01-02")
 	require.Equal(t, today, u.To)
 	require.Len(t, u.Days, 1, "%+v", u)
 	day := u.Days[0]
 	require.Equal(t, today, day.Day)
-	require.Equal(t, int64(7), day.Requests, "create, three enqueues, a claim, a report and this read: %+v", day)
+	require.Equal(t, int64(7), day.Requests, "create, three enqueues, a claim, a report and this read, not the refused one: %+v", day)
 	require.Positive(t, day.RowsWritten, "what the enqueues, the claim and the report wrote")
 	require.Positive(t, day.RowsRead)
 	require.Zero(t, day.Pushes, "no executor: nothing pushed")
@@ -65,23 +66,17 @@ func scenarioUsageAndBudget(s *scenario) {
 	require.Contains(t, e.Message, "past its daily budget (requests_per_day 10; 11 used today)")
 	require.Contains(t, e.Message, "PUT /v1/t/"+s.ten.Name()+"/budget raises it")
 	// The refusal lasts until the end of the request's UTC day.
-	now := time.Now()
-	if !s.tg.realTime() {
-		now = s.tg.inProcess().h.Now()
-	}
+	now := s.now()
 	dayEnd := now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
 	require.Contains(t, e.Message, "new work is refused until "+dayEnd.Format(time.RFC3339))
 	secs, err := strconv.Atoi(retryAfter)
 	require.NoError(t, err, "Retry-After %q", retryAfter)
 	require.InDelta(t, dayEnd.Sub(now).Seconds(), float64(secs), 120, "Retry-After %d: seconds until the UTC day ends", secs)
-	for _, r := range []struct{ method, path, body string }{
-		{"POST", api.RouteEnqueueMany.Path(s.ten.Name()), `{"jobs":[{"kind":"test.echo"}]}`},
-		{"POST", api.RouteCommand.Path(s.ten.Name()), `{"id":"c1","aggregate":"payment","aggregate_id":"p1","type":"Create","data":{"amount":5}}`},
-		{"POST", api.RouteAppend.Path(s.ten.Name(), "log-1"), `{"events":[{"type":"noted","data":{}}]}`},
-	} {
-		status, body, _ := s.raw(r.method, r.path, r.body)
-		require.Equal(t, 429, status, "%s %s: %s", r.method, r.path, body)
-	}
+	s.requireRefused([]refusal{
+		{"enqueue many", "POST", api.RouteEnqueueMany.Path(s.ten.Name()), `{"jobs":[{"kind":"test.echo"}]}`, 429, api.CodeBudgetExceeded},
+		{"command", "POST", api.RouteCommand.Path(s.ten.Name()), `{"id":"c1","aggregate":"payment","aggregate_id":"p1","type":"Create","data":{"amount":5}}`, 429, api.CodeBudgetExceeded},
+		{"append", "POST", api.RouteAppend.Path(s.ten.Name(), "log-1"), `{"events":[{"type":"noted","data":{}}]}`, 429, api.CodeBudgetExceeded},
+	})
 	page, err := s.ten.List(s.ctx, "", "", "", "", 100)
 	require.NoError(t, err)
 	require.Len(t, page.Jobs, len(ids), "a refused enqueue wrote nothing")
@@ -102,23 +97,16 @@ func scenarioUsageAndBudget(s *scenario) {
 	require.NotNil(t, u.RefusingUntil)
 
 	// Bad budgets and ranges are refused, and change nothing.
-	for _, bad := range []struct {
-		method, path, body string
-		code               api.Code
-	}{
-		{"PUT", api.RoutePutBudget.Path(s.ten.Name()), `{"requests_per_day":-1,"rows_written_per_day":0}`, api.CodeInvalidRequest},
-		{"PUT", api.RoutePutBudget.Path(s.ten.Name()), `{"requests_per_day":5`, api.CodeInvalidJSON},
-		{"PUT", api.RoutePutBudget.Path(s.ten.Name()), `{"requests":5}`, api.CodeInvalidJSON},
-		{"GET", api.RouteUsage.Path(s.ten.Name()) + "?from=2026-13-01", "", api.CodeInvalidRequest},
-		{"GET", api.RouteUsage.Path(s.ten.Name()) + "?from=2026-02-01&to=2026-01-01", "", api.CodeInvalidRequest},
-		{"GET", api.RouteUsage.Path(s.ten.Name()) + "?from=2024-01-01&to=2026-01-01", "", api.CodeInvalidRequest},
-		{"GET", api.RouteUsage.Path(s.ten.Name()) + "?days=3", "", api.CodeInvalidRequest},
-	} {
-		status, body, _ := s.raw(bad.method, bad.path, bad.body)
-		require.Equal(t, 400, status, "%s %s %s: %s", bad.method, bad.path, bad.body, body)
-		require.NoError(t, json.Unmarshal([]byte(body), &e))
-		require.Equal(t, bad.code, e.Code, body)
-	}
+	budget, usage := api.RoutePutBudget.Path(s.ten.Name()), api.RouteUsage.Path(s.ten.Name())
+	s.requireRefused([]refusal{
+		{"negative budget", "PUT", budget, `{"requests_per_day":-1,"rows_written_per_day":0}`, 400, api.CodeInvalidRequest},
+		{"torn budget", "PUT", budget, `{"requests_per_day":5`, 400, api.CodeInvalidJSON},
+		{"unknown field", "PUT", budget, `{"requests":5}`, 400, api.CodeInvalidJSON},
+		{"no such day", "GET", usage + "?from=2026-13-01", "", 400, api.CodeInvalidRequest},
+		{"from after to", "GET", usage + "?from=2026-02-01&to=2026-01-01", "", 400, api.CodeInvalidRequest},
+		{"past 400 days", "GET", usage + "?from=2024-01-01&to=2026-01-01", "", 400, api.CodeInvalidRequest},
+		{"unknown parameter", "GET", usage + "?days=3", "", 400, api.CodeInvalidRequest},
+	})
 	u, err = s.ten.Usage(s.ctx, "", "")
 	require.NoError(t, err)
 	require.Equal(t, api.Budget{RequestsPerDay: 10}, u.Budget, "a refused PUT changed nothing")
@@ -136,7 +124,7 @@ func scenarioUsageAndBudget(s *scenario) {
 }
 
 // raw sends a request as the admin and returns the status, the body and
-// the Retry-After header.
+// the Retry-After header (client.Raw returns no headers).
 func (s *scenario) raw(method, path, body string) (int, string, string) {
 	s.t.Helper()
 	var r *http.Request

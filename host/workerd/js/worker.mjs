@@ -200,10 +200,10 @@ export class Tenant {
     this.finishAll = null;
     // The running count the module records as the tenant's usage
     // (stile-usage): requests and alarms as they start, the storage
-    // cursors' rows and the time in the module as calls end. gen names
-    // this instance: a new one counts from zero. (workerd's clock stands
-    // still while code runs, so at the edge module time stays 0.)
-    this.use = { gen: crypto.randomUUID().replaceAll("-", ""), requests: 0, alarms: 0, read: 0, written: 0, us: 0 };
+    // cursors' rows as calls end. gen names this instance: a new one
+    // counts from zero. Module time is not measured: workerd's clock
+    // stands still while code runs, so it would always read 0.
+    this.use = { gen: crypto.randomUUID().replaceAll("-", ""), requests: 0, alarms: 0, read: 0, written: 0 };
     this.newFinish();
   }
 
@@ -243,7 +243,7 @@ export class Tenant {
   // (its transaction was rolled back by transactionSync) and rethrows.
   call(frame) {
     if (!this.module) this.module = instantiate(wasm, this.ctx.storage, this.instantiateOptions());
-    const module = this.module, began = performance.now();
+    const module = this.module;
     try {
       const resp = decodeResponse(this.module.handle(frame));
       resp.rows = { ...this.module.rows };
@@ -256,7 +256,6 @@ export class Tenant {
       // A trapped call's rows were rolled back, but were read and billed.
       this.use.read += module.rows.read;
       this.use.written += module.rows.written;
-      this.use.us += Math.round((performance.now() - began) * 1000);
     }
   }
 
@@ -265,7 +264,7 @@ export class Tenant {
     const u = this.use;
     // "tail": the count goes with this instance, so the module sets an
     // alarm to record what is pending before the object may be evicted.
-    return [HEADER_USAGE, `${u.gen},${u.requests},${u.alarms},${u.read},${u.written},${u.us},tail`];
+    return [HEADER_USAGE, `${u.gen},${u.requests},${u.alarms},${u.read},${u.written},0,tail`];
   }
 
   // instantiateOptions are the options of abi.mjs's instantiate; a
@@ -362,7 +361,6 @@ export class Tenant {
     // The object trusts no caller: it checks the token itself (a service
     // that binds the Tenant class directly is refused like any other
     // caller), and that the path names the tenant it is, by its id.
-    this.use.requests++;
     if (!this.env.STILE_TOKEN) {
       return internal("the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`");
     }
@@ -381,6 +379,10 @@ export class Tenant {
     if (tenant && !this.tenant) this.tenant = tenant;
     const body = new Uint8Array(await request.arrayBuffer());
     if (body.length > MAX_BODY_BYTES) return json(413, BODY_TOO_LARGE);
+    // Counted once it reaches the module, as the Go hosts count: a request
+    // refused above is no use of the tenant's, and must not spend its
+    // budget (anyone knowing its name could).
+    this.use.requests++;
     const headers = requestHeaders(request, who, this.ownHeaders());
     if (request.method === "GET" && path.endsWith(STORAGE_SUFFIX)) {
       headers.push([HEADER_DB_BYTES, String(this.ctx.storage.sql.databaseSize)]);
