@@ -43,12 +43,13 @@ func Serve(register func(*worker.Worker)) {
 	importEnv()
 	var requests atomic.Int64 // subrequests of this invocation
 	// Handlers' outbound requests (net/http's default client) go through
-	// the platform's fetch, counted against the budget, at most
-	// Connections of them waiting for headers at once (the gate), and are
+	// the platform's fetch, at most Connections of them waiting for
+	// headers at once (the gate), counted against the budget as they pass
+	// it (one whose context ended at the gate was never sent), and are
 	// aborted when their context ends (a handler's time limit, the
 	// budget's end).
-	g := newGate(jsfetch.Platform(), Connections)
-	http.DefaultTransport = &counted{next: g, n: &requests}
+	g := newGate(&counted{next: jsfetch.Platform(), n: &requests}, Connections)
+	http.DefaultTransport = g
 	h, err := newHandler(register, start, &requests, g, log)
 	if err != nil {
 		log.Error("the edge executor cannot start", "err", err)
