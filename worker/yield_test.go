@@ -3,9 +3,8 @@
 package worker_test
 
 import (
+	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,18 +17,10 @@ import (
 // tests that only mean something there (yield_js_test.go) run under Node.
 func TestOneThreadUnderNode(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("node"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true: %v", err)
-		}
-		t.Skipf("node is not installed: %v", err)
+	out, err := wasmbuild.TestUnderNode(".", "OneThread")
+	if errors.Is(err, wasmbuild.ErrNoNode) && os.Getenv("CI") != "true" {
+		t.Skip(err)
 	}
-	goTool := wasmbuild.GoTool()
-	root, err := exec.Command(goTool, "env", "GOROOT").Output()
-	require.NoError(t, err)
-	cmd := exec.Command(goTool, "test", "-count=1", "-run", "OneThread",
-		"-exec", filepath.Join(strings.TrimSpace(string(root)), "lib", "wasm", "go_js_wasm_exec"), ".")
-	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
-	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
+	require.Equal(t, 1, strings.Count(out, "--- PASS"), "the one-thread tests ran:\n%s", out)
 }

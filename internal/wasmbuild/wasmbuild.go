@@ -7,6 +7,7 @@ package wasmbuild
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -72,4 +73,28 @@ func GoTool() string {
 		}
 	}
 	return "go"
+}
+
+// ErrNoNode says Node, which runs js/wasm tests, is not installed.
+var ErrNoNode = errors.New("node is not installed")
+
+// TestUnderNode runs the js/wasm tests of the package in dir matching
+// run, under Node with Go's own wasm_exec runner, and returns their
+// verbose output (the caller checks that tests ran, not only that none
+// failed).
+func TestUnderNode(dir, run string) (string, error) {
+	if _, err := exec.LookPath("node"); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrNoNode, err)
+	}
+	goTool := GoTool()
+	root, err := exec.Command(goTool, "env", "GOROOT").Output()
+	if err != nil {
+		return "", fmt.Errorf("find GOROOT: %w", err)
+	}
+	cmd := exec.Command(goTool, "test", "-count=1", "-v", "-run", run,
+		"-exec", filepath.Join(strings.TrimSpace(string(root)), "lib", "wasm", "go_js_wasm_exec"), ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
