@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/internal/jsonwire"
 )
 
 // Client talks to one Stile deployment.
@@ -120,7 +121,7 @@ func (t *Tenant) do(ctx context.Context, r api.Route, q url.Values, in, out any,
 	var body []byte
 	switch v := in.(type) {
 	case nil:
-	case interface{ AppendJSON([]byte) []byte }:
+	case jsonwire.Appender:
 		body = v.AppendJSON(nil)
 	default:
 		var err error

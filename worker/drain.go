@@ -160,11 +160,7 @@ func (w *Worker) drain(ctx, hctx context.Context, cancelHandlers context.CancelC
 			// drains sharing the slots would otherwise split them into
 			// claims of one). Its own last job ending wakes it too, should
 			// another drain take the freed slots' signal.
-			select {
-			case <-w.freed:
-			case <-running.ended:
-			case <-ctx.Done():
-			}
+			w.waitEnded(ctx, running)
 			continue
 		}
 		got := 0

@@ -23,7 +23,7 @@ import (
 
 // Defaults of the environment variables (see the package doc).
 const (
-	DefaultConcurrency = 100
+	DefaultConcurrency = api.MaxClaim // a claim's most
 	DefaultBudgetMs    = 25_000
 	DefaultSubrequests = 1000
 )
