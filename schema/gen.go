@@ -34,7 +34,13 @@ func main() {
 		if err != nil {
 			panic(err)
 		}
-		fmt.Fprintf(&b, "\t{Version: %d, Name: %q, SQL: %s},\n", version, name, strconv.Quote(sqltext.Compact(string(body))))
+		// A migration that drops or rewrites says so, and why, on its
+		// first line: an older Stile must not serve over it.
+		destructive := ""
+		if strings.HasPrefix(string(body), "-- destructive: ") {
+			destructive = ", Destructive: true"
+		}
+		fmt.Fprintf(&b, "\t{Version: %d, Name: %q, SQL: %s%s},\n", version, name, strconv.Quote(sqltext.Compact(string(body))), destructive)
 	}
 	b.WriteString("}\n")
 	if err := os.WriteFile("migrations_gen.go", []byte(b.String()), 0o644); err != nil {

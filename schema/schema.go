@@ -68,10 +68,11 @@ const (
 // Class is the migration's class and, for a destructive one, the
 // statement that makes it so: a top-level DROP of a table or view, a
 // RENAME or DROP COLUMN in an ALTER TABLE, or a DELETE or UPDATE rewriting
-// rows (a trigger's body is not top-level). Dropping an index or a trigger
-// is additive: no row or column goes, and an older module reads the same
-// rows (only a statement naming the index in INDEXED BY would fail, which
-// is the module's own to mark Destructive).
+// rows (a trigger's body is not top-level). Dropping an index is
+// additive: no row or column goes, and an older module reads the same rows
+// (only a statement naming the index in INDEXED BY would fail, which is
+// the module's own to mark Destructive). Dropping a trigger is not: what
+// it kept (a counter, a derived column) an older module still relies on.
 func (m Migration) Class() (string, string) {
 	inTrigger := false
 	for _, stmt := range strings.Split(strings.ToUpper(m.SQL), ";") {
@@ -86,8 +87,7 @@ func (m Migration) Class() (string, string) {
 			inTrigger = !strings.HasSuffix(t, " END")
 			continue
 		}
-		derived := strings.HasPrefix(t, "DROP INDEX ") || strings.HasPrefix(t, "DROP TRIGGER ")
-		destructive := strings.HasPrefix(t, "DROP ") && !derived || strings.HasPrefix(t, "DELETE ") || strings.HasPrefix(t, "UPDATE ") ||
+		destructive := strings.HasPrefix(t, "DROP ") && !strings.HasPrefix(t, "DROP INDEX ") || strings.HasPrefix(t, "DELETE ") || strings.HasPrefix(t, "UPDATE ") ||
 			strings.HasPrefix(t, "ALTER TABLE") && (strings.Contains(t, " RENAME ") || strings.Contains(t, " DROP "))
 		if destructive {
 			if len(t) > 60 {

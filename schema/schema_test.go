@@ -30,6 +30,7 @@ func TestEveryMigrationFileIsListed(t *testing.T) {
 		body, err := os.ReadFile(name)
 		require.NoError(t, err)
 		require.Equal(t, sqltext.Compact(string(body)), m.SQL, "%s changed: run go generate ./schema", name)
+		require.Equal(t, strings.HasPrefix(string(body), "-- destructive: "), m.Destructive, "%s's destructive line changed: run go generate ./schema", name)
 		require.True(t, strings.Contains(m.SQL, "CREATE ") || strings.Contains(m.SQL, "ALTER TABLE") || strings.Contains(m.SQL, "DROP "), "%s changes the schema", name)
 	}
 }
@@ -171,7 +172,8 @@ func TestAheadAndClasses(t *testing.T) {
 		`INSERT INTO t VALUES (1)`:   schema.Additive,
 		`CREATE TRIGGER g AFTER INSERT ON t BEGIN UPDATE u SET n = n + 1; DELETE FROM v; END; CREATE INDEX i ON t (a)`: schema.Additive,
 		`DROP TABLE t`:                           schema.Destructive,
-		`drop index i; DROP TRIGGER g`:           schema.Additive,
+		`drop index i`:                           schema.Additive,
+		`DROP TRIGGER g`:                         schema.Destructive,
 		`DROP VIEW v`:                            schema.Destructive,
 		`ALTER TABLE t RENAME TO u`:              schema.Destructive,
 		`ALTER TABLE t RENAME COLUMN a TO b`:     schema.Destructive,
@@ -190,10 +192,16 @@ func TestAheadAndClasses(t *testing.T) {
 	}
 }
 
-// Stile's own migrations only add: an older Stile keeps serving over them.
-func TestStileMigrationsAreAdditive(t *testing.T) {
+// Stile's own migrations only add, so that an older Stile keeps serving
+// over them, but for those that say why they cannot (a first line
+// "-- destructive: why"): an older Stile refuses to serve over those.
+func TestStileMigrationsAreAdditiveOrSayWhy(t *testing.T) {
 	for _, m := range schema.Migrations() {
 		class, why := m.Class()
+		if m.Destructive {
+			require.Equal(t, schema.Destructive, class, "%d_%s says it is destructive, and is not", m.Version, m.Name)
+			continue
+		}
 		require.Equal(t, schema.Additive, class, "%d_%s: %s", m.Version, m.Name, why)
 	}
 }

@@ -1,3 +1,4 @@
+-- destructive: drops the storage counters' triggers, which an older Stile reads.
 -- A job that runs once writes five rows: its row and its ready entry at
 -- enqueue, its row and its lease entry at the claim, its row at the report.
 -- Everything else a job cycle wrote is dropped here, since Cloudflare
@@ -22,10 +23,10 @@
 -- rows) and their bytes, which GET /storage brings up to the log's end
 -- as it reads it, reading only the events appended since.
 --
--- No row is removed or rewritten: a module from before this migration
--- serving over it reads the same rows (its listings and retention read
--- more of them), and its GET /storage shows the jobs', deliveries' and
--- events' counters as they stood when last kept.
+-- No row is removed or rewritten, but an older module serving over this
+-- would rely on the counters its triggers kept (its GET /storage would
+-- show them frozen, and its import would take a tenant for empty that is
+-- not): an older Stile refuses to serve over it (503 schema_ahead).
 DROP TRIGGER stile_storage_jobs_insert;
 DROP TRIGGER stile_storage_jobs_update;
 DROP TRIGGER stile_storage_jobs_delete;
