@@ -95,9 +95,11 @@ func (t *Tenant) purge(now int64) (int64, error) {
 		if err := t.setSetting(now, settingRetentionLooked, strconv.FormatInt(now, 10)); err != nil {
 			return err
 		}
-		oldest, err := retention.ReadOldest(t.db, retention.OldestScanLook)
-		if err != nil {
-			return err
+		var oldest retention.Oldest
+		if !res.Full { // a full slice's next goes at once: nothing to read
+			if oldest, err = retention.ReadOldest(t.db, retention.OldestScanLook); err != nil {
+				return err
+			}
 		}
 		next = retention.Next(t.retain.policy, oldest, res.Full, now)
 		return nil

@@ -157,17 +157,17 @@ const (
 )
 
 // ReadOldest reads each kind's oldest end time, in one statement. For
-// completed jobs, which have no index by end time, it is a bound from
-// below: the creation time of the first completed job in id order (every
-// later one was created, and so finished, no sooner), found among the
-// first scan jobs; if none of those completed, the creation time of the
-// last one read. A bound too early costs a look that deletes nothing.
+// completed jobs, which have no index by end time, it reads the first
+// scan jobs in id order: the earliest end among the completed ones, and,
+// if there may be more jobs, no later than the last one's creation (every
+// job after it was created, and so finished, no sooner). A bound from
+// below: one too early costs a look that deletes nothing.
 func ReadOldest(db *do.DB, scan int) (Oldest, error) {
 	var o Oldest
 	rows, err := db.Query(`SELECT
-		(SELECT COALESCE(MIN(created_at) FILTER (WHERE state = 'completed'),
-			CASE WHEN COUNT(*) = ` + strconv.Itoa(scan) + ` THEN MAX(created_at) END)
-			FROM (SELECT state, created_at FROM stile_jobs ORDER BY id` + do.Limit(scan) + `)),
+		(SELECT CASE WHEN COUNT(*) < ` + strconv.Itoa(scan) + ` THEN MIN(finished_at) FILTER (WHERE state = 'completed')
+			ELSE MIN(COALESCE(MIN(finished_at) FILTER (WHERE state = 'completed'), MAX(created_at)), MAX(created_at)) END
+			FROM (SELECT state, created_at, finished_at FROM stile_jobs ORDER BY id` + do.Limit(scan) + `)),
 		(SELECT MIN(finished_at) FROM stile_jobs WHERE state IN ('cancelled', 'dead') AND state = 'cancelled'),
 		(SELECT MIN(finished_at) FROM stile_jobs WHERE state IN ('cancelled', 'dead') AND state = 'dead'),
 		(SELECT MIN(settled_at) FROM stile_inbox WHERE settled_at IS NOT NULL),
