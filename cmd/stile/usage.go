@@ -97,9 +97,9 @@ func budgetText(b api.Budget) string {
 // runBudget sets a tenant's daily budget, or clears it (it then follows
 // the module's).
 func runBudget(args []string) error {
-	o := newOps("budget", "budget --tenant NAME (--rows-written N --requests N | --clear) [flags]", true)
-	rows := o.fs.Int64("rows-written", 0, "rows written per UTC day before new work is refused (0: no limit)")
-	requests := o.fs.Int64("requests", 0, "requests per UTC day before new work is refused (0: no limit)")
+	o := newOps("budget", "budget --tenant NAME (--rows-written N | --requests N | --clear) [flags]", true)
+	rows := o.fs.Int64("rows-written", 0, "rows written per UTC day before new work is refused (0: no limit; not given: as it is)")
+	requests := o.fs.Int64("requests", 0, "requests per UTC day before new work is refused (0: no limit; not given: as it is)")
 	clear := o.fs.Bool("clear", false, "remove the tenant's own budget: it follows the module's")
 	pos, err := o.parse(args)
 	if err != nil {
@@ -108,20 +108,36 @@ func runBudget(args []string) error {
 	if len(pos) > 0 {
 		return &exitError{exitUsage, fmt.Errorf("budget takes flags only, not %q", pos[0])}
 	}
-	set := false
-	o.fs.Visit(func(f *flag.Flag) { set = set || f.Name == "rows-written" || f.Name == "requests" })
-	if set == *clear {
-		return &exitError{exitUsage, errors.New("give --rows-written and --requests, or --clear")}
+	given := map[string]bool{}
+	o.fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if set := given["rows-written"] || given["requests"]; set == *clear {
+		return &exitError{exitUsage, errors.New("give --rows-written or --requests (or both), or --clear")}
 	}
 	ten, err := o.ten()
 	if err != nil {
 		return err
 	}
+	ctx := context.Background()
 	var b api.BudgetResponse
-	if *clear {
-		b, err = ten.ClearBudget(context.Background())
-	} else {
-		b, err = ten.SetBudget(context.Background(), api.Budget{RowsWrittenPerDay: *rows, RequestsPerDay: *requests})
+	switch {
+	case *clear:
+		b, err = ten.ClearBudget(ctx)
+	default:
+		// A figure not given stays as it is in force.
+		next := api.Budget{RowsWrittenPerDay: *rows, RequestsPerDay: *requests}
+		if !given["rows-written"] || !given["requests"] {
+			u, err := ten.Usage(ctx, "", "")
+			if err != nil {
+				return err
+			}
+			if !given["rows-written"] {
+				next.RowsWrittenPerDay = u.Budget.RowsWrittenPerDay
+			}
+			if !given["requests"] {
+				next.RequestsPerDay = u.Budget.RequestsPerDay
+			}
+		}
+		b, err = ten.SetBudget(ctx, next)
 	}
 	if err != nil {
 		return err
