@@ -450,10 +450,10 @@ func (t *Tenant) importPage(c *call, body []byte) (route, *api.Error) {
 		}
 		switch {
 		case page.First && under == "":
-			if n, err := t.storedRows(); err != nil {
+			if held, err := t.holdsWork(); err != nil {
 				return result{}, err
-			} else if n > 0 {
-				return result{}, api.Refuse(api.CodeImportConflict, "tenant %s holds %d rows of jobs, events, deliveries, commands or audit: an import goes into an empty tenant (erase it, or import into another name)", t.name, n)
+			} else if held {
+				return result{}, api.Refuse(api.CodeImportConflict, "tenant %s holds jobs, events, deliveries, commands or audit entries: an import goes into an empty tenant (erase it, or import into another name)", t.name)
 			}
 			if by, ok, err := t.setting(settingModuleWrites); err != nil {
 				return result{}, err
@@ -587,16 +587,18 @@ func (t *Tenant) emptyTable(name string) error {
 	return nil
 }
 
-// storedRows counts the rows of the counted kinds (of jobs, deliveries
-// and events, whether there is one: they have no counter kept on write).
-func (t *Tenant) storedRows() (int64, error) {
-	rows, err := t.db.Query(`SELECT (SELECT COALESCE(SUM(rows), 0) FROM stile_storage WHERE kind NOT IN ('jobs', 'deliveries', 'events'))
-		+ EXISTS (SELECT 1 FROM stile_jobs) + EXISTS (SELECT 1 FROM stile_inbox) + EXISTS (SELECT 1 FROM stile_events)`)
+// holdsWork says whether the tenant holds any row of the kinds an export
+// carries as its work: jobs (their attempts and refused reports go with
+// them), events, deliveries, commands, scheduled commands, audit entries.
+func (t *Tenant) holdsWork() (bool, error) {
+	rows, err := t.db.Query(`SELECT EXISTS (SELECT 1 FROM stile_jobs) OR EXISTS (SELECT 1 FROM stile_events)
+		OR EXISTS (SELECT 1 FROM stile_inbox) OR EXISTS (SELECT 1 FROM stile_commands)
+		OR EXISTS (SELECT 1 FROM stile_scheduled_commands) OR EXISTS (SELECT 1 FROM stile_audit)`)
 	if err != nil {
-		return 0, printf.Errorf("count the tenant's rows: %w", err)
+		return false, printf.Errorf("look for the tenant's rows: %w", err)
 	}
 	rows.Next()
-	return rows.Int(0), rows.Err()
+	return rows.Int(0) != 0, rows.Err()
 }
 
 func (t *Tenant) importTable(tb api.ExportTable, rows [][]api.Cell) (int, error) {

@@ -115,7 +115,7 @@ func (s *Store) Counts() ([]QueueCount, map[string]int64, error) {
 	}
 	rows, err = s.db.Query(`SELECT state, count(*) FROM stile_jobs
 		WHERE ` + listed + ` AND state IN ('cancelled', 'dead') GROUP BY state
-		UNION ALL SELECT 'completed', count(*) FROM stile_jobs WHERE state = 'completed'`)
+		UNION ALL SELECT 'completed', count(*) FROM stile_jobs WHERE state = 'completed' HAVING count(*) > 0`)
 	if err != nil {
 		return nil, nil, printf.Errorf("count finished jobs: %w", err)
 	}
