@@ -193,17 +193,15 @@ func (t *Tenant) usageAlarm() int64 {
 
 // getUsage answers GET /usage?from=&to=: the recorded days, today's with
 // what is pending.
-func (t *Tenant) getUsage(c *call, raw string) (route, *api.Error) {
+func (t *Tenant) getUsage(raw string) (route, *api.Error) {
 	q, e := query(raw)
 	if e != nil {
 		return nil, e
 	}
-	from, to := q["from"], q["to"]
-	delete(q, "from")
-	delete(q, "to")
-	for k := range q {
-		return nil, api.Refuse(api.CodeInvalidRequest, "GET /usage takes from= and to= (UTC dates like 2026-01-31), not %q", k)
+	if e := onlyParams(q, "from", "to"); e != nil {
+		return nil, e
 	}
+	from, to := q["from"], q["to"]
 	for _, d := range []string{from, to} {
 		if d == "" {
 			continue
