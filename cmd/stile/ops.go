@@ -604,25 +604,6 @@ func runTenantsCreate(args []string) error {
 	return nil
 }
 
-// allTenants lists every tenant of the directory.
-func allTenants(cl *client.Client) ([]string, error) {
-	var names []string
-	after := ""
-	for {
-		page, err := cl.Tenants(context.Background(), api.TenantsQuery{After: after, Limit: api.MaxTenantsPage})
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range page.Tenants {
-			names = append(names, t.Name)
-		}
-		if page.Next == "" {
-			return names, nil
-		}
-		after = page.Next
-	}
-}
-
 // ---- stile migrate ----
 
 // runMigrate applies pending migrations (and tries failed ones again) in
@@ -639,8 +620,13 @@ func runMigrate(args []string) error {
 	}
 	names := []string{*o.tenant}
 	if *o.tenant == "" {
-		if names, err = allTenants(cl); err != nil {
+		all, err := o.allTenants(false)
+		if err != nil {
 			return err
+		}
+		names = names[:0]
+		for _, ti := range all {
+			names = append(names, ti.Name)
 		}
 	}
 	var results []api.Status
