@@ -25,8 +25,10 @@ type DB struct {
 	rows    do.RowSetWriter
 	out     []byte
 
-	// read and written count the tenant statements' rows (Rows).
-	read, written int64
+	// returned counts the rows the tenant's statements returned, and
+	// changes0 is the connection's count of changed rows when it opened
+	// (Rows).
+	returned, changes0 int64
 
 	// walked is the schema's and statements' memory, as MemoryBytes last
 	// counted it, sinceCount calls ago.
@@ -101,7 +103,7 @@ func OpenSync(path string, sync Sync) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	db := &DB{path: path, conn: conn, stmts: map[string]*sqlite3.Stmt{}, own: map[string]*sqlite3.Stmt{}}
+	db := &DB{path: path, conn: conn, stmts: map[string]*sqlite3.Stmt{}, own: map[string]*sqlite3.Stmt{}, changes0: conn.TotalChanges()}
 	setup := []string{
 		// Durable Object storage is durable at commit; WAL with NORMAL is
 		// durable except against power loss or an OS crash, which a dev
@@ -354,15 +356,8 @@ func (db *DB) Query(sql string, params []byte) ([]byte, error) {
 	}
 	n := stmt.ColumnCount()
 	db.rows.Reset(n)
-	changes, returned := db.conn.TotalChanges(), int64(0)
-	defer func() {
-		// A changed row was read to change it; triggers' changes count.
-		d := db.conn.TotalChanges() - changes
-		db.written += d
-		db.read += d + returned
-	}()
 	for stmt.Step() {
-		returned++
+		db.returned++
 		for i := 0; i < n; i++ {
 			if err := db.appendColumn(stmt, i); err != nil {
 				stmt.Reset()
@@ -382,10 +377,14 @@ func (db *DB) Query(sql string, params []byte) ([]byte, error) {
 
 // Rows is how many rows the tenant's statements read and wrote since the
 // database opened, as SQLite can say: rows returned and rows changed (a
-// changed row counts as read too; rows changed by triggers count). It is
-// a lower bound of what Durable Object storage bills, which counts every
-// row a statement scans and every index entry it writes.
-func (db *DB) Rows() (read, written int64) { return db.read, db.written }
+// changed row counts as read too; rows changed by triggers, and by every
+// statement of a call of several, count). It is a lower bound of what
+// Durable Object storage bills, which counts every row a statement scans
+// and every index entry it writes.
+func (db *DB) Rows() (read, written int64) {
+	written = db.conn.TotalChanges() - db.changes0
+	return db.returned + written, written
+}
 
 // prepareFirst runs every statement of sql but the last (multi-statement
 // calls, as migrations make) and returns the last one prepared. Like

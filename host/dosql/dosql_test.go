@@ -176,3 +176,28 @@ func TestCloseForReopenKeepsAShortLog(t *testing.T) {
 	defer db.Close()
 	require.EqualValues(t, 42, count(t, db))
 }
+
+// Rows counts what SQLite can say: rows returned, and rows changed by any
+// statement of a call (the first ones of several too) or a trigger, each
+// changed row read as well.
+func TestRowsCountEveryStatementOfACall(t *testing.T) {
+	t.Parallel()
+	db := open(t)
+	read, written := db.Rows()
+	require.Zero(t, read+written, "a new database")
+	q(t, db, "CREATE TABLE t (a INTEGER); INSERT INTO t VALUES (1), (2); INSERT INTO t VALUES (3)")
+	read, written = db.Rows()
+	require.Equal(t, []int64{3, 3}, []int64{read, written}, "the first INSERT of the call counts")
+	q(t, db, `CREATE TABLE n (c INTEGER); INSERT INTO n VALUES (0);
+		CREATE TRIGGER g AFTER INSERT ON t BEGIN UPDATE n SET c = c + 1; END`)
+	q(t, db, `INSERT INTO t VALUES (4)`)
+	rows := q(t, db, `SELECT a FROM t`)
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	require.Equal(t, 4, n)
+	read, written = db.Rows()
+	require.Equal(t, int64(3+1+2), written, "the setup's insert, the row and its trigger's update")
+	require.Equal(t, written+4, read, "what changed, and the four rows returned")
+}
