@@ -134,9 +134,11 @@ func (m *Manager) evict(t *tenant) {
 			continue
 		}
 		if lru.engine != nil {
-			// Detached now, closed in the background: closing an instance
-			// and its database takes a millisecond or two that the request
-			// opening another need not wait for.
+			// Detached now, closed in the background: recording the usage
+			// it counted (a call and a transaction), then closing the
+			// instance and its database, take time the request opening
+			// another need not wait for (one reopening this tenant waits
+			// on closing).
 			e, count := m.detach(lru), lru.use.header("flush")
 			m.engines.evictions.Add(1)
 			done := make(chan struct{})

@@ -31,5 +31,6 @@ func TestAnAppendLeavesADueCatchUpWhereItIs(t *testing.T) {
 	st := d.status().Live
 	require.Equal(t, "current", st.Status)
 	require.Equal(t, int64(3), st.Checkpoint)
-	require.NotEqual(t, first, d.m.AlarmAt("acme"), "the alarm moved on once it ran")
+	at := d.m.AlarmAt("acme")
+	require.True(t, at == 0 || at > d.h.Now().UnixMilli(), "once it ran, nothing is due: the alarm is at %d, now %d", at, d.h.Now().UnixMilli())
 }

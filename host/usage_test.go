@@ -38,11 +38,15 @@ func TestUsageIsRecordedOnceAndOutlivesTheProcess(t *testing.T) {
 	require.NotNil(t, page.Tenants[0].Usage, "the directory hears what a tenant recorded")
 	require.Equal(t, int64(3), page.Tenants[0].Usage.Requests)
 	require.Equal(t, h.Now().UTC().Format("2006-01-02"), page.Tenants[0].Usage.Day)
-	// Two more tenants evict acme's engine (two open at most).
+	// Two more tenants fill the two engines the harness keeps open; acme
+	// opening again evicts the least recently used (globex), whose count
+	// is recorded as its engine closes.
 	require.Equal(t, 201, call(t, m, "globex", "POST", "jobs", api.EnqueueRequest{Kind: "test.echo"}).Status)
 	require.Equal(t, 201, call(t, m, "initech", "POST", "jobs", api.EnqueueRequest{Kind: "test.echo"}).Status)
 	require.Equal(t, 0, h.Advance(31*time.Second), "a host that keeps its count sets no alarm to record it")
 	require.Equal(t, 200, call(t, m, "acme", "GET", "status", nil).Status) // records the first four
+	require.Equal(t, 200, call(t, m, "globex", "GET", "status", nil).Status) // opens once its eviction ended
+	require.Equal(t, int64(1), recordedRequests(t, filepath.Join(dir, "tenants", "globex.sqlite")), "the evicted engine's enqueue")
 	require.Equal(t, 201, call(t, m, "acme", "POST", "jobs", api.EnqueueRequest{Kind: "test.echo"}).Status)
 	u := usageOf(t, call(t, m, "acme", "GET", "usage", nil).Body)
 	require.Equal(t, int64(6), u.Total.Requests, "%+v", u)
