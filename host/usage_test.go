@@ -44,7 +44,7 @@ func TestUsageIsRecordedOnceAndOutlivesTheProcess(t *testing.T) {
 	require.Equal(t, 201, call(t, m, "globex", "POST", "jobs", api.EnqueueRequest{Kind: "test.echo"}).Status)
 	require.Equal(t, 201, call(t, m, "initech", "POST", "jobs", api.EnqueueRequest{Kind: "test.echo"}).Status)
 	require.Equal(t, 0, h.Advance(31*time.Second), "a host that keeps its count sets no alarm to record it")
-	require.Equal(t, 200, call(t, m, "acme", "GET", "status", nil).Status) // records the first four
+	require.Equal(t, 200, call(t, m, "acme", "GET", "status", nil).Status)   // records the first four
 	require.Equal(t, 200, call(t, m, "globex", "GET", "status", nil).Status) // opens once its eviction ended
 	require.Equal(t, int64(1), recordedRequests(t, filepath.Join(dir, "tenants", "globex.sqlite")), "the evicted engine's enqueue")
 	require.Equal(t, 201, call(t, m, "acme", "POST", "jobs", api.EnqueueRequest{Kind: "test.echo"}).Status)
