@@ -1045,7 +1045,7 @@ func scenarioTrapAfterCommit(s *scenario) {
 	t := s.t
 	_, err := s.ten.Status(s.ctx) // its migrations, which read the oldest rows too, are done
 	require.NoError(t, err)
-	s.tg.injectFault(t, s.ten.Name(), "SELECT\n\t\t(SELECT COALESCE(MIN(created_at) FILTER (WHERE state = 'completed')", 2)
+	s.tg.injectFault(t, s.ten.Name(), "SELECT\n\t\t(SELECT CASE WHEN COUNT(*) < ", 2)
 	days := int64(3 * 24 * time.Hour / time.Millisecond)
 	_, err = s.ten.SetRetention(s.ctx, map[string]int64{"completed_ms": days})
 	requireCode(t, err, http.StatusInternalServerError, api.CodeAnswerLost)

@@ -163,6 +163,8 @@ const (
 // job after it was created, and so finished, no sooner). A bound from
 // below: one too early costs a look that deletes nothing.
 func ReadOldest(db *do.DB, scan int) (Oldest, error) {
+	// e2e's TrapAfterTheCommitSaysSo injects a fault at this statement by
+	// its first line: a change there changes the test's too.
 	var o Oldest
 	rows, err := db.Query(`SELECT
 		(SELECT CASE WHEN COUNT(*) < ` + strconv.Itoa(scan) + ` THEN MIN(finished_at) FILTER (WHERE state = 'completed')
