@@ -186,6 +186,16 @@ func (t *Tenant) Enqueue(ctx context.Context, r api.EnqueueRequest) (api.Job, er
 	return j, err
 }
 
+// EnqueueArgs adds the job of typed args (api.JobArgs): their kind, their
+// JSON, and the options set in opts (its Kind and Args empty).
+func (t *Tenant) EnqueueArgs(ctx context.Context, args api.JobArgs, opts api.EnqueueRequest) (api.Job, error) {
+	r, err := api.EnqueueOf(args, opts)
+	if err != nil {
+		return api.Job{}, err
+	}
+	return t.Enqueue(ctx, r)
+}
+
 // EnqueueBatch adds many jobs in one transaction: all or none.
 func (t *Tenant) EnqueueBatch(ctx context.Context, rs []api.EnqueueRequest) ([]api.Job, error) {
 	var out api.EnqueueBatchResponse

@@ -136,6 +136,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "ListAndCounts", run: scenarioListAndCounts},
 		{name: "Schedules", run: scenarioSchedules},
 		{name: "TransactionalEnqueue", run: scenarioTransactionalEnqueue},
+		{name: "TypedArgs", run: scenarioTypedArgs},
 		{name: "EventLog", run: scenarioEventLog},
 		{name: "Commands", run: scenarioCommands},
 		{name: "RefundStory", run: scenarioRefundStory},

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/e2e/testapp/receipt"
+	"github.com/stile-run/stile/worker"
 )
 
 // Scenarios of the complete job semantics (dependencies, concurrency
@@ -534,4 +537,92 @@ func scenarioTransactionalEnqueue(s *scenario) {
 	id, _ := strconv.Atoi(out.JobID)
 	require.Equal(t, strconv.Itoa(id+1), next.ID, "the failed business write enqueued nothing")
 	require.Equal(t, "available", s.job(out.JobID).State, "and the first signup's job is intact")
+}
+
+// scenarioTypedArgs: a kind registered with typed args (receipt.Receipt)
+// takes jobs enqueued typed from the client, a transaction and a decision,
+// and untyped with the same JSON; args that do not decode or fail the
+// type's Validate are refused at enqueue and write nothing. Handlers take
+// each other's jobs: an untyped handler reads a typed enqueue's JSON, a
+// typed handler decodes an untyped enqueue's, and fails for good a job
+// whose args it cannot decode (a kind the module registers untyped).
+func scenarioTypedArgs(s *scenario) {
+	t := s.t
+	typed, err := s.ten.EnqueueArgs(s.ctx, receipt.Receipt{Order: "o-1", Cents: 250}, api.EnqueueRequest{Tags: []string{"typed"}})
+	require.NoError(t, err)
+	require.Equal(t, "test.receipt", typed.Kind)
+	require.JSONEq(t, `{"order":"o-1","cents":250}`, string(s.job(typed.ID).Args))
+	require.Equal(t, []string{"typed"}, s.job(typed.ID).Tags)
+	_, err = s.ten.EnqueueArgs(s.ctx, receipt.Receipt{Order: "o-x"}, api.EnqueueRequest{Kind: "test.echo"})
+	require.ErrorContains(t, err, `the options name kind "test.echo"`, "the args name the kind")
+
+	// Untyped, with a field the type does not have: decoding ignores it.
+	untyped := s.enqueue(api.EnqueueRequest{Kind: "test.receipt", Args: json.RawMessage(`{"order":"o-2","cents":5,"note":"a newer client's field"}`)})
+	for _, bad := range []struct{ args, says string }{
+		{`{"order":"o-3","cents":"ten"}`, `args of job kind test.receipt do not decode into receipt.Receipt`},
+		{`{"cents":1}`, `a receipt names its order`},
+		{`{"order":"o-4","cents":-1}`, `"cents" is not negative`},
+		{`[1,2]`, `do not decode into receipt.Receipt`},
+	} {
+		_, err := s.ten.Enqueue(s.ctx, api.EnqueueRequest{Kind: "test.receipt", Args: json.RawMessage(bad.args)})
+		requireCode(t, err, http.StatusBadRequest, api.CodeInvalidArgs)
+		require.ErrorContains(t, err, bad.says, bad.args)
+	}
+	var out struct {
+		JobID string `json:"job_id"`
+	}
+	require.NoError(t, s.ten.Tx(s.ctx, "order", receipt.Receipt{Order: "o-5", Cents: 12}, &out))
+	fromTx := s.job(out.JobID)
+	require.Equal(t, "test.receipt", fromTx.Kind)
+	require.JSONEq(t, `{"order":"o-5","cents":12}`, string(fromTx.Args))
+	require.Equal(t, []string{"order"}, fromTx.Tags)
+	err = s.ten.Tx(s.ctx, "order", map[string]any{"order": "o-6", "cents": -3}, nil)
+	requireCode(t, err, http.StatusBadRequest, api.CodeInvalidArgs)
+	decided := s.command(api.Command{ID: "typed-p1", Aggregate: "payment", AggregateID: "p1", Type: "CreateWithTypedReceipt",
+		Data: json.RawMessage(`{"amount":7}`)})
+	require.Len(t, decided.JobIDs, 1)
+	require.JSONEq(t, `{"order":"p1","cents":7}`, string(s.job(decided.JobIDs[0]).Args))
+	// The refused enqueues wrote nothing: ids run on from the last job.
+	next := s.enqueue(api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{"n":"not a number"}`)})
+	last, _ := strconv.Atoi(decided.JobIDs[0])
+	require.Equal(t, strconv.Itoa(last+1), next.ID, "a refused enqueue took no id")
+
+	newWorker := func(id string) *worker.Worker {
+		w, err := worker.New(worker.Config{URL: s.tg.client().BaseURL(), Token: token, ID: id, Logger: quietLog})
+		require.NoError(t, err)
+		return w
+	}
+	// An untyped handler reads the typed enqueue's JSON.
+	plain := newWorker("untyped")
+	plain.Handle("test.receipt", func(_ context.Context, job *worker.Job) (any, error) {
+		var m map[string]any
+		return m, job.Decode(&m)
+	})
+	ran, ok, err := plain.WorkOne(s.ctx, s.ten.Name())
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, typed.ID, ran.JobID)
+	require.Equal(t, "completed", ran.Outcome)
+	require.JSONEq(t, `{"order":"o-1","cents":250}`, string(ran.Output))
+
+	// A typed handler decodes the rest, whoever enqueued them.
+	w := newWorker("typed")
+	worker.Handle(w, func(_ context.Context, job *worker.JobOf[receipt.Receipt]) (any, error) {
+		return map[string]any{"order": job.Args.Order, "cents": job.Args.Cents, "id": job.JobID}, nil
+	})
+	worker.Handle(w, func(_ context.Context, job *worker.JobOf[receipt.Echo]) (any, error) {
+		return job.Args.N, nil
+	})
+	rs, err := w.WorkAll(s.ctx, s.ten.Name())
+	require.NoError(t, err)
+	outcomes := map[string]string{}
+	for _, r := range rs {
+		outcomes[r.JobID] = r.Outcome
+	}
+	require.Equal(t, map[string]string{untyped.ID: "completed", out.JobID: "completed", decided.JobIDs[0]: "completed", next.ID: "failed"}, outcomes)
+	require.JSONEq(t, `{"order":"o-2","cents":5,"id":"`+untyped.ID+`"}`, string(s.job(untyped.ID).Output))
+	dead := s.job(next.ID)
+	require.Equal(t, "dead", dead.State, "args no attempt could decode end the job at once")
+	require.Len(t, dead.Attempts, 1)
+	require.Contains(t, dead.Attempts[0].Error, "job "+next.ID+": args of job kind test.echo do not decode into receipt.Echo")
 }

@@ -30,6 +30,9 @@ type Command struct {
 type Decision struct {
 	Events []api.NewEvent
 	Jobs   []api.EnqueueRequest
+	// unencoded is the first job of EnqueueArgs whose args did not
+	// encode: the command is refused with it, writing nothing.
+	unencoded error
 }
 
 // Emit is a decision to append events.
@@ -40,6 +43,21 @@ func Emit(events ...api.NewEvent) Decision { return Decision{Events: events} }
 func (d Decision) Enqueue(jobs ...api.EnqueueRequest) Decision {
 	d.Jobs = append(d.Jobs, jobs...)
 	return d
+}
+
+// EnqueueArgs adds the job of typed args (api.JobArgs) to the decision,
+// with the options set in opts (its Kind and Args empty). Args that do not
+// encode refuse the command (422 command_rejected, saying why), as an
+// invalid event does.
+func (d Decision) EnqueueArgs(args api.JobArgs, opts api.EnqueueRequest) Decision {
+	r, err := api.EnqueueOf(args, opts)
+	if err != nil {
+		if d.unencoded == nil {
+			d.unencoded = err
+		}
+		return d
+	}
+	return d.Enqueue(r)
 }
 
 // Aggregate registers an aggregate: a stream per id ("<name>:<id>") whose
@@ -326,6 +344,9 @@ func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.Comman
 	if derr != nil {
 		return api.CommandResult{}, api.Refuse(api.CodeCommandRejected,
 			"%s %s on %s refused: %s", c.Aggregate, c.Type, stream, oneLine(derr.Error())), nil
+	}
+	if d.unencoded != nil {
+		return api.CommandResult{}, api.Refuse(api.CodeCommandRejected, "%s %s decided a job it could not encode: %s", c.Aggregate, c.Type, oneLine(d.unencoded.Error())), nil
 	}
 	drafts := make([]eventstore.Draft, len(d.Events))
 	for i, e := range d.Events {

@@ -176,6 +176,39 @@ func (a *App) RegisterJob(k JobKind) *App {
 	return a
 }
 
+// RegisterJobArgs registers the job kind of args type T (api.JobArgs): its
+// name is T's Kind, its other settings are k's, as RegisterJob takes them
+// (k.Name must be empty or the same). An enqueue's args must decode into a
+// T (400 invalid_args, naming what did not fit), then pass T's own
+// Validate if T has one (api.ArgsValidator), then k.Validate if set.
+// Decoding is encoding/json's: fields T lacks are ignored, so a module
+// that reads an older shape of the args takes a newer client's jobs.
+func RegisterJobArgs[T api.JobArgs](a *App, k JobKind) *App {
+	var zero T
+	kind := zero.Kind()
+	if k.Name != "" && k.Name != kind {
+		panic(printf.Sprintf("stile: job kind %q: the %T args name kind %q", k.Name, zero, kind))
+	}
+	k.Name = kind
+	also := k.Validate
+	k.Validate = func(args json.RawMessage) error {
+		v, err := api.DecodeArgs[T](args)
+		if err != nil {
+			return err
+		}
+		if c, ok := any(v).(api.ArgsValidator); ok {
+			if err := c.Validate(); err != nil {
+				return err
+			}
+		}
+		if also != nil {
+			return also(args)
+		}
+		return nil
+	}
+	return a.RegisterJob(k)
+}
+
 // Kind returns a registered kind.
 func (a *App) Kind(name string) (JobKind, bool) {
 	k, ok := a.kinds[name]

@@ -79,6 +79,17 @@ func (tx *Tx) Enqueue(r api.EnqueueRequest) (api.Job, error) {
 	return v, nil
 }
 
+// EnqueueArgs enqueues the job of typed args (api.JobArgs) in the
+// transaction, as Enqueue does, with the options set in opts (its Kind and
+// Args empty).
+func (tx *Tx) EnqueueArgs(args api.JobArgs, opts api.EnqueueRequest) (api.Job, error) {
+	r, err := api.EnqueueOf(args, opts)
+	if err != nil {
+		return api.Job{}, api.Refuse(api.CodeInvalidArgs, "%s", err.Error())
+	}
+	return tx.Enqueue(r)
+}
+
 // RegisterTx adds a transaction. It panics on an invalid or duplicate name.
 func (a *App) RegisterTx(name string, fn TxFunc) *App {
 	if !api.ValidName(name) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/e2e/testapp/receipt"
 	"github.com/stile-run/stile/runtime"
 )
 
@@ -81,7 +82,7 @@ func registerPayments(app *runtime.App) *runtime.App {
 				}
 			}
 			switch c.Type {
-			case "Create", "CreateWithReceipt":
+			case "Create", "CreateWithReceipt", "CreateWithTypedReceipt":
 				if p.Created {
 					return runtime.Decision{}, errors.New("the payment exists")
 				}
@@ -89,8 +90,11 @@ func registerPayments(app *runtime.App) *runtime.App {
 					Amount   int64  `json:"amount"`
 					Provider string `json:"provider,omitempty"`
 				}{d.Amount, d.Provider}))
-				if c.Type == "CreateWithReceipt" {
+				switch c.Type {
+				case "CreateWithReceipt":
 					dec = dec.Enqueue(api.EnqueueRequest{Kind: "test.echo", Args: c.Data, Tags: []string{"receipt"}})
+				case "CreateWithTypedReceipt":
+					dec = dec.EnqueueArgs(receipt.Receipt{Order: c.AggregateID, Cents: d.Amount}, api.EnqueueRequest{Tags: []string{"receipt"}})
 				}
 				return dec, nil
 			case "RequestRefund":

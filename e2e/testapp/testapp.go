@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/e2e/testapp/receipt"
 	"github.com/stile-run/stile/runtime"
 	"github.com/stile-run/stile/schema"
 )
@@ -13,7 +14,7 @@ import (
 // App registers the test kinds, transactions, the payment aggregate and
 // its reactions.
 func App() *runtime.App {
-	return registerProjections(registerPayments(runtime.NewApp())).
+	return runtime.RegisterJobArgs[receipt.Receipt](registerProjections(registerPayments(runtime.NewApp())), runtime.JobKind{}).
 		ConcurrencyLimit("limited", 1).
 		// A dead executor's push is replaced after 3 s (35 s by default),
 		// and a refused one retried from 200 ms, so the executor tests wait
@@ -49,6 +50,15 @@ func App() *runtime.App {
 			return nil, tx.Exec(`DELETE FROM stile_jobs`)
 		}).
 		RegisterJob(runtime.JobKind{Name: "test.echo"}).
+		// Typed args, enqueued typed from a transaction too.
+		RegisterTx("order", func(tx *runtime.Tx, input json.RawMessage) (any, error) {
+			r, err := api.DecodeArgs[receipt.Receipt](input)
+			if err != nil {
+				return nil, &api.Error{Status: 400, Code: "invalid_order", Message: err.Error()}
+			}
+			job, err := tx.EnqueueArgs(r, api.EnqueueRequest{Tags: []string{"order"}})
+			return map[string]string{"job_id": job.ID}, err
+		}).
 		// One at a time, by the module's default limit.
 		RegisterJob(runtime.JobKind{Name: "test.limited", ConcurrencyKey: "limited", Lease: time.Second,
 			Backoff: 200 * time.Millisecond, MaxBackoff: time.Second}).
