@@ -1,6 +1,6 @@
-// Package docs_test keeps DESIGN.md's layout table true: every package of
-// the module has its row, and no package imports against the layers the
-// table names.
+// Package docs_test keeps the docs true: DESIGN.md's layout table (every package of
+// the module has its row, no package imports against the layers the
+// table names) and every Markdown file's code fences.
 package docs_test
 
 import (
