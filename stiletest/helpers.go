@@ -203,7 +203,7 @@ func (s *Scope) worker(tb testing.TB) *worker.Worker {
 	if s.h.handlers == nil {
 		tb.Fatal("stiletest: WorkOne and WorkAll run Config.Handlers: set it to your handler package's Register")
 	}
-	w, err := worker.New(worker.Config{URL: s.h.URL, Token: s.h.token, ID: "stiletest", Clock: s.h.WorkerClock(), Logger: s.h.log})
+	w, err := worker.New(worker.Config{URL: s.h.URL, Token: s.h.token, ID: "stiletest", Clock: s.h.WorkerClock(), Logger: s.h.log, Env: s.h.env})
 	if err != nil {
 		tb.Fatalf("stiletest: %v", err)
 	}

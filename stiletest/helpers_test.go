@@ -275,3 +275,36 @@ func TestDeliverRunsAReactionHandlerAlone(t *testing.T) {
 	require.Equal(t, api.OutcomeSnoozed, rep.Outcome)
 	require.Equal(t, int64(60000), rep.SnoozeMs)
 }
+
+// TestEachHarnessGivesItsHandlersItsOwnEnv: two harnesses in parallel,
+// each with its own Env, and a variable only the process has: the
+// handlers see their harness's configuration alone, as WorkOne runs them
+// and as the pushed executor does.
+func TestEachHarnessGivesItsHandlersItsOwnEnv(t *testing.T) {
+	t.Parallel()
+	readEnv := func(w *worker.Worker) {
+		w.Handle("test.echo", func(ctx context.Context, j *worker.Job) (any, error) {
+			return map[string]string{"url": w.Getenv("PROVIDER_URL"), "path": w.Getenv("PATH")}, nil
+		})
+	}
+	for _, url := range []string{"http://one.example", "http://two.example"} {
+		for _, pushed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s pushed=%v", url, pushed), func(t *testing.T) {
+				t.Parallel()
+				h := stiletest.New(t, stiletest.Config{App: testapp.App(), Handlers: readEnv, Pushed: pushed,
+					Env: map[string]string{"PROVIDER_URL": url}})
+				j, err := h.Tenant("acme").Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.echo"})
+				require.NoError(t, err)
+				if pushed {
+					h.WaitIdle(t)
+				} else {
+					_, ok := h.WorkOne(t)
+					require.True(t, ok)
+				}
+				got := h.RequireEnqueued(t, "test.echo", nil)
+				require.Equal(t, "completed", got.State)
+				require.JSONEq(t, `{"url":"`+url+`","path":""}`, string(got.Output), "job %s", j.ID)
+			})
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -70,6 +71,11 @@ type Config struct {
 	// Handlers registers the handlers WorkOne and WorkAll run, in the
 	// test's goroutine: a handler package's Register.
 	Handlers func(*worker.Worker)
+	// Env, if set, is the environment the harness's workers give the
+	// handlers (worker.Worker.Getenv) in place of the process's: a test
+	// configures its handlers without t.Setenv, and may run in parallel.
+	// A variable it lacks is unset.
+	Env map[string]string
 	// NextToken is a second secret accepted during a rotation, and Revoked
 	// the ids of revoked scoped tokens (server.WithRotation, WithRevoked).
 	NextToken string
@@ -132,8 +138,10 @@ type Harness struct {
 	tempDir string // removed by Close: Start made it
 
 	handlers func(*worker.Worker)
-	tenant   string // the helpers' tenant
-	log      *slog.Logger
+	// env is Config.Env as the workers read it (nil: the process's).
+	env    func(string) string
+	tenant string // the helpers' tenant
+	log    *slog.Logger
 	// executor runs pushes with Config.Pushed (nil without); pushedTo is
 	// where pushes go, cleared when the harness closes.
 	executor *executor.Handler
@@ -272,9 +280,13 @@ func start(cfg Config) (*Harness, error) {
 	}
 	h := &Harness{URL: ts.URL, token: token, clock: clock, manual: manual, manager: m, server: ts,
 		client: client.New(ts.URL, token, nil), handlers: cfg.Handlers, tenant: tenant, log: cfg.Logger, pushedTo: pushedTo}
+	if cfg.Env != nil {
+		env := maps.Clone(cfg.Env)
+		h.env = func(name string) string { return env[name] }
+	}
 	if cfg.Pushed {
 		w, err := worker.New(worker.Config{URL: ts.URL, Token: token, ID: "stiletest-executor", Concurrency: cfg.Concurrency,
-			Clock: h.WorkerClock(), Logger: cfg.Logger})
+			Clock: h.WorkerClock(), Logger: cfg.Logger, Env: h.env})
 		if err != nil {
 			h.Close()
 			return nil, fmt.Errorf("stiletest: %w", err)

@@ -159,6 +159,12 @@ type Config struct {
 	// its slots and budget. The edge executor paces its handlers by their
 	// outbound requests and how long they run (package executor/edge).
 	Pacer Pacer
+	// Env is the handlers' configuration, which they read with
+	// Worker.Getenv in their registration. Default: os.Getenv (at the
+	// edge, the Worker's vars and secrets are the process environment). A
+	// test passes its own (stiletest.Config.Env), so that it needs no
+	// t.Setenv and may run in parallel.
+	Env func(name string) string
 	// Clock keeps the worker's leases, heartbeats and time limits. Default:
 	// the wall clock; a test gives the clock it moves by hand
 	// (stiletest.Harness.WorkerClock), so that advancing it drives the
@@ -317,6 +323,9 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 10
 	}
+	if cfg.Env == nil {
+		cfg.Env = os.Getenv
+	}
 	if cfg.PollWait <= 0 {
 		cfg.PollWait = 20 * time.Second
 	}
@@ -352,6 +361,13 @@ func New(cfg Config) (*Worker, error) {
 
 // ID is the worker's id.
 func (w *Worker) ID() string { return w.cfg.ID }
+
+// Getenv is the value of a variable of the handlers' configuration
+// (Config.Env), "" if it is unset. A handler package reads what it needs
+// with it in Register: `stile dev --handlers` and `stile work` give the
+// process environment, the edge executor the Worker's vars and secrets,
+// and a test what it chose.
+func (w *Worker) Getenv(name string) string { return w.cfg.Env(name) }
 
 // Requests is how many HTTP requests the worker has sent.
 func (w *Worker) Requests() int64 { return w.requests.Load() }

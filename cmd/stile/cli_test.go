@@ -279,9 +279,15 @@ func TestNewProjectWorksOutsideStilesTree(t *testing.T) {
 		require.NoError(t, err, "go %s:\n%s", strings.Join(args, " "), b)
 		return string(b)
 	}
-	tests := run("test", "./...")
+	tests := run("test", "-v", "./...")
 	require.Contains(t, tests, "ok  \texample.com/shop/app")
 	require.Contains(t, tests, "ok  \texample.com/shop/handlers")
+	// Its tests give the handlers fake dependencies (handlers.With), not
+	// the environment, so every one of them runs in parallel.
+	for _, test := range []string{"TestCheckoutStoresTheCustomerAndEnqueuesTheReceipt", "TestAnOrderIsNotifiedOnceAndProjected",
+		"TestEveryTenantGetsTheDailyDigest", "TestNotifySendsTheDeliverysKey"} {
+		require.Contains(t, tests, "=== PAUSE "+test, "%s runs in parallel", test)
+	}
 
 	built := run("tool", "stile", "build", "--handlers", "./handlers", "./tenant")
 	require.Contains(t, built, "wrote wrangler.toml")
