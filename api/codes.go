@@ -47,6 +47,7 @@ const (
 	CodeCommandIDReused        Code = "command_id_reused"       // 409: the command id was applied before with other content
 	CodeNotStuck               Code = "not_stuck"               // 409: skip of an event that is not the reaction's first open delivery
 	CodeModuleSchedule         Code = "module_schedule"         // 409: the schedule is declared by the tenant module; change it there
+	CodeProjectionBehind       Code = "projection_behind"       // 409: the query's projection has not yet applied every event of its types up to min_seq (the message says where it is, and whether it is stalled); ask again, or wait with the client's QueryAtLeast
 	CodeCommandRejected        Code = "command_rejected"        // 422: the aggregate's decide refused the command (its error); nothing was written
 	CodeImportConflict         Code = "import_conflict"         // 409: an import page that does not fit the tenant: not empty, another import under way, a page out of order, other schema versions, a row its tables refuse
 	CodeTxFailed               Code = "tx_failed"               // 422: a registered transaction failed; it wrote nothing

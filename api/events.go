@@ -296,4 +296,38 @@ type ProjectionsResponse struct {
 type QueryResult struct {
 	Rows      []json.RawMessage `json:"rows"`
 	Truncated bool              `json:"truncated,omitempty"`
+	// Projection says how far the projection the query read had applied
+	// the event log: rows of a projection that is catching up or stalled
+	// lack the effect of the events after its checkpoint. The answer's
+	// Projection-Checkpoint and Projection-Status headers say the same.
+	Projection *QueryProjection `json:"projection,omitempty"`
 }
+
+// QueryProjection is how far the projection a query read had applied the
+// event log. Status is "current" (no event of its types waits),
+// "catching_up" (PendingFrom is the first that waits) or "stalled" (its
+// handler failed at ErrorSeq, retried at RetryAt). A query with min_seq
+// answers only once no event of its types up to that seq waits
+// (409 projection_behind until then).
+type QueryProjection struct {
+	Name        string     `json:"name"`
+	Checkpoint  int64      `json:"checkpoint"`
+	Status      string     `json:"status"`
+	PendingFrom int64      `json:"pending_from,omitempty"`
+	Error       string     `json:"error,omitempty"`
+	ErrorSeq    int64      `json:"error_seq,omitempty"`
+	RetryAt     *time.Time `json:"retry_at,omitempty"`
+}
+
+// MinSeqParam is the query parameter that asks a query's projection to
+// have applied every event of its types up to a seq (a command's or an
+// append's, say) before the query answers. A query may not name a
+// parameter of its own so.
+const MinSeqParam = "min_seq"
+
+// Headers of a query's answer: its projection's checkpoint and status
+// (QueryProjection).
+const (
+	HeaderProjectionCheckpoint = "projection-checkpoint"
+	HeaderProjectionStatus     = "projection-status"
+)

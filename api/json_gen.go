@@ -1031,11 +1031,31 @@ func (v QueryResult) AppendJSON(b []byte) []byte {
 	if v.Truncated {
 		o.Bool("truncated", true)
 	}
+	if v.Projection != nil {
+		o.Key("projection")
+		o.B = v.Projection.AppendJSON(o.B)
+	}
 	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
 func (v QueryResult) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v QueryProjection) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Str("name", v.Name)
+	o.Int("checkpoint", v.Checkpoint)
+	o.Str("status", v.Status)
+	o.IntOmit("pending_from", v.PendingFrom)
+	o.StrOmit("error", v.Error)
+	o.IntOmit("error_seq", v.ErrorSeq)
+	o.TimeOmit("retry_at", v.RetryAt)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v QueryProjection) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
 func (v ExportPage) AppendJSON(b []byte) []byte {

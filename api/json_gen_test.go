@@ -124,6 +124,10 @@ func fxGeneration() *api.GenerationStatus {
 		ErrorSeq: 5, RetryAt: &fxLater, Outdated: true}
 }
 
+func fxQueryProjection() *api.QueryProjection {
+	return &api.QueryProjection{Name: "p", Checkpoint: 2, Status: "stalled", PendingFrom: 3, Error: "e", ErrorSeq: 3, RetryAt: &fxLater}
+}
+
 func fxProjection() api.ProjectionStatus {
 	return api.ProjectionStatus{Name: "p", Types: []string{"a"}, Head: 9, Live: fxGeneration(), Rebuild: fxGeneration()}
 }
@@ -224,7 +228,8 @@ var fixtures = map[string]any{
 	"ProjectionStatus":      fxProjection(),
 	"GenerationStatus":      *fxGeneration(),
 	"ProjectionsResponse":   api.ProjectionsResponse{Projections: []api.ProjectionStatus{fxProjection()}},
-	"QueryResult":           api.QueryResult{Rows: []json.RawMessage{json.RawMessage(`{"a":1}`), fxRaw}, Truncated: true},
+	"QueryResult":           api.QueryResult{Rows: []json.RawMessage{json.RawMessage(`{"a":1}`), fxRaw}, Truncated: true, Projection: fxQueryProjection()},
+	"QueryProjection":       *fxQueryProjection(),
 }
 
 // fxUsage counts one of everything.

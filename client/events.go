@@ -2,9 +2,11 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/stile-run/stile/api"
 )
@@ -102,6 +104,42 @@ func (t *Tenant) Query(ctx context.Context, name string, params url.Values) (api
 	var out api.QueryResult
 	err := t.do(ctx, api.RouteQuery, params, nil, &out, name)
 	return out, err
+}
+
+// QueryAtLeast runs a registered query once its projection has applied
+// every event of its types up to seq (a command's or an append's last seq,
+// say): read-your-writes for a projection. The tenant answers 409
+// projection_behind while the projection is short of it; QueryAtLeast asks
+// again, from 5 ms doubling to 250 ms between tries, until it answers or
+// ctx ends (bound the wait with ctx). A stalled projection may never get
+// there: the last refusal, which says where it stalled and why, is
+// returned with ctx's error.
+func (t *Tenant) QueryAtLeast(ctx context.Context, name string, params url.Values, seq int64) (api.QueryResult, error) {
+	q := url.Values{}
+	for k, v := range params {
+		q[k] = v
+	}
+	q.Set(api.MinSeqParam, strconv.FormatInt(seq, 10))
+	pause := 5 * time.Millisecond
+	var refused error // the last projection_behind
+	for {
+		out, err := t.Query(ctx, name, q)
+		if Code(err) != api.CodeProjectionBehind {
+			if err != nil && refused != nil && ctx.Err() != nil {
+				err = fmt.Errorf("%w (%w)", ctx.Err(), refused)
+			}
+			return out, err
+		}
+		refused = err
+		timer := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return out, fmt.Errorf("%w (%w)", ctx.Err(), refused)
+		case <-timer.C:
+		}
+		pause = min(2*pause, 250*time.Millisecond)
+	}
 }
 
 // setLimit sets the limit parameter, unless limit is 0 (the default).

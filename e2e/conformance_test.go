@@ -137,6 +137,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "Schedules", run: scenarioSchedules},
 		{name: "TransactionalEnqueue", run: scenarioTransactionalEnqueue},
 		{name: "TypedArgs", run: scenarioTypedArgs},
+		{name: "QueriesSayWhenStale", run: scenarioQueriesSayWhenStale},
 		{name: "EventLog", run: scenarioEventLog},
 		{name: "Commands", run: scenarioCommands},
 		{name: "RefundStory", run: scenarioRefundStory},

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/client"
 	"github.com/stile-run/stile/e2e/testapp"
 )
 
@@ -248,4 +250,70 @@ func scenarioProjectionFaults(s *scenario) {
 	head, err := s.ten.Events(s.ctx, 0, 1)
 	require.NoError(t, err)
 	require.Equal(t, head.Head, s.notesStatus().Live.Checkpoint)
+}
+
+// A query's answer says how far its projection had applied the log, in a
+// field and in headers; with min_seq it answers only once every event of
+// the projection's types up to that seq is applied, and says where a
+// stalled projection stopped until then. The client's QueryAtLeast waits.
+func scenarioQueriesSayWhenStale(s *scenario) {
+	t := s.t
+	first := s.note("q", testapp.NoteData{N: 1})
+	res, err := s.ten.QueryAtLeast(s.ctx, "notes_of", url.Values{"stream": {"q"}}, first)
+	require.NoError(t, err)
+	require.Len(t, res.Rows, 1, "the query waited for its projection to apply seq %d", first)
+	require.Equal(t, &api.QueryProjection{Name: testapp.NotesProjection, Checkpoint: first, Status: "current"}, res.Projection)
+
+	status, err := s.ten.Status(s.ctx)
+	require.NoError(t, err)
+	poisoned := s.note("q", testapp.NoteData{N: 2, PoisonUntil: status.Now.Add(2 * time.Second).UnixMilli()})
+	last := s.note("q", testapp.NoteData{N: 3})
+	s.caughtUp(true)
+	res, err = s.ten.Query(s.ctx, "notes_of", url.Values{"stream": {"q"}})
+	require.NoError(t, err, "without min_seq a stalled projection's rows are served, and said to be stale")
+	require.Len(t, res.Rows, 1)
+	p := res.Projection
+	require.Equal(t, "stalled", p.Status)
+	require.Equal(t, first, p.Checkpoint)
+	require.Equal(t, poisoned, p.PendingFrom)
+	require.Equal(t, poisoned, p.ErrorSeq)
+	require.Contains(t, p.Error, "poisoned until")
+	require.NotNil(t, p.RetryAt)
+
+	// The same in the headers of the answer.
+	path := "/v1/t/" + s.ten.Name() + "/queries/notes_of?stream=q"
+	req, err := http.NewRequestWithContext(s.ctx, http.MethodGet, s.tg.client().BaseURL()+path, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, fmt.Sprint(first), resp.Header.Get(api.HeaderProjectionCheckpoint))
+	require.Equal(t, "stalled", resp.Header.Get(api.HeaderProjectionStatus))
+
+	// min_seq up to the checkpoint answers; past the stalled event it is
+	// refused with where the projection stopped.
+	_, err = s.ten.Query(s.ctx, "notes_of", url.Values{"stream": {"q"}, api.MinSeqParam: {fmt.Sprint(first)}})
+	require.NoError(t, err)
+	_, err = s.ten.Query(s.ctx, "notes_of", url.Values{"stream": {"q"}, api.MinSeqParam: {fmt.Sprint(last)}})
+	requireCode(t, err, http.StatusConflict, api.CodeProjectionBehind)
+	require.ErrorContains(t, err, fmt.Sprintf("projection notes is stalled at event %d, short of min_seq %d", poisoned, last))
+	short, cancel := context.WithTimeout(s.ctx, 100*time.Millisecond)
+	_, err = s.ten.QueryAtLeast(short, "notes_of", url.Values{"stream": {"q"}}, last)
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Equal(t, api.CodeProjectionBehind, client.Code(err), "the last refusal comes with the deadline")
+	for _, bad := range []string{"-1", "x", "1.5"} {
+		_, err := s.ten.Query(s.ctx, "notes_of", url.Values{"stream": {"q"}, api.MinSeqParam: {bad}})
+		requireCode(t, err, http.StatusBadRequest, api.CodeInvalidRequest)
+		require.ErrorContains(t, err, "min_seq=")
+	}
+
+	s.tg.advance(t, 2500*time.Millisecond) // the handler succeeds from now on
+	s.caughtUp(false)
+	res, err = s.ten.QueryAtLeast(s.ctx, "notes_of", url.Values{"stream": {"q"}}, last)
+	require.NoError(t, err)
+	require.Len(t, res.Rows, 3)
+	require.Equal(t, &api.QueryProjection{Name: testapp.NotesProjection, Checkpoint: last, Status: "current"}, res.Projection)
 }

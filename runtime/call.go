@@ -40,6 +40,9 @@ type call struct {
 	run       route
 	noticedBy string
 	creating  bool
+	// fresh says a query asked for freshness (min_seq): the projections
+	// catch up first, if that is due.
+	fresh bool
 
 	// What the transaction decided, applied after it committed.
 	//

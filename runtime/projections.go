@@ -185,6 +185,9 @@ func (a *App) RegisterQuery(q Query) *App {
 	if _, err := projection.Check(q.SQL, projection.Read, p.names(1)); err != nil {
 		panic(printf.Sprintf("stile: query %q: %v", q.Name, err))
 	}
+	if slices.Contains(q.Params, api.MinSeqParam) {
+		panic(printf.Sprintf("stile: query %q: a parameter may not be named %s (the query's freshness)", q.Name, api.MinSeqParam))
+	}
 	if strings.Count(q.SQL, "?") != len(q.Params) || len(q.Columns) == 0 {
 		panic(printf.Sprintf("stile: query %q: give one ? per param (%d params) and name its columns", q.Name, len(q.Params)))
 	}

@@ -65,7 +65,7 @@ var routes = []routeEntry{
 	{Route: api.RouteSkip, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.skipReaction(in.params[0], in.body) }, body: true},
 	{Route: api.RouteProjections, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.projectionsStatus(), nil }},
 	{Route: api.RouteRebuild, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.rebuildProjection(in.params[0]) }},
-	{Route: api.RouteQuery, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.runQuery(in.params[0], in.query) }, query: true},
+	{Route: api.RouteQuery, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.runQuery(c, in.params[0], in.query) }, query: true},
 	{Route: api.RoutePushes, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.listPushes(), nil }},
 	{Route: api.RoutePushDone, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.pushDone(c, in.params[0], in.body) }, body: true},
 	{Route: api.RouteAudit, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.listAudit(), nil }},

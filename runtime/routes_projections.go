@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
@@ -98,7 +99,7 @@ func (t *Tenant) rebuildProjection(name string) (route, *api.Error) {
 
 // ---- queries ----
 
-func (t *Tenant) runQuery(name, raw string) (route, *api.Error) {
+func (t *Tenant) runQuery(c *call, name, raw string) (route, *api.Error) {
 	q, ok := t.app.queries[name]
 	if !ok {
 		return nil, api.Refuse(api.CodeNotFound, "no query %q is registered in this module", name)
@@ -107,6 +108,12 @@ func (t *Tenant) runQuery(name, raw string) (route, *api.Error) {
 	if e != nil {
 		return nil, e
 	}
+	minSeq, e := position(params, api.MinSeqParam, 0)
+	if e != nil {
+		return nil, e
+	}
+	delete(params, api.MinSeqParam)
+	c.fresh = minSeq > 0
 	args := make([]any, len(q.Params))
 	for i, p := range q.Params {
 		v, ok := params[p]
@@ -128,16 +135,23 @@ func (t *Tenant) runQuery(name, raw string) (route, *api.Error) {
 		if err != nil {
 			return result{}, err
 		}
-		gen := int64(0)
-		for _, g := range gens {
+		var live *projectionstore.Generation
+		for i, g := range gens {
 			if g.Name == p.Name && g.Role == projectionstore.Live {
-				gen = g.Generation
+				live = &gens[i]
 			}
 		}
-		if gen == 0 {
+		if live == nil {
 			return result{}, printf.Errorf("projection %s has no live generation", p.Name)
 		}
-		sql, err := projection.Check(q.SQL, projection.Read, p.names(gen))
+		fresh, err := t.queryProjection(p, *live)
+		if err != nil {
+			return result{}, err
+		}
+		if fresh.PendingFrom != 0 && fresh.PendingFrom <= minSeq {
+			return result{}, behind(name, fresh, minSeq)
+		}
+		sql, err := projection.Check(q.SQL, projection.Read, p.names(live.Generation))
 		if err != nil {
 			return result{}, err
 		}
@@ -148,7 +162,7 @@ func (t *Tenant) runQuery(name, raw string) (route, *api.Error) {
 		if rows.Columns() != len(q.Columns) {
 			return result{}, printf.Errorf("query %s returns %d columns but names %d", name, rows.Columns(), len(q.Columns))
 		}
-		var out api.QueryResult
+		out := api.QueryResult{Projection: &fresh}
 		out.Rows = []json.RawMessage{}
 		for rows.Next() {
 			if len(out.Rows) == q.MaxRows {
@@ -166,8 +180,40 @@ func (t *Tenant) runQuery(name, raw string) (route, *api.Error) {
 			}
 			out.Rows = append(out.Rows, append(b, '}'))
 		}
-		return result{status: statusOK, body: out.AppendJSON}, rows.Err()
+		return result{status: statusOK, body: out.AppendJSON, headers: do.Headers{
+			{Name: api.HeaderProjectionCheckpoint, Value: strconv.FormatInt(fresh.Checkpoint, 10)},
+			{Name: api.HeaderProjectionStatus, Value: fresh.Status}}}, rows.Err()
 	}, nil
+}
+
+// queryProjection is how far g, the live generation of p, has applied
+// the log, as a query's answer says it: its checkpoint, and the first
+// event of its types after it (one row read per type; the lag itself,
+// which GET /projections counts, is not).
+func (t *Tenant) queryProjection(p *projectionReg, g projectionstore.Generation) (api.QueryProjection, error) {
+	st := api.QueryProjection{Name: p.Name, Checkpoint: g.Checkpoint, Status: "current"}
+	next, _, err := t.events.Read(g.Checkpoint, p.Events, 1, 0)
+	if err != nil {
+		return st, err
+	}
+	if len(next) > 0 {
+		st.Status, st.PendingFrom = "catching_up", next[0].Seq
+	}
+	if g.Stalled() {
+		st.Status, st.Error, st.ErrorSeq, st.RetryAt = "stalled", g.Error, g.ErrorSeq, tsPtr(g.RetryAt)
+	}
+	return st, nil
+}
+
+// behind refuses a query whose projection has not applied the events up
+// to minSeq.
+func behind(query string, st api.QueryProjection, minSeq int64) *api.Error {
+	if st.Status == "stalled" {
+		return api.Refuse(api.CodeProjectionBehind, "query %s: projection %s is stalled at event %d, short of min_seq %d (%s); it retries at %s",
+			query, st.Name, st.ErrorSeq, minSeq, st.Error, st.RetryAt.UTC().Format(time.RFC3339Nano))
+	}
+	return api.Refuse(api.CodeProjectionBehind, "query %s: projection %s has applied the log up to %d and not yet event %d, short of min_seq %d: ask again shortly",
+		query, st.Name, st.Checkpoint, st.PendingFrom, minSeq)
 }
 
 // appendValue writes a SQLite value as JSON: numbers, strings, null, and

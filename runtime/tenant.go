@@ -184,6 +184,8 @@ type result struct {
 	// finished says the route may have ended a job (held waits for jobs
 	// look again); holdFinish that the hold waits for a job to end.
 	finished, holdFinish bool
+	// headers are the route's own headers of the answer.
+	headers do.Headers
 }
 
 // route runs inside the request's transaction.
@@ -240,6 +242,14 @@ func (t *Tenant) answer(c *call) do.Response {
 	}
 	if refusal := t.admit(c); refusal != nil {
 		return *refusal
+	}
+	if c.fresh {
+		// A query that asks for freshness: what the alarm would catch up
+		// now is caught up first (bounded as the alarm's is), so that it
+		// answers at once rather than after the alarm.
+		if err := t.catchUpDue(c.now); err != nil {
+			return errorResponse(api.Internal(err.Error()))
+		}
 	}
 	if err := t.transact(c); err != nil {
 		return t.rolledBack(err)
@@ -578,16 +588,26 @@ func (t *Tenant) afterCommit(c *call) error {
 	return nil
 }
 
-// alarmWork is what an alarm does once its due work committed, each in
-// transactions of its own: projections catch up, retention deletes a
-// slice.
-func (t *Tenant) alarmWork(now int64) error {
+// catchUpDue catches the projections up if that is due (the alarm's
+// work, which a query asking for freshness does first too), in
+// transactions of its own.
+func (t *Tenant) catchUpDue(now int64) error {
 	if len(t.app.projections) > 0 && t.proj.due != 0 && now >= t.proj.due {
 		var err error
 		if t.proj.due, err = t.catchUp(now); err != nil {
 			t.proj.due = now // the host retries the alarm
 			return printf.Errorf("projection catch-up failed: %w", err)
 		}
+	}
+	return nil
+}
+
+// alarmWork is what an alarm does once its due work committed, each in
+// transactions of its own: projections catch up, retention deletes a
+// slice.
+func (t *Tenant) alarmWork(now int64) error {
+	if err := t.catchUpDue(now); err != nil {
+		return err
 	}
 	if t.retain.due != 0 && now >= t.retain.due {
 		var err error
@@ -604,7 +624,7 @@ func (t *Tenant) alarmWork(now int64) error {
 // the alarm. An error is a failure after the transaction (lost).
 func (t *Tenant) respond(c *call) (do.Response, error) {
 	res := c.res
-	resp := do.Response{Status: res.status, HoldMs: res.holdMs, Body: c.body}
+	resp := do.Response{Status: res.status, HoldMs: res.holdMs, Body: c.body, Headers: res.headers}
 	if res.finished || c.dueEnded {
 		resp.Flags |= do.FlagFinished
 	}

@@ -24,6 +24,7 @@ operate a deployment (stile dev or a Worker; --url, --token, --tenant, --json):
   queues        counts per queue and state; pause | resume QUEUE
   reactions     lag and open deliveries; skip HANDLER SEQ
   projections   status, lag, errors; rebuild NAME
+  query         run a registered query (NAME k=v …); --min-seq N waits until its projection applied seq N
   events        the event log, or one stream
   tenants       the tenant directory
   usage         what a tenant used by UTC day (--tenant), or the fleet's latest day
@@ -64,6 +65,8 @@ func main() {
 		err = runReactions(args)
 	case "projections":
 		err = runProjections(args)
+	case "query":
+		err = runQuery(args)
 	case "events":
 		err = runEvents(args)
 	case "tenants":

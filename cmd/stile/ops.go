@@ -475,6 +475,67 @@ func runProjections(args []string) error {
 	return nil
 }
 
+// ---- stile query ----
+
+func runQuery(args []string) error {
+	o := newOps("query", "query NAME [param=value ...] --tenant NAME [--min-seq SEQ --wait 10s] [flags]", true)
+	minSeq := o.fs.Int64("min-seq", 0, "answer once the query's projection applied every event of its types up to this seq")
+	wait := o.fs.Duration("wait", 10*time.Second, "with --min-seq, how long to wait for the projection")
+	pos, err := o.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return &exitError{exitUsage, errors.New("stile query NAME [param=value ...]: name a registered query")}
+	}
+	params := url.Values{}
+	for _, kv := range pos[1:] {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return &exitError{exitUsage, fmt.Errorf("stile query: %q is not param=value", kv)}
+		}
+		params.Add(k, v)
+	}
+	ten, err := o.ten()
+	if err != nil {
+		return err
+	}
+	var res api.QueryResult
+	if *minSeq > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), *wait)
+		defer cancel()
+		res, err = ten.QueryAtLeast(ctx, pos[0], params, *minSeq)
+	} else {
+		res, err = ten.Query(context.Background(), pos[0], params)
+	}
+	if err != nil {
+		return err
+	}
+	if *o.asJSON {
+		return o.printJSON(res)
+	}
+	for _, r := range res.Rows {
+		fmt.Fprintln(o.out, string(r))
+	}
+	fmt.Fprintf(o.out, "(%d rows%s) %s\n", len(res.Rows), map[bool]string{true: ", truncated"}[res.Truncated], freshness(res.Projection))
+	return nil
+}
+
+// freshness says in a line how far a query's projection had applied the
+// log.
+func freshness(p *api.QueryProjection) string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Status == "stalled":
+		return fmt.Sprintf("projection %s is STALLED at event %d since checkpoint %d: %s (retries at %s): rows may be stale",
+			p.Name, p.ErrorSeq, p.Checkpoint, oneLine(p.Error, 80), when(p.RetryAt))
+	case p.Status == "catching_up":
+		return fmt.Sprintf("projection %s is catching up: applied up to %d, event %d and later not yet", p.Name, p.Checkpoint, p.PendingFrom)
+	}
+	return fmt.Sprintf("projection %s is current at %d", p.Name, p.Checkpoint)
+}
+
 // ---- stile events ----
 
 func runEvents(args []string) error {
