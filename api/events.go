@@ -73,6 +73,10 @@ type Event struct {
 	Data      json.RawMessage `json:"data"`
 	CommandID string          `json:"command_id,omitempty"`
 	At        time.Time       `json:"at"`
+	// Value is Data decoded into the Go type the module registered for
+	// Type (runtime.App.RegisterEventTypes), as Evolve and projections see
+	// the event; nil for a type it did not register, and on the wire.
+	Value any `json:"-"`
 }
 
 // EventsResponse is a page of events. Next, when set, is the after= (or

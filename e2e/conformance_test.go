@@ -138,6 +138,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "TransactionalEnqueue", run: scenarioTransactionalEnqueue},
 		{name: "TypedArgs", run: scenarioTypedArgs},
 		{name: "QueriesSayWhenStale", run: scenarioQueriesSayWhenStale},
+		{name: "TypedEventsAndCommands", run: scenarioTypedEventsAndCommands},
 		{name: "EventLog", run: scenarioEventLog},
 		{name: "Commands", run: scenarioCommands},
 		{name: "RefundStory", run: scenarioRefundStory},

@@ -23,6 +23,10 @@ type Command struct {
 	api.Command
 	// At is the time the command is applied (the host's clock).
 	At time.Time
+	// Value is the command's data decoded into the Go type the module
+	// registered for its type (App.RegisterCommandTypes); nil for a type
+	// it did not register.
+	Value any
 }
 
 // Decision is what an aggregate decided: the events to append to its
@@ -206,7 +210,11 @@ func RegisterAggregate[S any](app *App, agg Aggregate[S]) *App {
 		}
 		if evolve != nil {
 			for _, e := range events {
-				s = evolve(s, eventView(e))
+				ev, err := app.typedEvent(eventView(e))
+				if err != nil {
+					return nil, printf.Errorf("event %d (%s) on %s: %w", e.Seq, e.Type, e.Stream, err)
+				}
+				s = evolve(s, ev)
 			}
 		}
 		return s, nil
@@ -303,7 +311,7 @@ func (t *Tenant) validateCommand(where string, c api.Command) *api.Error {
 // stream and its events and jobs are written with the ledger entry.
 // source says who sent it (api, reaction:<handler>:<seq>, scheduled).
 func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.CommandResult, *api.Error, error) {
-	stream := c.Aggregate + ":" + c.AggregateID
+	stream := api.StreamOf(c.Aggregate, c.AggregateID)
 	digest := eventstore.Digest(c.Aggregate, c.AggregateID, c.Type, c.Data)
 	rec, found, err := t.events.Command(c.ID)
 	if err != nil {
@@ -325,8 +333,14 @@ func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.Comman
 	st, err := t.foldStream(agg, stream)
 	var d Decision
 	derr := err
+	cmd := Command{Command: c, At: ts(now)}
+	if rt, ok := t.app.commandTypes[c.Type]; ok && err == nil {
+		if cmd.Value, err = decodeData(rt, c.Data); err != nil {
+			return api.CommandResult{}, api.Refuse(api.CodeInvalidRequest, "command %s %s: data does not decode into %s: %s", c.ID, c.Type, rt, oneLine(err.Error())), nil
+		}
+	}
 	if err == nil {
-		d, derr = agg.decide(st.state, Command{Command: c, At: ts(now)})
+		d, derr = agg.decide(st.state, cmd)
 	}
 	if p := (*decidePanic)(nil); errors.As(derr, &p) {
 		t.db.Log(do.LevelError, printf.Sprintf("aggregate %s panicked deciding %s on %s (command %s): %v\n%s",
@@ -346,11 +360,11 @@ func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.Comman
 			"%s %s on %s refused: %s", c.Aggregate, c.Type, stream, oneLine(derr.Error())), nil
 	}
 	if d.unencoded != nil {
-		return api.CommandResult{}, api.Refuse(api.CodeCommandRejected, "%s %s decided a job it could not encode: %s", c.Aggregate, c.Type, oneLine(d.unencoded.Error())), nil
+		return api.CommandResult{}, api.Refuse(api.CodeCommandRejected, "%s %s decided an event or a job whose data it could not encode: %s", c.Aggregate, c.Type, oneLine(d.unencoded.Error())), nil
 	}
 	drafts := make([]eventstore.Draft, len(d.Events))
 	for i, e := range d.Events {
-		if _, msg := eventProblem(e); msg != "" {
+		if _, msg := t.app.eventProblem(e); msg != "" {
 			return api.CommandResult{}, api.Refuse(api.CodeCommandRejected, "%s %s decided an invalid event %d: %s", c.Aggregate, c.Type, i, msg), nil
 		}
 		drafts[i] = eventstore.Draft{Type: e.Type, Data: e.Data}
@@ -507,7 +521,7 @@ func commandResult(id, stream string, version int64, evs []eventstore.Event, job
 
 // eventProblem says what is wrong with an event to append, and the error
 // code that says it ("" if nothing is).
-func eventProblem(e api.NewEvent) (code api.Code, msg string) {
+func (a *App) eventProblem(e api.NewEvent) (code api.Code, msg string) {
 	switch {
 	case e.Type == "" || !api.ValidName(e.Type):
 		return api.CodeInvalidRequest, printf.Sprintf("type %q is invalid: use %s", e.Type, api.NameRule)
@@ -517,6 +531,9 @@ func eventProblem(e api.NewEvent) (code api.Code, msg string) {
 		return api.CodeTooLarge, printf.Sprintf("data of %d bytes exceeds the limit of %d", len(e.Data), api.MaxEventBytes)
 	case len(e.Data) > 0 && !jsonwire.Valid(e.Data):
 		return api.CodeInvalidRequest, "data is not JSON"
+	}
+	if msg := dataProblem(a.eventTypes, e.Type, e.Data); msg != "" {
+		return api.CodeInvalidRequest, msg
 	}
 	return "", ""
 }

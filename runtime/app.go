@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/json"
+	"reflect"
 	"sort"
 	"time"
 
@@ -73,6 +74,9 @@ type App struct {
 	retention             *api.Retention            // nil: api.DefaultRetention
 	storageWarn           int64                     // 0: api.DefaultStorageWarning
 	budget                api.Budget                // DailyBudget; zero: none
+	// eventTypes and commandTypes are the Go types of registered event
+	// and command types (types.go), by type name.
+	eventTypes, commandTypes map[string]reflect.Type
 }
 
 // NewApp returns an empty registry.

@@ -516,7 +516,11 @@ func (t *Tenant) applyBatch(now int64, p *projectionReg, g *projectionstore.Gene
 func (t *Tenant) applyEvents(tx *ProjectionTx, evs []eventstore.Event) (failedAt int, herr, err error) {
 	err = t.db.Tx(func() error {
 		for i, e := range evs {
-			if err := callProjection(tx, eventView(e)); err != nil {
+			ev, err := t.app.typedEvent(eventView(e))
+			if err == nil {
+				err = callProjection(tx, ev)
+			}
+			if err != nil {
 				failedAt, herr = i, err
 				return errStall
 			}

@@ -35,7 +35,7 @@ func (t *Tenant) appendEvents(stream string, body []byte) (route, *api.Error) {
 	}
 	drafts := make([]eventstore.Draft, len(r.Events))
 	for i, e := range r.Events {
-		if code, msg := eventProblem(e); msg != "" {
+		if code, msg := t.app.eventProblem(e); msg != "" {
 			return nil, api.Refuse(code, "events[%d]: %s", i, msg)
 		}
 		drafts[i] = eventstore.Draft{Type: e.Type, Data: e.Data}
@@ -221,6 +221,6 @@ func (t *Tenant) getCommand(id string) route {
 			return result{}, err
 		}
 		jobIDs, _ := jsonwire.DecodeStrings(rec.JobIDs)
-		return result{status: statusOK, body: commandResult(rec.ID, rec.Aggregate+":"+rec.AggregateID, rec.Version, evs, jobIDs, false).AppendJSON}, nil
+		return result{status: statusOK, body: commandResult(rec.ID, api.StreamOf(rec.Aggregate, rec.AggregateID), rec.Version, evs, jobIDs, false).AppendJSON}, nil
 	}
 }

@@ -14,7 +14,7 @@ import (
 // App registers the test kinds, transactions, the payment aggregate and
 // its reactions.
 func App() *runtime.App {
-	return runtime.RegisterJobArgs[receipt.Receipt](registerProjections(registerPayments(runtime.NewApp())), runtime.JobKind{}).
+	return runtime.RegisterJobArgs[receipt.Receipt](registerOrders(registerProjections(registerPayments(runtime.NewApp()))), runtime.JobKind{}).
 		ConcurrencyLimit("limited", 1).
 		// A dead executor's push is replaced after 3 s (35 s by default),
 		// and a refused one retried from 200 ms, so the executor tests wait

@@ -1,0 +1,121 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/internal/printf"
+)
+
+// Event and command types as Go types (api.EventData, api.CommandData):
+// the module registers them, and whatever of the module reads an event or
+// a command of a registered type receives its data decoded, in Value.
+// Data that does not decode is refused where it comes in (an append, a
+// command, a decision: 400 or 422, nothing written); an event stored before
+// its type was registered (or by a module whose type read it otherwise)
+// that does not decode is reported with its seq where it is read: the
+// command fails with it, the projection stalls at it. Never a panic.
+
+// RegisterEventTypes registers event types: each value names its type
+// (EventType) and is the Go type the type's data decodes into (give zero
+// values: OrderPlaced{}). It panics on an invalid or duplicate type, or a
+// pointer.
+func (a *App) RegisterEventTypes(types ...api.EventData) *App {
+	for _, v := range types {
+		a.eventTypes = registerType(a.eventTypes, "event", v, func() string { return v.EventType() })
+	}
+	return a
+}
+
+// RegisterCommandTypes registers command types as RegisterEventTypes
+// registers event types: Decide receives a registered command's data
+// decoded, in Command.Value.
+func (a *App) RegisterCommandTypes(types ...api.CommandData) *App {
+	for _, v := range types {
+		a.commandTypes = registerType(a.commandTypes, "command", v, func() string { return v.CommandType() })
+	}
+	return a
+}
+
+func registerType(m map[string]reflect.Type, what string, v any, name func() string) map[string]reflect.Type {
+	if v == nil {
+		panic(printf.Sprintf("stile: a nil %s type", what))
+	}
+	rt := reflect.TypeOf(v)
+	if rt.Kind() == reflect.Pointer {
+		panic(printf.Sprintf("stile: %s type %s: register the value type, not a pointer", what, rt))
+	}
+	n := name()
+	if !api.ValidName(n) {
+		panic(printf.Sprintf("stile: %s type %q (%s) is invalid: use %s", what, n, rt, api.NameRule))
+	}
+	if m == nil {
+		m = map[string]reflect.Type{}
+	}
+	if prev, dup := m[n]; dup {
+		panic(printf.Sprintf("stile: %s type %q is registered twice (%s and %s)", what, n, prev, rt))
+	}
+	m[n] = rt
+	return m
+}
+
+// decodeData decodes data into a new value of rt, as encoding/json does;
+// absent or null data is rt's zero value.
+func decodeData(rt reflect.Type, data json.RawMessage) (any, error) {
+	p := reflect.New(rt)
+	if len(bytes.TrimSpace(data)) > 0 {
+		if err := json.Unmarshal(data, p.Interface()); err != nil {
+			return nil, err
+		}
+	}
+	return p.Elem().Interface(), nil
+}
+
+// typedEvent is e with Value set when the module registered e's type;
+// the error says into which type its data does not decode (the caller
+// names the event).
+func (a *App) typedEvent(e api.Event) (api.Event, error) {
+	rt, ok := a.eventTypes[e.Type]
+	if !ok {
+		return e, nil
+	}
+	v, err := decodeData(rt, e.Data)
+	if err != nil {
+		return e, printf.Errorf("its data does not decode into %s: %w", rt, err)
+	}
+	e.Value = v
+	return e, nil
+}
+
+// dataProblem says why data of an event or command type the module
+// registered does not decode ("" if it does, or the type is not
+// registered).
+func dataProblem(m map[string]reflect.Type, typ string, data json.RawMessage) string {
+	rt, ok := m[typ]
+	if !ok {
+		return ""
+	}
+	if _, err := decodeData(rt, data); err != nil {
+		return printf.Sprintf("%s data does not decode into %s: %s", typ, rt, err.Error())
+	}
+	return ""
+}
+
+// EmitData is a decision to append events of typed data (Emit, typed).
+// Data that does not encode refuses the command (422 command_rejected).
+func EmitData(data ...api.EventData) Decision {
+	var d Decision
+	for _, v := range data {
+		e, err := api.NewEventOf(v)
+		if err != nil {
+			if d.unencoded == nil {
+				d.unencoded = err
+			}
+			continue
+		}
+		d.Events = append(d.Events, e)
+	}
+	return d
+}
