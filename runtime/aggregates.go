@@ -334,9 +334,9 @@ func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.Comman
 	var d Decision
 	derr := err
 	cmd := Command{Command: c, At: ts(now)}
-	if rt, ok := t.app.commandTypes[c.Type]; ok && err == nil {
-		if cmd.Value, err = decodeData(rt, c.Data); err != nil {
-			return api.CommandResult{}, api.Refuse(api.CodeInvalidRequest, "command %s %s: data does not decode into %s: %s", c.ID, c.Type, rt, oneLine(err.Error())), nil
+	if gt, ok := t.app.commandTypes[c.Type]; ok && err == nil {
+		if cmd.Value, err = gt.decode(gt.rt, c.Data); err != nil {
+			return api.CommandResult{}, api.Refuse(api.CodeInvalidRequest, "command %s %s: data does not decode into %s: %s", c.ID, c.Type, gt.rt, oneLine(err.Error())), nil
 		}
 	}
 	if err == nil {

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"encoding/json"
-	"reflect"
 	"sort"
 	"time"
 
@@ -76,7 +75,7 @@ type App struct {
 	budget                api.Budget                // DailyBudget; zero: none
 	// eventTypes and commandTypes are the Go types of registered event
 	// and command types (types.go), by type name.
-	eventTypes, commandTypes map[string]reflect.Type
+	eventTypes, commandTypes map[string]goType
 }
 
 // NewApp returns an empty registry.

@@ -24,7 +24,7 @@ import (
 // pointer.
 func (a *App) RegisterEventTypes(types ...api.EventData) *App {
 	for _, v := range types {
-		a.eventTypes = registerType(a.eventTypes, "event", v, func() string { return v.EventType() })
+		a.eventTypes = registerType(a.eventTypes, "event", v, func() string { return v.EventType() }, decodeData)
 	}
 	return a
 }
@@ -34,12 +34,21 @@ func (a *App) RegisterEventTypes(types ...api.EventData) *App {
 // decoded, in Command.Value.
 func (a *App) RegisterCommandTypes(types ...api.CommandData) *App {
 	for _, v := range types {
-		a.commandTypes = registerType(a.commandTypes, "command", v, func() string { return v.CommandType() })
+		a.commandTypes = registerType(a.commandTypes, "command", v, func() string { return v.CommandType() }, decodeData)
 	}
 	return a
 }
 
-func registerType(m map[string]reflect.Type, what string, v any, name func() string) map[string]reflect.Type {
+// goType is a registered event or command type: its Go type, and its
+// decoder. The decoder comes from the registration, so that a module that
+// registers no type links no JSON decoding (encoding/json is about 250 KB
+// of a module, gzipped).
+type goType struct {
+	rt     reflect.Type
+	decode func(reflect.Type, json.RawMessage) (any, error)
+}
+
+func registerType(m map[string]goType, what string, v any, name func() string, decode func(reflect.Type, json.RawMessage) (any, error)) map[string]goType {
 	if v == nil {
 		panic(printf.Sprintf("stile: a nil %s type", what))
 	}
@@ -52,12 +61,12 @@ func registerType(m map[string]reflect.Type, what string, v any, name func() str
 		panic(printf.Sprintf("stile: %s type %q (%s) is invalid: use %s", what, n, rt, api.NameRule))
 	}
 	if m == nil {
-		m = map[string]reflect.Type{}
+		m = map[string]goType{}
 	}
 	if prev, dup := m[n]; dup {
-		panic(printf.Sprintf("stile: %s type %q is registered twice (%s and %s)", what, n, prev, rt))
+		panic(printf.Sprintf("stile: %s type %q is registered twice (%s and %s)", what, n, prev.rt, rt))
 	}
-	m[n] = rt
+	m[n] = goType{rt: rt, decode: decode}
 	return m
 }
 
@@ -77,13 +86,13 @@ func decodeData(rt reflect.Type, data json.RawMessage) (any, error) {
 // the error says into which type its data does not decode (the caller
 // names the event).
 func (a *App) typedEvent(e api.Event) (api.Event, error) {
-	rt, ok := a.eventTypes[e.Type]
+	gt, ok := a.eventTypes[e.Type]
 	if !ok {
 		return e, nil
 	}
-	v, err := decodeData(rt, e.Data)
+	v, err := gt.decode(gt.rt, e.Data)
 	if err != nil {
-		return e, printf.Errorf("its data does not decode into %s: %w", rt, err)
+		return e, printf.Errorf("its data does not decode into %s: %w", gt.rt, err)
 	}
 	e.Value = v
 	return e, nil
@@ -92,13 +101,13 @@ func (a *App) typedEvent(e api.Event) (api.Event, error) {
 // dataProblem says why data of an event or command type the module
 // registered does not decode ("" if it does, or the type is not
 // registered).
-func dataProblem(m map[string]reflect.Type, typ string, data json.RawMessage) string {
-	rt, ok := m[typ]
+func dataProblem(m map[string]goType, typ string, data json.RawMessage) string {
+	gt, ok := m[typ]
 	if !ok {
 		return ""
 	}
-	if _, err := decodeData(rt, data); err != nil {
-		return printf.Sprintf("%s data does not decode into %s: %s", typ, rt, err.Error())
+	if _, err := gt.decode(gt.rt, data); err != nil {
+		return printf.Sprintf("%s data does not decode into %s: %s", typ, gt.rt, err.Error())
 	}
 	return ""
 }
