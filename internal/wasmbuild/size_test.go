@@ -34,6 +34,9 @@ func TestPackageSizesNameTheModulesPackages(t *testing.T) {
 	require.Greater(t, sizes["runtime"], 100_000, "Go's own runtime")
 	require.Greater(t, sizes["github.com/stile-run/stile/api"], 10_000)
 	require.Less(t, sizes["(type equality, wrappers and the rest)"], total/10, "nearly all code is attributed")
+	// The built-in module uses no typed events, commands or job args:
+	// the typed API must not link JSON decoding into it (runtime/types.go).
+	require.Less(t, sizes["encoding/json"], 20_000, "encoding/json is linked into the built-in module")
 	require.Greater(t, total, len(b)/3)
 
 	stripped := filepath.Join(t.TempDir(), "s.wasm")
