@@ -24,7 +24,7 @@ func runBuild(args []string) error {
 	handlers := fs.String("handlers", "", "a handler package (exports Register(*worker.Worker)) to run as the edge executor")
 	name := fs.String("name", "", "the Worker's name, in a wrangler config stile build creates (default: the current directory's name)")
 	config := fs.String("config", "wrangler.toml", "the wrangler config stile build creates, or updates (only the keys Stile owns)")
-	maxSize := fs.Int("max-size", 0, "fail if the tenant module is over this many bytes gzipped (0: only warn above the 1.5 MB budget)")
+	maxSize := fs.Int("max-size", 0, "fail if the tenant module is over this many bytes gzipped, writing nothing (0: no bound of your own)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -40,9 +40,9 @@ func runBuild(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkSize(fs.Arg(0), wasm, *maxSize); err != nil {
+	if gz := wasmbuild.GzipSize(wasm); *maxSize > 0 && gz > *maxSize {
 		os.Remove(wasmPath)
-		return err
+		return fmt.Errorf("the tenant module is %d bytes gzipped, over --max-size %d%s", gz, *maxSize, largestPackages(fs.Arg(0)))
 	}
 	if err := workerd.WriteWorker(*out, wasm); err != nil {
 		return err
@@ -75,8 +75,15 @@ func runBuild(args []string) error {
 		fmt.Printf("  %-14s %9d bytes %9d gzip -9\n", name, len(b), wasmbuild.GzipSize(b))
 		all.Write(b)
 	}
-	fmt.Printf("  %-14s %9d bytes %9d gzip -9\n", "(script)", all.Len(), wasmbuild.GzipSize(all.Bytes()))
-	fmt.Printf("\nCloudflare's script limit is 3 MB (free plan) or 10 MB (paid), compressed.\n%s %s\n", action, *config)
+	script := wasmbuild.GzipSize(all.Bytes())
+	fmt.Printf("  %-14s %9d bytes %9d gzip -9\n", "(script)", all.Len(), script)
+	fmt.Println()
+	if note, warn := planFor(script, *handlers != "", fs.Arg(0)); warn {
+		fmt.Fprintln(os.Stderr, "stile build: warning:", note)
+	} else {
+		fmt.Println(note)
+	}
+	fmt.Printf("%s %s\n", action, *config)
 	c := ""
 	if *config != "wrangler.toml" {
 		c = " -c " + *config
@@ -127,43 +134,65 @@ func writeConfig(config, out, name string, edge bool) (string, error) {
 	return action, os.WriteFile(config, b, 0o644)
 }
 
-// checkSize warns when the tenant module is over its budget, naming the
-// packages that weigh most (from an unstripped build's name section), and
-// fails when it is over max (if set).
-func checkSize(pkg string, wasm []byte, max int) error {
-	gz := wasmbuild.GzipSize(wasm)
-	over := max > 0 && gz > max
-	if gz <= wasmbuild.ModuleBudget && !over {
-		return nil
+// planFor says which of Cloudflare's plans takes a script of gz bytes
+// gzipped, and when the free plan does not take a script without edge
+// handlers, why (a warning): the tenant module's largest packages, and
+// net/http when the module links it (a handler or an HTTP client in its
+// imports).
+func planFor(gz int, handlers bool, pkg string) (note string, warn bool) {
+	switch {
+	case gz <= wasmbuild.FreeScriptLimit:
+		return fmt.Sprintf("The script fits Cloudflare's free plan (%d bytes compressed) and the paid plan (%d).", wasmbuild.FreeScriptLimit, wasmbuild.PaidScriptLimit), false
+	case handlers && gz <= wasmbuild.PaidScriptLimit:
+		return fmt.Sprintf("The script needs the Workers Paid plan: over the free plan's %d bytes compressed, within the paid plan's %d. The edge executor is a Go program with net/http: it weighs more than the tenant module.", wasmbuild.FreeScriptLimit, wasmbuild.PaidScriptLimit), false
 	}
-	var why strings.Builder
-	limit := wasmbuild.ModuleBudget
-	if over {
-		limit = max
+	plan := "needs the Workers Paid plan: over the free plan's %d bytes compressed, within the paid plan's %d"
+	if gz > wasmbuild.PaidScriptLimit {
+		plan = "is over the free plan's %d bytes compressed and the paid plan's %d: no plan deploys it"
 	}
-	fmt.Fprintf(&why, "the tenant module is %d bytes gzipped, over %d", gz, limit)
+	msg := "the script " + fmt.Sprintf(plan, wasmbuild.FreeScriptLimit, wasmbuild.PaidScriptLimit)
+	if !handlers {
+		msg += ", and the tenant module is most of it" + largestPackages(pkg)
+	}
+	return msg, true
+}
+
+// largestPackages lists the tenant module's largest packages, from an
+// unstripped build's name section (go tool nm does not read Wasm), and
+// names the usual cause of a heavy module when it is there: net/http ("" if
+// the build fails).
+func largestPackages(pkg string) string {
 	ctx := context.Background()
 	tmp, err := os.MkdirTemp("", "stile-size-")
-	if err == nil {
-		defer os.RemoveAll(tmp)
-		named := filepath.Join(tmp, "named.wasm")
-		if err := wasmbuild.BuildWasm(ctx, ".", pkg, named); err == nil {
-			b, _ := os.ReadFile(named)
-			deps, derr := wasmbuild.Deps(ctx, ".", pkg)
-			if ps, perr := wasmbuild.PackageSizes(b, deps); derr == nil && perr == nil {
-				why.WriteString("; its largest packages (code, uncompressed):")
-				for _, p := range ps[:min(12, len(ps))] {
-					fmt.Fprintf(&why, "\n  %9d  %s", p.Bytes, p.Package)
-				}
-				why.WriteString("\nA package the module imports that a worker needs instead (net/http, a handler package) is the usual cause: keep handlers out of the tenant module's imports.")
-			}
+	if err != nil {
+		return ""
+	}
+	defer os.RemoveAll(tmp)
+	named := filepath.Join(tmp, "named.wasm")
+	if err := wasmbuild.BuildWasm(ctx, ".", pkg, named); err != nil {
+		return ""
+	}
+	b, _ := os.ReadFile(named)
+	deps, derr := wasmbuild.Deps(ctx, ".", pkg)
+	ps, perr := wasmbuild.PackageSizes(b, deps)
+	if derr != nil || perr != nil {
+		return ""
+	}
+	var why strings.Builder
+	why.WriteString("; its largest packages (code, uncompressed):")
+	http := false
+	for i, p := range ps {
+		if i < 12 {
+			fmt.Fprintf(&why, "\n  %9d  %s", p.Bytes, p.Package)
 		}
+		http = http || p.Package == "net/http"
 	}
-	if over {
-		return errors.New(why.String())
+	if http {
+		why.WriteString("\nThe module links net/http: a handler package or an HTTP client is in its imports. Handlers and clients belong to the handler package, which runs in a worker or at the edge, not in the tenant's object.")
+	} else {
+		why.WriteString("\nGo's runtime and Stile's are most of any module; the packages of your own above are what you can make smaller.")
 	}
-	fmt.Fprintln(os.Stderr, "stile build: warning:", why.String())
-	return nil
+	return why.String()
 }
 
 // workerName makes a directory's name a Worker name: lower-case letters,

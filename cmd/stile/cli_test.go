@@ -217,9 +217,10 @@ func TestDevWithHandlers(t *testing.T) {
 	}
 }
 
-// TestBuildWatchesTheModulesSize: over the 1.5 MB budget stile build warns
-// and names the packages that weigh most; --max-size makes any bound an
-// error, and writes nothing.
+// TestBuildWatchesTheModulesSize: a script over Cloudflare's free plan
+// (without edge handlers) is a warning that names the plan it needs, the
+// module's heaviest packages and the cause (net/http linked); one within
+// it says so; --max-size makes any bound an error, and writes nothing.
 func TestBuildWatchesTheModulesSize(t *testing.T) {
 	t.Parallel()
 	bin := stile(t)
@@ -229,17 +230,25 @@ func TestBuildWatchesTheModulesSize(t *testing.T) {
 	cmd.Dir = root
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", b)
-	require.Contains(t, string(b), "warning: the tenant module is")
-	require.Contains(t, string(b), "over 1500000")
+	require.Contains(t, string(b), "warning: the script needs the Workers Paid plan: over the free plan's 3000000 bytes compressed, within the paid plan's 10000000, and the tenant module is most of it")
 	require.Regexp(t, `\d+  net/http\n`, string(b), "the package that made it heavy is named")
+	require.Contains(t, string(b), "The module links net/http: a handler package or an HTTP client is in its imports.")
 	require.Contains(t, string(b), "tenant.wasm", "and the bundle is written")
+
+	out = t.TempDir()
+	cmd = exec.Command(bin, "build", "--out", out, "--config", filepath.Join(out, "wrangler.toml"), "./e2e/testapp/tenant")
+	cmd.Dir = root
+	b, err = cmd.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	require.Contains(t, string(b), "The script fits Cloudflare's free plan (3000000 bytes compressed) and the paid plan (10000000).")
+	require.NotContains(t, string(b), "warning")
 
 	out = t.TempDir()
 	cmd = exec.Command(bin, "build", "--out", out, "--config", filepath.Join(out, "wrangler.toml"), "--max-size", "500000", "./e2e/testapp/tenant")
 	cmd.Dir = root
 	b, err = cmd.CombinedOutput()
 	require.Error(t, err, "%s", b)
-	require.Contains(t, string(b), "over 500000")
+	require.Contains(t, string(b), "over --max-size 500000")
 	require.Contains(t, string(b), "github.com/stile-run/stile/runtime")
 	_, err = os.Stat(filepath.Join(out, "worker.mjs"))
 	require.True(t, os.IsNotExist(err), "a module over --max-size writes no bundle")

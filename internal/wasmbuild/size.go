@@ -12,10 +12,15 @@ import (
 	"strings"
 )
 
-// ModuleBudget is the documented size budget of a tenant module, gzipped
-// (docs/DEPLOY.md): `stile build` warns above it, and --max-size makes any
-// bound an error.
-const ModuleBudget = 1_500_000
+// Cloudflare's limits on a Worker's script, compressed (checked
+// 2026-12): the free plan's and the paid plan's. "MB" is read as 10^6
+// bytes, the stricter reading. `stile build` compares the script it
+// writes (the tenant module, the glue and, with handlers, the edge
+// executor) with them.
+const (
+	FreeScriptLimit = 3_000_000
+	PaidScriptLimit = 10_000_000
+)
 
 // GzipSize is the size of b compressed as Cloudflare measures a script:
 // gzip, best compression.
