@@ -14,38 +14,34 @@ import (
 // Kind is the job kind of a welcome email.
 const Kind = "email.welcome"
 
-// Args are a welcome email's arguments.
+// Args are a welcome email's arguments: the job kind is the type
+// (api.JobArgs), and Validate refuses bad args at enqueue (400
+// invalid_args), so no bad job is stored.
 type Args struct {
 	To   string `json:"to"`
 	Name string `json:"name"`
+}
+
+// Kind implements api.JobArgs.
+func (Args) Kind() string { return Kind }
+
+// Validate implements api.ArgsValidator.
+func (a Args) Validate() error {
+	if !strings.Contains(a.To, "@") {
+		return fmt.Errorf("to: %q is not an email address", a.To)
+	}
+	return nil
 }
 
 // App registers the module's job kinds, its own table and its signup
 // transaction. The tenant module's main package serves it; tests run it
 // in-process.
 func App() *runtime.App {
-	return runtime.NewApp().
+	app := runtime.NewApp().
 		Migrations(schema.Migration{Version: 1, Name: "users",
 			SQL: `CREATE TABLE users (email TEXT PRIMARY KEY, name TEXT NOT NULL, created_at INTEGER NOT NULL) STRICT`}).
-		RegisterTx("signup", Signup).
-		RegisterJob(runtime.JobKind{
-			Name:        Kind,
-			Queue:       "email",
-			MaxAttempts: 8,
-			Lease:       30 * time.Second,
-			Backoff:     10 * time.Second,
-			// Refused at enqueue with 400 invalid_args, so no bad job is stored.
-			Validate: func(raw json.RawMessage) error {
-				var a Args
-				if err := json.Unmarshal(raw, &a); err != nil {
-					return err
-				}
-				if !strings.Contains(a.To, "@") {
-					return fmt.Errorf("to: %q is not an email address", a.To)
-				}
-				return nil
-			},
-		})
+		RegisterTx("signup", Signup)
+	return runtime.RegisterJobArgs[Args](app, runtime.JobKind{Queue: "email", MaxAttempts: 8, Lease: 30 * time.Second, Backoff: 10 * time.Second})
 }
 
 // Signup stores a user and enqueues their welcome email in one storage
@@ -53,11 +49,11 @@ func App() *runtime.App {
 // both happen or neither. An address already signed up fails the insert,
 // and the email enqueued a moment before is not sent either.
 func Signup(tx *runtime.Tx, input json.RawMessage) (any, error) {
-	var a Args
-	if err := json.Unmarshal(input, &a); err != nil || !strings.Contains(a.To, "@") {
+	a, err := api.DecodeArgs[Args](input)
+	if err != nil || a.Validate() != nil {
 		return nil, &api.Error{Status: 400, Code: "invalid_signup", Message: `send {"to": "<email>", "name": "<name>"}`}
 	}
-	job, err := tx.Enqueue(api.EnqueueRequest{Kind: Kind, Args: input})
+	job, err := tx.EnqueueArgs(a, api.EnqueueRequest{})
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ import (
 func TestWelcomeEmail(t *testing.T) {
 	mail := &mailer{sent: map[string]int{}, done: make(chan struct{})}
 	h := stiletest.New(t, stiletest.Config{App: emails.App(), Handlers: func(w *worker.Worker) {
-		w.Handle(emails.Kind, handler.Handler(mail))
+		worker.Handle(w, handler.Handler(mail))
 	}})
 	_, err := h.Tenant("acme").Enqueue(context.Background(), api.EnqueueRequest{Kind: emails.Kind,
 		Args: []byte(`{"to":"ada@example.com","name":"Ada"}`)})

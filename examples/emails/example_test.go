@@ -48,7 +48,7 @@ func Example() {
 	mail := &mailer{sent: map[string]int{}, done: make(chan struct{})}
 	w, _ := worker.New(worker.Config{URL: h.URL, Token: h.Token(), Tenants: []string{"acme"}, Queues: []string{"email"},
 		Logger: slog.New(slog.DiscardHandler)})
-	w.Handle(emails.Kind, handler.Handler(mail))
+	worker.Handle(w, handler.Handler(mail))
 	wctx, stop := context.WithCancel(ctx)
 	go w.Run(wctx)
 	<-mail.done

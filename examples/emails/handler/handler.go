@@ -14,13 +14,11 @@ type Mailer interface {
 	Send(ctx context.Context, idempotencyKey, to, subject, body string) error
 }
 
-// Handler returns the worker's handler for emails.Kind.
-func Handler(m Mailer) worker.Handler {
-	return func(ctx context.Context, j *worker.Job) (any, error) {
-		var a emails.Args
-		if err := j.Decode(&a); err != nil {
-			return nil, err
-		}
+// Handler returns the worker's handler of welcome emails (emails.Args):
+// register it with worker.Handle(w, Handler(m)).
+func Handler(m Mailer) func(context.Context, *worker.JobOf[emails.Args]) (any, error) {
+	return func(ctx context.Context, j *worker.JobOf[emails.Args]) (any, error) {
+		a := j.Args
 		if a.To == "" {
 			return nil, errors.New("no recipient")
 		}

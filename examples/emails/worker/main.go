@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"strings"
 
-	"github.com/stile-run/stile/examples/emails"
 	"github.com/stile-run/stile/examples/emails/handler"
 	"github.com/stile-run/stile/worker"
 )
@@ -30,7 +29,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	w.Handle(emails.Kind, handler.Handler(printMailer{}))
+	worker.Handle(w, handler.Handler(printMailer{}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := w.Run(ctx); err != nil {
