@@ -2,7 +2,6 @@ package refunds_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -57,16 +56,17 @@ func Example() {
 	done := make(chan error)
 	go func() { done <- w.Run(wctx) }()
 
-	pay, _ := json.Marshal(refunds.Data{Amount: 4200})
-	if _, err := acme.Command(ctx, api.Command{ID: "pay-1", Aggregate: "payment", AggregateID: "p1", Type: "Pay", Data: pay}); err != nil {
+	pay, _ := api.CommandOf("pay-1", "payment", "p1", refunds.Pay{Amount: 4200})
+	if _, err := acme.Command(ctx, pay); err != nil {
 		fmt.Println(err)
 	}
-	if _, err := acme.Command(ctx, api.Command{ID: "refund-1", Aggregate: "payment", AggregateID: "p1", Type: "RequestRefund"}); err != nil {
+	refund, _ := api.CommandOf("refund-1", "payment", "p1", refunds.RequestRefund{})
+	if _, err := acme.Command(ctx, refund); err != nil {
 		fmt.Println(err)
 	}
 	var events []api.Event
 	for start := time.Now(); len(events) < 3 && time.Since(start) < 20*time.Second; time.Sleep(20 * time.Millisecond) {
-		page, _ := acme.Stream(ctx, "payment:p1", 1, 10)
+		page, _ := acme.Stream(ctx, api.StreamOf("payment", "p1"), 1, 10)
 		events = page.Events
 	}
 	stop()

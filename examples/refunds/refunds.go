@@ -1,10 +1,8 @@
 package refunds
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/stile-run/stile/api"
@@ -24,9 +22,18 @@ const (
 	RefundedQuery     = "refunded"
 )
 
-// Receipt is a receipt job's args.
+// Receipt is a receipt job's args (api.JobArgs).
 type Receipt struct {
 	Payment string `json:"payment"`
+}
+
+func (Receipt) Kind() string { return ReceiptJob }
+
+func (r Receipt) Validate() error {
+	if r.Payment == "" {
+		return errors.New(`args must be {"payment": "<id>"}`)
+	}
+	return nil
 }
 
 // Payment is the payment aggregate's state.
@@ -36,17 +43,34 @@ type Payment struct {
 	RefundID        string
 }
 
-// Data is the data of the payment's events and commands.
-type Data struct {
-	Amount   int64  `json:"amount,omitempty"`
-	RefundID string `json:"refund_id,omitempty"`
-}
+// The payment's events (api.EventData) and commands (api.CommandData): the
+// module registers them, so Evolve, Decide and the projection get decoded
+// values, and data that does not fit them is refused.
+type (
+	PaidEvent struct {
+		Amount int64 `json:"amount"`
+	}
+	RefundRequestedEvent struct {
+		Amount int64 `json:"amount"`
+	}
+	RefundedEvent struct {
+		RefundID string `json:"refund_id"`
+	}
+	Pay struct {
+		Amount int64 `json:"amount"`
+	}
+	RequestRefund struct{}
+	RecordRefund  struct {
+		RefundID string `json:"refund_id"`
+	}
+)
 
-// Event builds an event with d as its data.
-func Event(typ string, d Data) api.NewEvent {
-	b, _ := json.Marshal(d)
-	return api.NewEvent{Type: typ, Data: b}
-}
+func (PaidEvent) EventType() string            { return Paid }
+func (RefundRequestedEvent) EventType() string { return RefundRequested }
+func (RefundedEvent) EventType() string        { return Refunded }
+func (Pay) CommandType() string                { return "Pay" }
+func (RequestRefund) CommandType() string      { return "RequestRefund" }
+func (RecordRefund) CommandType() string       { return "RecordRefund" }
 
 // App registers the payment aggregate (commands Pay, RequestRefund,
 // RecordRefund), the refund policy, the receipt job and the refunds
@@ -54,27 +78,21 @@ func Event(typ string, d Data) api.NewEvent {
 func App() *runtime.App {
 	app := runtime.NewApp().RegisterPolicy(runtime.Policy{Name: RefundPolicy, Events: []string{RefundRequested},
 		Timeout: 10 * time.Second, Backoff: time.Second}).
-		RegisterJob(runtime.JobKind{Name: ReceiptJob, MaxAttempts: 5, Validate: func(args json.RawMessage) error {
-			var r Receipt
-			if err := json.Unmarshal(args, &r); err != nil || r.Payment == "" {
-				return errors.New(`args must be {"payment": "<id>"}`)
-			}
-			return nil
-		}})
+		RegisterEventTypes(PaidEvent{}, RefundRequestedEvent{}, RefundedEvent{}).
+		RegisterCommandTypes(Pay{}, RequestRefund{}, RecordRefund{})
+	runtime.RegisterJobArgs[Receipt](app, runtime.JobKind{MaxAttempts: 5})
 	app.RegisterProjection(runtime.Projection{
 		Name:   RefundsProjection,
 		Events: []string{RefundRequested, Refunded},
 		Tables: []string{`CREATE TABLE {refunds} (payment TEXT PRIMARY KEY, amount INTEGER NOT NULL, refund_id TEXT) STRICT`},
 		Handle: func(tx *runtime.ProjectionTx, e api.Event) error {
-			var d Data
-			if err := json.Unmarshal(e.Data, &d); err != nil {
-				return err
+			switch d := e.Value.(type) {
+			case RefundRequestedEvent:
+				return tx.Exec(`INSERT INTO {refunds} (payment, amount) VALUES (?, ?)`, e.AggregateID(), d.Amount)
+			case RefundedEvent:
+				return tx.Exec(`UPDATE {refunds} SET refund_id = ? WHERE payment = ?`, d.RefundID, e.AggregateID())
 			}
-			payment := strings.TrimPrefix(e.Stream, "payment:")
-			if e.Type == RefundRequested {
-				return tx.Exec(`INSERT INTO {refunds} (payment, amount) VALUES (?, ?)`, payment, d.Amount)
-			}
-			return tx.Exec(`UPDATE {refunds} SET refund_id = ? WHERE payment = ?`, d.RefundID, payment)
+			return nil
 		},
 	})
 	app.RegisterQuery(runtime.Query{Name: RefundedQuery, Projection: RefundsProjection,
@@ -82,41 +100,33 @@ func App() *runtime.App {
 	return runtime.RegisterAggregate(app, runtime.Aggregate[Payment]{
 		Name: "payment",
 		Evolve: func(p Payment, e api.Event) Payment {
-			var d Data
-			_ = json.Unmarshal(e.Data, &d)
-			switch e.Type {
-			case Paid:
+			switch d := e.Value.(type) {
+			case PaidEvent:
 				p.Amount = d.Amount
-			case RefundRequested:
+			case RefundRequestedEvent:
 				p.RefundRequested = true
-			case Refunded:
+			case RefundedEvent:
 				p.RefundID = d.RefundID
 			}
 			return p
 		},
 		Decide: func(p Payment, c runtime.Command) (runtime.Decision, error) {
-			var d Data
-			if len(c.Data) > 0 {
-				if err := json.Unmarshal(c.Data, &d); err != nil {
-					return runtime.Decision{}, fmt.Errorf("data: %w", err)
-				}
-			}
-			switch c.Type {
-			case "Pay":
+			switch d := c.Value.(type) {
+			case Pay:
 				if p.Amount > 0 || d.Amount <= 0 {
 					return runtime.Decision{}, errors.New("paid already, or no amount")
 				}
-				return runtime.Emit(Event(Paid, Data{Amount: d.Amount})), nil
-			case "RequestRefund":
+				return runtime.EmitData(PaidEvent(d)), nil
+			case RequestRefund:
 				if p.Amount == 0 || p.RefundRequested {
 					return runtime.Decision{}, errors.New("nothing to refund")
 				}
-				return runtime.Emit(Event(RefundRequested, Data{Amount: p.Amount})), nil
-			case "RecordRefund":
+				return runtime.EmitData(RefundRequestedEvent{Amount: p.Amount}), nil
+			case RecordRefund:
 				if p.RefundID != "" {
 					return runtime.Decision{}, fmt.Errorf("refund %s is recorded already", p.RefundID)
 				}
-				return runtime.Emit(Event(Refunded, Data{RefundID: d.RefundID})), nil
+				return runtime.EmitData(RefundedEvent(d)), nil
 			}
 			return runtime.Decision{}, fmt.Errorf("unknown command %q", c.Type)
 		},

@@ -8,8 +8,6 @@ package handler
 
 import (
 	"context"
-	"encoding/json"
-	"strings"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/examples/refunds"
@@ -24,18 +22,21 @@ type Provider interface {
 // Refund returns the handler of refunds.RefundPolicy.
 func Refund(p Provider) worker.ReactionHandler {
 	return func(ctx context.Context, r *worker.Reaction) error {
-		var d refunds.Data
-		if err := r.Decode(&d); err != nil {
+		d, err := api.DecodeEvent[refunds.RefundRequestedEvent](r.Event)
+		if err != nil {
 			return err
 		}
-		payment := strings.TrimPrefix(r.Event.Stream, "payment:")
+		payment := r.Event.AggregateID()
 		id, err := p.Refund(ctx, r.IdempotencyKey, payment, d.Amount)
 		if err != nil {
 			return err // failed: retried after the backoff, with the same key
 		}
-		data, _ := json.Marshal(refunds.Data{RefundID: id})
+		record, err := api.CommandOf("", "payment", payment, refunds.RecordRefund{RefundID: id})
+		if err != nil {
+			return err
+		}
 		// Committed with the delivery's success mark, or not at all.
-		r.Dispatch(api.Command{Aggregate: "payment", AggregateID: payment, Type: "RecordRefund", Data: data})
+		r.Dispatch(record)
 		return nil
 	}
 }

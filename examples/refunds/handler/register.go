@@ -25,7 +25,7 @@ const ProviderURLEnv = "REFUNDS_PROVIDER_URL"
 func Register(w *worker.Worker) {
 	p := HTTPProvider{URL: os.Getenv(ProviderURLEnv)}
 	w.HandleReaction(refunds.RefundPolicy, Refund(p))
-	w.Handle(refunds.ReceiptJob, Receipt(p))
+	worker.Handle(w, Receipt(p))
 }
 
 // HTTPProvider is a payment provider over HTTP: POST {URL}/refunds and
@@ -82,13 +82,9 @@ func (p HTTPProvider) post(ctx context.Context, path, key string, in, out any) e
 
 // Receipt returns the handler of refunds.ReceiptJob: it sends the receipt
 // with the job's id as the idempotency key, the same on every attempt.
-func Receipt(p HTTPProvider) worker.Handler {
-	return func(ctx context.Context, j *worker.Job) (any, error) {
-		var r refunds.Receipt
-		if err := j.Decode(&r); err != nil {
-			return nil, worker.Final(err)
-		}
-		id, err := p.Send(ctx, j.Tenant+"/"+j.JobID, r.Payment)
+func Receipt(p HTTPProvider) func(context.Context, *worker.JobOf[refunds.Receipt]) (any, error) {
+	return func(ctx context.Context, j *worker.JobOf[refunds.Receipt]) (any, error) {
+		id, err := p.Send(ctx, j.Tenant+"/"+j.JobID, j.Args.Payment)
 		if err != nil {
 			return nil, err
 		}
