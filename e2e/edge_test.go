@@ -20,6 +20,7 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/client"
+	"github.com/stile-run/stile/e2e/testapp/receipt"
 	"github.com/stile-run/stile/stiletest"
 	stiletoken "github.com/stile-run/stile/token"
 	"github.com/stile-run/stile/worker"
@@ -175,6 +176,7 @@ func TestEdge(t *testing.T) {
 	t.Run("ManyTenantsOneDeployment", func(t *testing.T) { edgeTenants(t, e) })
 	t.Run("BindingCarriesTheToken", func(t *testing.T) { edgeBindingToken(t, e) })
 	t.Run("HandlersRunAsAWorker", func(t *testing.T) { edgeHandlersRunAsAWorker(t, e) })
+	t.Run("TypedArgsAtTheEdge", func(t *testing.T) { edgeTyped(t, e) })
 	t.Run("IdleTenantsHearNothing", func(t *testing.T) { edgeIdle(t, e) })
 	t.Run("Pushed", func(t *testing.T) { pushedSuite(t, e.cl, "edge", false) })
 	t.Run("JobSpanJoinsTheEnqueuesTrace", func(t *testing.T) { edgeTraced(t, e) })
@@ -368,6 +370,23 @@ func edgeJob(t *testing.T, e *edge) {
 	require.Regexp(t, `^edge-[0-9a-f]{8}$`, done.Attempts[0].Worker, "run by the edge executor")
 	require.Equal(t, 1, p.calls(j.ID), "the provider was called once, with the job's key")
 	noPushes(t, ten)
+}
+
+// edgeTyped: a typed handler runs at the edge, for a typed enqueue and an
+// untyped one of the same JSON alike.
+func edgeTyped(t *testing.T, e *edge) {
+	ctx := context.Background()
+	ten := e.cl.Tenant("edge-typed")
+	typed, err := ten.EnqueueArgs(ctx, receipt.Receipt{Order: "o-edge", Cents: 9}, api.EnqueueRequest{})
+	require.NoError(t, err)
+	untyped, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.receipt", Args: json.RawMessage(`{"order":"o-raw","cents":1}`)})
+	require.NoError(t, err)
+	for id, want := range map[string]string{typed.ID: `{"order":"o-edge","cents":9,"attempt":1}`, untyped.ID: `{"order":"o-raw","cents":1,"attempt":1}`} {
+		done := waitFinal(t, ten, id)
+		require.Equal(t, "completed", done.State, done.LastError)
+		require.JSONEq(t, want, string(done.Output))
+		require.Regexp(t, `^edge-[0-9a-f]{8}$`, done.Attempts[0].Worker, "run by the edge executor")
+	}
 }
 
 // edgeHandlersRunAsAWorker: the handler code at the edge does not find

@@ -69,8 +69,9 @@ func startStoryProvider(t *testing.T) *storyProvider {
 func story(t *testing.T, ten *client.Tenant) string {
 	t.Helper()
 	ctx := context.Background()
-	pay, _ := json.Marshal(refunds.Data{Amount: 4200})
-	_, err := ten.Command(ctx, api.Command{ID: "pay-1", Aggregate: "payment", AggregateID: "p1", Type: "Pay", Data: pay})
+	pay, err := api.CommandOf("pay-1", "payment", "p1", refunds.Pay{Amount: 4200})
+	require.NoError(t, err)
+	_, err = ten.Command(ctx, pay)
 	require.NoError(t, err)
 	_, err = ten.Command(ctx, api.Command{ID: "refund-1", Aggregate: "payment", AggregateID: "p1", Type: "RequestRefund"})
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/e2e/testapp/receipt"
 	"github.com/stile-run/stile/worker"
 )
 
@@ -133,6 +134,9 @@ func Register(w *worker.Worker) {
 	w.Handle("test.fast", echo)
 	w.Handle("test.email", echo)
 	w.Handle("test.hang", echo)
+	worker.Handle(w, func(ctx context.Context, j *worker.JobOf[receipt.Receipt]) (any, error) {
+		return map[string]any{"order": j.Args.Order, "cents": j.Args.Cents, "attempt": j.Attempt}, nil
+	})
 	w.HandleReaction(RefundPolicy, refund)
 	w.HandleReaction(AuditPolicy, audit)
 	w.HandleReaction(ExpiryProcess, expiry)
