@@ -309,8 +309,10 @@ type QueryResult struct {
 
 // QueryProjection is how far the projection a query read had applied the
 // event log. Status is "current" (no event of its types waits),
-// "catching_up" (PendingFrom is the first that waits) or "stalled" (its
-// handler failed at ErrorSeq, retried at RetryAt). A query with min_seq
+// "catching_up" (PendingFrom is the first that waits), "stalled" (its
+// handler failed at ErrorSeq, retried at RetryAt) or "rebuilding" (its
+// definition changed: reads see the old generation, frozen, until the
+// rebuild replaces it). A query with min_seq
 // answers only once no event of its types up to that seq waits
 // (409 projection_behind until then).
 type QueryProjection struct {

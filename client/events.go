@@ -107,8 +107,8 @@ func (t *Tenant) Query(ctx context.Context, name string, params url.Values) (api
 }
 
 // QueryAtLeast runs a registered query once its projection has applied
-// every event of its types up to seq (a command's or an append's last seq,
-// say): read-your-writes for a projection. The tenant answers 409
+// every event of its types up to seq (an append's LastSeq, or the seq of a
+// command's last event): read-your-writes for a projection. The tenant answers 409
 // projection_behind while the projection is short of it; QueryAtLeast asks
 // again, from 5 ms doubling to 250 ms between tries, until it answers or
 // ctx ends (bound the wait with ctx). A stalled projection may never get

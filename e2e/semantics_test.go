@@ -582,10 +582,14 @@ func scenarioTypedArgs(s *scenario) {
 		Data: json.RawMessage(`{"amount":7}`)})
 	require.Len(t, decided.JobIDs, 1)
 	require.JSONEq(t, `{"order":"p1","cents":7}`, string(s.job(decided.JobIDs[0]).Args))
-	// The refused enqueues wrote nothing: ids run on from the last job.
+	// The refused enqueues and transaction wrote nothing: the ids of the
+	// jobs enqueued around them run on.
 	next := s.enqueue(api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{"n":"not a number"}`)})
-	last, _ := strconv.Atoi(decided.JobIDs[0])
-	require.Equal(t, strconv.Itoa(last+1), next.ID, "a refused enqueue took no id")
+	ids := []string{typed.ID, untyped.ID, out.JobID, decided.JobIDs[0], next.ID}
+	for i := 1; i < len(ids); i++ {
+		prev, _ := strconv.Atoi(ids[i-1])
+		require.Equal(t, strconv.Itoa(prev+1), ids[i], "job %d of %v: a refusal before it took no id", i, ids)
+	}
 
 	newWorker := func(id string) *worker.Worker {
 		w, err := worker.New(worker.Config{URL: s.tg.client().BaseURL(), Token: token, ID: id, Logger: quietLog})

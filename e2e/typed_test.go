@@ -49,7 +49,7 @@ func scenarioTypedEventsAndCommands(s *scenario) {
 
 	_, err = s.ten.Command(s.ctx, api.Command{ID: "place-o4", Aggregate: "order", AggregateID: "o4", Type: "PlaceOrder", Data: json.RawMessage(`{"total":"ten"}`)})
 	requireCode(t, err, http.StatusBadRequest, api.CodeInvalidRequest)
-	require.ErrorContains(t, err, "command place-o4 PlaceOrder: data does not decode into testapp.PlaceOrder")
+	require.ErrorContains(t, err, "command place-o4: PlaceOrder data does not decode into testapp.PlaceOrder")
 	_, err = s.ten.Append(s.ctx, api.StreamOf("order", "o4"), api.AppendRequest{Events: []api.NewEvent{{Type: "OrderPlaced", Data: json.RawMessage(`{"total":"ten"}`)}}})
 	requireCode(t, err, http.StatusBadRequest, api.CodeInvalidRequest)
 	require.ErrorContains(t, err, "OrderPlaced data does not decode into testapp.OrderPlaced")

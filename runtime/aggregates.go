@@ -34,8 +34,9 @@ type Command struct {
 type Decision struct {
 	Events []api.NewEvent
 	Jobs   []api.EnqueueRequest
-	// unencoded is the first job of EnqueueArgs whose args did not
-	// encode: the command is refused with it, writing nothing.
+	// unencoded is the first event of EmitData or job of EnqueueArgs
+	// whose data did not encode: the command is refused with it, writing
+	// nothing.
 	unencoded error
 }
 
@@ -302,6 +303,9 @@ func (t *Tenant) validateCommand(where string, c api.Command) *api.Error {
 	}
 	if _, ok := t.app.aggregates[c.Aggregate]; !ok {
 		return api.Refuse(api.CodeUnknownAggregate, "%sunknown aggregate %q: this module registers %s", where, c.Aggregate, t.app.aggregateNames())
+	}
+	if msg := dataProblem(t.app.commandTypes, c.Type, c.Data); msg != "" {
+		return api.Refuse(api.CodeInvalidRequest, "%scommand %s: %s", where, c.ID, msg)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/json"
+	"reflect"
 	"sort"
 	"time"
 
@@ -188,6 +189,9 @@ func (a *App) RegisterJob(k JobKind) *App {
 // that reads an older shape of the args takes a newer client's jobs.
 func RegisterJobArgs[T api.JobArgs](a *App, k JobKind) *App {
 	var zero T
+	if reflect.TypeFor[T]().Kind() == reflect.Pointer {
+		panic(printf.Sprintf("stile: job args %s: register the value type, not a pointer (null args would be a nil %s)", reflect.TypeFor[T](), reflect.TypeFor[T]()))
+	}
 	kind := zero.Kind()
 	if k.Name != "" && k.Name != kind {
 		panic(printf.Sprintf("stile: job kind %q: the %T args name kind %q", k.Name, zero, kind))
@@ -199,7 +203,7 @@ func RegisterJobArgs[T api.JobArgs](a *App, k JobKind) *App {
 		if err != nil {
 			return err
 		}
-		if c, ok := any(v).(api.ArgsValidator); ok {
+		if c, ok := any(&v).(api.ArgsValidator); ok { // a Validate of T or of *T
 			if err := c.Validate(); err != nil {
 				return err
 			}

@@ -202,15 +202,28 @@ func (t *Tenant) queryProjection(p *projectionReg, g projectionstore.Generation)
 	if g.Stalled() {
 		st.Status, st.Error, st.ErrorSeq, st.RetryAt = "stalled", g.Error, g.ErrorSeq, tsPtr(g.RetryAt)
 	}
+	if g.Fingerprint != p.fingerprint && st.PendingFrom != 0 {
+		// Built with another definition: frozen, serving reads until the
+		// rebuild that replaces it reaches the head.
+		st.Status = "rebuilding"
+	}
 	return st, nil
 }
 
 // behind refuses a query whose projection has not applied the events up
 // to minSeq.
 func behind(query string, st api.QueryProjection, minSeq int64) *api.Error {
-	if st.Status == "stalled" {
-		return api.Refuse(api.CodeProjectionBehind, "query %s: projection %s is stalled at event %d, short of min_seq %d (%s); it retries at %s",
-			query, st.Name, st.ErrorSeq, minSeq, st.Error, st.RetryAt.UTC().Format(time.RFC3339Nano))
+	switch st.Status {
+	case "stalled":
+		retry := "later"
+		if st.RetryAt != nil {
+			retry = "at " + st.RetryAt.UTC().Format(time.RFC3339Nano)
+		}
+		return api.Refuse(api.CodeProjectionBehind, "query %s: projection %s is stalled at event %d, short of min_seq %d (%s); it retries %s",
+			query, st.Name, st.ErrorSeq, minSeq, st.Error, retry)
+	case "rebuilding":
+		return api.Refuse(api.CodeProjectionBehind, "query %s: projection %s is being rebuilt for its new definition, and reads see the old one, applied up to %d, short of min_seq %d, until the rebuild reaches the head (GET /projections shows its progress)",
+			query, st.Name, st.Checkpoint, minSeq)
 	}
 	return api.Refuse(api.CodeProjectionBehind, "query %s: projection %s has applied the log up to %d and not yet event %d, short of min_seq %d: ask again shortly",
 		query, st.Name, st.Checkpoint, st.PendingFrom, minSeq)

@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -30,4 +32,30 @@ func TestRegisteringATypeTwiceOrByPointerIsABugFoundAtStart(t *testing.T) {
 	require.Panics(t, func() { runtime.NewApp().RegisterEventTypes(badName{}) })
 	require.PanicsWithValue(t, `stile: command type "Ship" is registered twice (runtime_test.ship and runtime_test.ship)`,
 		func() { runtime.NewApp().RegisterCommandTypes(ship{}, ship{}) })
+}
+
+// byPointer validates with a pointer receiver, as Go code often does.
+type byPointer struct {
+	N int `json:"n"`
+}
+
+func (byPointer) Kind() string { return "by.pointer" }
+
+func (b *byPointer) Validate() error {
+	if b.N < 0 {
+		return errors.New("n is negative")
+	}
+	return nil
+}
+
+func TestJobArgsValidateWhateverItsReceiverAndAreNeverAPointer(t *testing.T) {
+	t.Parallel()
+	app := runtime.RegisterJobArgs[byPointer](runtime.NewApp(), runtime.JobKind{})
+	k, ok := app.Kind("by.pointer")
+	require.True(t, ok)
+	require.NoError(t, k.Validate(json.RawMessage(`{"n":1}`)))
+	require.EqualError(t, k.Validate(json.RawMessage(`{"n":-1}`)), "n is negative", "a Validate of *T is called too")
+	require.ErrorContains(t, k.Validate(json.RawMessage(`{"n":"x"}`)), "args of job kind by.pointer do not decode into runtime_test.byPointer")
+	require.PanicsWithValue(t, "stile: job args *runtime_test.byPointer: register the value type, not a pointer (null args would be a nil *runtime_test.byPointer)",
+		func() { runtime.RegisterJobArgs[*byPointer](runtime.NewApp(), runtime.JobKind{}) })
 }

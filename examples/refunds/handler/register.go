@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 
 	"github.com/stile-run/stile/examples/refunds"
 	"github.com/stile-run/stile/worker"
@@ -23,7 +22,7 @@ const ProviderURLEnv = "REFUNDS_PROVIDER_URL"
 // build --handlers` compile: the refund policy and the receipt job, over
 // the HTTP provider at $REFUNDS_PROVIDER_URL.
 func Register(w *worker.Worker) {
-	p := HTTPProvider{URL: os.Getenv(ProviderURLEnv)}
+	p := HTTPProvider{URL: w.Getenv(ProviderURLEnv)}
 	w.HandleReaction(refunds.RefundPolicy, Refund(p))
 	worker.Handle(w, Receipt(p))
 }
