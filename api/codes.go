@@ -34,6 +34,7 @@ const (
 	CodeInternal         Code = "internal"              // 500: the module or its host failed; the request was rolled back and wrote nothing
 	CodeAnswerLost       Code = "committed_answer_lost" // 500: the request was applied (its transaction committed), then its answer was lost: read the state before retrying
 	CodeDecidePanicked   Code = "decide_panicked"       // 500: the aggregate's decide panicked (a bug in the module: its stack is in the host's log); nothing was written
+	CodeEventUndecodable Code = "event_undecodable"     // 500: an event of the aggregate's stream does not decode into the Go type the module registers for its type (the message names its seq); nothing was written: deploy a module whose type reads it
 )
 
 // Codes of requests refused because of the state they found. Nothing was

@@ -30,7 +30,7 @@ func (c Code) Status() int {
 		return 429
 	case CodeHeadersTooLarge:
 		return 431
-	case CodeInternal, CodeAnswerLost, CodeDecidePanicked:
+	case CodeInternal, CodeAnswerLost, CodeDecidePanicked, CodeEventUndecodable:
 		return 500
 	case CodeMigrationFailed, CodeSchemaAhead, CodeRevocationsUnavailable:
 		return 503

@@ -84,6 +84,7 @@ func TestStoredEventsThatDoNotDecodeAreReportedBySeq(t *testing.T) {
 	var ce *api.Error
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, http.StatusInternalServerError, ce.Status)
+	require.Equal(t, api.CodeEventUndecodable, ce.Code)
 	require.Contains(t, ce.Message, "event 1 (OrderPlaced) on order:o9: its data does not decode into testapp.OrderPlaced")
 	_, err = ten.GetCommand(ctx, "cancel-o9")
 	require.Equal(t, api.CodeNotFound, client.Code(err), "the failed command wrote nothing")

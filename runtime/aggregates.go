@@ -355,6 +355,9 @@ func (t *Tenant) runCommand(now int64, c api.Command, source string) (api.Comman
 	if ref := (*api.Error)(nil); errors.As(err, &ref) {
 		return api.CommandResult{}, ref, nil
 	}
+	if u := (*undecodable)(nil); errors.As(err, &u) {
+		return api.CommandResult{}, api.Refuse(api.CodeEventUndecodable, "%s %s on %s: %s", c.Aggregate, c.Type, stream, oneLine(err.Error())), nil
+	}
 	if err != nil {
 		return api.CommandResult{}, nil, err
 	}

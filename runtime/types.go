@@ -92,11 +92,23 @@ func (a *App) typedEvent(e api.Event) (api.Event, error) {
 	}
 	v, err := gt.decode(gt.rt, e.Data)
 	if err != nil {
-		return e, printf.Errorf("its data does not decode into %s: %w", gt.rt, err)
+		return e, &undecodable{rt: gt.rt, err: err}
 	}
 	e.Value = v
 	return e, nil
 }
+
+// undecodable is a stored event whose data does not decode into the Go
+// type the module registers for its type.
+type undecodable struct {
+	rt  reflect.Type
+	err error
+}
+
+func (u *undecodable) Error() string {
+	return printf.Sprintf("its data does not decode into %s: %s", u.rt, u.err.Error())
+}
+func (u *undecodable) Unwrap() error { return u.err }
 
 // dataProblem says why data of an event or command type the module
 // registered does not decode ("" if it does, or the type is not
