@@ -43,11 +43,16 @@ func (c *Client) Tenant(name string) *Tenant { return &Tenant{c: c, name: name} 
 // Retryable reports whether a request that failed with err may succeed if
 // sent again: a transport failure, or an answer of the server's own
 // trouble (5xx, including a platform's plain-text 500, or 429). A refusal
-// of the request itself (4xx) will be refused again.
+// of the request itself (4xx) will be refused again, and so will a bug of
+// the tenant module that the same state meets again (decide_panicked,
+// event_undecodable) until a module that fixes it is deployed.
 func Retryable(err error) bool {
 	var e *api.Error
 	if !errors.As(err, &e) {
 		return err != nil
+	}
+	if e.Code == api.CodeDecidePanicked || e.Code == api.CodeEventUndecodable {
+		return false
 	}
 	return e.Status >= 500 || e.Status == http.StatusTooManyRequests || e.Code == api.CodeInternal
 }

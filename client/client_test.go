@@ -25,7 +25,8 @@ func TestRetryable(t *testing.T) {
 		require.True(t, client.Retryable(e), "%v", e)
 	}
 	for _, e := range []*api.Error{{Status: 400, Code: api.CodeInvalidRequest}, {Status: 409, Code: "claim_taken_over"},
-		{Status: 404, Code: api.CodeNotFound}, {Status: 413, Code: "body_too_large"}} {
+		{Status: 404, Code: api.CodeNotFound}, {Status: 413, Code: "body_too_large"},
+		{Status: 500, Code: api.CodeDecidePanicked}, {Status: 500, Code: api.CodeEventUndecodable}} {
 		require.False(t, client.Retryable(e), "%v", e)
 	}
 }
