@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 
@@ -86,10 +85,7 @@ func DecodeEvent[T EventData](e Event) (T, error) {
 	if e.Type != v.EventType() {
 		return v, printf.Errorf("event %d (%s) on %s is not of type %s", e.Seq, e.Type, e.Stream, v.EventType())
 	}
-	if len(bytes.TrimSpace(e.Data)) == 0 {
-		return v, nil
-	}
-	if err := json.Unmarshal(e.Data, &v); err != nil {
+	if err := unmarshalData(e.Data, &v); err != nil {
 		return v, printf.Errorf("event %d (%s) on %s does not decode into %T: %w", e.Seq, e.Type, e.Stream, v, err)
 	}
 	return v, nil

@@ -55,11 +55,18 @@ func EnqueueOf(args JobArgs, opts EnqueueRequest) (EnqueueRequest, error) {
 // are T's zero value. The error names the kind and what did not fit.
 func DecodeArgs[T JobArgs](args json.RawMessage) (T, error) {
 	var v T
-	if len(bytes.TrimSpace(args)) == 0 {
-		return v, nil
-	}
-	if err := json.Unmarshal(args, &v); err != nil {
+	if err := unmarshalData(args, &v); err != nil {
 		return v, printf.Errorf("args of job kind %s do not decode into %T: %w", v.Kind(), v, err)
 	}
 	return v, nil
+}
+
+// unmarshalData decodes the data of a job, an event or a command into v
+// as encoding/json does, but for absent or null data, which leaves v as it
+// is (the zero value).
+func unmarshalData(data json.RawMessage, v any) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	return json.Unmarshal(data, v)
 }

@@ -56,16 +56,22 @@ func (t *Tenant) generationStatus(p *projectionReg, g projectionstore.Generation
 	if err != nil {
 		return api.GenerationStatus{}, err
 	}
-	gs := api.GenerationStatus{Generation: g.Generation, Checkpoint: g.Checkpoint, Lag: lag, Status: "current",
+	return api.GenerationStatus{Generation: g.Generation, Checkpoint: g.Checkpoint, Lag: lag, Status: statusOf(g, lag > 0),
 		Failures: g.Failures, Error: g.Error, ErrorSeq: g.ErrorSeq, RetryAt: tsPtr(g.RetryAt),
-		Outdated: g.Fingerprint != p.fingerprint}
+		Outdated: g.Fingerprint != p.fingerprint}, nil
+}
+
+// statusOf is a generation's status as GET /projections and a query's
+// answer say it: stalled, catching_up when events of its types wait, else
+// current.
+func statusOf(g projectionstore.Generation, waiting bool) string {
 	switch {
 	case g.Stalled():
-		gs.Status = "stalled"
-	case lag > 0:
-		gs.Status = "catching_up"
+		return "stalled"
+	case waiting:
+		return "catching_up"
 	}
-	return gs, nil
+	return "current"
 }
 
 func (t *Tenant) rebuildProjection(name string) (route, *api.Error) {
@@ -191,16 +197,14 @@ func (t *Tenant) runQuery(c *call, name, raw string) (route, *api.Error) {
 // event of its types after it (one row read per type; the lag itself,
 // which GET /projections counts, is not).
 func (t *Tenant) queryProjection(p *projectionReg, g projectionstore.Generation) (api.QueryProjection, error) {
-	st := api.QueryProjection{Name: p.Name, Checkpoint: g.Checkpoint, Status: "current"}
 	next, _, err := t.events.Read(g.Checkpoint, p.Events, 1, 0)
 	if err != nil {
-		return st, err
+		return api.QueryProjection{}, err
 	}
+	st := api.QueryProjection{Name: p.Name, Checkpoint: g.Checkpoint, Status: statusOf(g, len(next) > 0),
+		Error: g.Error, ErrorSeq: g.ErrorSeq, RetryAt: tsPtr(g.RetryAt)}
 	if len(next) > 0 {
-		st.Status, st.PendingFrom = "catching_up", next[0].Seq
-	}
-	if g.Stalled() {
-		st.Status, st.Error, st.ErrorSeq, st.RetryAt = "stalled", g.Error, g.ErrorSeq, tsPtr(g.RetryAt)
+		st.PendingFrom = next[0].Seq
 	}
 	if g.Fingerprint != p.fingerprint && st.PendingFrom != 0 {
 		// Built with another definition: frozen, serving reads until the

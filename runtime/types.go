@@ -24,7 +24,7 @@ import (
 // pointer.
 func (a *App) RegisterEventTypes(types ...api.EventData) *App {
 	for _, v := range types {
-		a.eventTypes = registerType(a.eventTypes, "event", v, func() string { return v.EventType() }, decodeData)
+		a.eventTypes = registerType(a.eventTypes, "event", v, func() string { return v.EventType() })
 	}
 	return a
 }
@@ -34,21 +34,31 @@ func (a *App) RegisterEventTypes(types ...api.EventData) *App {
 // decoded, in Command.Value.
 func (a *App) RegisterCommandTypes(types ...api.CommandData) *App {
 	for _, v := range types {
-		a.commandTypes = registerType(a.commandTypes, "command", v, func() string { return v.CommandType() }, decodeData)
+		a.commandTypes = registerType(a.commandTypes, "command", v, func() string { return v.CommandType() })
 	}
 	return a
 }
 
 // goType is a registered event or command type: its Go type, and its
-// decoder. The decoder comes from the registration, so that a module that
-// registers no type links no JSON decoding (encoding/json is about 250 KB
-// of a module, gzipped).
+// decoder. The decoder is a field set by the registration, not a call, so
+// that a module that registers no type links no JSON decoding
+// (encoding/json is about 250 KB of a module, gzipped).
 type goType struct {
 	rt     reflect.Type
 	decode func(reflect.Type, json.RawMessage) (any, error)
 }
 
-func registerType(m map[string]goType, what string, v any, name func() string, decode func(reflect.Type, json.RawMessage) (any, error)) map[string]goType {
+// decodeInto decodes data into a value of g's type; the error says which
+// type it does not fit.
+func (g goType) decodeInto(data json.RawMessage) (any, error) {
+	v, err := g.decode(g.rt, data)
+	if err != nil {
+		return nil, &undecodable{rt: g.rt, err: err}
+	}
+	return v, nil
+}
+
+func registerType(m map[string]goType, what string, v any, name func() string) map[string]goType {
 	if v == nil {
 		panic(printf.Sprintf("stile: a nil %s type", what))
 	}
@@ -66,7 +76,7 @@ func registerType(m map[string]goType, what string, v any, name func() string, d
 	if prev, dup := m[n]; dup {
 		panic(printf.Sprintf("stile: %s type %q is registered twice (%s and %s)", what, n, prev.rt, rt))
 	}
-	m[n] = goType{rt: rt, decode: decode}
+	m[n] = goType{rt: rt, decode: decodeData}
 	return m
 }
 
@@ -90,9 +100,9 @@ func (a *App) typedEvent(e api.Event) (api.Event, error) {
 	if !ok {
 		return e, nil
 	}
-	v, err := gt.decode(gt.rt, e.Data)
+	v, err := gt.decodeInto(e.Data)
 	if err != nil {
-		return e, &undecodable{rt: gt.rt, err: err}
+		return e, err
 	}
 	e.Value = v
 	return e, nil
@@ -106,7 +116,7 @@ type undecodable struct {
 }
 
 func (u *undecodable) Error() string {
-	return printf.Sprintf("its data does not decode into %s: %s", u.rt, u.err.Error())
+	return printf.Sprintf("data does not decode into %s: %s", u.rt, u.err.Error())
 }
 func (u *undecodable) Unwrap() error { return u.err }
 
@@ -118,8 +128,8 @@ func dataProblem(m map[string]goType, typ string, data json.RawMessage) string {
 	if !ok {
 		return ""
 	}
-	if _, err := gt.decode(gt.rt, data); err != nil {
-		return printf.Sprintf("%s data does not decode into %s: %s", typ, gt.rt, err.Error())
+	if _, err := gt.decodeInto(data); err != nil {
+		return typ + " " + oneLine(err.Error())
 	}
 	return ""
 }
