@@ -62,11 +62,12 @@ func scenarioTypedEventsAndCommands(s *scenario) {
 	require.JSONEq(t, `{"id":"o2","total":7}`, string(res.Rows[1]))
 }
 
-// An event an untyped module stored whose data the typed module cannot
-// decode is reported with its seq where it is read: a command on its
+// A module moved from untyped to typed events serves the events the
+// untyped one stored. One whose data the typed module cannot decode is
+// reported with its seq where it is read: a command on its
 // aggregate fails with it (500, nothing written), and the projection that
 // reads it stalls at it. Nothing panics.
-func TestStoredEventsThatDoNotDecodeAreReportedBySeq(t *testing.T) {
+func TestATypedModuleReadsStoredEventsAndNamesTheOnesItCannot(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
@@ -75,23 +76,35 @@ func TestStoredEventsThatDoNotDecodeAreReportedBySeq(t *testing.T) {
 	written, err := untyped.Tenant("acme").Append(ctx, api.StreamOf("order", "o9"),
 		api.AppendRequest{Events: []api.NewEvent{{Type: "OrderPlaced", Data: json.RawMessage(`{"total":"ten"}`)}}})
 	require.NoError(t, err)
+	_, err = untyped.Tenant("acme").Append(ctx, api.StreamOf("order", "o8"),
+		api.AppendRequest{Events: []api.NewEvent{{Type: "OrderPlaced", Data: json.RawMessage(`{"total":8,"email":"a@b.c"}`)}}})
+	require.NoError(t, err)
 	untyped.Close()
 
 	h := stiletest.New(t, stiletest.Config{App: testapp.App(), DataDir: dir, Logger: quietLog})
 	ten := h.Tenant("acme")
+	// What the untyped module wrote and the types read, the typed one
+	// serves: o8 is placed, so it can be cancelled once.
+	cancel, err := api.CommandOf("cancel-o8", "order", "o8", testapp.CancelOrder{})
+	require.NoError(t, err)
+	_, err = ten.Command(ctx, cancel)
+	require.NoError(t, err)
+	cancel.ID = "cancel-o8-again"
+	_, err = ten.Command(ctx, cancel)
+	require.Equal(t, api.CodeCommandRejected, client.Code(err), "the untyped module's OrderPlaced was folded")
 	_, err = ten.Command(ctx, api.Command{ID: "cancel-o9", Aggregate: "order", AggregateID: "o9", Type: "CancelOrder"})
 	require.Error(t, err)
 	var ce *api.Error
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, http.StatusInternalServerError, ce.Status)
 	require.Equal(t, api.CodeEventUndecodable, ce.Code)
-	require.Contains(t, ce.Message, "event 1 (OrderPlaced) on order:o9: its data does not decode into testapp.OrderPlaced")
+	require.Contains(t, ce.Message, "event 1 (OrderPlaced) on order:o9: data does not decode into testapp.OrderPlaced")
 	_, err = ten.GetCommand(ctx, "cancel-o9")
 	require.Equal(t, api.CodeNotFound, client.Code(err), "the failed command wrote nothing")
 
 	_, err = ten.Query(ctx, testapp.OpenOrders, url.Values{api.MinSeqParam: {"1"}})
 	require.Equal(t, api.CodeProjectionBehind, client.Code(err))
 	require.ErrorContains(t, err, "projection orders is stalled at event 1")
-	require.ErrorContains(t, err, "(event 1 (OrderPlaced): its data does not decode into testapp.OrderPlaced: json: cannot unmarshal")
+	require.ErrorContains(t, err, "(event 1 (OrderPlaced): data does not decode into testapp.OrderPlaced: json: cannot unmarshal")
 	require.Equal(t, int64(1), written.FirstSeq)
 }
