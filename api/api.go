@@ -101,6 +101,10 @@ type EnqueueRequest struct {
 	UniqueWindowMs int64  `json:"unique_window_ms,omitempty"`
 	// ConcurrencyKey names the limit the job counts against.
 	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	// RateKey names the rate limit the job's starts count against (PUT
+	// /rates/{key}, or the module's App.RateLimit); a kind's own key when
+	// empty.
+	RateKey string `json:"rate_key,omitempty"`
 	// DependsOn lists parent jobs: ids, or "#n" for the n-th job of the same
 	// batch (an earlier one). RunRegardless runs the job even when a parent
 	// ends dead or cancelled.
@@ -143,6 +147,7 @@ type Job struct {
 
 	UniqueKey      string `json:"unique_key,omitempty"`
 	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	RateKey        string `json:"rate_key,omitempty"`
 	PendingParents int64  `json:"pending_parents,omitempty"`
 	RunRegardless  bool   `json:"run_regardless,omitempty"`
 	// CancelRequestedAt: an operator asked to cancel the running job.
@@ -162,8 +167,8 @@ type Job struct {
 	// when it did (GET /jobs/{id} only).
 	RanAgain string `json:"ran_again,omitempty"`
 	// Waiting says, in one line, why a ready job is not running when
-	// the tenant knows: its queue is paused, or no executor handles its
-	// kind (GET /jobs/{id} only).
+	// the tenant knows: its queue is paused, its rate key is at its limit
+	// (until when), or no executor handles its kind (GET /jobs/{id} only).
 	Waiting string `json:"waiting,omitempty"`
 }
 
@@ -494,6 +499,38 @@ type SetLimitRequest struct {
 // LimitsResponse lists the limits.
 type LimitsResponse struct {
 	Limits []Limit `json:"limits"`
+}
+
+// Rate is a rate limit: at most Limit jobs with its key start in any
+// window of PeriodMs milliseconds (a start is a claim: an attempt).
+type Rate struct {
+	Key      string `json:"key"`
+	Limit    int64  `json:"limit"`
+	PeriodMs int64  `json:"period_ms"`
+	// Source is who set it: "module" (the module's default) or "tenant"
+	// (PUT /rates/{key}; DELETE goes back to the module's default).
+	Source string `json:"source"`
+	// InWindow counts the starts in the window that ends now; OpenAt,
+	// when the key is at its limit, is when its next start is allowed.
+	InWindow int64      `json:"in_window"`
+	OpenAt   *time.Time `json:"open_at,omitempty"`
+	// Started counts the key's starts ever; Limited the times its jobs
+	// had to wait for room.
+	Started int64 `json:"started"`
+	Limited int64 `json:"limited"`
+}
+
+// SetRateRequest sets a rate limit (PUT /rates/{key}).
+//
+//stile:json DecodeSetRate
+type SetRateRequest struct {
+	Limit    *int64 `json:"limit"`
+	PeriodMs *int64 `json:"period_ms"`
+}
+
+// RatesResponse lists the rate limits.
+type RatesResponse struct {
+	Rates []Rate `json:"rates"`
 }
 
 // ScheduleRequest creates or replaces a schedule (PUT /schedules/{name}):

@@ -59,6 +59,7 @@ const (
 	CodeRevocationsUnavailable Code = "revocations_unavailable" // 503: the host cannot read its list of revoked tokens, so it accepts no scoped token until it can (the deployment's secret still works)
 	CodeTenantNotFound         Code = "tenant_not_found"        // 404: no tenant of that name: PUT /v1/t/{tenant} creates it, as does a write of a role the deployment lets create tenants
 	CodeTenantQuota            Code = "tenant_quota"            // 403: the token's tenant prefix already has as many tenants as the deployment allows one prefix
+	CodeRateKeyInUse           Code = "rate_key_in_use"         // 409: DELETE of a rate key the module does not declare while a job not finished yet names it; set another limit with PUT, or cancel its jobs
 	CodeTooManyQueues          Code = "too_many_queues"         // 409: the job or paused queue would be the tenant's 1001st distinct queue name (api.MaxQueues); reuse a queue
 	CodeBudgetExceeded         Code = "budget_exceeded"         // 429: the tenant used its daily budget (GET /usage says which figure); new work waits for Retry-After (the next UTC day), work already started goes on
 )

@@ -27,6 +27,7 @@ func (v EnqueueRequest) AppendJSON(b []byte) []byte {
 	o.StrOmit("unique_key", v.UniqueKey)
 	o.IntOmit("unique_window_ms", v.UniqueWindowMs)
 	o.StrOmit("concurrency_key", v.ConcurrencyKey)
+	o.StrOmit("rate_key", v.RateKey)
 	if len(v.DependsOn) > 0 {
 		o.Strings("depends_on", v.DependsOn)
 	}
@@ -83,6 +84,7 @@ func (v Job) AppendJSON(b []byte) []byte {
 	o.Strings("tags", v.Tags)
 	o.StrOmit("unique_key", v.UniqueKey)
 	o.StrOmit("concurrency_key", v.ConcurrencyKey)
+	o.StrOmit("rate_key", v.RateKey)
 	o.IntOmit("pending_parents", v.PendingParents)
 	if v.RunRegardless {
 		o.Bool("run_regardless", true)
@@ -567,6 +569,53 @@ func (v LimitsResponse) AppendJSON(b []byte) []byte {
 
 // MarshalJSON implements json.Marshaler.
 func (v LimitsResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v Rate) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Str("key", v.Key)
+	o.Int("limit", v.Limit)
+	o.Int("period_ms", v.PeriodMs)
+	o.Str("source", v.Source)
+	o.Int("in_window", v.InWindow)
+	o.TimeOmit("open_at", v.OpenAt)
+	o.Int("started", v.Started)
+	o.Int("limited", v.Limited)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v Rate) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v SetRateRequest) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	if v.Limit == nil {
+		o.Null("limit")
+	} else {
+		o.Int("limit", *v.Limit)
+	}
+	if v.PeriodMs == nil {
+		o.Null("period_ms")
+	} else {
+		o.Int("period_ms", *v.PeriodMs)
+	}
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v SetRateRequest) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v RatesResponse) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Key("rates")
+	o.B = jsonwire.AppendArray(o.B, v.Rates)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v RatesResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
 func (v ScheduleRequest) AppendJSON(b []byte) []byte {
@@ -1482,8 +1531,9 @@ const (
 	EnqueueRequestUniqueKey      EnqueueRequestFields = 1 << 9  // unique_key
 	EnqueueRequestUniqueWindowMs EnqueueRequestFields = 1 << 10 // unique_window_ms
 	EnqueueRequestConcurrencyKey EnqueueRequestFields = 1 << 11 // concurrency_key
-	EnqueueRequestDependsOn      EnqueueRequestFields = 1 << 12 // depends_on
-	EnqueueRequestRunRegardless  EnqueueRequestFields = 1 << 13 // run_regardless
+	EnqueueRequestRateKey        EnqueueRequestFields = 1 << 12 // rate_key
+	EnqueueRequestDependsOn      EnqueueRequestFields = 1 << 13 // depends_on
+	EnqueueRequestRunRegardless  EnqueueRequestFields = 1 << 14 // run_regardless
 )
 
 // Not inlined: each call site would carry its own copy of the closure.
@@ -1545,6 +1595,9 @@ func (v *EnqueueRequest) decode(r *jsonwire.Reader) error {
 		case "concurrency_key":
 			bit = EnqueueRequestConcurrencyKey
 			v.ConcurrencyKey, err = r.StringField(key)
+		case "rate_key":
+			bit = EnqueueRequestRateKey
+			v.RateKey, err = r.StringField(key)
 		case "depends_on":
 			bit = EnqueueRequestDependsOn
 			v.DependsOn, err = jsonwire.StringArray(r, key)
@@ -2149,6 +2202,45 @@ func (v *SetLimitRequest) decode(r *jsonwire.Reader) error {
 // DecodeSetLimit decodes a SetLimitRequest strictly.
 func DecodeSetLimit(b []byte) (SetLimitRequest, error) {
 	var v SetLimitRequest
+	r := jsonwire.NewReader(b)
+	err := r.Open()
+	if err == nil {
+		err = r.CloseBody(v.decode(&r))
+	}
+	return v, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *SetRateRequest) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "limit":
+			if r.IsNull() {
+				return nil
+			}
+			var n int64
+			n, err = r.Integer(key)
+			v.Limit = &n
+		case "period_ms":
+			if r.IsNull() {
+				return nil
+			}
+			var n int64
+			n, err = r.Integer(key)
+			v.PeriodMs = &n
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
+}
+
+// DecodeSetRate decodes a SetRateRequest strictly.
+func DecodeSetRate(b []byte) (SetRateRequest, error) {
+	var v SetRateRequest
 	r := jsonwire.NewReader(b)
 	err := r.Open()
 	if err == nil {

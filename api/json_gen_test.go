@@ -38,7 +38,7 @@ var (
 func fxEnqueue() api.EnqueueRequest {
 	return api.EnqueueRequest{Kind: "k\"é", Args: fxRaw, Queue: "q", Priority: &fxInt, RunAt: &fxAt, MaxAttempts: 3,
 		LeaseMs: 1000, TimeoutMs: 5000, Tags: []string{"t1", "t2"}, UniqueKey: "u", UniqueWindowMs: 60000,
-		ConcurrencyKey: "ck", DependsOn: []string{"#0", "12"}, RunRegardless: true}
+		ConcurrencyKey: "ck", RateKey: "rk", DependsOn: []string{"#0", "12"}, RunRegardless: true}
 }
 
 func fxAttempt() api.Attempt {
@@ -50,7 +50,7 @@ func fxJob() api.Job {
 	run := fxAttempt()
 	return api.Job{ID: "1", Kind: "k\\\t\x01", Queue: "q", Priority: 2, Args: fxRaw, State: "completed", Attempt: 2,
 		Failures: 1, MaxAttempts: 5, LeaseMs: 100, TimeoutMs: 200, RunAt: fxAt, CreatedAt: fxAt, FinishedAt: &fxLater,
-		Output: json.RawMessage(`"out"`), LastError: "e", Tags: []string{"a"}, UniqueKey: "u", ConcurrencyKey: "ck",
+		Output: json.RawMessage(`"out"`), LastError: "e", Tags: []string{"a"}, UniqueKey: "u", ConcurrencyKey: "ck", RateKey: "rk",
 		PendingParents: 2, RunRegardless: true, CancelRequestedAt: &fxLater, Existing: true, Running: &run,
 		DependsOn:  []api.Dependency{fxDependency()},
 		Attempts:   []api.Attempt{fxAttempt()},
@@ -200,6 +200,9 @@ var fixtures = map[string]any{
 	"Limit":                 api.Limit{Key: "k", Slots: 2, InUse: 1},
 	"SetLimitRequest":       api.SetLimitRequest{Slots: &fxInt64},
 	"LimitsResponse":        api.LimitsResponse{Limits: []api.Limit{{Key: "k", Slots: 2, InUse: 1}}},
+	"Rate":                  fxRate(),
+	"SetRateRequest":        api.SetRateRequest{Limit: &fxInt64, PeriodMs: &fxInt64},
+	"RatesResponse":         api.RatesResponse{Rates: []api.Rate{fxRate()}},
 	"ScheduleRequest":       api.ScheduleRequest{Cron: "@hourly", Job: fxEnqueue(), Paused: true},
 	"Schedule":              fxSchedule(),
 	"SchedulesResponse":     api.SchedulesResponse{Schedules: []api.Schedule{fxSchedule()}},
@@ -253,6 +256,7 @@ var decoders = map[string]func([]byte) (any, error){
 	"BatchReportRequest":   dec(api.DecodeReportBatch),
 	"CancelRequest":        dec(api.DecodeCancel),
 	"SetLimitRequest":      dec(api.DecodeSetLimit),
+	"SetRateRequest":       dec(api.DecodeSetRate),
 	"ScheduleRequest":      dec(api.DecodeSchedule),
 	"AppendRequest":        dec(api.DecodeAppend),
 	"Command":              dec(api.DecodeCommand),
@@ -486,3 +490,7 @@ var fxSchema = api.SchemaState{Version: 3, Known: 2, Applied: 1,
 var fxExport = api.ExportPage{Format: api.ExportFormat, Tenant: "acme", Mark: api.ExportMark{EventSeq: 120, JobID: 540, At: fxAt},
 	StileSchema: 12, ModuleSchema: 2, First: true, Next: "cursor",
 	Tables: []api.ExportTable{{Name: "stile_jobs", Columns: []string{"id", "kind"}, First: true, Rows: json.RawMessage(`[[1,"a"]]`)}}}
+
+func fxRate() api.Rate {
+	return api.Rate{Key: "k", Limit: 200, PeriodMs: 1000, Source: "tenant", InWindow: 3, OpenAt: &fxAt, Started: 9, Limited: 2}
+}

@@ -32,6 +32,10 @@ var (
 	RoutePauseQueue   = Route{"PUT", "queues/{queue}"}
 	RouteLimits       = Route{"GET", "concurrency"}
 	RouteSetLimit     = Route{"PUT", "concurrency/{key}"}
+	RouteRates        = Route{"GET", "rates"}
+	RouteGetRate      = Route{"GET", "rates/{key}"}
+	RouteSetRate      = Route{"PUT", "rates/{key}"}
+	RouteDeleteRate   = Route{"DELETE", "rates/{key}"}
 	RouteTx           = Route{"POST", "tx/{name}"}
 	RouteSchedules    = Route{"GET", "schedules"}
 	RoutePutSchedule  = Route{"PUT", "schedules/{name}"}

@@ -162,6 +162,12 @@ func (c *Client) call(ctx context.Context, method, p string, body []byte, out an
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, p, err)
 	}
+	return readAnswer(method, p, status, b, out)
+}
+
+// readAnswer decodes an answer of status and body b into out (nil:
+// ignored); a non-2xx answer is an *api.Error.
+func readAnswer(method, p string, status int, b []byte, out any) (err error) {
 	if status < 200 || status > 299 {
 		var e api.Error
 		if json.Unmarshal(b, &e) != nil || e.Code == "" {
@@ -307,6 +313,46 @@ func (t *Tenant) Limits(ctx context.Context) ([]api.Limit, error) {
 	var out api.LimitsResponse
 	err := t.do(ctx, api.RouteLimits, nil, nil, &out)
 	return out.Limits, err
+}
+
+// SetRate sets a rate limit: at most limit jobs with the key start in any
+// window of period (rounded down to milliseconds).
+func (t *Tenant) SetRate(ctx context.Context, key string, limit int64, period time.Duration) (api.Rate, error) {
+	var out api.Rate
+	ms := period.Milliseconds()
+	err := t.do(ctx, api.RouteSetRate, nil, api.SetRateRequest{Limit: &limit, PeriodMs: &ms}, &out, key)
+	return out, err
+}
+
+// Rate reads one rate limit: where its window stands and what it did.
+func (t *Tenant) Rate(ctx context.Context, key string) (api.Rate, error) {
+	var out api.Rate
+	err := t.do(ctx, api.RouteGetRate, nil, nil, &out, key)
+	return out, err
+}
+
+// Rates lists the rate limits.
+func (t *Tenant) Rates(ctx context.Context) ([]api.Rate, error) {
+	var out api.RatesResponse
+	err := t.do(ctx, api.RouteRates, nil, nil, &out)
+	return out.Rates, err
+}
+
+// DeleteRate removes the tenant's rate limit of key. A key the module
+// declares goes back to the module's default, which it returns; any other
+// is removed (removed true), unless a job not finished yet names it
+// (api.CodeRateKeyInUse).
+func (t *Tenant) DeleteRate(ctx context.Context, key string) (r api.Rate, removed bool, err error) {
+	p := t.path(api.RouteDeleteRate, nil, key)
+	status, b, err := t.c.Raw(ctx, "DELETE", p, nil, nil)
+	if err != nil {
+		return api.Rate{}, false, fmt.Errorf("DELETE %s: %w", p, err)
+	}
+	if status == http.StatusNoContent {
+		return api.Rate{}, true, nil
+	}
+	err = readAnswer("DELETE", p, status, b, &r)
+	return r, false, err
 }
 
 // PutSchedule creates or replaces a schedule.

@@ -128,6 +128,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "Dependencies", run: scenarioDependencies},
 		{name: "StaleReportUnlatchesNothing", run: scenarioStaleReportUnlatchesNothing},
 		{name: "ConcurrencyLimits", run: scenarioConcurrencyLimits},
+		{name: "RateLimits", run: scenarioRateLimits},
 		{name: "Cancel", run: scenarioCancel},
 		{name: "SnoozeFinalRetryDelete", run: scenarioSnoozeFinalRetryDelete},
 		{name: "TagsFollowTheFence", run: scenarioTagsFollowTheFence},

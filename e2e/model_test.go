@@ -26,7 +26,7 @@ var (
 
 // TestModel runs random interleavings of workers, claims, heartbeats,
 // stalls past the lease, duplicate and late reports, cancels, dependency
-// chains and concurrency keys against a tenant, with a clock the test
+// chains, concurrency keys and rate keys against a tenant, with a clock the test
 // controls, and checks them against a reference model (see modelRun).
 func TestModel(t *testing.T) {
 	t.Parallel()
@@ -97,6 +97,7 @@ type mclaim struct {
 type mjob struct {
 	id        string
 	key       string // concurrency key
+	rate      string // rate key
 	parents   []string
 	children  []string
 	regard    bool // run regardless of parents
@@ -138,6 +139,12 @@ type model struct {
 	held   map[string]*mjob
 	steps  int
 	counts map[string]int
+	// rates are the rate limits set, and starts every start (claim) of a
+	// rate key's jobs, in time order; draining, the limits were raised
+	// to let the drain finish.
+	rates    map[string]api.SetRateRequest
+	starts   map[string][]int64
+	draining bool
 }
 
 func (md *model) fail(format string, args ...any) {
@@ -176,10 +183,16 @@ func modelRun(t *testing.T, p *inProcess, seed uint64, ops int) {
 	t.Logf("seed %d, %d operations", seed, ops)
 	md := &model{t: t, rng: rand.New(rand.NewPCG(seed, seed>>1|1)), seed: seed, ops: ops, m: p.manager, clock: p.clock,
 		tenant: "model", jobs: map[string]*mjob{}, slots: map[string]int64{"k1": 2, "k2": 1}, counts: map[string]int{},
-		held: map[string]*mjob{}}
+		held: map[string]*mjob{}, starts: map[string][]int64{}, rates: map[string]api.SetRateRequest{
+			"r1": {Limit: ptr(int64(3)), PeriodMs: ptr(int64(1000))}, "r2": {Limit: ptr(int64(1)), PeriodMs: ptr(int64(700))}}}
 	for k, n := range md.slots {
 		if st, b := md.call("PUT", "concurrency/"+k, api.SetLimitRequest{Slots: &n}); st != 200 {
 			md.fail("set limit: %d %s", st, b)
+		}
+	}
+	for k, r := range md.rates {
+		if st, b := md.call("PUT", "rates/"+k, r); st != 200 {
+			md.fail("set rate: %d %s", st, b)
 		}
 	}
 	for md.steps = 0; md.steps < ops; md.steps++ {
@@ -213,7 +226,14 @@ func modelRun(t *testing.T, p *inProcess, seed uint64, ops int) {
 		md.checkAlarm()
 	}
 	// Drain: let every lease lapse and every backoff pass, run what is
-	// left to the end, then check everything.
+	// left to the end, then check everything. The rate limits are raised
+	// first (a raised limit lets waiting jobs start at once).
+	md.draining = true
+	for k := range md.rates {
+		if st, b := md.call("PUT", "rates/"+k, api.SetRateRequest{Limit: ptr(int64(1_000_000)), PeriodMs: ptr(int64(1000))}); st != 200 {
+			md.fail("raise rate: %d %s", st, b)
+		}
+	}
 	for i := 0; i < 200 && md.live() > 0; i++ {
 		md.advance(3 * time.Second)
 		md.drain()
@@ -259,6 +279,12 @@ func (md *model) enqueue() {
 		case 1:
 			r.ConcurrencyKey = "k2"
 		}
+		switch md.rng.IntN(6) { // a job may hold both keys
+		case 0:
+			r.RateKey = "r1"
+		case 1:
+			r.RateKey = "r2"
+		}
 		if md.rng.IntN(4) == 0 {
 			at := time.UnixMilli(md.clock.Now() + int64(md.rng.IntN(2000)))
 			r.RunAt = &at
@@ -282,7 +308,7 @@ func (md *model) enqueue() {
 	var resp api.EnqueueBatchResponse
 	md.decode(b, &resp)
 	for i, j := range resp.Jobs {
-		mj := &mjob{id: j.ID, key: reqs[i].ConcurrencyKey, regard: reqs[i].RunRegardless, tags: map[string]bool{}}
+		mj := &mjob{id: j.ID, key: reqs[i].ConcurrencyKey, rate: reqs[i].RateKey, regard: reqs[i].RunRegardless, tags: map[string]bool{}}
 		for _, d := range reqs[i].DependsOn {
 			pid := d
 			if d[0] == '#' {
@@ -336,8 +362,33 @@ func (md *model) claim() {
 		if j.key != "" {
 			md.held[j.id] = j
 		}
+		md.started(j, now)
 	}
 	md.checkSlots()
+}
+
+// started records a start of j's rate key at now, and checks that the
+// window of the key's period that ends now holds no more starts than its
+// limit: every window is checked, since a window holds no more than the
+// one ending at its last start.
+func (md *model) started(j *mjob, now int64) {
+	if j.rate == "" {
+		return
+	}
+	md.starts[j.rate] = append(md.starts[j.rate], now)
+	if md.draining {
+		return
+	}
+	r := md.rates[j.rate]
+	in := 0
+	for _, at := range md.starts[j.rate] {
+		if at > now-*r.PeriodMs {
+			in++
+		}
+	}
+	if int64(in) > *r.Limit {
+		md.fail("rate key %s started %d jobs in the %d ms up to %d, over its limit of %d", j.rate, in, *r.PeriodMs, now, *r.Limit)
+	}
 }
 
 func (md *model) state(id string) string {
@@ -552,6 +603,7 @@ func (md *model) drain() {
 			j := md.jobs[c.ID]
 			mc := &mclaim{worker: "drain", attempt: c.Attempt, token: c.LeaseToken, leaseUntil: c.LeaseUntil.UnixMilli()}
 			j.claims = append(j.claims, mc)
+			md.started(j, md.clock.Now())
 			tag := fmt.Sprintf("drain-%d", c.Attempt)
 			st, b := md.call("POST", "jobs/"+c.ID+"/report", api.ReportRequest{Claim: api.Claim{Worker: "drain",
 				Attempt: c.Attempt, LeaseToken: c.LeaseToken}, Outcome: api.OutcomeCompleted,
@@ -566,8 +618,25 @@ func (md *model) drain() {
 	}
 }
 
+func ptr[T any](v T) *T { return &v }
+
 // checkEnd checks every job's record against the model.
 func (md *model) checkEnd() {
+	for k := range md.rates {
+		st, b := md.call("GET", "rates/"+k, nil)
+		if st != 200 {
+			md.fail("get rate %s: %d %s", k, st, b)
+		}
+		var r api.Rate
+		md.decode(b, &r)
+		if r.Started != int64(len(md.starts[k])) {
+			md.fail("rate key %s counts %d starts, the model saw %d claims of its jobs", k, r.Started, len(md.starts[k]))
+		}
+		md.counts["limited "+k] = int(r.Limited)
+		if md.ops >= 5000 && r.Limited == 0 {
+			md.fail("rate key %s never held a job back in %d operations: the run does not test its limit", k, md.ops)
+		}
+	}
 	for _, id := range md.order {
 		j := md.jobs[id]
 		st, b := md.call("GET", "jobs/"+id, nil)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/flow"
 	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/push"
 	"github.com/stile-run/stile/schema"
@@ -45,6 +46,10 @@ type JobKind struct {
 	// ConcurrencyKey, if set, makes jobs of this kind count against that
 	// concurrency limit unless the enqueue names another.
 	ConcurrencyKey string
+	// RateKey, if set, makes the starts of this kind's jobs count against
+	// that rate limit (App.RateLimit, PUT /v1/t/{tenant}/rates/{key})
+	// unless the enqueue names another. A kind may have both keys.
+	RateKey string
 	// Backoff is the wait before the first retry; it doubles per failure up
 	// to MaxBackoff, less up to a quarter of jitter. Defaults 1 s and 1 h.
 	Backoff    time.Duration
@@ -59,6 +64,7 @@ type JobKind struct {
 type App struct {
 	kinds        map[string]JobKind
 	limits       map[string]int
+	rates        map[string]flow.Rate
 	txs          map[string]encodedTx
 	migrations   []schema.Migration
 	aggregates   map[string]aggregate
@@ -81,7 +87,7 @@ type App struct {
 
 // NewApp returns an empty registry.
 func NewApp() *App {
-	return &App{kinds: map[string]JobKind{}, limits: map[string]int{}, txs: map[string]encodedTx{},
+	return &App{kinds: map[string]JobKind{}, limits: map[string]int{}, rates: map[string]flow.Rate{}, txs: map[string]encodedTx{},
 		aggregates: map[string]aggregate{}, reactionBy: map[string]*reaction{},
 		projectionBy: map[string]*projectionReg{}, queries: map[string]*queryReg{}}
 }
@@ -98,6 +104,24 @@ func (a *App) ConcurrencyLimit(key string, slots int) *App {
 		panic(printf.Sprintf("stile: concurrency key %q: %d slots is outside 0-%d", key, slots, api.MaxSlots))
 	}
 	a.limits[key] = slots
+	return a
+}
+
+// RateLimit sets the default rate limit of a key: at most limit jobs with
+// the key start in any window of period (a start is a claim, so a retry
+// counts again). A tenant may set its own with PUT
+// /v1/t/{tenant}/rates/{key}; without either, jobs naming the key are
+// refused. Jobs name the key with JobKind.RateKey or the enqueue's
+// rate_key.
+func (a *App) RateLimit(key string, limit int, period time.Duration) *App {
+	if !api.ValidName(key) {
+		panic(printf.Sprintf("stile: rate key %q is invalid: use %s", key, api.NameRule))
+	}
+	r := flow.Rate{Limit: int64(limit), PeriodMs: period.Milliseconds()}
+	if p := r.Problem(); p != "" {
+		panic(printf.Sprintf("stile: rate key %q: %s", key, p))
+	}
+	a.rates[key] = r
 	return a
 }
 
@@ -127,6 +151,9 @@ func (a *App) heldClaims() (perTenant, perToken int) {
 
 // Limits returns the default concurrency limits.
 func (a *App) Limits() map[string]int { return a.limits }
+
+// Rates returns the default rate limits.
+func (a *App) Rates() map[string]flow.Rate { return a.rates }
 
 // RegisterJob adds a job kind, filling in defaults. It panics on an invalid
 // or duplicate registration: that is a bug in the module, found at start.
@@ -166,6 +193,9 @@ func (a *App) RegisterJob(k JobKind) *App {
 	}
 	if k.ConcurrencyKey != "" && !api.ValidName(k.ConcurrencyKey) {
 		panic(printf.Sprintf("stile: job kind %q: concurrency key %q is invalid: use %s", k.Name, k.ConcurrencyKey, api.NameRule))
+	}
+	if k.RateKey != "" && !api.ValidName(k.RateKey) {
+		panic(printf.Sprintf("stile: job kind %q: rate key %q is invalid: use %s", k.Name, k.RateKey, api.NameRule))
 	}
 	if k.Backoff == 0 {
 		k.Backoff = DefaultBackoff

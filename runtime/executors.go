@@ -4,9 +4,11 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/flow"
 	"github.com/stile-run/stile/internal/printf"
 )
 
@@ -53,8 +55,9 @@ func (c *claimsSeen) why(kind string) string {
 }
 
 // waiting says why a ready job is not running, when the tenant knows: its
-// queue is paused, or no executor handles its kind; "" otherwise.
-func (t *Tenant) waiting(j api.Job) (string, error) {
+// queue is paused, its rate key is at its limit (until when), or no
+// executor handles its kind; "" otherwise.
+func (t *Tenant) waiting(now int64, j api.Job) (string, error) {
 	if fence.State(j.State) != fence.StateAvailable {
 		return "", nil
 	}
@@ -64,6 +67,16 @@ func (t *Tenant) waiting(j api.Job) (string, error) {
 	}
 	if paused[j.Queue] {
 		return printf.Sprintf("its queue %q is paused: claims take nothing from it until PUT /v1/t/%s/queues/%s resumes it", j.Queue, t.name, j.Queue), nil
+	}
+	if j.RateKey != "" {
+		r, ok, err := t.store.GetRate(j.RateKey)
+		if err != nil {
+			return "", err
+		}
+		if open := flow.Next(r.Window, r.Rate, now); ok && open > now {
+			return printf.Sprintf("rate limited by key %q (%d starts per %d ms) until %s", j.RateKey, r.Limit, r.PeriodMs,
+				ts(open).Format(time.RFC3339Nano)), nil
+		}
 	}
 	if t.executors.claims.unhandled(j.Kind) {
 		return t.executors.claims.why(j.Kind), nil

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/flow"
 	"github.com/stile-run/stile/internal/jsonwire"
 	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/cron"
@@ -89,6 +90,7 @@ var importChecks = map[string]func(t *Tenant, r importedRow) string{
 	"stile_schedules":   checkImportedSchedule,
 	"stile_events":      checkImportedEvent,
 	"stile_concurrency": checkImportedLimit,
+	"stile_rates":       checkImportedRate,
 	"stile_settings":    checkImportedSetting,
 	"stile_queues": func(t *Tenant, r importedRow) string {
 		return firstProblem(r.textCheck("name", nameProblem("queue")), queueProblem(t, r, "name", true))
@@ -124,6 +126,7 @@ func checkImportedJob(t *Tenant, r importedRow) string {
 		r.textCheck("queue", nameProblem("queue")),
 		queueProblem(t, r, "queue", !finishedState(r.text("state"))),
 		r.textCheck("concurrency_key", nameProblem("concurrency_key")),
+		r.textCheck("rate_key", nameProblem("rate_key")),
 		r.textCheck("unique_key", nameProblem("unique_key")),
 		r.textCheck("args", jsonProblem("args", api.MaxArgsBytes)),
 		r.textCheck("output", jsonProblem("output", api.MaxOutputBytes)),
@@ -186,6 +189,17 @@ func checkImportedEvent(_ *Tenant, r importedRow) string {
 
 func checkImportedLimit(_ *Tenant, r importedRow) string {
 	return firstProblem(r.textCheck("key", nameProblem("concurrency key")), r.numCheck("slots", 0, api.MaxSlots))
+}
+
+func checkImportedRate(_ *Tenant, r importedRow) string {
+	return firstProblem(r.textCheck("key", nameProblem("rate key")), r.numCheck("max_starts", 1, flow.MaxLimit),
+		r.numCheck("period_ms", flow.MinPeriodMs, flow.MaxPeriodMs),
+		r.textCheck("starts", func(v string) string {
+			if _, err := flow.Decode(v); err != nil {
+				return "starts: " + err.Error()
+			}
+			return ""
+		}))
 }
 
 // checkImportedSetting checks the settings the tenant reads when it

@@ -124,7 +124,7 @@ func (t *Tenant) planPushes(now int64, jobsWoke, reactionsWoke, again, one bool)
 		// trickle of enqueues costs no count of what is ready.
 		return do.Header{}, false, false, nil
 	}
-	jobs, counts, err := t.store.Ready(api.MaxPushCount)
+	jobs, counts, err := t.store.Ready(now, api.MaxPushCount)
 	if err != nil {
 		return do.Header{}, false, false, err
 	}

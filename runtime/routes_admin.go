@@ -58,7 +58,7 @@ func (t *Tenant) runMigrations() route {
 }
 
 func (t *Tenant) queues() route {
-	return func(int64) (result, error) {
+	return func(now int64) (result, error) {
 		live, done, err := t.store.Counts()
 		if err != nil {
 			return result{}, err
@@ -87,7 +87,7 @@ func (t *Tenant) queues() route {
 		if t.executors.claims.since != 0 && !t.executors.claims.every {
 			// Kinds of ready jobs no claim named: checked among the jobs a
 			// push would count.
-			_, ready, err := t.store.Ready(api.MaxPushCount)
+			_, ready, err := t.store.Ready(now, api.MaxPushCount)
 			if err != nil {
 				return result{}, err
 			}

@@ -47,7 +47,7 @@ func (t *Tenant) validateEnqueueSent(i int, r api.EnqueueRequest, f api.EnqueueR
 	n := fencestore.NewJob{Kind: k.Name, Queue: k.Queue, Priority: k.Priority, Args: args,
 		MaxAttempts: int64(k.MaxAttempts), LeaseMs: k.Lease.Milliseconds(), TimeoutMs: k.Timeout.Milliseconds(),
 		BackoffMs: k.Backoff.Milliseconds(), BackoffMaxMs: k.MaxBackoff.Milliseconds(),
-		ConcurrencyKey: k.ConcurrencyKey, RunRegardless: r.RunRegardless}
+		ConcurrencyKey: k.ConcurrencyKey, RateKey: k.RateKey, RunRegardless: r.RunRegardless}
 	if r.Queue != "" {
 		if !api.ValidName(r.Queue) {
 			return n, api.Refuse(api.CodeInvalidRequest, "%squeue %q is invalid: use %s", where, r.Queue, api.NameRule)
@@ -108,6 +108,12 @@ func (t *Tenant) validateEnqueueSent(i int, r api.EnqueueRequest, f api.EnqueueR
 			return n, api.Refuse(api.CodeInvalidRequest, "%sconcurrency_key %q is invalid: use %s", where, r.ConcurrencyKey, api.NameRule)
 		}
 		n.ConcurrencyKey = r.ConcurrencyKey
+	}
+	if r.RateKey != "" {
+		if !api.ValidName(r.RateKey) {
+			return n, api.Refuse(api.CodeInvalidRequest, "%srate_key %q is invalid: use %s", where, r.RateKey, api.NameRule)
+		}
+		n.RateKey = r.RateKey
 	}
 	if len(r.DependsOn) > api.MaxDependsOn {
 		return n, api.Refuse(api.CodeInvalidRequest, "%s%d parents exceed the limit of %d", where, len(r.DependsOn), api.MaxDependsOn)
@@ -216,7 +222,7 @@ func jobView(j fencestore.Job) api.Job {
 		State: string(j.State), Attempt: j.Attempt, Failures: j.Failures, MaxAttempts: j.MaxAttempts,
 		LeaseMs: j.LeaseMs, TimeoutMs: j.TimeoutMs, RunAt: ts(j.RunAt), CreatedAt: ts(j.CreatedAt),
 		FinishedAt: tsPtr(j.FinishedAt), Output: j.Output, LastError: j.LastError, Tags: tagList(j.Tags),
-		UniqueKey: j.UniqueKey, ConcurrencyKey: j.ConcurrencyKey, PendingParents: j.PendingParents,
+		UniqueKey: j.UniqueKey, ConcurrencyKey: j.ConcurrencyKey, RateKey: j.RateKey, PendingParents: j.PendingParents,
 		RunRegardless: j.RunRegardless, CancelRequestedAt: tsPtr(j.CancelAt)}
 	if j.State == fence.StateRunning {
 		v.Running = &api.Attempt{Attempt: j.Attempt, Worker: j.Worker, ClaimedAt: ts(j.ClaimedAt), LeaseUntil: ts(j.LeaseUntil),
@@ -249,7 +255,7 @@ func (t *Tenant) getJob(idText, query string) (route, *api.Error) {
 	if e != nil {
 		return nil, e
 	}
-	return func(int64) (result, error) {
+	return func(now int64) (result, error) {
 		j, err := t.store.Get(id)
 		if err != nil {
 			return result{}, err
@@ -281,7 +287,7 @@ func (t *Tenant) getJob(idText, query string) (route, *api.Error) {
 			refused[i] = fence.RefusedReport{Attempt: r.Attempt, Request: r.Request, Code: r.Code}
 		}
 		v.RanAgain = fence.RanAgain(ended, v.Running != nil, refused)
-		if v.Waiting, err = t.waiting(v); err != nil {
+		if v.Waiting, err = t.waiting(now, v); err != nil {
 			return result{}, err
 		}
 		deps, err := t.store.Deps(id)

@@ -72,7 +72,7 @@ func (t *Tenant) claim(c *call, body []byte) (route, *api.Error) {
 			// becomes ready needs a push of its own (pushes.go).
 			more := cut
 			if len(claimed) == r.Limit {
-				if more, err = t.store.MoreReady(req); err != nil {
+				if more, err = t.store.MoreReady(now, req); err != nil {
 					return result{}, err
 				}
 			}

@@ -141,6 +141,7 @@ func (t *Tenant) init(app *App, db *do.DB) {
 	t.proj.tx = map[string]*ProjectionTx{}
 	if app != nil {
 		t.store.Limits = app.Limits()
+		t.store.Rates = app.Rates()
 	}
 }
 

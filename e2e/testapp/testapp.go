@@ -16,6 +16,8 @@ import (
 func App() *runtime.App {
 	return runtime.RegisterJobArgs[receipt.Receipt](registerOrders(registerProjections(registerPayments(runtime.NewApp()))), runtime.JobKind{}).
 		ConcurrencyLimit("limited", 1).
+		// One start an hour, by the module's default rate limit.
+		RateLimit("hourly", 1, time.Hour).
 		// A dead executor's push is replaced after 3 s (35 s by default),
 		// and a refused one retried from 200 ms, so the executor tests wait
 		// little.
@@ -61,6 +63,8 @@ func App() *runtime.App {
 		}).
 		// One at a time, by the module's default limit.
 		RegisterJob(runtime.JobKind{Name: "test.limited", ConcurrencyKey: "limited", Lease: time.Second,
+			Backoff: 200 * time.Millisecond, MaxBackoff: time.Second}).
+		RegisterJob(runtime.JobKind{Name: "test.rated", RateKey: "hourly", Lease: time.Second,
 			Backoff: 200 * time.Millisecond, MaxBackoff: time.Second}).
 		RegisterJob(runtime.JobKind{Name: "test.fast", MaxAttempts: 3, Lease: time.Second,
 			Backoff: 200 * time.Millisecond, MaxBackoff: time.Second}).

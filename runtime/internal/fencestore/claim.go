@@ -31,7 +31,9 @@ const MaxKeysPerClaim = 64
 // priority, run_at, id: each gets the next attempt number, the worker, a
 // fresh random lease token (SQLite's randomblob: 128 bits from the host's
 // random source) and a lease until now + its lease_ms. A job under a
-// concurrency limit is taken only into a free slot. Queues
+// concurrency limit is taken only into a free slot, and one under a rate
+// limit only while its key has room (its start is counted in the same
+// transaction). Queues
 // [api.AnyQueue] claims from every queue with ready jobs.
 //
 // Jobs are read along index ranges cut at what can be taken: one range per
@@ -46,48 +48,58 @@ func (s *Store) Claim(now int64, req ClaimRequest) (jobs []Job, cut bool, err er
 	if err != nil {
 		return nil, false, err
 	}
+	rates, err := s.openRates(now)
+	if err != nil {
+		return nil, false, err
+	}
 	queues := req.Queues
-	if queues, err = s.claimQueues(queues, free); err != nil || len(queues) == 0 {
+	if queues, err = s.claimQueues(queues, free, rates); err != nil || len(queues) == 0 {
 		return nil, false, err
 	}
 	kinds, kindArgs := kindFilter(req.Kinds)
 	var ids string
 	args := []any{req.Worker, now}
 	taken := map[string]int{}
+	started := map[string]int64{}
 	budgeted := req.MaxBytes > 0 && req.Limit > 1
-	if len(free) == 0 && len(queues) == 1 {
+	if len(free) == 0 && len(rates) == 0 && len(queues) == 1 {
 		// The common case, one statement: one queue, no limit with room.
-		ids = `SELECT id FROM (` + unkeyedReady + kinds + claimOrder + do.Limit(req.Limit) + `)`
+		ids = `SELECT id FROM (` + plainReady + kinds + claimOrder + do.Limit(req.Limit) + `)`
 		args = append(append(args, queues[0]), kindArgs...)
 		if budgeted {
 			// The jobs in claim order as far as their running total of
 			// bytes fits, and the first whatever its size.
 			ids = `SELECT id FROM (SELECT id, sum(size) OVER w AS total, row_number() OVER w AS n FROM (` +
-				unkeyedReady + kinds + claimOrder + do.Limit(req.Limit) + `) WINDOW w AS (ORDER BY priority, run_at, id)) WHERE total <= ? OR n = 1`
+				plainReady + kinds + claimOrder + do.Limit(req.Limit) + `) WINDOW w AS (ORDER BY priority, run_at, id)) WHERE total <= ? OR n = 1`
 			args = append(args, req.MaxBytes)
 		}
 	} else {
 		type cand struct {
 			id, priority, runAt, size int64
-			key                       string
+			key, rate                 string // concurrency key, rate key
 		}
 		var cands []cand
-		read := func(sql string, key string, lead []any, limit int) error {
+		read := func(sql string, rate string, lead []any, limit int) error {
 			rows, err := s.db.Query(sql+do.Limit(limit), append(lead, kindArgs...)...)
 			if err != nil {
 				return printf.Errorf("claim for worker %s: %w", req.Worker, err)
 			}
 			for rows.Next() {
-				cands = append(cands, cand{rows.Int(0), rows.Int(1), rows.Int(2), rows.Int(3), key})
+				cands = append(cands, cand{rows.Int(0), rows.Int(1), rows.Int(2), rows.Int(3), s.intern(rows.TextBytes(4)), rate})
 			}
 			return rows.Err()
 		}
 		for _, q := range queues {
-			if err := read(unkeyedReady+kinds+claimOrder, "", []any{q}, req.Limit); err != nil {
+			if err := read(plainReady+kinds+claimOrder, "", []any{q}, req.Limit); err != nil {
 				return nil, false, err
 			}
 			for _, f := range free {
-				if err := read(keyedReady+kinds+claimOrder, f.key, []any{f.key, q}, min(req.Limit, f.free)); err != nil {
+				if err := read(keyedReady+kinds+claimOrder, "", []any{f.key, q}, min(req.Limit, f.free)); err != nil {
+					return nil, false, err
+				}
+			}
+			for _, r := range rates {
+				if err := read(ratedReady+kinds+claimOrder, r.Key, []any{r.Key, q}, int(min(int64(req.Limit), r.room))); err != nil {
 					return nil, false, err
 				}
 			}
@@ -100,13 +112,17 @@ func (s *Store) Claim(now int64, req ClaimRequest) (jobs []Job, cut bool, err er
 		for _, f := range free {
 			room[f.key] = f.free
 		}
+		rateRoom := map[string]int64{}
+		for _, r := range rates {
+			rateRoom[r.Key] = r.room
+		}
 		chosen := make([]int64, 0, req.Limit)
 		sizes := make([]int64, 0, req.Limit)
 		for _, c := range cands {
 			if len(chosen) == req.Limit {
 				break
 			}
-			if c.key != "" && taken[c.key] == room[c.key] {
+			if c.key != "" && taken[c.key] == room[c.key] || c.rate != "" && started[c.rate] == rateRoom[c.rate] {
 				continue
 			}
 			if sizes = append(sizes, c.size); budget.Fit(sizes, req.MaxBytes) < len(sizes) {
@@ -115,6 +131,9 @@ func (s *Store) Claim(now int64, req ClaimRequest) (jobs []Job, cut bool, err er
 			}
 			if c.key != "" {
 				taken[c.key]++
+			}
+			if c.rate != "" {
+				started[c.rate]++
 			}
 			chosen = append(chosen, c.id)
 		}
@@ -149,10 +168,17 @@ func (s *Store) Claim(now int64, req ClaimRequest) (jobs []Job, cut bool, err er
 			return nil, false, err
 		}
 	}
+	for _, r := range rates {
+		if n := started[r.Key]; n > 0 {
+			if err := s.takeStarts(now, r.Rate, n); err != nil {
+				return nil, false, err
+			}
+		}
+	}
 	if budgeted && !cut && len(out) < req.Limit && claimed > req.MaxBytes-maxClaimBytes {
 		// One statement claimed: whether the budget stopped it, rather
 		// than a lack of ready jobs, is whether a job is left.
-		if cut, err = s.MoreReady(req); err != nil {
+		if cut, err = s.MoreReady(now, req); err != nil {
 			return nil, false, err
 		}
 	}
@@ -178,13 +204,18 @@ func (j *Job) bytes() int64 {
 // error the API admits (it has no output yet).
 const maxClaimBytes = api.MaxArgsBytes + api.MaxTags*(api.MaxTagBytes+3) + api.MaxErrorBytes + 256
 
-// The ranges a claim reads: ready jobs of one queue without a key, and of
-// one key and queue, in the claim order, with their jobBytes.
+// The ranges a claim reads, in the claim order, with their jobBytes and
+// concurrency key: ready jobs of one queue without a key; of one
+// concurrency key and queue; of one rate key and queue whose concurrency
+// key, if any, has room (a job under both keys is read by its rate key).
 const (
-	unkeyedReady = `SELECT id, priority, run_at, ` + jobBytes + ` AS size FROM stile_jobs
-		WHERE state = 'available' AND concurrency_key IS NULL AND queue = ?`
-	keyedReady = `SELECT id, priority, run_at, ` + jobBytes + ` AS size FROM stile_jobs WHERE state = 'available'
+	plainReady = `SELECT id, priority, run_at, ` + jobBytes + ` AS size, concurrency_key FROM stile_jobs
+		WHERE ` + readyPlain + ` AND queue = ?`
+	keyedReady = `SELECT id, priority, run_at, ` + jobBytes + ` AS size, concurrency_key FROM stile_jobs WHERE ` + readyKeyed + `
 		AND concurrency_key = ? AND queue = ?`
+	ratedReady = `SELECT id, priority, run_at, ` + jobBytes + ` AS size, concurrency_key FROM stile_jobs WHERE ` + readyRated + `
+		AND rate_key = ? AND queue = ?
+		AND (concurrency_key IS NULL OR concurrency_key IN (SELECT key FROM stile_concurrency WHERE in_use < slots))`
 	claimOrder = ` ORDER BY priority, run_at, id`
 )
 
@@ -206,27 +237,36 @@ func kindFilter(kinds []string) (string, []any) {
 const MaxAnyQueues = 64
 
 // claimQueues is the queues a claim reads: those it names, or with
-// api.AnyQueue every queue with ready jobs (of the free keys, for keyed
-// ones), up to MaxAnyQueues; paused queues left out.
-func (s *Store) claimQueues(queues []string, free []freeSlot) ([]string, error) {
+// api.AnyQueue every queue with ready jobs (of the free concurrency keys
+// and the rate keys with room, for keyed ones), up to MaxAnyQueues; paused
+// queues left out.
+func (s *Store) claimQueues(queues []string, free []freeSlot, rates []openRate) ([]string, error) {
 	paused, err := s.PausedQueues()
 	if err != nil {
 		return nil, err
 	}
 	if len(queues) == 1 && queues[0] == api.AnyQueue {
-		found, err := s.readyQueues(paused, `concurrency_key IS NULL`)
+		found, err := s.readyQueues(paused, readyPlain)
 		if err != nil {
 			return nil, err
 		}
-		for _, f := range free {
-			more, err := s.readyQueues(paused, `concurrency_key = ?2`, f.key)
-			if err != nil {
-				return nil, err
-			}
+		add := func(where, key string) error {
+			more, err := s.readyQueues(paused, where, key)
 			for _, q := range more {
 				if !slices.Contains(found, q) {
 					found = append(found, q)
 				}
+			}
+			return err
+		}
+		for _, f := range free {
+			if err := add(readyKeyed+` AND concurrency_key = ?2`, f.key); err != nil {
+				return nil, err
+			}
+		}
+		for _, r := range rates {
+			if err := add(readyRated+` AND rate_key = ?2`, r.Key); err != nil {
+				return nil, err
 			}
 		}
 		return found, nil
@@ -243,13 +283,13 @@ func (s *Store) claimQueues(queues []string, free []freeSlot) ([]string, error) 
 	return running, nil
 }
 
-// readyQueues lists the queues with ready jobs that match where (a term on
-// the key, whose ?2 is key, if given), up to MaxAnyQueues of them that are
+// readyQueues lists the queues with ready jobs that match where (one of
+// the ready ranges, and a term on its key, whose ?2 is key, if given), up to MaxAnyQueues of them that are
 // not paused. Each step is one seek into the ready index, from one queue to
 // the next: the cost is the number of queues, not of jobs. A page of
 // queues that paused ones thinned out is followed by the next.
 func (s *Store) readyQueues(paused map[string]bool, where string, key ...any) ([]string, error) {
-	next := `SELECT queue FROM stile_jobs WHERE state = 'available' AND ` + where
+	next := `SELECT queue FROM stile_jobs WHERE ` + where
 	var out []string
 	for after := ""; ; {
 		rows, err := s.db.Query(`WITH RECURSIVE q(name) AS (
@@ -280,12 +320,16 @@ func (s *Store) readyQueues(paused map[string]bool, where string, key ...any) ([
 
 // MoreReady reports whether a claim like req would find another job now:
 // after a claim that took all it asked for, whether it left work.
-func (s *Store) MoreReady(req ClaimRequest) (bool, error) {
+func (s *Store) MoreReady(now int64, req ClaimRequest) (bool, error) {
 	free, err := s.freeSlots()
 	if err != nil {
 		return false, err
 	}
-	queues, err := s.claimQueues(req.Queues, free)
+	rates, err := s.openRates(now)
+	if err != nil {
+		return false, err
+	}
+	queues, err := s.claimQueues(req.Queues, free, rates)
 	if err != nil {
 		return false, err
 	}
@@ -298,11 +342,16 @@ func (s *Store) MoreReady(req ClaimRequest) (bool, error) {
 		return rows.Len() > 0, rows.Err()
 	}
 	for _, q := range queues {
-		if ok, err := probe(unkeyedReady+kinds+claimOrder, q); ok || err != nil {
+		if ok, err := probe(plainReady+kinds+claimOrder, q); ok || err != nil {
 			return ok, err
 		}
 		for _, f := range free {
 			if ok, err := probe(keyedReady+kinds+claimOrder, f.key, q); ok || err != nil {
+				return ok, err
+			}
+		}
+		for _, r := range rates {
+			if ok, err := probe(ratedReady+kinds+claimOrder, r.Key, q); ok || err != nil {
 				return ok, err
 			}
 		}

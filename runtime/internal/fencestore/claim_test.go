@@ -52,7 +52,7 @@ func TestAClaimOfEveryQueue(t *testing.T) {
 	})
 	require.Equal(t, []string{"d/x", "a/x"}, queuesOf(got), "priority first, across queues; one of the key's two jobs")
 	more := false
-	tx(t, db, func() (err error) { more, err = s.MoreReady(any); return })
+	tx(t, db, func() (err error) { more, err = s.MoreReady(now, any); return })
 	require.True(t, more, "b's job is left")
 
 	any.Limit = 10
@@ -62,11 +62,11 @@ func TestAClaimOfEveryQueue(t *testing.T) {
 		return err
 	})
 	require.Equal(t, []string{"b/x"}, queuesOf(got), "not the paused queue's, not a full key's, not another kind")
-	tx(t, db, func() (err error) { more, err = s.MoreReady(any); return })
+	tx(t, db, func() (err error) { more, err = s.MoreReady(now, any); return })
 	require.False(t, more)
 
 	total, counts := int64(0), []fencestore.ReadyCount(nil)
-	tx(t, db, func() (err error) { total, counts, err = s.Ready(1000); return })
+	tx(t, db, func() (err error) { total, counts, err = s.Ready(now, 1000); return })
 	require.Equal(t, int64(1), total, "a's y job; c is paused, and the key is full")
 	require.Equal(t, []fencestore.ReadyCount{{Queue: "a", Kind: "y", Count: 1}}, counts)
 }
@@ -105,7 +105,7 @@ func TestEveryQueueReadsPastPausedOnes(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("q%03d/x", paused), qs[0], "the paused ones were passed over")
 	require.Equal(t, fmt.Sprintf("q%03d/x", paused+fencestore.MaxAnyQueues-1), qs[len(qs)-1])
 	total := int64(0)
-	tx(t, db, func() (err error) { total, _, err = s.Ready(1000); return })
+	tx(t, db, func() (err error) { total, _, err = s.Ready(now, 1000); return })
 	require.Equal(t, int64(queues-paused-fencestore.MaxAnyQueues), total, "the next claim takes the rest")
 }
 

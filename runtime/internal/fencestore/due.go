@@ -70,6 +70,12 @@ func (s *Store) ApplyDue(now int64, noticedBy string, jitter func() float64) (Du
 	for rows.Next() {
 		s.wake(s.intern(rows.TextBytes(0)), s.intern(rows.TextBytes(1)))
 	}
+	if err := rows.Err(); err != nil {
+		return res, printf.Errorf("make due jobs available: %w", err)
+	}
+	if err := s.wakeRates(now); err != nil {
+		return res, err
+	}
 	if res.Expired > 0 || res.Promoted > 0 {
 		s.due.Unknown()
 	}
@@ -80,7 +86,7 @@ func (s *Store) ApplyDue(now int64, noticedBy string, jitter func() float64) (Du
 const noAlarm = 1<<53 - 1
 
 // NextDue is the earliest time due work exists (a lease to expire, a job to
-// make available, a schedule's period), or 0 if none, and how many of the
+// make available, a schedule's period, a rate key that opens), or 0 if none, and how many of the
 // store's items are due at exactly that time (so a tracker can let all but
 // the last of them go without reading again: jobs claimed together share
 // their lease's end). The tenant's alarm is set to it after every request,
@@ -89,11 +95,13 @@ func (s *Store) NextDue() (at, n int64, err error) {
 	rows, err := s.db.Query(`WITH m(t) AS (SELECT MIN(
 		COALESCE((SELECT MIN(run_at) FROM stile_jobs WHERE state IN ('scheduled', 'retryable')), ?1),
 		COALESCE((SELECT MIN(lease_until) FROM stile_jobs WHERE state = 'running'), ?1),
-		COALESCE((SELECT MIN(next_at) FROM stile_schedules WHERE paused = 0), ?1)))
+		COALESCE((SELECT MIN(next_at) FROM stile_schedules WHERE paused = 0), ?1),
+		COALESCE((SELECT MIN(wake_at) FROM stile_rates WHERE wake_at IS NOT NULL), ?1)))
 		SELECT t,
 			(SELECT count(*) FROM stile_jobs WHERE state IN ('scheduled', 'retryable') AND run_at = t) +
 			(SELECT count(*) FROM stile_jobs WHERE state = 'running' AND lease_until = t) +
-			(SELECT count(*) FROM stile_schedules WHERE paused = 0 AND next_at = t)
+			(SELECT count(*) FROM stile_schedules WHERE paused = 0 AND next_at = t) +
+			(SELECT count(*) FROM stile_rates WHERE wake_at IS NOT NULL AND wake_at = t)
 		FROM m`, noAlarm)
 	if err != nil {
 		return 0, 0, printf.Errorf("compute next due time: %w", err)

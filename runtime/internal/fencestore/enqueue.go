@@ -31,6 +31,8 @@ type NewJob struct {
 
 	// ConcurrencyKey names the limit the job counts against.
 	ConcurrencyKey string
+	// RateKey names the rate limit the job's starts count against.
+	RateKey string
 
 	// Parents the job waits for, and whether it runs even when one of them
 	// ends dead or cancelled.
@@ -86,6 +88,13 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 			return Enqueued{}, err
 		}
 	}
+	open := true // the job's rate key, if any, has room now
+	if n.RateKey != "" {
+		var err error
+		if open, err = s.ensureRate(now, n.RateKey); err != nil {
+			return Enqueued{}, err
+		}
+	}
 	type edge struct {
 		parent   int64
 		resolved string // "", completed or failed
@@ -130,24 +139,18 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 	case n.RunAt > now:
 		state = fence.StateScheduled
 	}
-	var unique, key any
-	if n.UniqueKey != "" {
-		unique = n.UniqueKey
-	}
-	if n.ConcurrencyKey != "" {
-		key = n.ConcurrencyKey
-	}
+	unique, key, rate := nullIfEmpty(n.UniqueKey), nullIfEmpty(n.ConcurrencyKey), nullIfEmpty(n.RateKey)
 	tags := n.Tags
 	if len(tags) == 0 {
 		tags = []byte("[]")
 	}
 	rows, err := s.db.Query(`INSERT INTO stile_jobs (kind, queue, priority, args, state, max_attempts,
 		lease_ms, timeout_ms, backoff_ms, backoff_max_ms, run_at, created_at, finished_at, last_error,
-		tags, unique_key, unique_window_ms, concurrency_key, pending_parents, run_regardless, traceparent, dependents)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0) RETURNING id`,
+		tags, unique_key, unique_window_ms, concurrency_key, pending_parents, run_regardless, traceparent, dependents, rate_key)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?) RETURNING id`,
 		n.Kind, n.Queue, n.Priority, string(n.Args), string(state), n.MaxAttempts,
 		n.LeaseMs, n.TimeoutMs, n.BackoffMs, n.BackoffMaxMs, n.RunAt, now, finished, lastErr,
-		string(tags), unique, n.UniqueWindowMs, key, pending, n.RunRegardless, nullIfEmpty(s.Traceparent))
+		string(tags), unique, n.UniqueWindowMs, key, pending, n.RunRegardless, nullIfEmpty(s.Traceparent), rate)
 	if err != nil {
 		return Enqueued{}, printf.Errorf("enqueue job of kind %s: %w", n.Kind, err)
 	}
@@ -171,11 +174,13 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 	case fence.StateScheduled:
 		s.due.Added(n.RunAt)
 	case fence.StateAvailable:
-		s.wake(n.Queue, n.Kind)
+		if open { // else the alarm wakes the claims when the key opens
+			s.wake(n.Queue, n.Kind)
+		}
 	}
 	j := Job{Kind: n.Kind, Queue: n.Queue, Priority: n.Priority, Args: n.Args, CreatedAt: now,
 		BackoffMs: n.BackoffMs, BackoffMaxMs: n.BackoffMaxMs, Tags: tags, UniqueKey: n.UniqueKey,
-		ConcurrencyKey: n.ConcurrencyKey, PendingParents: pending, RunRegardless: n.RunRegardless}
+		ConcurrencyKey: n.ConcurrencyKey, RateKey: n.RateKey, PendingParents: pending, RunRegardless: n.RunRegardless}
 	j.ID, j.State, j.MaxAttempts, j.LeaseMs, j.TimeoutMs, j.RunAt = id, state, n.MaxAttempts, n.LeaseMs, n.TimeoutMs, n.RunAt
 	if cancelled != "" {
 		j.FinishedAt, j.LastError = now, cancelled

@@ -48,8 +48,7 @@ func (s *Store) List(f ListFilter) (jobs []Job, cut bool, err error) {
 	case st == fence.StateRunning:
 		from, where = "stile_jobs INDEXED BY stile_jobs_lease", append(where, "state = 'running'")
 	case st == fence.StateAvailable:
-		from = `(SELECT * FROM stile_jobs WHERE state = 'available' AND concurrency_key IS NULL
-			UNION ALL SELECT * FROM stile_jobs WHERE state = 'available' AND concurrency_key IS NOT NULL)`
+		from = readyAll
 	case st == fence.StateCompleted:
 		where = append(where, "state = 'completed'")
 	default:
@@ -95,10 +94,9 @@ type QueueCount struct {
 // job.
 func (s *Store) Counts() ([]QueueCount, map[string]int64, error) {
 	rows, err := s.db.Query(`SELECT queue, state, sum(n) FROM (
-		SELECT queue, 'available' AS state, count(*) AS n FROM stile_jobs
-			WHERE state = 'available' AND concurrency_key IS NULL GROUP BY queue
-		UNION ALL SELECT queue, 'available', count(*) FROM stile_jobs
-			WHERE state = 'available' AND concurrency_key IS NOT NULL GROUP BY queue
+		SELECT queue, 'available' AS state, count(*) AS n FROM stile_jobs WHERE ` + readyPlain + ` GROUP BY queue
+		UNION ALL SELECT queue, 'available', count(*) FROM stile_jobs WHERE ` + readyKeyed + ` GROUP BY queue
+		UNION ALL SELECT queue, 'available', count(*) FROM stile_jobs WHERE ` + readyRated + ` GROUP BY queue
 		UNION ALL SELECT queue, 'running', count(*) FROM stile_jobs WHERE state = 'running' GROUP BY queue
 		UNION ALL SELECT queue, state, count(*) FROM stile_jobs
 			WHERE ` + listed + ` AND state IN ('pending', 'scheduled', 'retryable') GROUP BY queue, state
@@ -207,16 +205,17 @@ type ReadyCount struct {
 // Ready counts the jobs a claim could take now, by queue and kind, up to
 // limit jobs of each of the two ready indexes: what a push tells an
 // executor (api.Push), and what GET /queues checks against the kinds
-// executors claim. Jobs of a paused queue and of a full concurrency key
-// are not ready: no claim takes them. Its cost is bounded by the ready
-// jobs it counts, never by the jobs a tenant keeps: it reads the queues
-// with ready jobs one seek each, then ranges of the ready indexes.
-func (s *Store) Ready(limit int) (total int64, counts []ReadyCount, err error) {
+// executors claim. Jobs of a paused queue, of a full concurrency key and
+// of a rate key without room are not ready: no claim takes them; a rate
+// key counts no more jobs than it has room for now. Its cost is bounded by
+// the ready jobs it counts, never by the jobs a tenant keeps: it reads the
+// queues with ready jobs one seek each, then ranges of the ready indexes.
+func (s *Store) Ready(now int64, limit int) (total int64, counts []ReadyCount, err error) {
 	paused, err := s.PausedQueues()
 	if err != nil {
 		return 0, nil, err
 	}
-	queues, err := s.readyQueues(paused, `concurrency_key IS NULL`)
+	queues, err := s.readyQueues(paused, readyPlain)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -245,7 +244,7 @@ func (s *Store) Ready(limit int) (total int64, counts []ReadyCount, err error) {
 		return rows.Err()
 	}
 	if len(args) > 0 {
-		if err := count(`SELECT queue, kind FROM stile_jobs WHERE state = 'available' AND concurrency_key IS NULL
+		if err := count(`SELECT queue, kind FROM stile_jobs WHERE `+readyPlain+`
 			AND queue IN (?`+strings.Repeat(", ?", len(args)-1)+`)`+do.Limit(limit), args...); err != nil {
 			return 0, nil, err
 		}
@@ -253,10 +252,22 @@ func (s *Store) Ready(limit int) (total int64, counts []ReadyCount, err error) {
 	// Keyed jobs of paused queues are passed over in SQL, before the limit
 	// (a paused queue's keyed jobs are read to be passed over: paused
 	// queues with jobs under free keys are rare).
-	if err := count(`SELECT queue, kind FROM stile_jobs WHERE state = 'available'
+	if err := count(`SELECT queue, kind FROM stile_jobs WHERE ` + readyKeyed + `
 		AND concurrency_key IN (SELECT key FROM stile_concurrency WHERE in_use < slots)
 		AND queue NOT IN (SELECT name FROM stile_queues WHERE paused = 1)` + do.Limit(limit)); err != nil {
 		return 0, nil, err
+	}
+	// Rated jobs, key by key, as many as each key has room for.
+	rates, err := s.openRates(now)
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, r := range rates {
+		if err := count(`SELECT queue, kind FROM stile_jobs WHERE `+readyRated+` AND rate_key = ?
+			AND (concurrency_key IS NULL OR concurrency_key IN (SELECT key FROM stile_concurrency WHERE in_use < slots))
+			AND queue NOT IN (SELECT name FROM stile_queues WHERE paused = 1)`+do.Limit(int(min(int64(limit), r.room))), r.Key); err != nil {
+			return 0, nil, err
+		}
 	}
 	slices.SortFunc(counts, func(a, b ReadyCount) int {
 		if c := strings.Compare(a.Queue, b.Queue); c != 0 {
@@ -270,7 +281,7 @@ func (s *Store) Ready(limit int) (total int64, counts []ReadyCount, err error) {
 // OldestReady is, per queue, when its oldest ready job became due (its
 // run_at): how long the queue's backlog has waited.
 func (s *Store) OldestReady() (map[string]int64, error) {
-	rows, err := s.db.Query(`SELECT queue, MIN(run_at) FROM stile_jobs WHERE state = 'available' GROUP BY queue`)
+	rows, err := s.db.Query(`SELECT queue, MIN(run_at) FROM ` + readyAll + ` GROUP BY queue`)
 	if err != nil {
 		return nil, printf.Errorf("read the oldest ready jobs: %w", err)
 	}

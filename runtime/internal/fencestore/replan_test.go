@@ -39,7 +39,7 @@ func TestStatementsArePlannedOnce(t *testing.T) {
 			if _, _, err := s.List(fencestore.ListFilter{State: "available", Limit: 2 + round}); err != nil {
 				return err
 			}
-			if _, _, err := s.Ready(3 + round); err != nil {
+			if _, _, err := s.Ready(now, 3+round); err != nil {
 				return err
 			}
 			if _, err := s.DueSchedules(now, 4+round); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/flow"
 	"github.com/stile-run/stile/internal/printf"
 )
 
@@ -23,6 +24,12 @@ type Store struct {
 
 	// Limits are the module's default concurrency limits, by key.
 	Limits map[string]int
+	// Rates are the module's default rate limits, by key.
+	Rates map[string]flow.Rate
+	// ratesKnown says whether the tenant has rate keys: 0 not known, 1
+	// none (a claim reads none), 2 some. A rolled-back write leaves it at
+	// worst at "some", which costs a read, never a start.
+	ratesKnown int8
 
 	woke Wake
 	// paused caches the paused queues (nil: read them again).
@@ -149,6 +156,21 @@ func isNotFound(err error) bool {
 	return errors.As(err, &e) && e.Code == api.CodeNotFound
 }
 
+// The three ranges of ready jobs, each a partial index's condition
+// (migration 0018), written into every statement that reads one: SQLite
+// uses a partial index only for a statement that states its condition.
+// Jobs without a key; under a concurrency key only; under a rate key, with
+// or without a concurrency key.
+const (
+	readyPlain = `state = 'available' AND concurrency_key IS NULL AND rate_key IS NULL`
+	readyKeyed = `state = 'available' AND concurrency_key IS NOT NULL AND rate_key IS NULL`
+	readyRated = `state = 'available' AND rate_key IS NOT NULL`
+)
+
+// readyAll is every ready job, as a table: the three ranges.
+const readyAll = `(SELECT * FROM stile_jobs WHERE ` + readyPlain + ` UNION ALL SELECT * FROM stile_jobs WHERE ` + readyKeyed +
+	` UNION ALL SELECT * FROM stile_jobs WHERE ` + readyRated + `)`
+
 // Job is a stored job. The fence's view of it is embedded.
 type Job struct {
 	fence.Job
@@ -165,6 +187,7 @@ type Job struct {
 	Tags           []byte // JSON array of strings
 	UniqueKey      string
 	ConcurrencyKey string
+	RateKey        string
 	PendingParents int64
 	RunRegardless  bool
 	CancelAt       int64 // when a cancel was requested, while running
@@ -192,7 +215,7 @@ const fenceColumns = `id, state, attempt, failures, max_attempts, lease_ms, back
 
 // jobColumns are fenceColumns and the rest of the row.
 const jobColumns = fenceColumns + `, kind, queue, priority, args, created_at, output, finished_at,
-	unique_key, pending_parents, run_regardless, traceparent`
+	unique_key, pending_parents, run_regardless, traceparent, rate_key`
 
 func (s *Store) scanFence(r *do.Rows, j *Job) {
 	j.ID = r.Int(0)
@@ -234,6 +257,7 @@ func (s *Store) scanJob(r *do.Rows) Job {
 	j.PendingParents = r.Int(30)
 	j.RunRegardless = r.Int(31) == 1
 	j.Traceparent = r.Text(32)
+	j.RateKey = s.intern(r.TextBytes(33))
 	return j
 }
 
