@@ -105,11 +105,37 @@ type EnqueueRequest struct {
 	// /rates/{key}, or the module's App.RateLimit); a kind's own key when
 	// empty.
 	RateKey string `json:"rate_key,omitempty"`
+	// Debounce collapses the enqueues of its key into one job (see
+	// Debounce); Throttle answers them with the first job of its window.
+	// Neither goes with the other, UniqueKey, RunAt or DependsOn.
+	Debounce *Debounce `json:"debounce,omitempty"`
+	Throttle *Throttle `json:"throttle,omitempty"`
 	// DependsOn lists parent jobs: ids, or "#n" for the n-th job of the same
 	// batch (an earlier one). RunRegardless runs the job even when a parent
 	// ends dead or cancelled.
 	DependsOn     []string `json:"depends_on,omitempty"`
 	RunRegardless bool     `json:"run_regardless,omitempty"`
+}
+
+// Debounce collapses enqueues: every enqueue of Key while its job has not
+// started moves the job's start to WindowMs after it, never past MaxWaitMs
+// after the first (0: no bound), and is answered 200 with that job
+// (Existing). Keep says which args the job keeps: "last" (the default),
+// "first", or "all" (the args of the last, and every enqueue's args in
+// order in the claimed job's AllArgs: nothing is dropped).
+type Debounce struct {
+	Key       string `json:"key"`
+	WindowMs  int64  `json:"window_ms"`
+	Keep      string `json:"keep,omitempty"`
+	MaxWaitMs int64  `json:"max_wait_ms,omitempty"`
+}
+
+// Throttle runs at most one job of Key per window: the first enqueue
+// creates it, the others within WindowMs of its creation are answered
+// 200 with it (Existing), whatever its state.
+type Throttle struct {
+	Key      string `json:"key"`
+	WindowMs int64  `json:"window_ms"`
 }
 
 // EnqueueBatchRequest enqueues many jobs in one transaction: all or none.
@@ -148,6 +174,13 @@ type Job struct {
 	UniqueKey      string `json:"unique_key,omitempty"`
 	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 	RateKey        string `json:"rate_key,omitempty"`
+	// DebounceKey, Keep and Collapsed: the job collected the enqueues of
+	// its debounce key (how many, and which args it keeps); ThrottleKey:
+	// it answers the enqueues of its throttle key within its window.
+	DebounceKey    string `json:"debounce_key,omitempty"`
+	Keep           string `json:"keep,omitempty"`
+	Collapsed      int64  `json:"collapsed,omitempty"`
+	ThrottleKey    string `json:"throttle_key,omitempty"`
 	PendingParents int64  `json:"pending_parents,omitempty"`
 	RunRegardless  bool   `json:"run_regardless,omitempty"`
 	// CancelRequestedAt: an operator asked to cancel the running job.
@@ -265,6 +298,9 @@ type ClaimedJob struct {
 	LeaseToken  string          `json:"lease_token"`
 	CreatedAt   time.Time       `json:"created_at"`
 	Tags        []string        `json:"tags"`
+	// AllArgs, for a job debounced with keep "all", are the args of every
+	// enqueue it collected, in order (Args are the last).
+	AllArgs []json.RawMessage `json:"all_args,omitempty"`
 }
 
 // Claim identifies the claim a heartbeat or report speaks for.

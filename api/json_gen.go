@@ -28,6 +28,14 @@ func (v EnqueueRequest) AppendJSON(b []byte) []byte {
 	o.IntOmit("unique_window_ms", v.UniqueWindowMs)
 	o.StrOmit("concurrency_key", v.ConcurrencyKey)
 	o.StrOmit("rate_key", v.RateKey)
+	if v.Debounce != nil {
+		o.Key("debounce")
+		o.B = v.Debounce.AppendJSON(o.B)
+	}
+	if v.Throttle != nil {
+		o.Key("throttle")
+		o.B = v.Throttle.AppendJSON(o.B)
+	}
 	if len(v.DependsOn) > 0 {
 		o.Strings("depends_on", v.DependsOn)
 	}
@@ -39,6 +47,30 @@ func (v EnqueueRequest) AppendJSON(b []byte) []byte {
 
 // MarshalJSON implements json.Marshaler.
 func (v EnqueueRequest) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v Debounce) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Str("key", v.Key)
+	o.Int("window_ms", v.WindowMs)
+	o.StrOmit("keep", v.Keep)
+	o.IntOmit("max_wait_ms", v.MaxWaitMs)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v Debounce) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v Throttle) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Str("key", v.Key)
+	o.Int("window_ms", v.WindowMs)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v Throttle) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
 func (v EnqueueBatchRequest) AppendJSON(b []byte) []byte {
@@ -85,6 +117,10 @@ func (v Job) AppendJSON(b []byte) []byte {
 	o.StrOmit("unique_key", v.UniqueKey)
 	o.StrOmit("concurrency_key", v.ConcurrencyKey)
 	o.StrOmit("rate_key", v.RateKey)
+	o.StrOmit("debounce_key", v.DebounceKey)
+	o.StrOmit("keep", v.Keep)
+	o.IntOmit("collapsed", v.Collapsed)
+	o.StrOmit("throttle_key", v.ThrottleKey)
 	o.IntOmit("pending_parents", v.PendingParents)
 	if v.RunRegardless {
 		o.Bool("run_regardless", true)
@@ -217,6 +253,17 @@ func (v ClaimedJob) AppendJSON(b []byte) []byte {
 	o.Str("lease_token", v.LeaseToken)
 	o.Time("created_at", v.CreatedAt)
 	o.Strings("tags", v.Tags)
+	if len(v.AllArgs) > 0 {
+		o.Key("all_args")
+		o.B = append(o.B, '[')
+		for i, x := range v.AllArgs {
+			if i > 0 {
+				o.B = append(o.B, ',')
+			}
+			o.B = append(o.B, x...)
+		}
+		o.B = append(o.B, ']')
+	}
 	return o.End()
 }
 
@@ -1532,8 +1579,10 @@ const (
 	EnqueueRequestUniqueWindowMs EnqueueRequestFields = 1 << 10 // unique_window_ms
 	EnqueueRequestConcurrencyKey EnqueueRequestFields = 1 << 11 // concurrency_key
 	EnqueueRequestRateKey        EnqueueRequestFields = 1 << 12 // rate_key
-	EnqueueRequestDependsOn      EnqueueRequestFields = 1 << 13 // depends_on
-	EnqueueRequestRunRegardless  EnqueueRequestFields = 1 << 14 // run_regardless
+	EnqueueRequestDebounce       EnqueueRequestFields = 1 << 13 // debounce
+	EnqueueRequestThrottle       EnqueueRequestFields = 1 << 14 // throttle
+	EnqueueRequestDependsOn      EnqueueRequestFields = 1 << 15 // depends_on
+	EnqueueRequestRunRegardless  EnqueueRequestFields = 1 << 16 // run_regardless
 )
 
 // Not inlined: each call site would carry its own copy of the closure.
@@ -1598,6 +1647,26 @@ func (v *EnqueueRequest) decode(r *jsonwire.Reader) error {
 		case "rate_key":
 			bit = EnqueueRequestRateKey
 			v.RateKey, err = r.StringField(key)
+		case "debounce":
+			bit = EnqueueRequestDebounce
+			if r.IsNull() {
+				return nil
+			}
+			if r.KindAt() != "object" {
+				return jsonwire.TypeError(r, key, "an object")
+			}
+			v.Debounce = new(Debounce)
+			err = v.Debounce.decode(r)
+		case "throttle":
+			bit = EnqueueRequestThrottle
+			if r.IsNull() {
+				return nil
+			}
+			if r.KindAt() != "object" {
+				return jsonwire.TypeError(r, key, "an object")
+			}
+			v.Throttle = new(Throttle)
+			err = v.Throttle.decode(r)
 		case "depends_on":
 			bit = EnqueueRequestDependsOn
 			v.DependsOn, err = jsonwire.StringArray(r, key)
@@ -1635,6 +1704,46 @@ func DecodeEnqueueFields(b []byte) (EnqueueRequest, EnqueueRequestFields, error)
 		f = EnqueueRequestFields(r.Marks()[n-1])
 	}
 	return v, f, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *Debounce) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "key":
+			v.Key, err = r.StringField(key)
+		case "window_ms":
+			v.WindowMs, err = r.Integer(key)
+		case "keep":
+			v.Keep, err = r.StringField(key)
+		case "max_wait_ms":
+			v.MaxWaitMs, err = r.Integer(key)
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *Throttle) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "key":
+			v.Key, err = r.StringField(key)
+		case "window_ms":
+			v.WindowMs, err = r.Integer(key)
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
 }
 
 // Not inlined: each call site would carry its own copy of the closure.
@@ -1851,6 +1960,8 @@ func (v *ClaimedJob) decode(r *jsonwire.Reader) error {
 			v.CreatedAt, err = jsonwire.TimeField(r, key)
 		case "tags":
 			v.Tags, err = jsonwire.StringArray(r, key)
+		case "all_args":
+			err = jsonwire.RawArray(r, key, &v.AllArgs)
 		default:
 			return r.Unknown(key)
 		}

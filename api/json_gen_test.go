@@ -38,7 +38,8 @@ var (
 func fxEnqueue() api.EnqueueRequest {
 	return api.EnqueueRequest{Kind: "k\"é", Args: fxRaw, Queue: "q", Priority: &fxInt, RunAt: &fxAt, MaxAttempts: 3,
 		LeaseMs: 1000, TimeoutMs: 5000, Tags: []string{"t1", "t2"}, UniqueKey: "u", UniqueWindowMs: 60000,
-		ConcurrencyKey: "ck", RateKey: "rk", DependsOn: []string{"#0", "12"}, RunRegardless: true}
+		ConcurrencyKey: "ck", RateKey: "rk", DependsOn: []string{"#0", "12"}, RunRegardless: true,
+		Debounce: &api.Debounce{Key: "d", WindowMs: 100, Keep: "all", MaxWaitMs: 500}, Throttle: &api.Throttle{Key: "t", WindowMs: 100}}
 }
 
 func fxAttempt() api.Attempt {
@@ -51,7 +52,7 @@ func fxJob() api.Job {
 	return api.Job{ID: "1", Kind: "k\\\t\x01", Queue: "q", Priority: 2, Args: fxRaw, State: "completed", Attempt: 2,
 		Failures: 1, MaxAttempts: 5, LeaseMs: 100, TimeoutMs: 200, RunAt: fxAt, CreatedAt: fxAt, FinishedAt: &fxLater,
 		Output: json.RawMessage(`"out"`), LastError: "e", Tags: []string{"a"}, UniqueKey: "u", ConcurrencyKey: "ck", RateKey: "rk",
-		PendingParents: 2, RunRegardless: true, CancelRequestedAt: &fxLater, Existing: true, Running: &run,
+		DebounceKey: "d", Keep: "all", Collapsed: 3, ThrottleKey: "t", PendingParents: 2, RunRegardless: true, CancelRequestedAt: &fxLater, Existing: true, Running: &run,
 		DependsOn:  []api.Dependency{fxDependency()},
 		Attempts:   []api.Attempt{fxAttempt()},
 		Rejections: []api.Rejection{fxRejection()}, RanAgain: "ran 2 times: …", Waiting: "its queue q is paused"}
@@ -68,7 +69,8 @@ func fxRejection() api.Rejection {
 
 func fxClaimedJob() api.ClaimedJob {
 	return api.ClaimedJob{Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", ID: "1", Kind: "k", Queue: "q", Args: fxRaw, Attempt: 1, MaxAttempts: 2, Failures: 3,
-		LeaseMs: 4, TimeoutMs: 5, LeaseUntil: fxLater, LeaseToken: "tok", CreatedAt: fxAt, Tags: []string{"t"}}
+		LeaseMs: 4, TimeoutMs: 5, LeaseUntil: fxLater, LeaseToken: "tok", CreatedAt: fxAt, Tags: []string{"t"},
+		AllArgs: []json.RawMessage{fxRaw, json.RawMessage(`[1,{"a":null}]`)}}
 }
 
 func fxClaim() api.Claim { return api.Claim{Worker: "w", Attempt: 2, LeaseToken: "tok"} }
@@ -201,6 +203,8 @@ var fixtures = map[string]any{
 	"SetLimitRequest":       api.SetLimitRequest{Slots: &fxInt64},
 	"LimitsResponse":        api.LimitsResponse{Limits: []api.Limit{{Key: "k", Slots: 2, InUse: 1}}},
 	"Rate":                  fxRate(),
+	"Debounce":              api.Debounce{Key: "d", WindowMs: 100, Keep: "first", MaxWaitMs: 500},
+	"Throttle":              api.Throttle{Key: "t", WindowMs: 100},
 	"SetRateRequest":        api.SetRateRequest{Limit: &fxInt64, PeriodMs: &fxInt64},
 	"RatesResponse":         api.RatesResponse{Rates: []api.Rate{fxRate()}},
 	"ScheduleRequest":       api.ScheduleRequest{Cron: "@hourly", Job: fxEnqueue(), Paused: true},

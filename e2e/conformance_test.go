@@ -129,6 +129,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "StaleReportUnlatchesNothing", run: scenarioStaleReportUnlatchesNothing},
 		{name: "ConcurrencyLimits", run: scenarioConcurrencyLimits},
 		{name: "RateLimits", run: scenarioRateLimits},
+		{name: "DebounceAndThrottle", run: scenarioDebounceAndThrottle},
 		{name: "Cancel", run: scenarioCancel},
 		{name: "SnoozeFinalRetryDelete", run: scenarioSnoozeFinalRetryDelete},
 		{name: "TagsFollowTheFence", run: scenarioTagsFollowTheFence},

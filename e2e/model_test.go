@@ -95,9 +95,13 @@ type mclaim struct {
 
 // mjob is the model of one job.
 type mjob struct {
-	id        string
-	key       string // concurrency key
-	rate      string // rate key
+	id   string
+	key  string // concurrency key
+	rate string // rate key
+	// keep is a debounced job's keep, and collected the args (their
+	// sequence numbers) of the enqueues it collected, in order.
+	keep      string
+	collected []int
 	parents   []string
 	children  []string
 	regard    bool // run regardless of parents
@@ -145,6 +149,7 @@ type model struct {
 	rates    map[string]api.SetRateRequest
 	starts   map[string][]int64
 	draining bool
+	argSeq   int // the last debounced enqueue's args
 }
 
 func (md *model) fail(format string, args ...any) {
@@ -285,6 +290,19 @@ func (md *model) enqueue() {
 		case 1:
 			r.RateKey = "r2"
 		}
+		if md.rng.IntN(6) == 0 {
+			// Debounced: no run_at or parents of its own. The key says the
+			// keep, so a key's enqueues always agree.
+			keep := []string{"last", "first", "all"}[md.rng.IntN(3)]
+			d := &api.Debounce{Key: "d-" + keep, Keep: keep, WindowMs: int64(100 + md.rng.IntN(700))}
+			if md.rng.IntN(3) == 0 {
+				d.MaxWaitMs = d.WindowMs + int64(md.rng.IntN(1000))
+			}
+			md.argSeq++
+			r.Debounce, r.Args = d, json.RawMessage(`{"e":`+strconv.Itoa(md.argSeq)+`}`)
+			reqs[i] = r
+			continue
+		}
 		if md.rng.IntN(4) == 0 {
 			at := time.UnixMilli(md.clock.Now() + int64(md.rng.IntN(2000)))
 			r.RunAt = &at
@@ -308,6 +326,29 @@ func (md *model) enqueue() {
 	var resp api.EnqueueBatchResponse
 	md.decode(b, &resp)
 	for i, j := range resp.Jobs {
+		if d := reqs[i].Debounce; d != nil {
+			var arg struct{ E int }
+			md.decode(reqs[i].Args, &arg)
+			if prev := md.jobs[j.ID]; prev != nil {
+				// Collapsed into the job collecting the key.
+				if !j.Existing || prev.keep != d.Keep {
+					md.fail("debounced enqueue answered with job %s (existing %v), which the model knows as keep %q", j.ID, j.Existing, prev.keep)
+				}
+				if len(prev.claims) > 0 || prev.final != "" {
+					md.fail("debounced enqueue collapsed into job %s, which already started", j.ID)
+				}
+				prev.collected = append(prev.collected, arg.E)
+				md.counts["collapsed"]++
+				continue
+			}
+			if j.Existing {
+				md.fail("debounced enqueue answered with job %s, which the model never saw", j.ID)
+			}
+			md.jobs[j.ID] = &mjob{id: j.ID, key: reqs[i].ConcurrencyKey, rate: reqs[i].RateKey, tags: map[string]bool{},
+				keep: d.Keep, collected: []int{arg.E}}
+			md.order = append(md.order, j.ID)
+			continue
+		}
 		mj := &mjob{id: j.ID, key: reqs[i].ConcurrencyKey, rate: reqs[i].RateKey, regard: reqs[i].RunRegardless, tags: map[string]bool{}}
 		for _, d := range reqs[i].DependsOn {
 			pid := d
@@ -363,8 +404,37 @@ func (md *model) claim() {
 			md.held[j.id] = j
 		}
 		md.started(j, now)
+		md.checkArgs(j, c)
 	}
 	md.checkSlots()
+}
+
+// checkArgs checks that a debounced job's claim hands the handler the
+// args of the enqueues it collected as its keep says: the last, the
+// first, or (all) every one, in order, none lost.
+func (md *model) checkArgs(j *mjob, c api.ClaimedJob) {
+	if j.keep == "" {
+		return
+	}
+	arg := func(raw json.RawMessage) int {
+		var a struct{ E int }
+		md.decode(raw, &a)
+		return a.E
+	}
+	want := j.collected[len(j.collected)-1]
+	if j.keep == "first" {
+		want = j.collected[0]
+	}
+	if got := arg(c.Args); got != want {
+		md.fail("job %s (keep %s, collected %v) claimed with args %d", j.id, j.keep, j.collected, got)
+	}
+	var all []int
+	for _, raw := range c.AllArgs {
+		all = append(all, arg(raw))
+	}
+	if j.keep == "all" && !slices.Equal(all, j.collected) || j.keep != "all" && len(all) > 0 {
+		md.fail("job %s (keep %s) claimed with all args %v, the model collected %v", j.id, j.keep, all, j.collected)
+	}
 }
 
 // started records a start of j's rate key at now, and checks that the
@@ -604,6 +674,7 @@ func (md *model) drain() {
 			mc := &mclaim{worker: "drain", attempt: c.Attempt, token: c.LeaseToken, leaseUntil: c.LeaseUntil.UnixMilli()}
 			j.claims = append(j.claims, mc)
 			md.started(j, md.clock.Now())
+			md.checkArgs(j, c)
 			tag := fmt.Sprintf("drain-%d", c.Attempt)
 			st, b := md.call("POST", "jobs/"+c.ID+"/report", api.ReportRequest{Claim: api.Claim{Worker: "drain",
 				Attempt: c.Attempt, LeaseToken: c.LeaseToken}, Outcome: api.OutcomeCompleted,

@@ -1,5 +1,7 @@
 // Package flow decides how fast a tenant's jobs may start: the rate limits
-// of its keys (at most Limit starts in any window of Period).
+// of its keys (at most Limit starts in any window of Period), and when a
+// debounced job starts (Debounce: at the end of its key's quiet window,
+// never past its max wait).
 //
 // A key's recent starts are a Window: when they happened and how many at
 // once. Allowance says how many more may start now, Next when the next may,

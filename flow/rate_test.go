@@ -96,3 +96,24 @@ func TestRateProblemsNameTheBound(t *testing.T) {
 	require.Equal(t, "limit 0 is outside 1-1000000", flow.Rate{Limit: 0, PeriodMs: 1000}.Problem())
 	require.Contains(t, flow.Rate{Limit: 1, PeriodMs: 0}.Problem(), "period_ms 0 is outside")
 }
+
+func TestADebouncedJobRunsAtTheEndOfTheLastWindowBoundByItsMaxWait(t *testing.T) {
+	d := flow.Debounce{Key: "k", WindowMs: 100, MaxWaitMs: 250, Keep: flow.KeepLast}
+	runAt, until := d.Open(1000)
+	require.EqualValues(t, 1100, runAt)
+	require.EqualValues(t, 1250, until)
+	runAt = d.Collapse(runAt, until, 1050)
+	require.EqualValues(t, 1150, runAt, "each enqueue starts a new window")
+	runAt = d.Collapse(runAt, until, 1200)
+	require.EqualValues(t, 1250, runAt, "a busy key never postpones its job past the max wait")
+	_, until = flow.Debounce{WindowMs: 100, Keep: flow.KeepAll}.Open(1000)
+	require.Zero(t, until, "no max wait: no bound")
+	require.EqualValues(t, 5100, flow.Debounce{WindowMs: 100}.Collapse(1100, 0, 5000))
+}
+
+func TestDebounceProblemsNameTheField(t *testing.T) {
+	require.Empty(t, flow.Debounce{WindowMs: 10, Keep: flow.KeepAll}.Problem())
+	require.Contains(t, flow.Debounce{WindowMs: 0, Keep: flow.KeepAll}.Problem(), "window_ms 0")
+	require.Contains(t, flow.Debounce{WindowMs: 10, MaxWaitMs: 5, Keep: flow.KeepAll}.Problem(), "max_wait_ms 5")
+	require.Contains(t, flow.Debounce{WindowMs: 10, Keep: "most"}.Problem(), `keep "most"`)
+}

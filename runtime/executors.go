@@ -56,8 +56,13 @@ func (c *claimsSeen) why(kind string) string {
 
 // waiting says why a ready job is not running, when the tenant knows: its
 // queue is paused, its rate key is at its limit (until when), or no
-// executor handles its kind; "" otherwise.
+// executor handles its kind; or why a debounced job has not started yet;
+// "" otherwise.
 func (t *Tenant) waiting(now int64, j api.Job) (string, error) {
+	if fence.State(j.State) == fence.StateScheduled && j.DebounceKey != "" && j.Attempt == 0 {
+		return printf.Sprintf("debounced by key %q: runs at %s, or later if another enqueue of the key comes before (up to its max wait); %d enqueues collapsed (keep %s)",
+			j.DebounceKey, j.RunAt.Format(time.RFC3339Nano), j.Collapsed, j.Keep), nil
+	}
 	if fence.State(j.State) != fence.StateAvailable {
 		return "", nil
 	}

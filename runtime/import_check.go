@@ -127,6 +127,14 @@ func checkImportedJob(t *Tenant, r importedRow) string {
 		queueProblem(t, r, "queue", !finishedState(r.text("state"))),
 		r.textCheck("concurrency_key", nameProblem("concurrency_key")),
 		r.textCheck("rate_key", nameProblem("rate_key")),
+		r.textCheck("debounce_key", nameProblem("debounce_key")),
+		r.textCheck("throttle_key", nameProblem("throttle_key")),
+		r.textCheck("all_args", func(v string) string {
+			if p := jsonProblem("all_args", api.MaxArgsBytes)(v); p != "" || v[0] != '[' {
+				return printf.Sprintf("all_args is not a JSON array of at most %d bytes", api.MaxArgsBytes)
+			}
+			return ""
+		}),
 		r.textCheck("unique_key", nameProblem("unique_key")),
 		r.textCheck("args", jsonProblem("args", api.MaxArgsBytes)),
 		r.textCheck("output", jsonProblem("output", api.MaxOutputBytes)),

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/flow"
 	"github.com/stile-run/stile/internal/jsonwire"
 	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/fencestore"
@@ -136,7 +137,49 @@ func (t *Tenant) validateEnqueueSent(i int, r api.EnqueueRequest, f api.EnqueueR
 	if r.RunRegardless && len(r.DependsOn) == 0 {
 		return n, api.Refuse(api.CodeInvalidRequest, "%srun_regardless needs depends_on", where)
 	}
-	return n, nil
+	return n, validFlow(where, r, &n)
+}
+
+// validFlow checks an enqueue's debounce and throttle into n: each names
+// a key and a window, and neither goes with the other, a unique key, a
+// run_at or parents (each of those decides on its own which job an
+// enqueue gets, or when it runs).
+func validFlow(where string, r api.EnqueueRequest, n *fencestore.NewJob) *api.Error {
+	if r.Debounce == nil && r.Throttle == nil {
+		return nil
+	}
+	what := "throttle"
+	if r.Debounce != nil {
+		what = "debounce"
+	}
+	switch {
+	case r.Debounce != nil && r.Throttle != nil:
+		return api.Refuse(api.CodeInvalidRequest, "%sdebounce and throttle go one at a time: choose one", where)
+	case r.UniqueKey != "" || r.RunAt != nil || len(r.DependsOn) > 0:
+		return api.Refuse(api.CodeInvalidRequest, "%s%s does not go with unique_key, run_at or depends_on: it decides itself which job an enqueue gets and when it runs", where, what)
+	}
+	if t := r.Throttle; t != nil {
+		if !api.ValidName(t.Key) {
+			return api.Refuse(api.CodeInvalidRequest, "%sthrottle key %q is invalid: use %s", where, t.Key, api.NameRule)
+		}
+		if t.WindowMs < 1 || t.WindowMs > flow.MaxWindowMs {
+			return api.Refuse(api.CodeInvalidRequest, "%sthrottle window_ms %d is outside 1-%d (a day)", where, t.WindowMs, flow.MaxWindowMs)
+		}
+		n.ThrottleKey, n.ThrottleWindowMs = t.Key, t.WindowMs
+		return nil
+	}
+	d := flow.Debounce{Key: r.Debounce.Key, WindowMs: r.Debounce.WindowMs, MaxWaitMs: r.Debounce.MaxWaitMs, Keep: r.Debounce.Keep}
+	if d.Keep == "" {
+		d.Keep = flow.KeepLast
+	}
+	if !api.ValidName(d.Key) {
+		return api.Refuse(api.CodeInvalidRequest, "%sdebounce key %q is invalid: use %s", where, d.Key, api.NameRule)
+	}
+	if p := d.Problem(); p != "" {
+		return api.Refuse(api.CodeInvalidRequest, "%s%s", where, p)
+	}
+	n.Debounce = &d
+	return nil
 }
 
 func validTags(where string, tags []string) ([]byte, *api.Error) {
@@ -222,7 +265,8 @@ func jobView(j fencestore.Job) api.Job {
 		State: string(j.State), Attempt: j.Attempt, Failures: j.Failures, MaxAttempts: j.MaxAttempts,
 		LeaseMs: j.LeaseMs, TimeoutMs: j.TimeoutMs, RunAt: ts(j.RunAt), CreatedAt: ts(j.CreatedAt),
 		FinishedAt: tsPtr(j.FinishedAt), Output: j.Output, LastError: j.LastError, Tags: tagList(j.Tags),
-		UniqueKey: j.UniqueKey, ConcurrencyKey: j.ConcurrencyKey, RateKey: j.RateKey, PendingParents: j.PendingParents,
+		UniqueKey: j.UniqueKey, ConcurrencyKey: j.ConcurrencyKey, RateKey: j.RateKey, DebounceKey: j.DebounceKey, Keep: j.DebounceKeep,
+		Collapsed: j.Collapsed, ThrottleKey: j.ThrottleKey, PendingParents: j.PendingParents,
 		RunRegardless: j.RunRegardless, CancelRequestedAt: tsPtr(j.CancelAt)}
 	if j.State == fence.StateRunning {
 		v.Running = &api.Attempt{Attempt: j.Attempt, Worker: j.Worker, ClaimedAt: ts(j.ClaimedAt), LeaseUntil: ts(j.LeaseUntil),

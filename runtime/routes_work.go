@@ -7,6 +7,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/internal/jsonwire"
 	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/fencestore"
 )
@@ -88,6 +89,15 @@ func (t *Tenant) claim(c *call, body []byte) (route, *api.Error) {
 				Attempt: c.Attempt, MaxAttempts: c.MaxAttempts, Failures: c.Failures, LeaseMs: c.LeaseMs,
 				TimeoutMs: c.TimeoutMs, LeaseUntil: ts(c.LeaseUntil), LeaseToken: c.LeaseToken,
 				CreatedAt: ts(c.CreatedAt), Tags: tagList(c.Tags), Traceparent: c.Traceparent}
+			if len(c.AllArgs) > 0 {
+				// Written by the store as an array of valid args; import
+				// checks it too.
+				if err := jsonwire.DecodeBody(c.AllArgs, func(r *jsonwire.Reader) error {
+					return jsonwire.RawArray(r, "all_args", &resp.Jobs[i].AllArgs)
+				}); err != nil {
+					return result{}, printf.Errorf("job %d: its collected args: %w", c.ID, err)
+				}
+			}
 		}
 		var res result
 		if len(claimed) == 0 {

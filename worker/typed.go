@@ -13,6 +13,9 @@ type JobOf[T api.JobArgs] struct {
 	*Job
 	// Args are the job's args, decoded (Job.Args keeps their JSON).
 	Args T
+	// All, for a job debounced with keep "all", are the args of every
+	// enqueue it collected, decoded, in order (Args is the last).
+	All []T
 }
 
 // Handle registers h as the handler of the kind of args type T
@@ -33,6 +36,14 @@ func Handle[T api.JobArgs](w *Worker, h func(ctx context.Context, job *JobOf[T])
 		if err != nil {
 			return nil, Final(fmt.Errorf("job %s: %w", job.JobID, err))
 		}
-		return h(ctx, &JobOf[T]{Job: job, Args: args})
+		typed := &JobOf[T]{Job: job, Args: args}
+		for i, raw := range job.AllArgs {
+			a, err := api.DecodeArgs[T](raw)
+			if err != nil {
+				return nil, Final(fmt.Errorf("job %s: collected args #%d: %w", job.JobID, i, err))
+			}
+			typed.All = append(typed.All, a)
+		}
+		return h(ctx, typed)
 	})
 }

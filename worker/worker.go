@@ -36,10 +36,13 @@ type JobContext struct {
 // Job is what a handler is given.
 type Job struct {
 	JobContext
-	Tenant      string
-	Kind        string
-	Queue       string
-	Args        json.RawMessage
+	Tenant string
+	Kind   string
+	Queue  string
+	Args   json.RawMessage
+	// AllArgs, for a job debounced with keep "all", are the args of every
+	// enqueue it collected, in order (Args are the last); nil otherwise.
+	AllArgs     []json.RawMessage
 	MaxAttempts int64
 	// Failures is how many earlier attempts failed.
 	Failures int64
@@ -567,7 +570,7 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 	}
 	lease := &leaseClock{deadline: deadline}
 	job := &Job{JobContext: JobContext{JobID: c.ID, Attempt: c.Attempt, Deadline: deadline}, Tenant: ten.Name(),
-		Kind: c.Kind, Queue: c.Queue, Args: c.Args, MaxAttempts: c.MaxAttempts, Failures: c.Failures, Tags: c.Tags}
+		Kind: c.Kind, Queue: c.Queue, Args: c.Args, AllArgs: c.AllArgs, MaxAttempts: c.MaxAttempts, Failures: c.Failures, Tags: c.Tags}
 
 	// The tracer's span (Config.Tracer) is the handler's context: its
 	// requests, the heartbeats and the report are its children.

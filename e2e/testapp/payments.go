@@ -97,6 +97,11 @@ func registerPayments(app *runtime.App) *runtime.App {
 					dec = dec.EnqueueArgs(receipt.Receipt{Order: c.AggregateID, Cents: d.Amount}, api.EnqueueRequest{Tags: []string{"receipt"}})
 				}
 				return dec, nil
+			case "Nudge":
+				// A job per nudge, collapsed by a debounce of the payment:
+				// the handler gets every nudge's data.
+				return runtime.Decision{}.Enqueue(api.EnqueueRequest{Kind: "test.echo", Args: c.Data,
+					Debounce: &api.Debounce{Key: "nudge-" + c.AggregateID, WindowMs: 1000, Keep: "all"}}), nil
 			case "RequestRefund":
 				if !p.Created || p.RefundRequested {
 					return runtime.Decision{}, errors.New("no payment to refund, or a refund was requested already")

@@ -40,6 +40,15 @@ func App() *runtime.App {
 			}
 			return map[string]string{"job_id": job.ID}, nil
 		}).
+		// An enqueue in a transaction, as its input says (debounce and
+		// throttle work there as at the API).
+		RegisterTx("enqueue", func(tx *runtime.Tx, input json.RawMessage) (any, error) {
+			var r api.EnqueueRequest
+			if err := json.Unmarshal(input, &r); err != nil {
+				return nil, &api.Error{Status: 400, Code: "invalid_enqueue", Message: err.Error()}
+			}
+			return tx.Enqueue(r)
+		}).
 		// An account alone: the module's own table, no Stile row.
 		RegisterTx("account", func(tx *runtime.Tx, input json.RawMessage) (any, error) {
 			var in struct{ Email, Name string }

@@ -644,6 +644,26 @@ func StringArray(r *Reader, key string) ([]string, error) {
 	return out, err
 }
 
+// RawArray reads an array of JSON values into *dst (null leaves it nil),
+// each kept as its own JSON (T is json.RawMessage, whose package this one
+// leaves out).
+func RawArray[T ~[]byte](r *Reader, key string, dst *[]T) error {
+	if r.null() {
+		return nil
+	}
+	if r.KindAt() != "array" {
+		return TypeError(r, key, "an array")
+	}
+	out := []T{}
+	err := DecodeArray(r, func(int) error {
+		v, err := r.Raw()
+		out = append(out, v)
+		return err
+	})
+	*dst = out
+	return err
+}
+
 // DecodeStrings decodes a JSON array of strings (null gives nil).
 func DecodeStrings(b []byte) ([]string, error) {
 	var out []string

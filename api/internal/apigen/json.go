@@ -231,7 +231,7 @@ func load(dir string) (*pkg, error) {
 				if err := need(f.Elem, false); err != nil {
 					return err
 				}
-			case kRaws, kCounts:
+			case kCounts:
 				return fmt.Errorf("apigen: %s.%s: decoding %s is not written yet", n, f.Path, kindName(f.Kind))
 			}
 		}
@@ -726,6 +726,8 @@ func (p *pkg) cases(b *bytes.Buffer, t *Type, null string) {
 			fmt.Fprintf(b, "\t\t\tvar n int64\n\t\t\tn, err = r.Integer(key)\n\t\t\t%s = &n\n", x)
 		case kStrings:
 			fmt.Fprintf(b, "\t\t\t%s, err = jsonwire.StringArray(r, key)\n", x)
+		case kRaws:
+			fmt.Fprintf(b, "\t\t\terr = jsonwire.RawArray(r, key, &%s)\n", x)
 		case kStruct:
 			fmt.Fprintf(b, "\t\t\tif r.KindAt() != \"object\" {\n\t\t\t\treturn %sjsonwire.TypeError(r, key, \"an object\")\n\t\t\t}\n\t\t\terr = %s.decode(r)\n", pick(null == "nil", "", "true, "), x)
 		case kStructPtr:

@@ -194,15 +194,16 @@ func (s *Store) Claim(now int64, req ClaimRequest) (jobs []Job, cut bool, err er
 // tags and last error (read into the module, and most of the answer) and
 // a fixed cost for the rest; Job.bytes is the same of a job read.
 const jobBytes = `length(args) + coalesce(length(output), 0) + coalesce(length(tags), 0) +
-	coalesce(length(last_error), 0) + 256`
+	coalesce(length(last_error), 0) + coalesce(length(all_args), 0) + 256`
 
 func (j *Job) bytes() int64 {
-	return int64(len(j.Args)+len(j.Output)+len(j.Tags)+len(j.LastError)) + 256
+	return int64(len(j.Args)+len(j.Output)+len(j.Tags)+len(j.LastError)+len(j.AllArgs)) + 256
 }
 
-// maxClaimBytes bounds a ready job's jobBytes: the largest args, tags and
-// error the API admits (it has no output yet).
-const maxClaimBytes = api.MaxArgsBytes + api.MaxTags*(api.MaxTagBytes+3) + api.MaxErrorBytes + 256
+// maxClaimBytes bounds a ready job's jobBytes: the largest args, args
+// collected by a debounce, tags and error the API admits (it has no output
+// yet).
+const maxClaimBytes = 2*api.MaxArgsBytes + api.MaxTags*(api.MaxTagBytes+3) + api.MaxErrorBytes + 256
 
 // The ranges a claim reads, in the claim order, with their jobBytes and
 // concurrency key: ready jobs of one queue without a key; of one

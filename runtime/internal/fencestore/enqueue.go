@@ -7,6 +7,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/fence"
+	"github.com/stile-run/stile/flow"
 	"github.com/stile-run/stile/internal/printf"
 )
 
@@ -33,6 +34,15 @@ type NewJob struct {
 	ConcurrencyKey string
 	// RateKey names the rate limit the job's starts count against.
 	RateKey string
+
+	// Debounce, if set, collapses the enqueue into the job collecting its
+	// key, if one is (see flow.Debounce); else the job is the one that
+	// collects, ready at the end of its window.
+	Debounce *flow.Debounce
+	// ThrottleKey, if set, answers the enqueue with the key's job created
+	// within ThrottleWindowMs, if there is one.
+	ThrottleKey      string
+	ThrottleWindowMs int64
 
 	// Parents the job waits for, and whether it runs even when one of them
 	// ends dead or cancelled.
@@ -82,6 +92,18 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 		if j, ok, err := s.findUnique(now, n.UniqueKey, n.UniqueWindowMs); err != nil || ok {
 			return Enqueued{Job: j, Existing: ok}, err
 		}
+	}
+	if n.ThrottleKey != "" {
+		if j, ok, err := s.findThrottled(now, n.ThrottleKey, n.ThrottleWindowMs); err != nil || ok {
+			return Enqueued{Job: j, Existing: ok}, err
+		}
+	}
+	var debounceUntil int64
+	if d := n.Debounce; d != nil {
+		if j, ok, err := s.collapse(now, n); err != nil || ok {
+			return Enqueued{Job: j, Existing: ok}, err
+		}
+		n.RunAt, debounceUntil = d.Open(now)
 	}
 	if n.ConcurrencyKey != "" {
 		if err := s.ensureLimit(now, n.ConcurrencyKey); err != nil {
@@ -140,17 +162,27 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 		state = fence.StateScheduled
 	}
 	unique, key, rate := nullIfEmpty(n.UniqueKey), nullIfEmpty(n.ConcurrencyKey), nullIfEmpty(n.RateKey)
+	var debounceKey, keep, allArgs any
+	collapsed := int64(0)
+	if d := n.Debounce; d != nil {
+		debounceKey, keep, collapsed = d.Key, d.Keep, 1
+		if d.Keep == flow.KeepAll {
+			allArgs = "[" + string(n.Args) + "]"
+		}
+	}
 	tags := n.Tags
 	if len(tags) == 0 {
 		tags = []byte("[]")
 	}
 	rows, err := s.db.Query(`INSERT INTO stile_jobs (kind, queue, priority, args, state, max_attempts,
 		lease_ms, timeout_ms, backoff_ms, backoff_max_ms, run_at, created_at, finished_at, last_error,
-		tags, unique_key, unique_window_ms, concurrency_key, pending_parents, run_regardless, traceparent, dependents, rate_key)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?) RETURNING id`,
+		tags, unique_key, unique_window_ms, concurrency_key, pending_parents, run_regardless, traceparent, dependents, rate_key,
+		debounce_key, debounce_keep, debounce_until, collapsed, all_args, throttle_key)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 		n.Kind, n.Queue, n.Priority, string(n.Args), string(state), n.MaxAttempts,
 		n.LeaseMs, n.TimeoutMs, n.BackoffMs, n.BackoffMaxMs, n.RunAt, now, finished, lastErr,
-		string(tags), unique, n.UniqueWindowMs, key, pending, n.RunRegardless, nullIfEmpty(s.Traceparent), rate)
+		string(tags), unique, n.UniqueWindowMs, key, pending, n.RunRegardless, nullIfEmpty(s.Traceparent), rate,
+		debounceKey, keep, nullIfZero(debounceUntil), collapsed, allArgs, nullIfEmpty(n.ThrottleKey))
 	if err != nil {
 		return Enqueued{}, printf.Errorf("enqueue job of kind %s: %w", n.Kind, err)
 	}
@@ -180,7 +212,14 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 	}
 	j := Job{Kind: n.Kind, Queue: n.Queue, Priority: n.Priority, Args: n.Args, CreatedAt: now,
 		BackoffMs: n.BackoffMs, BackoffMaxMs: n.BackoffMaxMs, Tags: tags, UniqueKey: n.UniqueKey,
-		ConcurrencyKey: n.ConcurrencyKey, RateKey: n.RateKey, PendingParents: pending, RunRegardless: n.RunRegardless}
+		ConcurrencyKey: n.ConcurrencyKey, RateKey: n.RateKey, PendingParents: pending, RunRegardless: n.RunRegardless,
+		DebounceUntil: debounceUntil, Collapsed: collapsed, ThrottleKey: n.ThrottleKey}
+	if d := n.Debounce; d != nil {
+		j.DebounceKey, j.DebounceKeep = d.Key, d.Keep
+		if allArgs != nil {
+			j.AllArgs = []byte(allArgs.(string))
+		}
+	}
 	j.ID, j.State, j.MaxAttempts, j.LeaseMs, j.TimeoutMs, j.RunAt = id, state, n.MaxAttempts, n.LeaseMs, n.TimeoutMs, n.RunAt
 	if cancelled != "" {
 		j.FinishedAt, j.LastError = now, cancelled
@@ -202,6 +241,70 @@ func (s *Store) findUnique(now int64, key string, windowMs int64) (Job, bool, er
 	}
 	if !rows.Next() {
 		return Job{}, false, rows.Err()
+	}
+	return s.scanJob(rows), true, rows.Err()
+}
+
+// findThrottled returns the job of throttle key created within windowMs
+// of now, whatever its state.
+func (s *Store) findThrottled(now int64, key string, windowMs int64) (Job, bool, error) {
+	rows, err := s.db.Query(`SELECT `+jobColumns+` FROM stile_jobs WHERE throttle_key = ? AND created_at > ?
+		ORDER BY created_at DESC LIMIT 1`, key, now-windowMs)
+	if err != nil {
+		return Job{}, false, printf.Errorf("look up throttle key %q: %w", key, err)
+	}
+	if !rows.Next() {
+		return Job{}, false, rows.Err()
+	}
+	return s.scanJob(rows), true, rows.Err()
+}
+
+// collapse folds the enqueue n into the job collecting its debounce key,
+// if one is: scheduled and never claimed. It moves the job's start to the
+// end of a new window and keeps the args n.Debounce.Keep says. ok false:
+// no job collects (or its collected args are full), n makes a new one.
+func (s *Store) collapse(now int64, n NewJob) (j Job, ok bool, err error) {
+	d := n.Debounce
+	rows, err := s.db.Query(`SELECT `+jobColumns+` FROM stile_jobs WHERE debounce_key = ? AND state = 'scheduled'
+		AND attempt = 0 ORDER BY id DESC LIMIT 1`, d.Key)
+	if err != nil {
+		return Job{}, false, printf.Errorf("look up debounce key %q: %w", d.Key, err)
+	}
+	if !rows.Next() {
+		return Job{}, false, rows.Err()
+	}
+	j = s.scanJob(rows)
+	if err := rows.Err(); err != nil {
+		return Job{}, false, err
+	}
+	if j.DebounceKeep != d.Keep {
+		return Job{}, false, api.Refuse(api.CodeInvalidRequest, "debounce key %q collects with keep %q in job %d: enqueue with the same keep, or another key", d.Key, j.DebounceKeep, j.ID)
+	}
+	if j.Kind != n.Kind {
+		return Job{}, false, api.Refuse(api.CodeInvalidRequest, "debounce key %q collects jobs of kind %s in job %d: a key collects one kind", d.Key, j.Kind, j.ID)
+	}
+	args, all := n.Args, any(nil)
+	switch d.Keep {
+	case flow.KeepFirst:
+		args = j.Args
+	case flow.KeepAll:
+		if len(j.AllArgs)+len(n.Args)+1 > api.MaxArgsBytes {
+			return Job{}, false, nil // full: a new job collects what comes next
+		}
+		all = string(j.AllArgs[:len(j.AllArgs)-1]) + "," + string(n.Args) + "]"
+	}
+	runAt := d.Collapse(j.RunAt, j.DebounceUntil, now)
+	rows, err = s.db.Query(`UPDATE stile_jobs SET run_at = ?, args = ?, all_args = coalesce(?, all_args), collapsed = collapsed + 1
+		WHERE id = ? AND state = 'scheduled' AND attempt = 0 RETURNING `+jobColumns, runAt, string(args), all, j.ID)
+	if err != nil {
+		return Job{}, false, printf.Errorf("collapse an enqueue into job %d: %w", j.ID, err)
+	}
+	if !rows.Next() {
+		return Job{}, false, printf.Errorf("collapse an enqueue into job %d: %w", j.ID, do.ErrGuard)
+	}
+	if runAt != j.RunAt {
+		s.due.Removed(j.RunAt)
+		s.due.Added(runAt)
 	}
 	return s.scanJob(rows), true, rows.Err()
 }

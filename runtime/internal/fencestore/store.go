@@ -188,6 +188,16 @@ type Job struct {
 	UniqueKey      string
 	ConcurrencyKey string
 	RateKey        string
+	// DebounceKey, DebounceKeep, DebounceUntil, Collapsed and AllArgs: a
+	// debounced job's key, what it keeps, the latest it may be moved to
+	// (0: no bound), how many enqueues it collected, and with keep "all"
+	// their args (a JSON array). ThrottleKey: a throttled job's key.
+	DebounceKey    string
+	DebounceKeep   string
+	DebounceUntil  int64
+	Collapsed      int64
+	AllArgs        []byte
+	ThrottleKey    string
 	PendingParents int64
 	RunRegardless  bool
 	CancelAt       int64 // when a cancel was requested, while running
@@ -215,7 +225,8 @@ const fenceColumns = `id, state, attempt, failures, max_attempts, lease_ms, back
 
 // jobColumns are fenceColumns and the rest of the row.
 const jobColumns = fenceColumns + `, kind, queue, priority, args, created_at, output, finished_at,
-	unique_key, pending_parents, run_regardless, traceparent, rate_key`
+	unique_key, pending_parents, run_regardless, traceparent, rate_key,
+	debounce_key, debounce_keep, debounce_until, collapsed, all_args, throttle_key`
 
 func (s *Store) scanFence(r *do.Rows, j *Job) {
 	j.ID = r.Int(0)
@@ -258,6 +269,12 @@ func (s *Store) scanJob(r *do.Rows) Job {
 	j.RunRegardless = r.Int(31) == 1
 	j.Traceparent = r.Text(32)
 	j.RateKey = s.intern(r.TextBytes(33))
+	j.DebounceKey = s.intern(r.TextBytes(34))
+	j.DebounceKeep = s.intern(r.TextBytes(35))
+	j.DebounceUntil = r.Int(36)
+	j.Collapsed = r.Int(37)
+	j.AllArgs = r.Bytes(38)
+	j.ThrottleKey = s.intern(r.TextBytes(39))
 	return j
 }
 

@@ -55,9 +55,12 @@ func TestRowsPerOperation(t *testing.T) {
 		exact         bool
 	}
 	pins := map[string]pin{
-		"job cycle, one job per request":                         {5, 28, true},
-		"job cycle, 10 jobs per request":                         {5, 22.3, true},
-		"job cycle, 100 jobs per request":                        {5, 21.65, true},
+		// Reads rose by about two a job with migration 0019's six columns
+		// of stile_jobs (debounce and throttle), as workerd counts them; a
+		// read costs a thousandth of a write.
+		"job cycle, one job per request":                         {5, 31, true},
+		"job cycle, 10 jobs per request":                         {5, 24.4, true},
+		"job cycle, 100 jobs per request":                        {5, 23.7, true},
 		"event appended, one per request":                        {4, 2, false},
 		"event appended, 10 per request":                         {3.1, 2.1, false},
 		"reaction delivery claimed and settled, one per request": {6, 29, false},
