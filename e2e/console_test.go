@@ -81,6 +81,24 @@ func seedConsole(t *testing.T, ten *client.Tenant) (twice, dead string) {
 	return j.ID, d.ID
 }
 
+// seedRated makes two jobs of the kind whose rate key the module declares
+// (one start an hour) and starts one: the other waits for the key, and is
+// returned.
+func seedRated(t *testing.T, ten *client.Tenant) string {
+	ctx := context.Background()
+	var ids []string
+	for range 2 {
+		j, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.rated"})
+		require.NoError(t, err)
+		ids = append(ids, j.ID)
+	}
+	c, err := ten.Claim(ctx, api.ClaimRequest{Worker: "worker-e", Kinds: []string{"test.rated"}, Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, c.Jobs, 1, "one start an hour")
+	require.Equal(t, ids[0], c.Jobs[0].ID)
+	return ids[1]
+}
+
 // shots is where the console's screenshots are kept: $STILE_ARTIFACTS, or
 // a directory of the temp dir that outlives the test.
 func shots(t *testing.T) string {
@@ -104,9 +122,9 @@ func seedWaiting(t *testing.T, ten *client.Tenant) {
 	require.NoError(t, err)
 }
 
-func browse(t *testing.T, nodeDir, mode, url, token, tenant, twice, dead, dir string, waiting ...string) {
+func browse(t *testing.T, nodeDir, mode, url, token, tenant, twice, dead, rated, dir string, waiting ...string) {
 	t.Helper()
-	args := append([]string{filepath.Join("console", "browse.mjs"), mode, url, token, tenant, twice, dead, dir}, waiting...)
+	args := append([]string{filepath.Join("console", "browse.mjs"), mode, url, token, tenant, twice, dead, rated, dir}, waiting...)
 	cmd := exec.Command("node", args...)
 	cmd.Env = append(os.Environ(), "STILE_NODE_DIR="+nodeDir)
 	out, err := cmd.CombinedOutput()
@@ -140,7 +158,8 @@ func bytesLastLine(b []byte) int {
 
 // TestConsoleInABrowser: the console served by stile dev, in headless
 // Chromium, against seeded data: sign in, every page, a job's timeline
-// saying why it ran twice, a retry seen without reloading, a paused queue,
+// saying why it ran twice, a job its rate key holds back saying so, a
+// retry seen without reloading, a paused queue,
 // a rebuilt projection, a phone's width without horizontal scroll.
 func TestConsoleInABrowser(t *testing.T) {
 	t.Parallel()
@@ -163,8 +182,9 @@ func TestConsoleInABrowser(t *testing.T) {
 	require.NotEmpty(t, url)
 	go io.Copy(io.Discard, stderr)
 	twice, dead := seedConsole(t, client.New(url, token, nil).Tenant("console"))
+	rated := seedRated(t, client.New(url, token, nil).Tenant("console"))
 	seedWaiting(t, client.New(url, token, nil).Tenant("console-waiting"))
-	browse(t, nodeDir, "full", url, token, "console", twice, dead, shots(t), "console-waiting")
+	browse(t, nodeDir, "full", url, token, "console", twice, dead, rated, shots(t), "console-waiting")
 }
 
 // TestConsoleFromWorkerd: the Worker serves the same console at /console,
@@ -174,6 +194,7 @@ func TestConsoleFromWorkerd(t *testing.T) {
 	nodeDir := browser(t)
 	w := startWorkerd(t)
 	twice, dead := seedConsole(t, w.cl.Tenant("console-edge"))
+	rated := seedRated(t, w.cl.Tenant("console-edge"))
 	seedWaiting(t, w.cl.Tenant("console-edge-waiting"))
-	browse(t, nodeDir, "load", w.url, token, "console-edge", twice, dead, t.TempDir(), "console-edge-waiting")
+	browse(t, nodeDir, "load", w.url, token, "console-edge", twice, dead, rated, t.TempDir(), "console-edge-waiting")
 }

@@ -22,6 +22,7 @@ commands:
 operate a deployment (stile dev or a Worker; --url, --token, --tenant, --json):
   jobs          list | show ID (the timeline: attempts, refused reports, why it ran again) | retry | cancel | delete
   queues        counts per queue and state; pause | resume QUEUE
+  rates         rate limits per key: starts in the window, when it opens; set KEY LIMIT PERIOD | delete KEY
   reactions     lag and open deliveries; skip HANDLER SEQ
   projections   status, lag, errors; rebuild NAME
   query         run a registered query (NAME k=v …); --min-seq N waits until its projection applied seq N
@@ -61,6 +62,8 @@ func main() {
 		err = runJobs(args)
 	case "queues":
 		err = runQueues(args)
+	case "rates":
+		err = runRates(args)
 	case "reactions":
 		err = runReactions(args)
 	case "projections":

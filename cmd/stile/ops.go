@@ -266,6 +266,12 @@ func runJobs(args []string) error {
 func (o *ops) showJob(j api.Job) {
 	fmt.Fprintf(o.out, "job %s  %s  queue %s  %s  attempt %d of %d  created %s\n", j.ID, j.Kind, j.Queue, j.State,
 		j.Attempt, j.MaxAttempts, at(j.CreatedAt))
+	if j.RateKey != "" {
+		fmt.Fprintf(o.out, "rate key: %s\n", j.RateKey)
+	}
+	if j.ConcurrencyKey != "" {
+		fmt.Fprintf(o.out, "concurrency key: %s\n", j.ConcurrencyKey)
+	}
 	if j.RanAgain != "" {
 		fmt.Fprintf(o.out, "why: %s\n", j.RanAgain)
 	}
@@ -368,6 +374,124 @@ func runQueues(args []string) error {
 		}
 	}
 	return nil
+}
+
+// ---- stile rates ----
+
+// rateDeleted is what stile rates delete --json prints: the API answers a
+// removed key with no body, and a key the module declares with the
+// default it went back to.
+type rateDeleted struct {
+	Key     string    `json:"key"`
+	Removed bool      `json:"removed"`
+	Rate    *api.Rate `json:"rate,omitempty"`
+}
+
+func runRates(args []string) error {
+	verb, args := splitVerb(args)
+	o := newOps("rates", "rates [set KEY LIMIT PERIOD | delete KEY] --tenant NAME [flags]", true)
+	pos, err := o.parse(args)
+	if err != nil {
+		return err
+	}
+	// The arguments are checked before the token is looked for: a typo
+	// says what is wrong with it.
+	var limit int64
+	var period time.Duration
+	switch verb {
+	case "list":
+		if len(pos) > 0 {
+			return &exitError{exitUsage, fmt.Errorf("stile rates %s: use set or delete, or nothing to list", pos[0])}
+		}
+	case "set":
+		if len(pos) != 3 {
+			return &exitError{exitUsage, errors.New("stile rates set KEY LIMIT PERIOD: e.g. stile rates set api 100 1s (at most 100 starts in any second)")}
+		}
+		if limit, err = strconv.ParseInt(pos[1], 10, 64); err != nil {
+			return &exitError{exitUsage, fmt.Errorf("limit %q is not a whole number of starts", pos[1])}
+		}
+		if period, err = time.ParseDuration(pos[2]); err != nil || period <= 0 || period%time.Millisecond != 0 {
+			return &exitError{exitUsage, fmt.Errorf("period %q is not a duration of whole milliseconds, such as 500ms, 1s, 1m or 1h", pos[2])}
+		}
+	case "delete":
+		if len(pos) != 1 {
+			return &exitError{exitUsage, errors.New("stile rates delete KEY")}
+		}
+	default:
+		return &exitError{exitUsage, fmt.Errorf("stile rates %s: use set or delete, or nothing to list", verb)}
+	}
+	ten, err := o.ten()
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	switch verb {
+	case "set":
+		r, err := ten.SetRate(ctx, pos[0], limit, period)
+		if err != nil {
+			return err
+		}
+		if *o.asJSON {
+			return o.printJSON(r)
+		}
+		fmt.Fprintf(o.out, "rate key %s: %s\n", r.Key, rateLine(r))
+		return nil
+	case "delete":
+		r, removed, err := ten.DeleteRate(ctx, pos[0])
+		if err != nil {
+			return err
+		}
+		if *o.asJSON {
+			d := rateDeleted{Key: pos[0], Removed: removed}
+			if !removed {
+				d.Rate = &r
+			}
+			return o.printJSON(d)
+		}
+		if removed {
+			fmt.Fprintf(o.out, "rate key %s: removed\n", pos[0])
+		} else {
+			fmt.Fprintf(o.out, "rate key %s: back to %s\n", r.Key, rateLine(r))
+		}
+		return nil
+	}
+	rs, err := ten.Rates(ctx)
+	if err != nil {
+		return err
+	}
+	if *o.asJSON {
+		return o.printJSON(api.RatesResponse{Rates: rs})
+	}
+	rows := make([][]string, len(rs))
+	for i, r := range rs {
+		rows[i] = []string{r.Key, strconv.FormatInt(r.Limit, 10) + " per " + periodText(r.PeriodMs), r.Source,
+			strconv.FormatInt(r.InWindow, 10), when(r.OpenAt), strconv.FormatInt(r.Started, 10), strconv.FormatInt(r.Limited, 10)}
+	}
+	o.table("KEY\tLIMIT\tSOURCE\tIN WINDOW\tOPENS AT\tSTARTED\tLIMITED", rows)
+	return nil
+}
+
+// rateLine says a rate limit and whose it is: "2 starts per 1s (the
+// tenant's)".
+func rateLine(r api.Rate) string {
+	starts := "starts"
+	if r.Limit == 1 {
+		starts = "start"
+	}
+	return fmt.Sprintf("%d %s per %s (the %s's)", r.Limit, starts, periodText(r.PeriodMs), r.Source)
+}
+
+// periodText writes a period of milliseconds as the duration it was set
+// with: 500ms, 1s, 1m30s, 1h (not 1h0m0s).
+func periodText(ms int64) string {
+	s := (time.Duration(ms) * time.Millisecond).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // ---- stile reactions ----

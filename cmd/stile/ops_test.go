@@ -223,6 +223,102 @@ func operate(t *testing.T, c cli, ten *client.Tenant, pass func(time.Duration)) 
 	out, _, code = c.run(t, "events")
 	require.Equal(t, 0, code)
 	require.Contains(t, out, "SEQ")
+
+	operateRates(t, c)
+}
+
+// operateRates sets, lists and deletes rate limits with stile rates, and
+// shows a job its key holds back.
+func operateRates(t *testing.T, c cli) {
+	ctx := context.Background()
+	ten := c.ten("acme-rates")
+	rates := func(args ...string) (string, string, int) {
+		return c.run(t, append([]string{"rates"}, append(args, "--tenant", "acme-rates")...)...)
+	}
+	out, errOut, code := rates("set", "api", "2", "1h")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "rate key api: 2 starts per 1h (the tenant's)\n", out)
+	var ids []string
+	for range 3 {
+		j, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo", RateKey: "api"})
+		require.NoError(t, err)
+		ids = append(ids, j.ID)
+	}
+	cl, err := ten.Claim(ctx, api.ClaimRequest{Worker: "w5", Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, cl.Jobs, 2, "two starts an hour")
+	_, err = ten.Claim(ctx, api.ClaimRequest{Worker: "w5", Limit: 10})
+	require.NoError(t, err)
+
+	out, errOut, code = rates()
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^KEY\s+LIMIT\s+SOURCE\s+IN WINDOW\s+OPENS AT\s+STARTED\s+LIMITED\n`+
+		`api\s+2 per 1h\s+tenant\s+2\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\s+2\s+1\n$`, out,
+		"two starts in the window, closed until a time, the third job waited once")
+	out, _, code = rates("--json")
+	require.Equal(t, 0, code)
+	var rs api.RatesResponse
+	require.NoError(t, json.Unmarshal([]byte(out), &rs), out)
+	require.Len(t, rs.Rates, 1)
+	r := rs.Rates[0]
+	require.NotNil(t, r.OpenAt)
+	require.Equal(t, api.Rate{Key: "api", Limit: 2, PeriodMs: time.Hour.Milliseconds(), Source: "tenant", InWindow: 2,
+		OpenAt: r.OpenAt, Started: 2, Limited: 1}, r)
+	out, _, code = c.run(t, "jobs", "show", ids[2], "--tenant", "acme-rates")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "\nrate key: api\n")
+	require.Regexp(t, `waiting: rate limited by key "api" \(2 starts per 3600000 ms\) until \d{4}-\d\d-\d\dT`, out)
+
+	for _, bad := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"set", "api", "two", "1s"}, 2, `limit "two" is not a whole number of starts`},
+		{[]string{"set", "api", "2", "1"}, 2, `period "1" is not a duration of whole milliseconds, such as 500ms, 1s, 1m or 1h`},
+		{[]string{"set", "api", "2", "0s"}, 2, `period "0s" is not a duration`},
+		{[]string{"set", "api", "2", "1500us"}, 2, `period "1500us" is not a duration of whole milliseconds`},
+		{[]string{"set", "api", "2"}, 2, "stile rates set KEY LIMIT PERIOD: e.g. stile rates set api 100 1s"},
+		{[]string{"delete"}, 2, "stile rates delete KEY"},
+		{[]string{"pause", "api"}, 2, "stile rates pause: use set or delete, or nothing to list"},
+		{[]string{"set", "api", "0", "1s"}, 3, `invalid_request: rate key "api": limit 0 is outside 1-1000000`},
+		{[]string{"set", "api", "2", "25h"}, 3, `rate key "api": period_ms 90000000 is outside 1-86400000 (a day)`},
+		{[]string{"set", "bad key", "2", "1s"}, 3, `rate key "bad key" is invalid`},
+		{[]string{"delete", "api"}, 3, `rate_key_in_use: rate key "api" is named by job `},
+		{[]string{"delete", "nope"}, 4, `rate key "nope" has no limit`},
+	} {
+		out, errOut, code := rates(bad.args...)
+		require.Equal(t, bad.code, code, "%v: %s", bad.args, errOut)
+		require.Empty(t, out, bad.args)
+		require.Contains(t, errOut, bad.says, bad.args)
+		require.Equal(t, 1, strings.Count(errOut, "\n"), "one line: %s", errOut)
+	}
+
+	// A key the module declares goes back to its default.
+	_, err = ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.rated"})
+	require.NoError(t, err)
+	out, _, code = rates("set", "hourly", "5", "90m")
+	require.Equal(t, 0, code)
+	require.Equal(t, "rate key hourly: 5 starts per 1h30m (the tenant's)\n", out)
+	out, _, code = rates("delete", "hourly")
+	require.Equal(t, 0, code)
+	require.Equal(t, "rate key hourly: back to 1 start per 1h (the module's)\n", out)
+
+	// A key of the tenant's own is removed once no job waits on it.
+	for _, j := range cl.Jobs {
+		_, err := ten.Report(ctx, j.ID, api.ReportRequest{Claim: api.Claim{Worker: "w5", Attempt: j.Attempt, LeaseToken: j.LeaseToken},
+			Outcome: api.OutcomeCompleted})
+		require.NoError(t, err)
+	}
+	_, err = ten.Cancel(ctx, ids[2], "")
+	require.NoError(t, err)
+	out, _, code = rates("delete", "api", "--json")
+	require.Equal(t, 0, code)
+	require.JSONEq(t, `{"key": "api", "removed": true}`, out)
+	out, _, code = rates()
+	require.Equal(t, 0, code)
+	require.Regexp(t, `(?m)^hourly\s+1 per 1h\s+module\s+0\s+-\s+0\s+0\n$`, out, "only the module's key is left")
+	require.NotContains(t, out, "api")
 }
 
 func TestOperatorCommandsAgainstTheGoHost(t *testing.T) {

@@ -59,6 +59,13 @@ function table(columns, rows, id) {
 }
 
 const when = (s) => (s ? s.replace("T", " ").replace("Z", "") : "-");
+// A period of milliseconds as a duration: 500ms, 1s, 1m30s, 1h.
+const period = (ms) => {
+  const parts = [];
+  for (const [unit, n] of [["h", 3600000], ["m", 60000], ["s", 1000]]) if (ms >= n) { parts.push(`${Math.floor(ms / n)}${unit}`); ms %= n; }
+  if (ms || parts.length === 0) parts.push(`${ms}ms`);
+  return parts.join("");
+};
 const link = (href, text) => el("a", { href }, text);
 
 function action(label, confirmText, run, danger) {
@@ -98,9 +105,9 @@ async function pageTenants() {
 }
 
 async function pageOverview(tenant) {
-  const [q, rs, ps, sc, lim, u] = await Promise.all([api("GET", `${t(tenant)}/queues`), api("GET", `${t(tenant)}/reactions`),
+  const [q, rs, ps, sc, lim, rates, u] = await Promise.all([api("GET", `${t(tenant)}/queues`), api("GET", `${t(tenant)}/reactions`),
     api("GET", `${t(tenant)}/projections`), api("GET", `${t(tenant)}/schedules`), api("GET", `${t(tenant)}/concurrency`),
-    api("GET", `${t(tenant)}/usage`)]);
+    api("GET", `${t(tenant)}/rates`), api("GET", `${t(tenant)}/usage`)]);
   const limit = (n) => (n ? n : "no limit");
   const paused = new Set(q.paused ?? []);
   const states = ["available", "running", "scheduled", "retryable", "pending"];
@@ -125,6 +132,9 @@ async function pageOverview(tenant) {
     table(["Schedule", "Cron", "Next", "Last", "Declared by"], sc.schedules.map((s) => [s.name, s.cron, when(s.next_at), when(s.last_at), s.module ? "the module" : "the tenant"])),
     el("h2", {}, "Concurrency keys"),
     table(["Key", "Slots", "In use"], lim.limits.map((l) => [l.key, l.slots, l.in_use])),
+    el("h2", {}, "Rate limits"),
+    table(["Key", "Limit", "Declared by", "In window", "Opens at", "Started", "Limited"], rates.rates.map((r) => [r.key,
+      `${r.limit} per ${period(r.period_ms)}`, `the ${r.source}`, r.in_window, when(r.open_at), r.started, r.limited]), "rates"),
     el("h2", {}, "Usage by UTC day"),
     u.refusing ? el("p", { class: "why", id: "refusing" }, el("b", {}, "Refusing new work: "), `past ${u.refusing}, until ${when(u.refusing_until)}.`) : null,
     el("p", { class: "muted" }, `Budget: rows written per day ${limit(u.budget.rows_written_per_day)}, requests per day ${limit(u.budget.requests_per_day)}.`),
@@ -165,7 +175,8 @@ async function pageJob(tenant, id) {
   const j = await api("GET", `${t(tenant)}/jobs/${encodeURIComponent(id)}`);
   const attempts = [...(j.attempts ?? []), ...(j.running ? [{ ...j.running, outcome: "running" }] : [])];
   return [el("h1", {}, `Job ${j.id} · ${j.kind}`),
-    el("p", {}, `${j.state} · queue ${j.queue} · attempt ${j.attempt} of ${j.max_attempts} · created ${when(j.created_at)}`),
+    el("p", { id: "summary" }, `${j.state} · queue ${j.queue} · attempt ${j.attempt} of ${j.max_attempts} · created ${when(j.created_at)}`,
+      j.rate_key ? ` · rate key ${j.rate_key}` : null, j.concurrency_key ? ` · concurrency key ${j.concurrency_key}` : null),
     j.ran_again ? el("p", { class: "why", id: "why" }, el("b", {}, "Why it ran again: "), j.ran_again) : null,
     j.waiting ? el("p", { class: "why", id: "waiting" }, el("b", {}, "Why it waits: "), j.waiting) : null,
     el("div", { class: "actions" },

@@ -1,14 +1,14 @@
 // Drives the console in headless Chromium (Debian's, through
 // playwright-core) for e2e/console_test.go, and exits non-zero on the
 // first check that fails. Usage:
-//   STILE_NODE_DIR=… node browse.mjs <mode> <base url> <token> <tenant> <ran-twice job> <dead job> <screenshots dir> [<waiting tenant>]
+//   STILE_NODE_DIR=… node browse.mjs <mode> <base url> <token> <tenant> <ran-twice job> <dead job> <rate-limited job> <screenshots dir> [<waiting tenant>]
 // mode "full" walks every page and action; "load" signs in and loads the
 // pages once (for workerd).
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { join } from "node:path";
 
-const [mode, base, token, tenant, twice, dead, shots, waiting] = process.argv.slice(2);
+const [mode, base, token, tenant, twice, dead, rated, shots, waiting] = process.argv.slice(2);
 const nodeDir = process.env.STILE_NODE_DIR;
 if (!nodeDir) throw new Error("STILE_NODE_DIR is not set: run this through the Go test");
 const pw = await import(pathToFileURL(createRequire(nodeDir + "/").resolve("playwright-core")).href);
@@ -60,6 +60,16 @@ try {
   check((await page.$$("#attempts tbody tr")).length === 2, "the timeline shows both attempts");
   check((await page.textContent("#rejections")).includes("lease_expired"), "the refused report's code is on the page");
   await page.screenshot({ path: join(shots, "job.png"), fullPage: true });
+
+  // A job its rate key holds back (the module's: one start an hour).
+  await open(page, `#/t/${tenant}/jobs/${rated}`);
+  const summary = await page.textContent("#summary");
+  check(summary.includes("rate key hourly"), `the job shows its rate key: ${summary}`);
+  const held = await page.textContent("#waiting");
+  check(held.includes('rate limited by key "hourly" (1 starts per 3600000 ms) until '), `the job says its rate key holds it back: ${held}`);
+  await open(page, `#/t/${tenant}`);
+  const rate = await page.textContent("#rates tbody tr");
+  check(/^hourly1 per 1hthe module1\d{4}-\d\d-\d\d [\d:.]+11$/.test(rate), `the overview lists the rate key, closed until a time: ${rate}`);
 
   if (waiting) {
     // Job 1 of the waiting tenant is of a kind no executor's claim names.

@@ -1,8 +1,8 @@
 // Package metrics exposes a Go host's tenants as Prometheus metrics:
 // requests by route and status with their duration, job outcomes as
 // workers report them, and, read from each tenant when scraped, queue
-// depth by state, the age of each queue's oldest ready job, and the lag
-// of reactions and projections. `stile dev` serves them at /metrics
+// depth by state, the age of each queue's oldest ready job, rate keys'
+// starts and waits, and the lag of reactions and projections. `stile dev` serves them at /metrics
 // (behind the API's token). It is a package of its own so that nothing
 // else links the Prometheus client.
 package metrics
@@ -117,6 +117,17 @@ var (
 	stalledDesc = prometheus.NewDesc("stile_projection_stalled", "1 if a projection's live generation is stalled on an event.",
 		[]string{"tenant", "projection"}, nil)
 
+	// A rate key's figures, as the tenant keeps them (GET
+	// /v1/t/{tenant}/rates): its counts outlive the host's restarts.
+	rateStartsDesc = prometheus.NewDesc("stile_rate_starts_total", "Jobs a rate key let start (each claim of one is a start).",
+		[]string{"tenant", "key"}, nil)
+	rateLimitedDesc = prometheus.NewDesc("stile_rate_limited_total", "Times a rate key's jobs had to wait for room.",
+		[]string{"tenant", "key"}, nil)
+	rateWindowDesc = prometheus.NewDesc("stile_rate_window_starts", "Starts of a rate key in the window that ends now.",
+		[]string{"tenant", "key"}, nil)
+	rateLimitDesc = prometheus.NewDesc("stile_rate_limit_starts", "Starts a rate key allows in any window of its period.",
+		[]string{"tenant", "key"}, nil)
+
 	// A tenant's usage as this host counted it since it started (what
 	// the tenant records by day: GET /v1/t/{tenant}/usage).
 	tenantRequestsDesc = prometheus.NewDesc("stile_tenant_requests_total", "Requests a tenant's object served (a held claim is one).",
@@ -133,6 +144,7 @@ var (
 
 func (c *tenants) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{depthDesc, oldestDesc, reactionDesc, openDesc, projectionDesc, stalledDesc,
+		rateStartsDesc, rateLimitedDesc, rateWindowDesc, rateLimitDesc,
 		tenantRequestsDesc, tenantAlarmsDesc, tenantRowsReadDesc, tenantRowsWrittenDesc, tenantModuleDesc} {
 		ch <- d
 	}
@@ -171,6 +183,15 @@ func (c *tenants) Collect(ch chan<- prometheus.Metric) {
 				if qc.OldestReadyAt != nil {
 					ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, max(now.Sub(*qc.OldestReadyAt).Seconds(), 0), t.Name, qc.Queue)
 				}
+			}
+		}
+		var rates api.RatesResponse
+		if c.get(ctx, t.Name, api.RouteRates, &rates) {
+			for _, r := range rates.Rates {
+				ch <- prometheus.MustNewConstMetric(rateStartsDesc, prometheus.CounterValue, float64(r.Started), t.Name, r.Key)
+				ch <- prometheus.MustNewConstMetric(rateLimitedDesc, prometheus.CounterValue, float64(r.Limited), t.Name, r.Key)
+				ch <- prometheus.MustNewConstMetric(rateWindowDesc, prometheus.GaugeValue, float64(r.InWindow), t.Name, r.Key)
+				ch <- prometheus.MustNewConstMetric(rateLimitDesc, prometheus.GaugeValue, float64(r.Limit), t.Name, r.Key)
 			}
 		}
 		var rs api.ReactionsResponse

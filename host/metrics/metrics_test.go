@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -43,6 +44,22 @@ next:
 	return 0
 }
 
+// scrape reads the metrics page with the token.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	req, err := http.NewRequest("GET", url+"/metrics", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer tok")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	require.NoError(t, err, "the exporter's own parser reads the page")
+	return fams
+}
+
 func TestMetricsCountRequestsOutcomesAndTenantsState(t *testing.T) {
 	h := stiletest.New(t, stiletest.Config{App: testapp.App()})
 	mx := metrics.New(h.Manager())
@@ -66,6 +83,21 @@ func TestMetricsCountRequestsOutcomesAndTenantsState(t *testing.T) {
 	require.NoError(t, err)
 	_, err = acme.Report(ctx, j.ID, api.ReportRequest{Claim: api.Claim{Worker: "w9", Attempt: 1, LeaseToken: "x"}, Outcome: api.OutcomeCompleted})
 	require.Error(t, err)
+	// A rate key of another tenant (through the harness's own server: its
+	// requests are not the ones counted below) lets two of three jobs
+	// start in its hour; the third waits.
+	globex := h.Tenant("globex")
+	_, err = globex.SetRate(ctx, "api", 2, time.Hour)
+	require.NoError(t, err)
+	for range 3 {
+		_, err := globex.Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo", RateKey: "api"})
+		require.NoError(t, err)
+	}
+	for _, started := range []int{2, 0} {
+		c, err := globex.Claim(ctx, api.ClaimRequest{Worker: "w2", Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, c.Jobs, started)
+	}
 	h.Advance(0)
 
 	req, _ := http.NewRequest("GET", ts.URL+"/metrics", nil)
@@ -73,13 +105,7 @@ func TestMetricsCountRequestsOutcomesAndTenantsState(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, 401, resp.StatusCode, "the metrics need the token")
-	req.Header.Set("Authorization", "Bearer tok")
-	resp, err = http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	require.NoError(t, err, "the exporter's own parser reads the page")
+	fams := scrape(t, ts.URL)
 
 	require.Equal(t, 2.0, value(t, fams, "stile_requests_total", map[string]string{"route": "POST jobs", "status": "201"}))
 	require.Equal(t, 1.0, value(t, fams, "stile_requests_total", map[string]string{"route": "POST jobs/{id}/report", "status": "409"}))
@@ -100,4 +126,25 @@ func TestMetricsCountRequestsOutcomesAndTenantsState(t *testing.T) {
 	require.Equal(t, 5.0, value(t, fams, "stile_request_duration_seconds", map[string]string{"route": "POST jobs/{id}/report"})+
 		value(t, fams, "stile_request_duration_seconds", map[string]string{"route": "POST jobs"})+
 		value(t, fams, "stile_request_duration_seconds", map[string]string{"route": "POST claims"}), "every request is timed")
+
+	api2 := map[string]string{"tenant": "globex", "key": "api"}
+	require.Equal(t, 2.0, value(t, fams, "stile_rate_starts_total", api2))
+	require.Equal(t, 1.0, value(t, fams, "stile_rate_limited_total", api2), "the third job waited")
+	require.Equal(t, 2.0, value(t, fams, "stile_rate_window_starts", api2))
+	require.Equal(t, 2.0, value(t, fams, "stile_rate_limit_starts", api2))
+	// Once the starts left the window (an hour, and the slot of
+	// 3.6 s a start is counted at the end of), it is empty; the counters
+	// stay.
+	h.Advance(time.Hour + 3600*time.Millisecond)
+	fams = scrape(t, ts.URL)
+	require.Equal(t, 0.0, value(t, fams, "stile_rate_window_starts", api2))
+	require.Equal(t, 2.0, value(t, fams, "stile_rate_starts_total", api2))
+	require.Equal(t, 1.0, value(t, fams, "stile_rate_limited_total", api2))
+	c, err = globex.Claim(ctx, api.ClaimRequest{Worker: "w2", Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, c.Jobs, 1, "the waiting job starts")
+	fams = scrape(t, ts.URL)
+	require.Equal(t, 3.0, value(t, fams, "stile_rate_starts_total", api2))
+	require.Equal(t, 1.0, value(t, fams, "stile_rate_window_starts", api2))
+	require.Len(t, fams["stile_rate_starts_total"].Metric, 1, "a tenant without rate keys has no series")
 }
