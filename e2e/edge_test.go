@@ -5,6 +5,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -177,6 +178,7 @@ func TestEdge(t *testing.T) {
 	t.Run("BindingCarriesTheToken", func(t *testing.T) { edgeBindingToken(t, e) })
 	t.Run("HandlersRunAsAWorker", func(t *testing.T) { edgeHandlersRunAsAWorker(t, e) })
 	t.Run("TypedArgsAtTheEdge", func(t *testing.T) { edgeTyped(t, e) })
+	t.Run("PushedBatch", func(t *testing.T) { edgeBatch(t, e) })
 	t.Run("IdleTenantsHearNothing", func(t *testing.T) { edgeIdle(t, e) })
 	t.Run("Pushed", func(t *testing.T) { pushedSuite(t, e.cl, "edge", false) })
 	t.Run("JobSpanJoinsTheEnqueuesTrace", func(t *testing.T) { edgeTraced(t, e) })
@@ -386,6 +388,35 @@ func edgeTyped(t *testing.T, e *edge) {
 		require.Equal(t, "completed", done.State, done.LastError)
 		require.JSONEq(t, want, string(done.Output))
 		require.Regexp(t, `^edge-[0-9a-f]{8}$`, done.Attempts[0].Worker, "run by the edge executor")
+	}
+}
+
+// edgeBatch: jobs of a batch kind pushed to the edge run in one call of
+// their batch handler, and each outcome is its own: the one that fails is
+// retried alone, after its backoff.
+func edgeBatch(t *testing.T, e *edge) {
+	ctx := context.Background()
+	ten := e.cl.Tenant("edge-batch")
+	reqs := make([]api.EnqueueRequest, 5)
+	for i := range reqs {
+		reqs[i] = api.EnqueueRequest{Kind: "test.batch", Args: json.RawMessage(fmt.Sprintf(`{"fail":%v}`, i == 2))}
+	}
+	js, err := ten.EnqueueBatch(ctx, reqs)
+	require.NoError(t, err)
+	for i, j := range js {
+		done := waitFinal(t, ten, j.ID)
+		require.Equal(t, "completed", done.State, done.LastError)
+		require.Regexp(t, `^edge-[0-9a-f]{8}$`, done.Attempts[0].Worker, "run by the edge executor")
+		var out struct{ Batch, Attempt int64 }
+		require.NoError(t, json.Unmarshal(done.Output, &out))
+		if i == 2 {
+			require.Len(t, done.Attempts, 2, "the failed job ran again")
+			require.Equal(t, "failing this one, as asked", done.Attempts[0].Error)
+			require.EqualValues(t, 1, out.Batch, "alone")
+			continue
+		}
+		require.Len(t, done.Attempts, 1, "the others ran once")
+		require.EqualValues(t, 5, out.Batch, "the five pushed jobs ran in one call")
 	}
 }
 

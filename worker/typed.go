@@ -47,3 +47,40 @@ func Handle[T api.JobArgs](w *Worker, h func(ctx context.Context, job *JobOf[T])
 		return h(ctx, typed)
 	})
 }
+
+// HandleBatch registers h as the batch handler of the kind of args type T
+// (api.JobArgs), its jobs gathered as b says (Worker.HandleBatch), each
+// decoded as Handle decodes: a job whose args do not decode fails for good
+// (Final) and is left out of the call. h returns one error per job it was
+// given, in order (nil: completed; a nil slice completes them all).
+func HandleBatch[T api.JobArgs](w *Worker, b Batch, h func(ctx context.Context, jobs []*JobOf[T]) []error) {
+	var zero T
+	w.HandleBatch(zero.Kind(), b, func(ctx context.Context, jobs []*Job) []error {
+		results := make([]error, len(jobs))
+		typed := make([]*JobOf[T], 0, len(jobs))
+		at := make([]int, 0, len(jobs)) // where each typed job's result goes
+		for i, job := range jobs {
+			args, err := api.DecodeArgs[T](job.Args)
+			if err != nil {
+				results[i] = Final(fmt.Errorf("job %s: %w", job.JobID, err))
+				continue
+			}
+			typed = append(typed, &JobOf[T]{Job: job, Args: args})
+			at = append(at, i)
+		}
+		if len(typed) == 0 {
+			return results
+		}
+		got := h(ctx, typed)
+		for k, i := range at {
+			switch {
+			case got == nil:
+			case len(got) != len(typed):
+				results[i] = fmt.Errorf("batch handler returned %d results for %d jobs", len(got), len(typed))
+			default:
+				results[i] = got[k]
+			}
+		}
+		return results
+	})
+}

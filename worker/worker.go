@@ -51,6 +51,7 @@ type Job struct {
 
 	mu      sync.Mutex
 	addTags []string
+	output  any // SetOutput's, for a batch handler's job
 }
 
 // Tag buffers tags to add to the job. They are sent with the outcome and

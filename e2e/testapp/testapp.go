@@ -73,6 +73,8 @@ func App() *runtime.App {
 		// One at a time, by the module's default limit.
 		RegisterJob(runtime.JobKind{Name: "test.limited", ConcurrencyKey: "limited", Lease: time.Second,
 			Backoff: 200 * time.Millisecond, MaxBackoff: time.Second}).
+		// Handled by a batch handler (e2e/testhandlers).
+		RegisterJob(runtime.JobKind{Name: "test.batch"}).
 		RegisterJob(runtime.JobKind{Name: "test.rated", RateKey: "hourly", Lease: time.Second,
 			Backoff: 200 * time.Millisecond, MaxBackoff: time.Second}).
 		RegisterJob(runtime.JobKind{Name: "test.fast", MaxAttempts: 3, Lease: time.Second,

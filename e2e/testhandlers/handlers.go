@@ -137,6 +137,21 @@ func Register(w *worker.Worker) {
 	worker.Handle(w, func(ctx context.Context, j *worker.JobOf[receipt.Receipt]) (any, error) {
 		return map[string]any{"order": j.Args.Order, "cents": j.Args.Cents, "attempt": j.Attempt}, nil
 	})
+	// Five at a time, or what came within 2 s: each job completes with
+	// the size of its batch, one whose args say "fail" fails alone.
+	w.HandleBatch("test.batch", worker.Batch{Max: 5, Wait: 2 * time.Second}, func(ctx context.Context, jobs []*worker.Job) []error {
+		errs := make([]error, len(jobs))
+		for i, j := range jobs {
+			var a struct{ Fail bool }
+			_ = j.Decode(&a)
+			if a.Fail && j.Attempt == 1 {
+				errs[i] = errors.New("failing this one, as asked")
+				continue
+			}
+			j.SetOutput(map[string]int64{"batch": int64(len(jobs)), "attempt": j.Attempt})
+		}
+		return errs
+	})
 	w.HandleReaction(RefundPolicy, refund)
 	w.HandleReaction(AuditPolicy, audit)
 	w.HandleReaction(ExpiryProcess, expiry)
