@@ -208,8 +208,10 @@ func modelRun(t *testing.T, p *inProcess, seed uint64, ops int) {
 			md.claim()
 		case r < 50:
 			md.heartbeat()
-		case r < 72:
+		case r < 66:
 			md.report()
+		case r < 72:
+			md.reportBatch()
 		case r < 78:
 			md.cancel()
 		case r < 90:
@@ -516,15 +518,28 @@ func (md *model) heartbeat() {
 	}
 }
 
-func (md *model) report() {
-	md.counts["report"]++
+// mreport is a report the model sends, and what it expects of it.
+type mreport struct {
+	j       *mjob
+	c       *mclaim
+	r       api.ReportRequest
+	outcome string
+	tag     string
+	forged  bool
+	accept  bool // the fence takes it
+	dup     bool // the same report again: answered as a duplicate
+	now     int64
+}
+
+// newReport makes a report of a random claim: usually the latest, some
+// stale, some forged, some the same again (nil: no job was claimed yet).
+func (md *model) newReport() *mreport {
 	j, c, forged := md.anyClaim()
 	if j == nil {
-		return
+		return nil
 	}
 	outcome := []string{api.OutcomeCompleted, api.OutcomeCompleted, api.OutcomeFailed, api.OutcomeSnoozed, api.OutcomeCancelled}[md.rng.IntN(5)]
-	duplicate := c.reported != "" && md.rng.IntN(2) == 0
-	if duplicate {
+	if c.reported != "" && md.rng.IntN(2) == 0 {
 		outcome = c.reported // the same report again: its answer was lost
 	}
 	tag := fmt.Sprintf("%s-%d", c.worker, c.attempt)
@@ -542,40 +557,104 @@ func (md *model) report() {
 		r.LeaseToken = "forged"
 	}
 	now := md.clock.Now()
-	accept := !forged && c == j.current() && j.running(now)
-	dup := !forged && c.reported != "" && c.reported == outcome && c == j.current()
-	st, b := md.call("POST", "jobs/"+j.id+"/report", r)
-	switch {
-	case accept && st != 200, dup && st != 200:
-		md.fail("report %s of job %s attempt %d should be accepted (dup %v): %d %s", outcome, j.id, c.attempt, dup, st, b)
-	case !accept && !dup && st == 200:
-		md.fail("report %s of job %s attempt %d (forged %v, current %v, live %v) was accepted: %s",
-			outcome, j.id, c.attempt, forged, c == j.current(), j.running(now), b)
-	case st != 200 && st != 409:
-		md.fail("report: %d %s", st, b)
-	}
-	if st != 200 {
+	return &mreport{j: j, c: c, r: r, outcome: outcome, tag: tag, forged: forged, now: now,
+		accept: !forged && c == j.current() && j.running(now),
+		dup:    !forged && c.reported != "" && c.reported == outcome && c == j.current()}
+}
+
+func (md *model) report() {
+	md.counts["report"]++
+	p := md.newReport()
+	if p == nil {
 		return
 	}
+	st, b := md.call("POST", "jobs/"+p.j.id+"/report", p.r)
+	if st != 200 && st != 409 {
+		md.fail("report: %d %s", st, b)
+	}
 	var resp api.ReportResponse
+	if st == 200 {
+		md.decode(b, &resp)
+	}
+	md.answered(p, st == 200, resp.State, resp.Duplicate, string(b))
+}
+
+// reportBatch reports several claims of distinct jobs in one request
+// (POST /reports): each is fenced on its own, so the stale and forged
+// ones are refused and the others recorded, in one transaction.
+func (md *model) reportBatch() {
+	md.counts["batch report"]++
+	var ps []*mreport
+	var req api.BatchReportRequest
+	seen := map[string]bool{}
+	for range 2 + md.rng.IntN(4) {
+		p := md.newReport()
+		if p == nil || seen[p.j.id] {
+			continue
+		}
+		seen[p.j.id] = true
+		ps = append(ps, p)
+		req.Reports = append(req.Reports, api.BatchReport{JobID: p.j.id, ReportRequest: p.r})
+	}
+	if len(ps) == 0 {
+		return
+	}
+	st, b := md.call("POST", "reports", req)
+	if st != 200 {
+		md.fail("batch report: %d %s", st, b)
+	}
+	var resp api.BatchReportResponse
 	md.decode(b, &resp)
-	if dup {
-		if !resp.Duplicate {
+	if len(resp.Results) != len(ps) {
+		md.fail("batch report of %d answered %d results", len(ps), len(resp.Results))
+	}
+	for i, p := range ps {
+		res := resp.Results[i]
+		if res.JobID != p.j.id {
+			md.fail("batch report result %d is job %s's, not %s's", i, res.JobID, p.j.id)
+		}
+		msg := ""
+		if res.Error != nil {
+			if res.Error.Code.Status() != 409 {
+				md.fail("batch report of job %s: %s %s", p.j.id, res.Error.Code, res.Error.Message)
+			}
+			msg = string(res.Error.Code) + ": " + res.Error.Message
+		}
+		md.answered(p, res.Error == nil, res.State, res.Duplicate, msg)
+	}
+}
+
+// answered checks the store's answer to report p (ok: recorded, or a
+// duplicate) against the model, and records what it accepted.
+func (md *model) answered(p *mreport, ok bool, state string, duplicate bool, body string) {
+	j, c := p.j, p.c
+	switch {
+	case p.accept && !ok, p.dup && !ok:
+		md.fail("report %s of job %s attempt %d should be accepted (dup %v): %s", p.outcome, j.id, c.attempt, p.dup, body)
+	case !p.accept && !p.dup && ok:
+		md.fail("report %s of job %s attempt %d (forged %v, current %v, live %v) was accepted: %s",
+			p.outcome, j.id, c.attempt, p.forged, c == j.current(), j.running(p.now), body)
+	}
+	if !ok {
+		return
+	}
+	if p.dup {
+		if !duplicate {
 			md.fail("job %s: a repeated report was not answered as a duplicate", j.id)
 		}
 		return
 	}
-	c.reported, c.tag = outcome, tag
-	j.tags[tag] = true
-	if outcome == api.OutcomeCompleted {
-		c.output = string(r.Output)
+	c.reported, c.tag = p.outcome, p.tag
+	j.tags[p.tag] = true
+	if p.outcome == api.OutcomeCompleted {
+		c.output = string(p.r.Output)
 	}
-	switch resp.State {
+	switch state {
 	case "completed", "dead", "cancelled":
 		if j.final != "" {
-			md.fail("job %s ended %s after it had ended %s: a second terminal transition", j.id, resp.State, j.final)
+			md.fail("job %s ended %s after it had ended %s: a second terminal transition", j.id, state, j.final)
 		}
-		j.final = resp.State
+		j.final = state
 	}
 }
 
