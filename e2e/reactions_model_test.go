@@ -200,6 +200,15 @@ type rmModel struct {
 	applied  map[string]*rmCommand // command id -> what it did
 	refused  map[string]bool       // command ids of refused settlements and rejected commands
 	proc     map[string]string     // the expiry process's state per payment (compact JSON)
+	// nudges are the Nudge commands applied, per debounce key (the
+	// payment's): each one's job args, in order. A Nudge's job collapses
+	// into the job collecting its key, so each applied command's args
+	// must reach a job exactly once, however often it is sent.
+	nudges map[string][]int
+	nudged int // nudge ids below it were sent
+	// nudgeDue is when each key's collecting job comes due (the alarm's
+	// business until a request at or after it makes the job ready).
+	nudgeDue map[string]int64
 }
 
 func (md *rmModel) fail(format string, args ...any) {
@@ -225,6 +234,11 @@ func (md *rmModel) begin() int64 {
 	now := md.clock.Now()
 	md.req++
 	md.lastNow = now
+	for k, at := range md.nudgeDue {
+		if at <= now {
+			delete(md.nudgeDue, k) // the job is ready: nothing more is due of it
+		}
+	}
 	for _, h := range md.order {
 		for _, e := range h.open {
 			switch {
@@ -305,7 +319,7 @@ func rmRun(t *testing.T, p *inProcess, seed uint64, ops int) {
 	md := &rmModel{t: t, rng: rand.New(rand.NewPCG(seed, seed>>1|1)), seed: seed, label: label, m: p.manager, clock: p.clock,
 		tenant: "rmodel", ops: ops, counts: map[string]int{}, handlers: map[string]*rmHandler{},
 		payments: map[string]*rmPayment{}, prov: &rmProvider{refunds: map[string]string{}},
-		keys: map[string]string{}, claimIDs: map[string]bool{}, applied: map[string]*rmCommand{},
+		keys: map[string]string{}, claimIDs: map[string]bool{}, applied: map[string]*rmCommand{}, nudges: map[string][]int{}, nudgeDue: map[string]int64{},
 		refused: map[string]bool{}, proc: map[string]string{}, versions: map[string]int64{}}
 	for _, h := range []*rmHandler{
 		{name: testapp.RefundPolicy, kind: api.ReactionKindPolicy, batch: 10, types: map[string]bool{testapp.RefundRequested: true}},
@@ -335,8 +349,10 @@ func rmRun(t *testing.T, p *inProcess, seed uint64, ops int) {
 			md.createPayment()
 		case r < 10:
 			md.requestRefund()
-		case r < 12:
+		case r < 11:
 			md.otherCommand()
+		case r < 12:
+			md.nudge()
 		case r < 37:
 			md.claim()
 		case r < 68:
@@ -362,6 +378,7 @@ func rmRun(t *testing.T, p *inProcess, seed uint64, ops int) {
 	md.phase = "the drain"
 	md.drain()
 	md.checkEnd()
+	md.checkNudges()
 	t.Logf("%d operations in %v, drain and checks in %v; %d events, %d payments, provider: %d calls, %d refunds; left to the drain: %s",
 		ops, ran.Round(time.Millisecond), (time.Since(started) - ran).Round(time.Millisecond), len(md.log), len(md.pids),
 		md.prov.calls, len(md.prov.refunds), strings.Join(left, ", "))
@@ -482,6 +499,8 @@ func (md *rmModel) decide(cmds []api.Command) (evs []rmNew, ps map[string]*rmPay
 			_ = json.Unmarshal(c.Data, &d)
 			p.refundID = d.RefundID
 			ev.typ, ev.data = testapp.RefundRecorded, fmt.Sprintf(`{"refund_id":%q}`, d.RefundID)
+		case "Nudge": // no event: a debounced job
+			continue
 		case "Capture":
 			if !p.created || p.captured {
 				return evs, nil, api.CodeCommandRejected, i
@@ -576,7 +595,76 @@ func (md *rmModel) command(c api.Command) {
 			md.fail("command %s appended %d %s (command %s), the model %d %s", c.ID, e.Seq, e.Type, e.CommandID, seqs[i], evs[i].typ)
 		}
 	}
+	if c.Type == "Nudge" {
+		var d struct{ N int }
+		md.decode(c.Data, &d)
+		if len(res.JobIDs) != 1 {
+			md.fail("nudge %s answered jobs %v: one job, new or collecting", c.ID, res.JobIDs)
+		}
+		md.nudges["nudge-"+c.AggregateID] = append(md.nudges["nudge-"+c.AggregateID], d.N)
+		md.nudgeDue["nudge-"+c.AggregateID] = md.lastNow + 1000 // the end of a new window
+	}
 	md.counts["command "+c.Type]++
+}
+
+// nudge sends a Nudge command, new or one sent before (a duplicate if it
+// was applied): its job is debounced by the payment with keep "all".
+func (md *rmModel) nudge() {
+	p := md.randomPayment()
+	if p == nil {
+		return
+	}
+	n := md.steps
+	if md.rng.IntN(4) == 0 && md.nudged > 0 {
+		n = md.rng.IntN(md.nudged) // again, under its id
+	} else {
+		md.nudged = max(md.nudged, n+1)
+	}
+	md.command(api.Command{ID: fmt.Sprintf("nudge-%d", n), Aggregate: "payment", AggregateID: fmt.Sprintf("p%d", n%max(1, len(md.pids))),
+		Type: "Nudge", Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))})
+}
+
+// checkNudges claims the debounced jobs of the Nudge commands once their
+// windows passed, and checks that each key's jobs hold the args of the
+// key's applied commands, each once, in order.
+func (md *rmModel) checkNudges() {
+	md.clock.Advance(2 * time.Second) // past every window
+	md.fireDue()
+	got := map[string][]int{}
+	for {
+		st, b := md.call("POST", "claims", api.ClaimRequest{Worker: "nudges", Kinds: []string{"test.echo"}, Limit: 100})
+		if st != 200 {
+			md.fail("claim the nudges' jobs: %d %s", st, b)
+		}
+		var resp api.ClaimResponse
+		md.decode(b, &resp)
+		if len(resp.Jobs) == 0 {
+			break
+		}
+		slices.SortFunc(resp.Jobs, func(a, b api.ClaimedJob) int { return strings.Compare(a.CreatedAt.String()+a.ID, b.CreatedAt.String()+b.ID) })
+		for _, c := range resp.Jobs {
+			st, b := md.call("GET", "jobs/"+c.ID, nil)
+			if st != 200 {
+				md.fail("get job %s: %d %s", c.ID, st, b)
+			}
+			var j api.Job
+			md.decode(b, &j)
+			if !strings.HasPrefix(j.DebounceKey, "nudge-") {
+				continue
+			}
+			for _, raw := range c.AllArgs {
+				var d struct{ N int }
+				md.decode(raw, &d)
+				got[j.DebounceKey] = append(got[j.DebounceKey], d.N)
+			}
+		}
+	}
+	for key, want := range md.nudges {
+		if !slices.Equal(got[key], want) {
+			md.fail("debounce key %s: its jobs collected %v, the applied nudges were %v", key, got[key], want)
+		}
+	}
+	md.counts["nudge jobs checked"] = len(got)
 }
 
 func (md *rmModel) randomPayment() *rmPayment {
@@ -658,8 +746,8 @@ func (md *rmModel) projectionsDue(now int64) {
 }
 
 // checkAlarm: the host's alarm is the earliest lease or retry time of the
-// inbox as the last request left it (within a retry's jitter), or the
-// projections' catch-up.
+// inbox as the last request left it (within a retry's jitter), the
+// projections' catch-up, or a nudge's debounced job coming due.
 func (md *rmModel) checkAlarm() {
 	got := md.m.AlarmAt(md.tenant)
 	lower, upper := int64(math.MaxInt64), int64(math.MaxInt64)
@@ -668,6 +756,9 @@ func (md *rmModel) checkAlarm() {
 	}
 	if md.projMaybe != 0 {
 		lower = min(lower, md.projMaybe)
+	}
+	for _, at := range md.nudgeDue {
+		lower, upper = min(lower, at), min(upper, at)
 	}
 	for _, h := range md.order {
 		for _, e := range h.open {
