@@ -641,7 +641,9 @@ func (md *rmModel) checkNudges() {
 		if len(resp.Jobs) == 0 {
 			break
 		}
-		slices.SortFunc(resp.Jobs, func(a, b api.ClaimedJob) int { return strings.Compare(a.CreatedAt.String()+a.ID, b.CreatedAt.String()+b.ID) })
+		slices.SortFunc(resp.Jobs, func(a, b api.ClaimedJob) int {
+			return strings.Compare(a.CreatedAt.String()+a.ID, b.CreatedAt.String()+b.ID)
+		})
 		for _, c := range resp.Jobs {
 			st, b := md.call("GET", "jobs/"+c.ID, nil)
 			if st != 200 {
