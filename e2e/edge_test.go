@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -179,6 +180,7 @@ func TestEdge(t *testing.T) {
 	t.Run("HandlersRunAsAWorker", func(t *testing.T) { edgeHandlersRunAsAWorker(t, e) })
 	t.Run("TypedArgsAtTheEdge", func(t *testing.T) { edgeTyped(t, e) })
 	t.Run("PushedBatch", func(t *testing.T) { edgeBatch(t, e) })
+	t.Run("PushedRateLimit", func(t *testing.T) { edgeRated(t, e) })
 	t.Run("IdleTenantsHearNothing", func(t *testing.T) { edgeIdle(t, e) })
 	t.Run("Pushed", func(t *testing.T) { pushedSuite(t, e.cl, "edge", false) })
 	t.Run("JobSpanJoinsTheEnqueuesTrace", func(t *testing.T) { edgeTraced(t, e) })
@@ -418,6 +420,45 @@ func edgeBatch(t *testing.T, e *edge) {
 		require.Len(t, done.Attempts, 1, "the others ran once")
 		require.EqualValues(t, 5, out.Batch, "the five pushed jobs ran in one call")
 	}
+}
+
+// edgeRated: jobs of a rate key pushed to the edge start no faster than
+// the key allows, and those it holds back start once it opens (the
+// tenant's alarm pushes them), with nobody claiming by hand.
+func edgeRated(t *testing.T, e *edge) {
+	ctx := context.Background()
+	ten := e.cl.Tenant("edge-rated")
+	const period = 2 * time.Second
+	_, err := ten.SetRate(ctx, "edge", 2, period)
+	require.NoError(t, err)
+	reqs := make([]api.EnqueueRequest, 5)
+	for i := range reqs {
+		reqs[i] = api.EnqueueRequest{Kind: "test.echo", RateKey: "edge"}
+	}
+	js, err := ten.EnqueueBatch(ctx, reqs)
+	require.NoError(t, err)
+	var starts []time.Time
+	for _, j := range js {
+		done := waitFinal(t, ten, j.ID)
+		require.Equal(t, "completed", done.State, done.LastError)
+		require.Len(t, done.Attempts, 1)
+		require.Regexp(t, `^edge-[0-9a-f]{8}$`, done.Attempts[0].Worker, "run by the edge executor")
+		starts = append(starts, done.Attempts[0].ClaimedAt)
+	}
+	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+	for i := range starts {
+		in := 0
+		for _, s := range starts[i:] {
+			if s.Before(starts[i].Add(period)) {
+				in++
+			}
+		}
+		require.LessOrEqual(t, in, 2, "starts %v: no more than 2 in any %s", starts, period)
+	}
+	r, err := ten.Rate(ctx, "edge")
+	require.NoError(t, err)
+	require.EqualValues(t, 5, r.Started)
+	require.Positive(t, r.Limited, "jobs waited for the key")
 }
 
 // edgeHandlersRunAsAWorker: the handler code at the edge does not find
