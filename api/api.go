@@ -571,7 +571,8 @@ type RatesResponse struct {
 
 // ScheduleRequest creates or replaces a schedule (PUT /schedules/{name}):
 // each period of Cron enqueues Job. Job takes the fields of an enqueue but
-// run_at, depends_on and unique keys (each period is its own unique key).
+// run_at, depends_on, unique keys (each period is its own unique key),
+// debounce or throttle.
 //
 //stile:json DecodeSchedule
 type ScheduleRequest struct {

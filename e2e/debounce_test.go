@@ -48,6 +48,9 @@ func scenarioDebounceAndThrottle(s *scenario) {
 		_, err := s.ten.Enqueue(s.ctx, r)
 		requireCode(t, err, http.StatusBadRequest, api.CodeInvalidRequest)
 	}
+	_, err := s.ten.PutSchedule(s.ctx, "each-minute", api.ScheduleRequest{Cron: "* * * * *",
+		Job: api.EnqueueRequest{Kind: "test.echo", Debounce: &api.Debounce{Key: "d", WindowMs: w}}})
+	requireCode(t, err, http.StatusBadRequest, api.CodeInvalidRequest) // each period is its own job
 	list, err := s.ten.List(s.ctx, "", "", "", "", 100)
 	require.NoError(t, err)
 	require.Empty(t, list.Jobs, "refused enqueues wrote nothing")

@@ -6,6 +6,7 @@ import (
 	"github.com/stile-run/stile/internal/jsonwire"
 	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/cron"
+	"github.com/stile-run/stile/runtime/internal/fencestore"
 )
 
 // An import writes rows, not requests: what the API would refuse could
@@ -130,8 +131,8 @@ func checkImportedJob(t *Tenant, r importedRow) string {
 		r.textCheck("debounce_key", nameProblem("debounce_key")),
 		r.textCheck("throttle_key", nameProblem("throttle_key")),
 		r.textCheck("all_args", func(v string) string {
-			if p := jsonProblem("all_args", api.MaxArgsBytes)(v); p != "" || v[0] != '[' {
-				return printf.Sprintf("all_args is not a JSON array of at most %d bytes", api.MaxArgsBytes)
+			if p := jsonProblem("all_args", fencestore.MaxAllArgsBytes)(v); p != "" || v[0] != '[' {
+				return printf.Sprintf("all_args is not a JSON array of at most %d bytes", fencestore.MaxAllArgsBytes)
 			}
 			return ""
 		}),
@@ -203,8 +204,10 @@ func checkImportedRate(_ *Tenant, r importedRow) string {
 	return firstProblem(r.textCheck("key", nameProblem("rate key")), r.numCheck("max_starts", 1, flow.MaxLimit),
 		r.numCheck("period_ms", flow.MinPeriodMs, flow.MaxPeriodMs),
 		r.textCheck("starts", func(v string) string {
-			if _, err := flow.Decode(v); err != nil {
-				return "starts: " + err.Error()
+			// As the store writes it, byte for byte: a claim's guarded
+			// write compares the text it read.
+			if w, err := flow.Decode(v); err != nil || w.Encode() != v {
+				return "starts is not a rate window as Stile writes it (\"at:n\" pairs, oldest first)"
 			}
 			return ""
 		}))

@@ -53,8 +53,9 @@ func (t *Tenant) putSchedule(name string, body []byte) (route, *api.Error) {
 		return nil, api.Refuse(api.CodeInvalidRequest, "%s", err.Error())
 	}
 	switch {
-	case r.Job.RunAt != nil, len(r.Job.DependsOn) > 0, r.Job.UniqueKey != "", r.Job.UniqueWindowMs != 0:
-		return nil, api.Refuse(api.CodeInvalidRequest, "a scheduled job takes no run_at, depends_on or unique key: each period is its own")
+	case r.Job.RunAt != nil, len(r.Job.DependsOn) > 0, r.Job.UniqueKey != "", r.Job.UniqueWindowMs != 0,
+		r.Job.Debounce != nil, r.Job.Throttle != nil:
+		return nil, api.Refuse(api.CodeInvalidRequest, "a scheduled job takes no run_at, depends_on, unique key, debounce or throttle: each period is its own")
 	}
 	if _, e := t.validateEnqueueSent(-1, r.Job, append(jf, 0)[0]); e != nil {
 		return nil, e // the template below drops a field sent as 0
@@ -171,8 +172,9 @@ func (a *App) Schedule(s Schedule) *App {
 	if err != nil {
 		panic(printf.Sprintf("stile: schedule %q: %s", s.Name, err.Error()))
 	}
-	if s.Job.RunAt != nil || len(s.Job.DependsOn) > 0 || s.Job.UniqueKey != "" || s.Job.UniqueWindowMs != 0 {
-		panic(printf.Sprintf("stile: schedule %q: a scheduled job takes no run_at, depends_on or unique key", s.Name))
+	if s.Job.RunAt != nil || len(s.Job.DependsOn) > 0 || s.Job.UniqueKey != "" || s.Job.UniqueWindowMs != 0 ||
+		s.Job.Debounce != nil || s.Job.Throttle != nil {
+		panic(printf.Sprintf("stile: schedule %q: a scheduled job takes no run_at, depends_on, unique key, debounce or throttle", s.Name))
 	}
 	if _, dup := a.schedules[s.Name]; dup {
 		panic(printf.Sprintf("stile: schedule %q is declared twice", s.Name))

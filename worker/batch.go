@@ -41,7 +41,7 @@ func (w *Worker) HandleBatch(kind string, b Batch, h BatchHandler) {
 	if b.Wait <= 0 {
 		b.Wait = time.Second
 	}
-	g := &gatherer{w: w, max: min(b.Max, w.cfg.Concurrency), wait: b.Wait, h: h}
+	g := &gatherer{w: w, max: min(b.Max, w.cfg.Concurrency), wait: b.Wait, h: h, cur: map[string]*gathering{}}
 	w.Handle(kind, g.join)
 }
 
@@ -59,9 +59,10 @@ func (j *Job) batchOutput() any {
 	return j.output
 }
 
-// gatherer gathers a batch kind's jobs as their runs join it: the first
-// job of a batch starts its wait, the batch runs when it is full or the
-// wait is over.
+// gatherer gathers a batch kind's jobs as their runs join it, one batch
+// per tenant at a time (a call never mixes tenants): the first job of a
+// batch starts its wait, the batch runs when it is full or the wait is
+// over.
 type gatherer struct {
 	w    *Worker
 	max  int
@@ -69,13 +70,15 @@ type gatherer struct {
 	h    BatchHandler
 
 	mu  sync.Mutex
-	cur *gathering // the batch gathering jobs, nil if none
+	cur map[string]*gathering // by tenant: the batch gathering jobs
 }
 
 type gathering struct {
 	jobs    []*Job
 	ctxs    []context.Context
 	full    chan struct{} // closed when it holds max jobs
+	left    chan struct{} // closed when every job that joined left
+	gone    int           // jobs that left (their own context ended)
 	done    chan struct{} // closed when results are set
 	results []error
 }
@@ -83,16 +86,17 @@ type gathering struct {
 // join adds job to the gathering batch and waits for its result.
 func (g *gatherer) join(ctx context.Context, job *Job) (any, error) {
 	g.mu.Lock()
-	b := g.cur
+	b := g.cur[job.Tenant]
 	if b == nil {
-		b = &gathering{full: make(chan struct{}), done: make(chan struct{})}
-		g.cur = b
-		go g.lead(b)
+		b = &gathering{full: make(chan struct{}), left: make(chan struct{}), done: make(chan struct{})}
+		g.cur[job.Tenant] = b
+		g.w.leaders.Add(1)
+		go g.lead(job.Tenant, b)
 	}
 	i := len(b.jobs)
 	b.jobs, b.ctxs = append(b.jobs, job), append(b.ctxs, ctx)
 	if len(b.jobs) == g.max {
-		g.cur = nil
+		delete(g.cur, job.Tenant)
 		close(b.full)
 	}
 	g.mu.Unlock()
@@ -100,40 +104,65 @@ func (g *gatherer) join(ctx context.Context, job *Job) (any, error) {
 	case <-b.done:
 		return job.batchOutput(), b.results[i]
 	case <-ctx.Done():
+		g.mu.Lock()
+		if b.gone++; b.gone == len(b.jobs) {
+			select {
+			case <-b.left:
+			default:
+				close(b.left) // no job waits: the leader need not
+			}
+		}
+		g.mu.Unlock()
 		return nil, context.Cause(ctx)
 	}
 }
 
-// lead waits for b to fill or for the wait to pass, then runs it.
-func (g *gatherer) lead(b *gathering) {
+// lead waits for b to fill or for the wait to pass, then runs it with
+// the jobs still waiting: one whose own context ended (its lease lost,
+// cancelled, timed out, released at shutdown) left with that outcome, and
+// is not handed to h.
+func (g *gatherer) lead(tenant string, b *gathering) {
+	defer g.w.leaders.Done()
 	done, stop := g.w.cfg.Clock.After(g.wait)
 	select {
 	case <-b.full:
 	case <-done:
+	case <-b.left:
 	}
 	stop()
 	g.mu.Lock()
-	if g.cur == b {
-		g.cur = nil
+	if g.cur[tenant] == b {
+		delete(g.cur, tenant)
 	}
-	jobs, ctxs := b.jobs, b.ctxs
-	g.mu.Unlock()
-
-	ctx, cancel := batchContext(ctxs)
-	defer cancel()
-	results := callBatch(ctx, g.h, jobs)
-	switch {
-	case results == nil:
-		results = make([]error, len(jobs))
-	case len(results) != len(jobs):
-		err := fmt.Errorf("batch handler returned %d results for %d jobs", len(results), len(jobs))
-		results = make([]error, len(jobs))
-		for i := range results {
-			results[i] = err
+	b.results = make([]error, len(b.jobs))
+	var jobs []*Job
+	var ctxs []context.Context
+	var at []int // where each handed job's result goes
+	for i, c := range b.ctxs {
+		if c.Err() == nil {
+			jobs, ctxs, at = append(jobs, b.jobs[i]), append(ctxs, c), append(at, i)
 		}
 	}
-	b.results = results
-	close(b.done)
+	g.mu.Unlock()
+	defer close(b.done)
+	if len(jobs) == 0 {
+		return
+	}
+	ctx, cancel := batchContext(ctxs)
+	defer cancel()
+	if ctx.Err() != nil {
+		return // every job left meanwhile
+	}
+	results := callBatch(ctx, g.h, jobs)
+	for k, i := range at {
+		switch {
+		case results == nil:
+		case len(results) != len(jobs):
+			b.results[i] = fmt.Errorf("batch handler returned %d results for %d jobs", len(results), len(jobs))
+		default:
+			b.results[i] = results[k]
+		}
+	}
 }
 
 // batchContext is a batch's context: the values of its first job's (its
@@ -165,6 +194,17 @@ func batchContext(ctxs []context.Context) (context.Context, context.CancelFunc) 
 				cancel()
 			}
 		})
+	}
+	// AfterFunc runs its function later for a context done already: a
+	// batch whose jobs all left before this is over now.
+	ended := 0
+	for _, c := range ctxs {
+		if c.Err() != nil {
+			ended++
+		}
+	}
+	if ended == len(ctxs) {
+		cancel()
 	}
 	return ctx, func() {
 		for _, s := range stops {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,4 +153,27 @@ func TestABatchWaitsForMoreUpToItsWait(t *testing.T) {
 	for _, id := range ids {
 		waitState(t, ten, id, "completed")
 	}
+}
+
+// A worker that stops while a batch gathers releases the waiting jobs at
+// the end of its grace period and never hands them to the handler.
+func TestAStoppingWorkerReleasesAGatheringBatch(t *testing.T) {
+	t.Parallel()
+	h, ten := setup(t)
+	var calls atomic.Int64
+	stop, _ := run(t, worker.Config{URL: h.URL, Token: token, Clock: h.WorkerClock(), Tenants: []string{"acme"}, Concurrency: 10, ID: "w1",
+		ShutdownGrace: 50 * time.Millisecond},
+		func(w *worker.Worker) {
+			w.HandleBatch("test.echo", worker.Batch{Max: 10, Wait: time.Hour}, func(ctx context.Context, jobs []*worker.Job) []error {
+				calls.Add(1)
+				return nil
+			})
+		})
+	j, err := ten.Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.echo"})
+	require.NoError(t, err)
+	waitState(t, ten, j.ID, "running") // gathering: its batch waits an hour
+	stop()                             // returns: the batch's job left at the grace period's end
+	require.Zero(t, calls.Load(), "the handler never saw the released job")
+	got := waitState(t, ten, j.ID, "available")
+	require.EqualValues(t, 0, got.Failures, "released, not failed")
 }

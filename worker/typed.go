@@ -65,7 +65,19 @@ func HandleBatch[T api.JobArgs](w *Worker, b Batch, h func(ctx context.Context, 
 				results[i] = Final(fmt.Errorf("job %s: %w", job.JobID, err))
 				continue
 			}
-			typed = append(typed, &JobOf[T]{Job: job, Args: args})
+			one := &JobOf[T]{Job: job, Args: args}
+			for k, raw := range job.AllArgs {
+				a, err := api.DecodeArgs[T](raw)
+				if err != nil {
+					results[i] = Final(fmt.Errorf("job %s: collected args #%d: %w", job.JobID, k, err))
+					break
+				}
+				one.All = append(one.All, a)
+			}
+			if results[i] != nil {
+				continue
+			}
+			typed = append(typed, one)
 			at = append(at, i)
 		}
 		if len(typed) == 0 {

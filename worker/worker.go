@@ -300,6 +300,9 @@ type Worker struct {
 	lingering atomic.Int32  // drains holding a claim once out of work
 	reporters map[string]*tenantBatchers
 	signals   testSignals // off but in tests
+	// leaders are the batch handlers' batches gathering or running
+	// (HandleBatch): Run returns after them.
+	leaders sync.WaitGroup
 }
 
 // New returns a worker. It does nothing until Run.
@@ -442,6 +445,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		cancelHandlers(ErrShutdown)
 		<-done
 	}
+	w.leaders.Wait() // a batch whose jobs all left ends its handler's context
 	return nil
 }
 

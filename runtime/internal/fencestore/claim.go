@@ -203,7 +203,7 @@ func (j *Job) bytes() int64 {
 // maxClaimBytes bounds a ready job's jobBytes: the largest args, args
 // collected by a debounce, tags and error the API admits (it has no output
 // yet).
-const maxClaimBytes = 2*api.MaxArgsBytes + api.MaxTags*(api.MaxTagBytes+3) + api.MaxErrorBytes + 256
+const maxClaimBytes = api.MaxArgsBytes + MaxAllArgsBytes + api.MaxTags*(api.MaxTagBytes+3) + api.MaxErrorBytes + 256
 
 // The ranges a claim reads, in the claim order, with their jobBytes and
 // concurrency key: ready jobs of one queue without a key; of one

@@ -94,7 +94,7 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 		}
 	}
 	if n.ThrottleKey != "" {
-		if j, ok, err := s.findThrottled(now, n.ThrottleKey, n.ThrottleWindowMs); err != nil || ok {
+		if j, ok, err := s.findThrottled(now, n.Kind, n.ThrottleKey, n.ThrottleWindowMs); err != nil || ok {
 			return Enqueued{Job: j, Existing: ok}, err
 		}
 	}
@@ -245,9 +245,15 @@ func (s *Store) findUnique(now int64, key string, windowMs int64) (Job, bool, er
 	return s.scanJob(rows), true, rows.Err()
 }
 
+// MaxAllArgsBytes bounds the args a debounced job collects with keep
+// "all" (a JSON array): the args of one enqueue fill it, brackets around;
+// an enqueue that does not fit starts a new job.
+const MaxAllArgsBytes = api.MaxArgsBytes + 2
+
 // findThrottled returns the job of throttle key created within windowMs
-// of now, whatever its state.
-func (s *Store) findThrottled(now int64, key string, windowMs int64) (Job, bool, error) {
+// of now, whatever its state; a job of another kind under the key refuses
+// the enqueue.
+func (s *Store) findThrottled(now int64, kind, key string, windowMs int64) (Job, bool, error) {
 	rows, err := s.db.Query(`SELECT `+jobColumns+` FROM stile_jobs WHERE throttle_key = ? AND created_at > ?
 		ORDER BY created_at DESC LIMIT 1`, key, now-windowMs)
 	if err != nil {
@@ -256,7 +262,14 @@ func (s *Store) findThrottled(now int64, key string, windowMs int64) (Job, bool,
 	if !rows.Next() {
 		return Job{}, false, rows.Err()
 	}
-	return s.scanJob(rows), true, rows.Err()
+	j := s.scanJob(rows)
+	if err := rows.Err(); err != nil {
+		return Job{}, false, err
+	}
+	if j.Kind != kind {
+		return Job{}, false, api.Refuse(api.CodeInvalidRequest, "throttle key %q holds job %d of kind %s in its window: a key throttles one kind", key, j.ID, j.Kind)
+	}
+	return j, true, nil
 }
 
 // collapse folds the enqueue n into the job collecting its debounce key,
@@ -265,8 +278,10 @@ func (s *Store) findThrottled(now int64, key string, windowMs int64) (Job, bool,
 // no job collects (or its collected args are full), n makes a new one.
 func (s *Store) collapse(now int64, n NewJob) (j Job, ok bool, err error) {
 	d := n.Debounce
+	// A job due already is no longer collecting, promoted or not (a
+	// request promotes a bounded number of due jobs).
 	rows, err := s.db.Query(`SELECT `+jobColumns+` FROM stile_jobs WHERE debounce_key = ? AND state = 'scheduled'
-		AND attempt = 0 ORDER BY id DESC LIMIT 1`, d.Key)
+		AND attempt = 0 AND run_at > ? ORDER BY id DESC LIMIT 1`, d.Key, now)
 	if err != nil {
 		return Job{}, false, printf.Errorf("look up debounce key %q: %w", d.Key, err)
 	}
@@ -288,7 +303,7 @@ func (s *Store) collapse(now int64, n NewJob) (j Job, ok bool, err error) {
 	case flow.KeepFirst:
 		args = j.Args
 	case flow.KeepAll:
-		if len(j.AllArgs)+len(n.Args)+1 > api.MaxArgsBytes {
+		if len(j.AllArgs)+len(n.Args)+1 > MaxAllArgsBytes {
 			return Job{}, false, nil // full: a new job collects what comes next
 		}
 		all = string(j.AllArgs[:len(j.AllArgs)-1]) + "," + string(n.Args) + "]"

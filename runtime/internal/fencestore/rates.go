@@ -131,8 +131,12 @@ func (s *Store) DeleteRate(now int64, key string) (rt Rate, removed bool, err er
 		rt, err := s.SetRate(now, key, d, RateFromModule)
 		return rt, false, err
 	}
-	rows, err := s.db.Query(`SELECT id FROM stile_jobs WHERE rate_key = ?
-		AND state NOT IN ('completed', 'cancelled', 'dead') LIMIT 1`, key)
+	// A job not finished is ready, running, or in a state stile_jobs_listed
+	// holds: each read along its own index, never the whole table.
+	rows, err := s.db.Query(`SELECT id FROM stile_jobs WHERE `+readyRated+` AND rate_key = ?1
+		UNION ALL SELECT id FROM stile_jobs WHERE state = 'running' AND rate_key = ?1
+		UNION ALL SELECT id FROM stile_jobs WHERE `+listed+` AND state IN ('pending', 'scheduled', 'retryable') AND rate_key = ?1
+		LIMIT 1`, key)
 	if err != nil {
 		return Rate{}, false, printf.Errorf("look for jobs of rate key %q: %w", key, err)
 	}
@@ -173,8 +177,13 @@ type openRate struct {
 	room int64
 }
 
-// openRates lists up to MaxKeysPerClaim rate keys with room at now, least
-// recently started first (every key gets its turn), with the room each has.
+// MaxRatedKeysRead bounds the rate keys with ready jobs a claim looks at
+// (the first in key order); of those, MaxKeysPerClaim with room are taken.
+const MaxRatedKeysRead = 1000
+
+// openRates lists up to MaxKeysPerClaim rate keys with ready jobs and room
+// at now, least recently started first (every key gets its turn), with
+// the room each has.
 func (s *Store) openRates(now int64) ([]openRate, error) {
 	if s.ratesKnown == 0 {
 		rows, err := s.db.Query(`SELECT EXISTS (SELECT 1 FROM stile_rates)`)
@@ -192,24 +201,23 @@ func (s *Store) openRates(now int64) ([]openRate, error) {
 	if s.ratesKnown == 1 {
 		return nil, nil // no rate key: nothing to read, claim after claim
 	}
-	rs, err := s.readRates(`SELECT `+rateColumns+` FROM stile_rates WHERE open_at <= ?
-		ORDER BY updated_at`+do.Limit(MaxKeysPerClaim), now)
+	// The keys with ready jobs, one seek each into the rated range, then
+	// their rows: a key without jobs is never read, however many there
+	// are, and a key's room is computed from its window by the limit in
+	// force (a module's new default included).
+	rs, err := s.readRates(`WITH RECURSIVE k(key) AS (
+		SELECT (SELECT rate_key FROM stile_jobs WHERE ` + readyRated + ` ORDER BY rate_key LIMIT 1)
+		UNION ALL SELECT (SELECT rate_key FROM stile_jobs WHERE ` + readyRated + ` AND rate_key > k.key ORDER BY rate_key LIMIT 1)
+		FROM k WHERE k.key IS NOT NULL` + do.Limit(MaxRatedKeysRead) + `)
+		SELECT ` + rateColumns + ` FROM stile_rates WHERE key IN (SELECT key FROM k WHERE key IS NOT NULL) ORDER BY updated_at`)
 	if err != nil {
 		return nil, err
 	}
 	var out []openRate
 	for _, rt := range rs {
-		if room := flow.Allowance(rt.Window, rt.Rate, now); room > 0 {
+		if room := flow.Allowance(rt.Window, rt.Rate, now); room > 0 && len(out) < MaxKeysPerClaim {
 			out = append(out, openRate{rt, room})
-			continue
 		}
-		// Open by its stored limit, full by the module's new default: it
-		// opens when the new default allows.
-		openAt, wakeAt := s.opening(now, rt)
-		if err := s.db.Exec(`UPDATE stile_rates SET open_at = ?, wake_at = ? WHERE key = ?`, openAt, nullIfZero(wakeAt), rt.Key); err != nil {
-			return nil, printf.Errorf("close rate key %q: %w", rt.Key, err)
-		}
-		s.due.Added(wakeAt)
 	}
 	return out, nil
 }

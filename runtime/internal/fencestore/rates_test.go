@@ -1,6 +1,7 @@
 package fencestore_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -87,4 +88,38 @@ func TestDeletingARateGoesBackToTheModule(t *testing.T) {
 	var ok bool
 	tx(t, f.db, func() (err error) { _, ok, err = f.s.GetRate("own"); return })
 	require.True(t, ok, "the refused DELETE removed nothing")
+}
+
+// Keys without ready jobs take no place among those a claim reads: a busy
+// key behind more idle ones than a claim looks at still starts its jobs.
+func TestIdleRateKeysDoNotStarveABusyOne(t *testing.T) {
+	f := newJobs(t)
+	tx(t, f.db, func() error {
+		for i := range fencestore.MaxKeysPerClaim + 10 {
+			if _, err := f.s.SetRate(t0, fmt.Sprintf("idle%03d", i), flow.Rate{Limit: 5, PeriodMs: 1000}, fencestore.RateFromTenant); err != nil {
+				return err
+			}
+		}
+		_, err := f.s.SetRate(t0+1, "busy", flow.Rate{Limit: 5, PeriodMs: 1000}, fencestore.RateFromTenant)
+		return err
+	})
+	f.enqueue(t0+2, rated("default", "", "busy"))
+	require.Len(t, f.claim(t0+2, "w", 10), 1)
+}
+
+// A debounced job whose time came is no longer collecting, even before a
+// request made it ready: the next enqueue of its key makes a new job.
+func TestADueDebouncedJobCollectsNoMore(t *testing.T) {
+	f := newJobs(t)
+	d := func(n int) fencestore.NewJob {
+		j := job("x")
+		j.Args = []byte(fmt.Sprintf(`{"n":%d}`, n))
+		j.Debounce = &flow.Debounce{Key: "d", WindowMs: 100, Keep: flow.KeepAll}
+		return j
+	}
+	first := f.enqueue(t0, d(1))[0]
+	again := f.enqueue(t0+500, d(2))[0] // the first is due since t0+100, not promoted
+	require.NotEqual(t, first.ID, again.ID)
+	require.False(t, again.Existing)
+	require.Equal(t, t0+600, again.RunAt)
 }

@@ -212,7 +212,8 @@ func count(db *do.DB, sql string, args ...any) (int, error) {
 // estimate the other kinds').
 const jobBytes = `160 + length(kind) + length(queue) + length(args) + length(tags) + COALESCE(length(output), 0)
 	+ COALESCE(length(last_error), 0) + COALESCE(length(unique_key), 0) + COALESCE(length(ended_worker), 0)
-	+ COALESCE(length(ended_token), 0) + COALESCE(length(ended_error), 0)`
+	+ COALESCE(length(ended_token), 0) + COALESCE(length(ended_error), 0) + COALESCE(length(all_args), 0)
+	+ COALESCE(length(rate_key), 0) + COALESCE(length(debounce_key), 0) + COALESCE(length(throttle_key), 0)`
 
 // deliveryBytes estimates a delivery row's bytes, as jobBytes a job's.
 const deliveryBytes = `96 + length(handler) + length(claim_id) + length(worker) + COALESCE(length(error), 0)`
