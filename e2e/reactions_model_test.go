@@ -641,8 +641,10 @@ func (md *rmModel) checkNudges() {
 		if len(resp.Jobs) == 0 {
 			break
 		}
-		slices.SortFunc(resp.Jobs, func(a, b api.ClaimedJob) int {
-			return strings.Compare(a.CreatedAt.String()+a.ID, b.CreatedAt.String()+b.ID)
+		slices.SortFunc(resp.Jobs, func(a, b api.ClaimedJob) int { // ids grow with creation
+			x, _ := strconv.ParseInt(a.ID, 10, 64)
+			y, _ := strconv.ParseInt(b.ID, 10, 64)
+			return int(x - y)
 		})
 		for _, c := range resp.Jobs {
 			st, b := md.call("GET", "jobs/"+c.ID, nil)
