@@ -172,7 +172,14 @@ func TestAStoppingWorkerReleasesAGatheringBatch(t *testing.T) {
 	j, err := ten.Enqueue(context.Background(), api.EnqueueRequest{Kind: "test.echo"})
 	require.NoError(t, err)
 	waitState(t, ten, j.ID, "running") // gathering: its batch waits an hour
-	stop()                             // returns: the batch's job left at the grace period's end
+	// The worker holds the job (not only the tenant: a claim's answer can
+	// be lost to the stop): it heartbeats it.
+	require.Eventually(t, func() bool {
+		h.Advance(2 * time.Second) // a heartbeat is due every 20 s of its 60 s lease
+		got, err := ten.Job(context.Background(), j.ID)
+		return err == nil && got.Running != nil && got.Running.Heartbeats > 0
+	}, 20*time.Second, 20*time.Millisecond, "the worker heartbeats the gathered job")
+	stop() // returns: the batch's job left at the grace period's end
 	require.Zero(t, calls.Load(), "the handler never saw the released job")
 	got := waitState(t, ten, j.ID, "available")
 	require.EqualValues(t, 0, got.Failures, "released, not failed")
