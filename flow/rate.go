@@ -121,7 +121,13 @@ var ErrWindow = errors.New("flow: a rate window is not a list of time:count pair
 
 // Encode writes w as text: "at:n" pairs separated by commas, oldest first.
 func (w Window) Encode() string {
-	var b []byte
+	if len(w) == 0 {
+		return ""
+	}
+	// A Unix ms time is 13 digits, a count a few: one allocation for the
+	// buffer, one for the string (the claim encodes a key's window at each
+	// start, in the tenant's module, where an allocation is dear).
+	b := make([]byte, 0, len(w)*18)
 	for i, s := range w {
 		if i > 0 {
 			b = append(b, ',')
@@ -133,24 +139,64 @@ func (w Window) Encode() string {
 	return string(b)
 }
 
-// Decode reads a window Encode wrote.
+// Decode reads a window Encode wrote. It reads the text in one pass, byte
+// by byte: every claim decodes the window of each key with room, in the
+// tenant's module, and splitting the text and parsing each number took
+// twice as long there.
 func Decode(s string) (Window, error) {
 	if s == "" {
 		return nil, nil
 	}
-	parts := strings.Split(s, ",")
-	if len(parts) > 2*MaxEntries {
+	n := strings.Count(s, ",") + 1
+	if n > 2*MaxEntries {
 		return nil, ErrWindow
 	}
-	w := make(Window, 0, len(parts))
-	for _, p := range parts {
-		at, n, ok := strings.Cut(p, ":")
-		a, aerr := strconv.ParseInt(at, 10, 64)
-		c, cerr := strconv.ParseInt(n, 10, 64)
-		if !ok || aerr != nil || cerr != nil || c < 1 || len(w) > 0 && a <= w[len(w)-1].At {
+	w := make(Window, 0, n)
+	for i := 0; ; i++ {
+		at, j, ok := parseInt(s, i)
+		if !ok || j == len(s) || s[j] != ':' {
 			return nil, ErrWindow
 		}
-		w = append(w, Starts{At: a, N: c})
+		c, k, ok := parseInt(s, j+1)
+		if !ok || c < 1 || len(w) > 0 && at <= w[len(w)-1].At {
+			return nil, ErrWindow
+		}
+		w = append(w, Starts{At: at, N: c})
+		if k == len(s) {
+			return w, nil
+		}
+		if s[k] != ',' {
+			return nil, ErrWindow
+		}
+		i = k
 	}
-	return w, nil
+}
+
+// parseInt reads a decimal int64 (a sign allowed, as strconv.ParseInt
+// allows) from s[i:], up to the first byte that is not a digit: the value
+// and the index after it; false for no digits or an overflow.
+func parseInt(s string, i int) (v int64, end int, ok bool) {
+	neg := false
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		neg = s[i] == '-'
+		i++
+	}
+	start := i
+	var u uint64
+	for ; i < len(s) && '0' <= s[i] && s[i] <= '9'; i++ {
+		if u > (1<<63)/10 {
+			return 0, i, false
+		}
+		u = u*10 + uint64(s[i]-'0')
+		if u > 1<<63 {
+			return 0, i, false
+		}
+	}
+	if i == start || !neg && u > 1<<63-1 {
+		return 0, i, false
+	}
+	if neg {
+		return -int64(u), i, true
+	}
+	return int64(u), i, true
 }

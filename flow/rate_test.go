@@ -2,6 +2,8 @@ package flow_test
 
 import (
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -116,4 +118,76 @@ func TestDebounceProblemsNameTheField(t *testing.T) {
 	require.Contains(t, flow.Debounce{WindowMs: 0, Keep: flow.KeepAll}.Problem(), "window_ms 0")
 	require.Contains(t, flow.Debounce{WindowMs: 10, MaxWaitMs: 5, Keep: flow.KeepAll}.Problem(), "max_wait_ms 5")
 	require.Contains(t, flow.Debounce{WindowMs: 10, Keep: "most"}.Problem(), `keep "most"`)
+}
+
+// decodeBySplitting is Decode as it was first written (split the text,
+// parse each number): the one-pass Decode must agree with it on any text.
+func decodeBySplitting(s string) (flow.Window, error) {
+	if s == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) > 2*flow.MaxEntries {
+		return nil, flow.ErrWindow
+	}
+	w := make(flow.Window, 0, len(parts))
+	for _, p := range parts {
+		at, n, ok := strings.Cut(p, ":")
+		a, aerr := strconv.ParseInt(at, 10, 64)
+		c, cerr := strconv.ParseInt(n, 10, 64)
+		if !ok || aerr != nil || cerr != nil || c < 1 || len(w) > 0 && a <= w[len(w)-1].At {
+			return nil, flow.ErrWindow
+		}
+		w = append(w, flow.Starts{At: a, N: c})
+	}
+	return w, nil
+}
+
+// TestDecodeAgreesWithSplitting: windows Encode wrote, and the same texts
+// cut, spliced and with bytes changed, decode as splitting and parsing
+// each number decodes them.
+func TestDecodeAgreesWithSplitting(t *testing.T) {
+	same := func(s string) {
+		t.Helper()
+		want, werr := decodeBySplitting(s)
+		got, err := flow.Decode(s)
+		if werr != nil {
+			require.ErrorIs(t, err, flow.ErrWindow, "%q", s)
+			return
+		}
+		require.NoError(t, err, "%q", s)
+		require.Equal(t, want, got, "%q", s)
+	}
+	for _, s := range []string{"", "0:1", "-5:1", "+5:+1", "1:1,2:2", "9223372036854775807:1", "-9223372036854775808:1",
+		"9223372036854775808:1", "-9223372036854775809:1", "99999999999999999999:1", "20000000000000000000:1", "1:184467440737095516170", "1:9223372036854775807", "1::1", "1:1,,2:1",
+		",1:1", "1:1,", "1:1:1", " 1:1", "1:1 ", "1:-1", "1:0", "-:1", "1:+", "٣:1"} {
+		same(s)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	const alphabet = "0123456789:,-+ x"
+	for range 20_000 {
+		var w flow.Window
+		at := rng.Int64N(1<<50) - 1<<49
+		for range rng.IntN(8) {
+			at += 1 + rng.Int64N(1000)
+			w = append(w, flow.Starts{At: at, N: 1 + rng.Int64N(500)})
+		}
+		b := []byte(w.Encode())
+		same(string(b))
+		back, err := flow.Decode(string(b))
+		require.NoError(t, err)
+		require.Equal(t, w, back, "a window decodes as it was encoded")
+		if len(b) > 0 {
+			switch rng.IntN(3) {
+			case 0:
+				b[rng.IntN(len(b))] = alphabet[rng.IntN(len(alphabet))]
+			case 1:
+				b = b[:rng.IntN(len(b))]
+			case 2:
+				i := rng.IntN(len(b))
+				b = append(b[:i:i], append([]byte{alphabet[rng.IntN(len(alphabet))]}, b[i:]...)...)
+			}
+			same(string(b))
+		}
+	}
 }

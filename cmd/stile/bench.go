@@ -42,7 +42,7 @@ func runBench(args []string) error {
 	events := fs.Int("events", 20000, "events per measurement of the event log and reactions")
 	rebuildEvents := fs.Int("rebuild-events", 1_000_000, "events in the log of the projection rebuild measurement")
 	applyEvents := fs.Int("apply-events", 100_000, "events per measurement of projection batches")
-	only := fs.String("only", "", "comma-separated parts to run: jobs, drain, tenants, depth, events, projections, latency, workerd, rows, commands, pushed, edge (default: all)")
+	only := fs.String("only", "", "comma-separated parts to run: jobs, drain, tenants, depth, events, projections, latency, workerd, rows, commands, pushed, edge, rates (default: all)")
 	commandsN := fs.Int("commands", 50, "commands per history in the commands measurement")
 	commandHistory := fs.Int("command-history", 10_000, "events of the longest aggregate in the commands measurement (also 1 and a tenth of it)")
 	rowsOps := fs.Int("rows-ops", 100, "operations of each kind in the rows measurement")
@@ -62,6 +62,12 @@ func runBench(args []string) error {
 	pushedKept := fs.Int("pushed-kept", 100_000, "completed jobs kept by the tenant of the pushed measurement's history case")
 	pushedRounds := fs.Int("pushed-rounds", 3, "rounds of the pushed light-load measurement, its cases alternated")
 	pushedBehind := fs.Int("pushed-behind", 100, "jobs enqueued behind a slow job in the pushed and edge measurements")
+	rateKeys := fs.Int("rate-keys", 10, "rate keys in the rates measurement")
+	rateJobs := fs.Int("rate-jobs", 1000, "jobs per rate key in the rates measurement")
+	rateLimit := fs.Int64("rate-limit", 200, "starts per period of each rate key in the rates measurement")
+	ratePeriod := fs.Duration("rate-period", time.Second, "the period of each rate key in the rates measurement (whole milliseconds)")
+	rateUnlimited := fs.Int("rate-unlimited", 10000, "jobs without a rate key in the rates measurement (alone, and beside the rated ones)")
+	rateRuns := fs.Int("rate-runs", 3, "pairs of runs of the rates measurement (without and with the rated jobs, alternated)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof reads it)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -306,6 +312,23 @@ func runBench(args []string) error {
 		}
 		if err := benchPushed(ctx, dir, open, pushedConfig{jobs: *pushedJobs, rate: *latRate, kept: *pushedKept,
 			rounds: *pushedRounds, behind: *pushedBehind}); err != nil {
+			return err
+		}
+	}
+	if part("rates") {
+		// stile dev as it runs: wazero with its memory bound, and its
+		// alarms, which wake the held claims when a key opens.
+		open := func() (*host.Manager, error) {
+			f, err := wazerohost.New(ctx, wazerohost.Config{Wasm: wasm, CacheDir: cacheDir(dir), Logger: quiet})
+			if err != nil {
+				return nil, err
+			}
+			*n++
+			return host.NewManager(host.Config{Factory: f, DataDir: filepath.Join(dir, fmt.Sprint(*n)), Logger: quiet,
+				MaxMemory: devBound, ScheduleAlarms: true})
+		}
+		if err := benchRates(ctx, open, ratesConfig{keys: *rateKeys, perKey: *rateJobs, limit: *rateLimit, period: *ratePeriod,
+			unlimited: *rateUnlimited, concurrency: *drainConc, runs: *rateRuns}); err != nil {
 			return err
 		}
 	}

@@ -18,7 +18,7 @@ import (
 func TestBenchRunsEveryPart(t *testing.T) {
 	t.Parallel()
 	bin := stile(t)
-	parts := []string{"jobs", "drain", "tenants", "depth", "events", "projections", "latency", "pushed"}
+	parts := []string{"jobs", "drain", "tenants", "depth", "events", "projections", "latency", "pushed", "rates"}
 	if _, err := workerd.EnsureInstalled(); err == nil {
 		parts = append(parts, "workerd", "rows", "commands", "edge")
 	} else if os.Getenv("CI") == "true" {
@@ -31,15 +31,16 @@ func TestBenchRunsEveryPart(t *testing.T) {
 		"--apply-events", "200", "--drain-jobs", "50", "--drain-runs", "1", "--drain-concurrency", "10", "--tenants", "10",
 		"--tenant-requests", "20", "--edge-backlog", "50", "--edge-runs", "1", "--edge-latency-jobs", "10", "--edge-latency-rate", "200",
 		"--pushed-jobs", "10", "--pushed-kept", "100", "--pushed-rounds", "1", "--pushed-behind", "10",
-		"--rows-ops", "5", "--rows-history", "5", "--commands", "3", "--command-history", "20")
+		"--rows-ops", "5", "--rows-history", "5", "--commands", "3", "--command-history", "20",
+		"--rate-keys", "2", "--rate-jobs", "10", "--rate-limit", "5", "--rate-period", "200ms", "--rate-unlimited", "20", "--rate-runs", "1")
 	cmd.Dir = "../.."
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	for _, header := range []string{"full job cycle", "drain:", "tenants:", "claim latency", "event log and reactions",
-		"projections", "latency enqueue → completed", "pushed work"} {
+		"projections", "latency enqueue → completed", "pushed work", "rate limits:"} {
 		require.Contains(t, string(out), header, "the bench printed its part")
 	}
-	if len(parts) > 8 {
+	if len(parts) > 9 {
 		require.Contains(t, string(out), "workerd (Miniflare 4")
 		require.Contains(t, string(out), "edge executor")
 		require.Contains(t, string(out), "rows per operation, workerd")

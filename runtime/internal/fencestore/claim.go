@@ -39,7 +39,8 @@ const MaxKeysPerClaim = 64
 // Jobs are read along index ranges cut at what can be taken: one range per
 // queue for jobs without a key, one per queue and key with free slots for
 // the others. A key that is full is never read, however many jobs wait on
-// it.
+// it, and a key's range no further than the claim's last job without a key
+// when there are enough of those to fill it.
 //
 // cut says req.MaxBytes stopped the claim short of req.Limit with more
 // jobs ready: the claimer should claim again at once.
@@ -90,16 +91,29 @@ func (s *Store) Claim(now int64, req ClaimRequest) (jobs []Job, cut bool, err er
 			return rows.Err()
 		}
 		for _, q := range queues {
+			plain := len(cands)
 			if err := read(plainReady+kinds+claimOrder, "", []any{q}, req.Limit); err != nil {
 				return nil, false, err
 			}
+			// A queue with req.Limit jobs without a key ready has the
+			// claim's jobs at or before the last of them: a key's jobs after
+			// it are never taken (jobs without a key are never passed
+			// over), so its ranges are read only up to it, a few jobs each
+			// instead of up to req.Limit.
+			keyed, rated := keyedReady, ratedReady
+			var before []any
+			if len(cands)-plain == req.Limit {
+				last := cands[len(cands)-1]
+				keyed, rated = keyedBefore, ratedBefore
+				before = []any{last.priority, last.runAt}
+			}
 			for _, f := range free {
-				if err := read(keyedReady+kinds+claimOrder, "", []any{f.key, q}, min(req.Limit, f.free)); err != nil {
+				if err := read(keyed+kinds+claimOrder, "", append([]any{f.key, q}, before...), min(req.Limit, f.free)); err != nil {
 					return nil, false, err
 				}
 			}
 			for _, r := range rates {
-				if err := read(ratedReady+kinds+claimOrder, r.Key, []any{r.Key, q}, int(min(int64(req.Limit), r.room))); err != nil {
+				if err := read(rated+kinds+claimOrder, r.Key, append([]any{r.Key, q}, before...), int(min(int64(req.Limit), r.room))); err != nil {
 					return nil, false, err
 				}
 			}
@@ -218,6 +232,15 @@ const (
 		AND rate_key = ? AND queue = ?
 		AND (concurrency_key IS NULL OR concurrency_key IN (SELECT key FROM stile_concurrency WHERE in_use < slots))`
 	claimOrder = ` ORDER BY priority, run_at, id`
+	// keyedBefore and ratedBefore are the keyed and rated ranges up to a
+	// priority and run_at (the last two parameters) in the claim order: a
+	// range of the index, which they read no further. Not up to an id as
+	// well: a row value with it leaves SQLite a range of the first two
+	// columns only, and every job of the last run_at to step over; the id
+	// after an equal priority and run_at makes SQLite plan the statement
+	// again at every claim.
+	keyedBefore = keyedReady + ` AND (priority, run_at) <= (?, ?)`
+	ratedBefore = ratedReady + ` AND (priority, run_at) <= (?, ?)`
 )
 
 // kindFilter is the SQL and arguments that restrict a read to kinds (none:

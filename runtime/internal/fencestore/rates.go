@@ -21,6 +21,10 @@ type Rate struct {
 	// Started counts the starts of the key's jobs; Limited the times its
 	// jobs had to wait for room.
 	Started, Limited int64
+	// stored is Window as its row holds it: what the claim that rewrites
+	// the window expects to find there (the text it read, not encoded
+	// again).
+	stored string
 }
 
 // Sources of a rate limit.
@@ -39,7 +43,8 @@ func (s *Store) scanRate(r *do.Rows) (Rate, error) {
 	if d, ok := s.Rates[rt.Key]; ok && rt.Source == RateFromModule {
 		rt.Rate = d
 	}
-	w, err := flow.Decode(r.Text(4))
+	rt.stored = r.Text(4)
+	w, err := flow.Decode(rt.stored)
 	if err != nil {
 		return Rate{}, printf.Errorf("rate key %q: %w", rt.Key, err)
 	}
@@ -227,7 +232,6 @@ func (s *Store) openRates(now int64) ([]openRate, error) {
 // alarm is due then to wake the claims that wait (counted as limited when
 // jobs wait).
 func (s *Store) takeStarts(now int64, rt Rate, n int64) error {
-	old := rt.Window.Encode()
 	rt.Window = flow.Take(rt.Window, rt.Rate, now, n)
 	openAt, wakeAt := s.opening(now, rt)
 	limited := 0
@@ -243,7 +247,7 @@ func (s *Store) takeStarts(now int64, rt Rate, n int64) error {
 	}
 	rows, err := s.db.Query(`UPDATE stile_rates SET starts = ?, open_at = ?, wake_at = ?, started = started + ?,
 		limited = limited + ?, updated_at = ? WHERE key = ? AND starts = ? RETURNING key`,
-		rt.Window.Encode(), openAt, nullIfZero(wakeAt), n, limited, now, rt.Key, old)
+		rt.Window.Encode(), openAt, nullIfZero(wakeAt), n, limited, now, rt.Key, rt.stored)
 	if err != nil {
 		return printf.Errorf("count %d starts of rate key %q: %w", n, rt.Key, err)
 	}
