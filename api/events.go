@@ -237,6 +237,18 @@ type ReactionStatus struct {
 	Checkpoint int64        `json:"checkpoint"`
 	Lag        int64        `json:"lag"`
 	Open       []InboxEntry `json:"open"`
+	// Paused: an operator paused the reaction (PUT /reactions/{handler});
+	// claims hand out none of its deliveries until it is resumed.
+	Paused bool `json:"paused,omitempty"`
+}
+
+// ReactionPause pauses or resumes a reaction (PUT /reactions/{handler}):
+// its events wait past its checkpoint, appends go on, and nothing of it is
+// claimed until it is resumed.
+//
+//stile:json DecodeReactionPause
+type ReactionPause struct {
+	Paused bool `json:"paused"`
 }
 
 // ReactionsResponse lists the module's reactions (GET /reactions).

@@ -1019,11 +1019,24 @@ func (v ReactionStatus) AppendJSON(b []byte) []byte {
 	o.Int("lag", v.Lag)
 	o.Key("open")
 	o.B = jsonwire.AppendArray(o.B, v.Open)
+	if v.Paused {
+		o.Bool("paused", true)
+	}
 	return o.End()
 }
 
 // MarshalJSON implements json.Marshaler.
 func (v ReactionStatus) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v ReactionPause) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Bool("paused", v.Paused)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v ReactionPause) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
 func (v ReactionsResponse) AppendJSON(b []byte) []byte {
@@ -2922,6 +2935,33 @@ func (v *SettleResponse) decode(r *jsonwire.Reader) error {
 func DecodeSettleResponse(b []byte) (SettleResponse, error) {
 	var v SettleResponse
 	r := jsonwire.NewAnswerReader(b)
+	err := r.Open()
+	if err == nil {
+		err = r.CloseBody(v.decode(&r))
+	}
+	return v, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *ReactionPause) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "paused":
+			v.Paused, err = r.BoolField(key)
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
+}
+
+// DecodeReactionPause decodes a ReactionPause strictly.
+func DecodeReactionPause(b []byte) (ReactionPause, error) {
+	var v ReactionPause
+	r := jsonwire.NewReader(b)
 	err := r.Open()
 	if err == nil {
 		err = r.CloseBody(v.decode(&r))

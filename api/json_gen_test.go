@@ -118,7 +118,7 @@ func fxInbox() api.InboxEntry {
 
 func fxReaction() api.ReactionStatus {
 	return api.ReactionStatus{Name: "p", Kind: api.ReactionKindProcess, Types: []string{"a", "b"}, TimeoutMs: 1,
-		Checkpoint: 2, Lag: 3, Open: []api.InboxEntry{fxInbox()}}
+		Checkpoint: 2, Lag: 3, Open: []api.InboxEntry{fxInbox()}, Paused: true}
 }
 
 func fxGeneration() *api.GenerationStatus {
@@ -231,6 +231,7 @@ var fixtures = map[string]any{
 	"ReactionStatus":        fxReaction(),
 	"ReactionsResponse":     api.ReactionsResponse{Head: 7, Reactions: []api.ReactionStatus{fxReaction()}},
 	"SkipRequest":           api.SkipRequest{Seq: 1, Reason: "r"},
+	"ReactionPause":         api.ReactionPause{Paused: true},
 	"DeadlineFired":         api.DeadlineFired{Process: "p", Correlation: "c", Name: "n\u2028", At: fxAt},
 	"ProjectionStatus":      fxProjection(),
 	"GenerationStatus":      *fxGeneration(),
@@ -267,6 +268,7 @@ var decoders = map[string]func([]byte) (any, error){
 	"ReactionClaimRequest": dec(api.DecodeReactionClaim),
 	"SettleRequest":        dec(api.DecodeSettle),
 	"SkipRequest":          dec(api.DecodeSkip),
+	"ReactionPause":        dec(api.DecodeReactionPause),
 	"DeadlineFired":        dec(api.DecodeDeadlineFired),
 	// Answers, read leniently (TestAnswersReadAsEncodingJSONDoes).
 	"ClaimResponse":         dec(api.DecodeClaimResponse),

@@ -64,7 +64,7 @@ var routeRoles = map[Route]string{
 	RouteCreateTenant: ops,
 
 	RouteDeleteJob: ops, RouteCancel: ops, RouteRetry: ops, RouteSetLimit: ops, RouteSetRate: ops, RouteDeleteRate: ops, RoutePutSchedule: ops,
-	RouteDelSchedule: ops, RouteSkip: ops, RouteRebuild: ops, RoutePauseQueue: ops, RoutePutRetention: ops,
+	RouteDelSchedule: ops, RouteSkip: ops, RoutePauseReaction: ops, RouteRebuild: ops, RoutePauseQueue: ops, RoutePutRetention: ops,
 	RoutePutBudget: ops, RouteDelBudget: ops,
 }
 

@@ -369,6 +369,12 @@ func (t *Tenant) Schedule(ctx context.Context, name string) (api.Schedule, error
 	return out, err
 }
 
+// PauseReaction pauses (paused true) or resumes a reaction: while paused,
+// claims hand out none of its deliveries, and its events wait.
+func (t *Tenant) PauseReaction(ctx context.Context, handler string, paused bool) error {
+	return t.do(ctx, api.RoutePauseReaction, nil, api.ReactionPause{Paused: paused}, nil, handler)
+}
+
 // DeleteSchedule removes a schedule; the jobs it enqueued stay.
 func (t *Tenant) DeleteSchedule(ctx context.Context, name string) error {
 	return t.do(ctx, api.RouteDelSchedule, nil, nil, nil, name)

@@ -148,6 +148,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "Takeover", run: scenarioTakeover},
 		{name: "ReactionOrder", run: scenarioReactionOrder},
 		{name: "DelayAndSkip", run: scenarioDelayAndSkip},
+		{name: "PauseAReaction", run: scenarioPauseAReaction},
 		{name: "ProcessDeadline", run: scenarioProcessDeadline},
 		{name: "ScheduledCommand", run: scenarioScheduledCommand},
 		{name: "RejectedCommandFailsDelivery", run: scenarioRejectedCommandFailsDelivery},

@@ -603,3 +603,61 @@ func scenarioRejectedCommandFailsDelivery(s *scenario) {
 		require.Equal(t, http.StatusBadRequest, clientErr(t, err).Status, "%+v", bad)
 	}
 }
+
+// scenarioPauseAReaction: a paused reaction hands out none of its
+// deliveries, whoever claims (by name or every reaction), and says so in
+// its status while its events wait; resumed, a held claim gets them.
+func scenarioPauseAReaction(s *scenario) {
+	t := s.t
+	err := s.ten.PauseReaction(s.ctx, "nope", true)
+	requireCode(t, err, http.StatusNotFound, api.CodeNotFound)
+	status, _, err := s.tg.client().Raw(s.ctx, "PUT", "/v1/t/"+s.ten.Name()+"/reactions/"+testapp.AuditPolicy, []byte(`{"paused":"yes"}`), nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusBadRequest, status)
+	require.NoError(t, s.ten.PauseReaction(s.ctx, testapp.AuditPolicy, true))
+	_, err = s.ten.Append(s.ctx, "notes", api.AppendRequest{Events: []api.NewEvent{{Type: testapp.Noted, Data: json.RawMessage(`{}`)}}})
+	require.NoError(t, err)
+
+	s.deliveries("a", 10, 0, testapp.AuditPolicy)
+	resp, err := s.ten.ClaimReactions(s.ctx, api.ReactionClaimRequest{Worker: "a", Limit: 10})
+	require.NoError(t, err)
+	for _, d := range resp.Deliveries {
+		require.NotEqual(t, testapp.AuditPolicy, d.Handler, "a claim of every reaction passes the paused one over")
+	}
+	st, err := s.ten.Reactions(s.ctx)
+	require.NoError(t, err)
+	for _, r := range st.Reactions {
+		require.Equal(t, r.Name == testapp.AuditPolicy, r.Paused, r.Name)
+		if r.Name == testapp.AuditPolicy {
+			require.EqualValues(t, 1, r.Lag, "its event waits")
+		}
+	}
+
+	got := make(chan []api.Delivery, 1)
+	go func() {
+		r := api.ReactionClaimRequest{Worker: "a", Handlers: []string{testapp.AuditPolicy}, Limit: 10}
+		if s.tg.realTime() {
+			r.WaitMs = 15_000
+		}
+		resp, err := s.ten.ClaimReactions(s.ctx, r)
+		if err != nil {
+			got <- nil
+			return
+		}
+		got <- resp.Deliveries
+	}()
+	if s.tg.realTime() {
+		time.Sleep(200 * time.Millisecond) // the claim is held before the resume
+	} else {
+		<-got // nothing yet (the controlled clock holds no claim)
+	}
+	require.NoError(t, s.ten.PauseReaction(s.ctx, testapp.AuditPolicy, false))
+	var ds []api.Delivery
+	if s.tg.realTime() {
+		ds = <-got
+	} else {
+		ds = s.deliveries("a", 10, 1, testapp.AuditPolicy)
+	}
+	require.Len(t, ds, 1, "resumed, the reaction's event is delivered")
+	require.Equal(t, testapp.Noted, ds[0].Event.Type)
+}

@@ -67,6 +67,7 @@ var routes = []routeEntry{
 	{Route: api.RouteClaimEvents, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.claimReactions(c, in.body) }, body: true},
 	{Route: api.RouteSettle, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.settle(in.body) }, body: true},
 	{Route: api.RouteSkip, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.skipReaction(in.params[0], in.body) }, body: true},
+	{Route: api.RoutePauseReaction, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.pauseReaction(in.params[0], in.body) }, body: true},
 	{Route: api.RouteProjections, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.projectionsStatus(), nil }},
 	{Route: api.RouteRebuild, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.rebuildProjection(in.params[0]) }},
 	{Route: api.RouteQuery, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.runQuery(c, in.params[0], in.query) }, query: true},

@@ -363,13 +363,17 @@ func (t *Tenant) reactionsStatus() route {
 			return result{}, err
 		}
 		resp := api.ReactionsResponse{Head: head, Reactions: make([]api.ReactionStatus, len(t.app.reactions))}
+		paused, err := t.reactions.Paused()
+		if err != nil {
+			return result{}, err
+		}
 		for i, rc := range t.app.reactions {
 			st, err := t.reactions.Status(rc.h, api.MaxLagCount, api.MaxOpenShown)
 			if err != nil {
 				return result{}, err
 			}
 			v := api.ReactionStatus{Name: rc.h.Name, Kind: rc.h.Kind, Types: rc.h.Types, TimeoutMs: rc.h.TimeoutMs,
-				Checkpoint: st.Checkpoint, Lag: st.Lag, Open: make([]api.InboxEntry, len(st.Open))}
+				Checkpoint: st.Checkpoint, Lag: st.Lag, Open: make([]api.InboxEntry, len(st.Open)), Paused: paused[rc.h.Name]}
 			for j, e := range st.Open {
 				ie := api.InboxEntry{Seq: e.Seq, State: string(e.State), Attempt: e.Attempt, Failures: e.Failures,
 					Worker: e.Worker, Error: e.Error, RunAt: tsPtr(e.RunAt)}
@@ -382,6 +386,25 @@ func (t *Tenant) reactionsStatus() route {
 		}
 		return result{status: statusOK, body: resp.AppendJSON}, nil
 	}
+}
+
+// pauseReaction pauses or resumes a reaction: while paused, claims hand
+// out none of its deliveries (those in flight settle as usual) and its
+// events wait past its checkpoint.
+func (t *Tenant) pauseReaction(handler string, body []byte) (route, *api.Error) {
+	if _, ok := t.app.reactionBy[handler]; !ok {
+		return nil, api.Refuse(api.CodeNotFound, "no reaction %q: this module registers %s", handler, t.app.reactionNames())
+	}
+	r, err := api.DecodeReactionPause(body)
+	if err != nil {
+		return nil, decodeErr(err)
+	}
+	return func(now int64) (result, error) {
+		if err := t.reactions.SetPaused(now, handler, r.Paused); err != nil {
+			return result{}, err
+		}
+		return result{status: statusOK, body: api.ReactionPause{Paused: r.Paused}.AppendJSON}, nil
+	}, nil
 }
 
 func (t *Tenant) skipReaction(handler string, body []byte) (route, *api.Error) {

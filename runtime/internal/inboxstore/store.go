@@ -51,6 +51,8 @@ type Store struct {
 	ev   *eventstore.Store
 	due  fencestore.DueTracker
 	woke bool
+	// paused caches the paused reactions (nil: read them again).
+	paused map[string]bool
 }
 
 // New returns a store over db; due learns how writes move due times
@@ -95,6 +97,64 @@ func (s *Store) Sync(now int64, hs []Handler) error {
 		}
 	}
 	return nil
+}
+
+// Paused are the reactions claims hand nothing out of, read once per
+// instance and again after a pause or resume (the instance is the only
+// writer).
+func (s *Store) Paused() (map[string]bool, error) {
+	if s.paused != nil {
+		return s.paused, nil
+	}
+	rows, err := s.db.Query(`SELECT name FROM stile_reactions WHERE paused = 1`)
+	if err != nil {
+		return nil, printf.Errorf("read paused reactions: %w", err)
+	}
+	paused := map[string]bool{}
+	for rows.Next() {
+		paused[rows.Text(0)] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	s.paused = paused
+	return paused, nil
+}
+
+// SetPaused pauses or resumes a registered reaction. Resuming wakes held
+// claims: its events may be claimed again.
+func (s *Store) SetPaused(now int64, handler string, paused bool) error {
+	s.paused = nil // read again from what commits
+	p := 0
+	if paused {
+		p = 1
+	}
+	rows, err := s.db.Query(`UPDATE stile_reactions SET paused = ?, updated_at = ? WHERE name = ? RETURNING name`, p, now, handler)
+	if err != nil {
+		return printf.Errorf("pause reaction %s: %w", handler, err)
+	}
+	if !rows.Next() {
+		return printf.Errorf("pause reaction %s: %w", handler, do.ErrNoRow)
+	}
+	if !paused {
+		s.Wake()
+	}
+	return rows.Err()
+}
+
+// running is hs less the paused reactions.
+func (s *Store) running(hs []Handler) ([]Handler, error) {
+	paused, err := s.Paused()
+	if err != nil || len(paused) == 0 {
+		return hs, err
+	}
+	out := make([]Handler, 0, len(hs))
+	for _, h := range hs {
+		if !paused[h.Name] {
+			out = append(out, h)
+		}
+	}
+	return out, nil
 }
 
 // Checkpoint reads a handler's checkpoint.
@@ -160,13 +220,18 @@ func (s *Store) EarlierOpen(handler string, seq int64) (bool, error) {
 // Claim hands worker up to limit deliveries, each handler's in event
 // order: first what its open head allows again (a lease run out, a retry
 // due, and the rest of that claim's run), else its next new events. A
-// handler whose head is in flight or waiting is passed over.
+// handler whose head is in flight or waiting is passed over, and so is a
+// paused one.
 //
 // maxBytes, if not 0, bounds the events' bytes (eventstore's Event.Bytes)
 // the claim hands out: new events stop there, a handler's run always goes
 // whole (it fitted when it was first handed out), and at least one
 // delivery goes.
 func (s *Store) Claim(now int64, worker string, hs []Handler, limit int, maxBytes int64) ([]Delivery, error) {
+	hs, err := s.running(hs)
+	if err != nil {
+		return nil, err
+	}
 	var out []Delivery
 	used := int64(0)
 	for _, h := range hs {
@@ -475,11 +540,14 @@ func (s *Store) NextDue() (int64, error) {
 }
 
 // Claimable reports whether a claim for h would hand out a delivery at
-// now: its open head may be delivered again (a lease ran out, a retry came
+// now (never while h is paused): its open head may be delivered again (a lease ran out, a retry came
 // due), or nothing is open and events wait past its checkpoint. It reads
 // the head through the open index and at most one event per type: what
 // is ready, never what was settled.
 func (s *Store) Claimable(now int64, h Handler) (bool, error) {
+	if paused, err := s.Paused(); err != nil || paused[h.Name] {
+		return false, err
+	}
 	open, err := s.open(h.Name, 1)
 	if err != nil {
 		return false, err
