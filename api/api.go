@@ -51,6 +51,7 @@ const (
 	MaxTagBytes      = 128
 	MaxDependsOn     = 64             // parents per job
 	MaxList          = 500            // jobs per page of a listing
+	MaxSearchScan    = 10_000         // jobs a search (args., output., tag, error) reads per page
 	MaxTimeout       = 24 * time.Hour // a job's time limit
 	MaxSnooze        = 366 * 24 * time.Hour
 	MaxUniqueWindow  = 366 * 24 * time.Hour

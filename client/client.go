@@ -294,6 +294,18 @@ func (t *Tenant) List(ctx context.Context, state, queue, kind, after string, lim
 	return out, err
 }
 
+// Search lists the jobs a query finds: the parameters of GET /jobs, with
+// args.<path>=value, output.<path>=value, args={object} and
+// output={object} (contained), tag and error (text contained), e.g.
+// url.Values{"args.customer.id": {"42"}, "state": {"dead"}}. A search reads
+// a bounded number of jobs per page: follow Next until it is empty, even
+// past a page that found none.
+func (t *Tenant) Search(ctx context.Context, q url.Values) (api.ListResponse, error) {
+	var out api.ListResponse
+	err := t.do(ctx, api.RouteListJobs, q, nil, &out)
+	return out, err
+}
+
 // Queues counts jobs per queue and state.
 func (t *Tenant) Queues(ctx context.Context) (api.QueuesResponse, error) {
 	var out api.QueuesResponse

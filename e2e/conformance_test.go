@@ -137,6 +137,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "UniqueEnqueue", run: scenarioUniqueEnqueue},
 		{name: "Timeout", run: scenarioTimeout},
 		{name: "ListAndCounts", run: scenarioListAndCounts},
+		{name: "SearchJobs", run: scenarioSearchJobs},
 		{name: "Schedules", run: scenarioSchedules},
 		{name: "TransactionalEnqueue", run: scenarioTransactionalEnqueue},
 		{name: "TypedArgs", run: scenarioTypedArgs},

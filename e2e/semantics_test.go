@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"testing"
 	"time"
@@ -629,4 +630,54 @@ func scenarioTypedArgs(s *scenario) {
 	require.Equal(t, "dead", dead.State, "args no attempt could decode end the job at once")
 	require.Len(t, dead.Attempts, 1)
 	require.Contains(t, dead.Attempts[0].Error, "job "+next.ID+": args of job kind test.echo do not decode into receipt.Echo")
+}
+
+// scenarioSearchJobs: jobs are found by a value at a path of their args or
+// output, by an object their args contain, by tag and by error text; bad
+// searches are refused in one line.
+func scenarioSearchJobs(s *scenario) {
+	t := s.t
+	pro := s.enqueue(api.EnqueueRequest{Kind: "test.fast", Tags: []string{"vip"},
+		Args: json.RawMessage(`{"customer":{"id":42,"plan":"pro"},"items":[1,2],"note":"hello world"}`)})
+	basic := s.enqueue(api.EnqueueRequest{Kind: "test.fast", Args: json.RawMessage(`{"customer":{"id":7,"plan":"basic"}}`)})
+	find := func(q url.Values) []string {
+		t.Helper()
+		var ids []string
+		for {
+			resp, err := s.ten.Search(s.ctx, q)
+			require.NoError(t, err)
+			for _, j := range resp.Jobs {
+				ids = append(ids, j.ID)
+			}
+			if resp.Next == "" {
+				return ids
+			}
+			q.Set("after", resp.Next)
+		}
+	}
+	require.Equal(t, []string{pro.ID}, find(url.Values{"args.customer.id": {"42"}}))
+	require.Equal(t, []string{basic.ID}, find(url.Values{"args.customer.plan": {"basic"}}), "a value that is not JSON is the string")
+	require.Equal(t, []string{pro.ID}, find(url.Values{"args.note": {`"hello world"`}}))
+	require.Equal(t, []string{pro.ID}, find(url.Values{"args.items.1": {"2"}}))
+	require.Equal(t, []string{pro.ID}, find(url.Values{"args": {`{"customer":{"plan":"pro"},"items":[1,2]}`}}))
+	require.Empty(t, find(url.Values{"args": {`{"items":[1]}`}}), "arrays compare whole")
+	require.Equal(t, []string{pro.ID}, find(url.Values{"tag": {"vip"}}))
+	require.Len(t, find(url.Values{"args.customer.id": {"42"}, "state": {"available"}}), 1)
+
+	cs := s.claim("w", 10, 2)
+	for _, c := range cs {
+		if c.ID == pro.ID {
+			s.report(c, "w", api.ReportRequest{Outcome: api.OutcomeFailed, Error: "Timeout talking to the mail provider"})
+		} else {
+			s.report(c, "w", api.ReportRequest{Outcome: api.OutcomeCompleted, Output: json.RawMessage(`{"sent":true}`)})
+		}
+	}
+	require.Equal(t, []string{pro.ID}, find(url.Values{"error": {"timeout TALKING"}}), "error text, case aside")
+	require.Equal(t, []string{basic.ID}, find(url.Values{"output.sent": {"true"}}))
+	require.Equal(t, []string{basic.ID}, find(url.Values{"output": {`{"sent":true}`}, "state": {"completed"}}))
+
+	for _, bad := range []url.Values{{"args.a..b": {"1"}}, {"args": {"[1]"}}, {"args.a b": {"1"}}, {"colour": {"red"}}} {
+		_, err := s.ten.Search(s.ctx, bad)
+		requireCode(t, err, http.StatusBadRequest, api.CodeInvalidRequest)
+	}
 }

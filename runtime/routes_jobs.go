@@ -378,12 +378,28 @@ func (t *Tenant) listJobs(raw string) (route, *api.Error) {
 	if e != nil {
 		return nil, e
 	}
-	f := fencestore.ListFilter{State: q["state"], Queue: q["queue"], Kind: q["kind"], Limit: 100, MaxBytes: api.MaxAnswerBytes}
-	for k := range q {
-		switch k {
-		case "state", "queue", "kind", "after", "limit":
+	f := fencestore.ListFilter{State: q["state"], Queue: q["queue"], Kind: q["kind"], Limit: 100, MaxBytes: api.MaxAnswerBytes,
+		Tag: q["tag"], ErrorText: q["error"]}
+	for k, v := range q {
+		switch col, path, _ := strings.Cut(k, "."); {
+		case k == "state", k == "queue", k == "kind", k == "after", k == "limit", k == "tag", k == "error":
+		case (col == "args" || col == "output") && path == "":
+			if !jsonwire.Valid([]byte(v)) || strings.TrimSpace(v)[0] != '{' {
+				return nil, api.Refuse(api.CodeInvalidRequest, "%s=%q is not a JSON object: search jobs whose %s contain it with %s={\"customer\":{\"id\":42}}", k, v, col, col)
+			}
+			f.Matches = append(f.Matches, fencestore.Match{Column: col, Value: v, Contains: true})
+		case col == "args" || col == "output":
+			p, ok := jsonPath(path)
+			if !ok {
+				return nil, api.Refuse(api.CodeInvalidRequest, "%s: a path is names of letters, digits, '_' and '-', or array indexes, joined by dots (args.customer.id, args.items.0)", k)
+			}
+			val := v
+			if !jsonwire.Valid([]byte(v)) {
+				val = string(jsonwire.AppendString(nil, v)) // not JSON: the string itself
+			}
+			f.Matches = append(f.Matches, fencestore.Match{Column: col, Path: p, Value: val})
 		default:
-			return nil, api.Refuse(api.CodeInvalidRequest, "unknown query parameter %q: use state, queue, kind, after, limit", k)
+			return nil, api.Refuse(api.CodeInvalidRequest, "unknown query parameter %q: use state, queue, kind, after, limit, tag, error, args.<path>, output.<path>, args, output", k)
 		}
 	}
 	if f.State != "" && !fence.State(f.State).Valid() {
@@ -404,7 +420,7 @@ func (t *Tenant) listJobs(raw string) (route, *api.Error) {
 		f.Limit = n
 	}
 	return func(int64) (result, error) {
-		js, cut, err := t.store.List(f)
+		js, cut, scanned, err := t.store.Search(f)
 		if err != nil {
 			return result{}, err
 		}
@@ -412,11 +428,37 @@ func (t *Tenant) listJobs(raw string) (route, *api.Error) {
 		for i, j := range js {
 			resp.Jobs[i] = jobView(j)
 		}
-		if len(js) == f.Limit || cut {
+		switch {
+		case len(js) > 0 && (len(js) == f.Limit || cut):
 			resp.Next = fmtID(js[len(js)-1].ID)
+		case scanned != 0:
+			// A search read all it may of one page: the next reads on.
+			resp.Next = fmtID(scanned)
 		}
 		return result{status: statusOK, body: resp.AppendJSON}, nil
 	}, nil
+}
+
+// jsonPath is the JSON path of a search's dotted path: names of letters,
+// digits, '_' and '-' (quoted), array indexes as numbers.
+func jsonPath(dotted string) (string, bool) {
+	b := []byte("$")
+	for _, seg := range strings.Split(dotted, ".") {
+		if seg == "" || len(seg) > api.MaxNameBytes {
+			return "", false
+		}
+		if n, err := strconv.Atoi(seg); err == nil && n >= 0 {
+			b = append(append(append(b, '['), seg...), ']')
+			continue
+		}
+		for _, c := range seg {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+				return "", false
+			}
+		}
+		b = append(append(append(b, '.', '"'), seg...), '"')
+	}
+	return string(b), true
 }
 
 func stateList() string {

@@ -19,6 +19,30 @@ type ListFilter struct {
 	// MaxBytes, if not 0, stops the page at that many bytes of jobs
 	// (jobBytes): at least one goes.
 	MaxBytes int64
+
+	// A search: the jobs whose args or output hold these values, that
+	// carry Tag, whose last error contains ErrorText (case aside). No index
+	// holds args, output, tags or errors: a search reads at most
+	// api.MaxSearchScan jobs of the ranges above per page, and Scanned
+	// says how far it read (the next page starts after it).
+	Matches   []Match
+	Tag       string
+	ErrorText string
+}
+
+// Match is one condition of a search: the JSON value at Path (a JSON path,
+// "$.customer.id") of the job's Column ("args" or "output") is Value (JSON
+// text); a JSON null matches a path that is absent too. With Contains,
+// Value is a JSON object the column contains: each of its values (arrays
+// whole) is at the same path of the column.
+type Match struct {
+	Column, Path, Value string
+	Contains            bool
+}
+
+// searching reports whether f is a search.
+func (f ListFilter) searching() bool {
+	return len(f.Matches) > 0 || f.Tag != "" || f.ErrorText != ""
 }
 
 // listed is stile_jobs_listed's condition, written into the statements
@@ -36,6 +60,16 @@ const listed = "state IN ('pending', 'scheduled', 'retryable', 'cancelled', 'dea
 // the others. Queue and kind filter the rows found. cut says f.MaxBytes
 // stopped the page short of f.Limit.
 func (s *Store) List(f ListFilter) (jobs []Job, cut bool, err error) {
+	jobs, cut, _, err = s.Search(f)
+	return jobs, cut, err
+}
+
+// Search is List with f's search conditions: it reads at most
+// api.MaxSearchScan jobs of the ranges List reads, in id order, and
+// returns those that match; scanned is the last id it read when it read
+// that many (0: it read every job the ranges hold after f.After), where a
+// next page starts.
+func (s *Store) Search(f ListFilter) (jobs []Job, cut bool, scanned int64, err error) {
 	from, where := "stile_jobs", []string{"id > ?"}
 	args := []any{f.After}
 	// The state is written into the text, as a literal of the closed set:
@@ -44,7 +78,7 @@ func (s *Store) List(f ListFilter) (jobs []Job, cut bool, err error) {
 	switch st := fence.State(f.State); {
 	case f.State == "":
 	case !st.Valid():
-		return nil, false, printf.Errorf("list jobs: no state %q", f.State)
+		return nil, false, 0, printf.Errorf("list jobs: no state %q", f.State)
 	case st == fence.StateRunning:
 		from, where = "stile_jobs INDEXED BY stile_jobs_lease", append(where, "state = 'running'")
 	case st == fence.StateAvailable:
@@ -60,23 +94,60 @@ func (s *Store) List(f ListFilter) (jobs []Job, cut bool, err error) {
 			args = append(args, c.v)
 		}
 	}
+	if f.searching() {
+		// The window a page reads: the first MaxSearchScan jobs of the
+		// ranges, in id order; the conditions are tested on those only.
+		from = `(SELECT * FROM ` + from + ` WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id` + do.Limit(api.MaxSearchScan) + `)`
+		window := len(args)
+		where = []string{"1"}
+		for _, m := range f.Matches {
+			if m.Contains {
+				// No leaf of the object (outside arrays, which compare
+				// whole) differs from the column's at its path.
+				where = append(where, `NOT EXISTS (SELECT 1 FROM json_tree(?) w WHERE w.type <> 'object' AND instr(w.fullkey, '[') = 0
+					AND json_extract(`+m.Column+`, w.fullkey) IS NOT (CASE w.type WHEN 'array' THEN json(w.value) ELSE w.value END))`)
+				args = append(args, m.Value)
+				continue
+			}
+			where = append(where, "json_extract("+m.Column+", ?) IS json_extract(?, '$')")
+			args = append(args, m.Path, m.Value)
+		}
+		if f.Tag != "" {
+			where = append(where, "EXISTS (SELECT 1 FROM json_each(tags) WHERE value = ?)")
+			args = append(args, f.Tag)
+		}
+		if f.ErrorText != "" {
+			where = append(where, "instr(lower(last_error), lower(?)) > 0")
+			args = append(args, f.ErrorText)
+		}
+		rows, err := s.db.Query(`SELECT count(*), coalesce(max(id), 0) FROM `+from, args[:window]...)
+		if err != nil {
+			return nil, false, 0, printf.Errorf("search jobs: %w", err)
+		}
+		if rows.Next() && rows.Int(0) == api.MaxSearchScan {
+			scanned = rows.Int(1)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, false, 0, err
+		}
+	}
 	page := func(cols string, limit int) (string, []any) {
 		return `SELECT ` + cols + ` FROM ` + from + ` WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id` + do.Limit(limit), args
 	}
 	limit, cut, err := budget.Limit(s.db, f.MaxBytes, f.Limit, jobBytes, page)
 	if err != nil {
-		return nil, false, printf.Errorf("list jobs: %w", err)
+		return nil, false, 0, printf.Errorf("list jobs: %w", err)
 	}
 	sql, sqlArgs := page(jobColumns, limit)
 	rows, err := s.db.Query(sql, sqlArgs...)
 	if err != nil {
-		return nil, false, printf.Errorf("list jobs: %w", err)
+		return nil, false, 0, printf.Errorf("list jobs: %w", err)
 	}
 	var out []Job
 	for rows.Next() {
 		out = append(out, s.scanJob(rows))
 	}
-	return out, cut, rows.Err()
+	return out, cut, scanned, rows.Err()
 }
 
 // QueueCount is how many jobs of a queue are in a state.

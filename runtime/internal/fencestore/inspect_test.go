@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/fence"
 	"github.com/stile-run/stile/runtime/internal/fencestore"
 )
@@ -100,4 +101,32 @@ func (f *jobs) runningFailed(n fencestore.NewJob) int64 {
 		return err
 	})
 	return j.ID
+}
+
+// A search reads a bounded number of jobs per page, and says where it
+// stopped: a match past the bound is on a later page, however many jobs
+// before it match nothing.
+func TestASearchReadsABoundedPage(t *testing.T) {
+	f := newJobs(t)
+	for b := 0; b < api.MaxSearchScan; b += 1000 {
+		js := make([]fencestore.NewJob, 1000)
+		for i := range js {
+			js[i] = job("x")
+		}
+		f.enqueue(t0, js...)
+	}
+	wanted := job("x")
+	wanted.Args = []byte(`{"customer":{"id":42}}`)
+	id := f.enqueue(t0, wanted)[0].ID
+	search := fencestore.ListFilter{Limit: 100, Matches: []fencestore.Match{{Column: "args", Path: `$."customer"."id"`, Value: "42"}}}
+	var js []fencestore.Job
+	var scanned int64
+	tx(t, f.db, func() (err error) { js, _, scanned, err = f.s.Search(search); return })
+	require.Empty(t, js, "the match is past the first page's bound")
+	require.EqualValues(t, api.MaxSearchScan, scanned, "the page read up to job %d", api.MaxSearchScan)
+	search.After = scanned
+	tx(t, f.db, func() (err error) { js, _, scanned, err = f.s.Search(search); return })
+	require.Len(t, js, 1)
+	require.Equal(t, id, js[0].ID)
+	require.Zero(t, scanned, "the second page read every job left")
 }
