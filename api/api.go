@@ -538,6 +538,39 @@ type LimitsResponse struct {
 	Limits []Limit `json:"limits"`
 }
 
+// OperationRequest starts a bulk operation (POST /operations): Action
+// ("retry", "cancel" or "delete") on every job Filter finds, where Filter
+// is the query of GET /jobs (state, queue, kind, args.<path>, output.<path>,
+// args, output, tag, error), e.g. "state=dead&kind=email.send".
+//
+//stile:json DecodeOperation
+type OperationRequest struct {
+	Action string `json:"action"`
+	Filter string `json:"filter"`
+}
+
+// Operation is a bulk operation and its progress. The alarm runs it in
+// slices, each one transaction: Matched jobs found so far, Done taken by
+// the action, Skipped refused by it (LastSkip says why, for the latest:
+// a job that finished meanwhile, say). State is "running" or "done".
+type Operation struct {
+	ID        string     `json:"id"`
+	Action    string     `json:"action"`
+	Filter    string     `json:"filter"`
+	State     string     `json:"state"`
+	Matched   int64      `json:"matched"`
+	Done      int64      `json:"done"`
+	Skipped   int64      `json:"skipped"`
+	LastSkip  string     `json:"last_skip,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	DoneAt    *time.Time `json:"done_at,omitempty"`
+}
+
+// OperationsResponse lists the newest operations.
+type OperationsResponse struct {
+	Operations []Operation `json:"operations"`
+}
+
 // Rate is a rate limit: at most Limit jobs with its key start in any
 // window of PeriodMs milliseconds (a start is a claim: an attempt).
 type Rate struct {

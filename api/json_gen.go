@@ -618,6 +618,47 @@ func (v LimitsResponse) AppendJSON(b []byte) []byte {
 func (v LimitsResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
+func (v OperationRequest) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Str("action", v.Action)
+	o.Str("filter", v.Filter)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v OperationRequest) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v Operation) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Str("id", v.ID)
+	o.Str("action", v.Action)
+	o.Str("filter", v.Filter)
+	o.Str("state", v.State)
+	o.Int("matched", v.Matched)
+	o.Int("done", v.Done)
+	o.Int("skipped", v.Skipped)
+	o.StrOmit("last_skip", v.LastSkip)
+	o.Time("created_at", v.CreatedAt)
+	o.TimeOmit("done_at", v.DoneAt)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v Operation) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v OperationsResponse) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Key("operations")
+	o.B = jsonwire.AppendArray(o.B, v.Operations)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v OperationsResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
 func (v Rate) AppendJSON(b []byte) []byte {
 	o := jsonwire.StartObject(b)
 	o.Str("key", v.Key)
@@ -2326,6 +2367,35 @@ func (v *SetLimitRequest) decode(r *jsonwire.Reader) error {
 // DecodeSetLimit decodes a SetLimitRequest strictly.
 func DecodeSetLimit(b []byte) (SetLimitRequest, error) {
 	var v SetLimitRequest
+	r := jsonwire.NewReader(b)
+	err := r.Open()
+	if err == nil {
+		err = r.CloseBody(v.decode(&r))
+	}
+	return v, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *OperationRequest) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "action":
+			v.Action, err = r.StringField(key)
+		case "filter":
+			v.Filter, err = r.StringField(key)
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
+}
+
+// DecodeOperation decodes a OperationRequest strictly.
+func DecodeOperation(b []byte) (OperationRequest, error) {
+	var v OperationRequest
 	r := jsonwire.NewReader(b)
 	err := r.Open()
 	if err == nil {

@@ -203,6 +203,9 @@ var fixtures = map[string]any{
 	"SetLimitRequest":       api.SetLimitRequest{Slots: &fxInt64},
 	"LimitsResponse":        api.LimitsResponse{Limits: []api.Limit{{Key: "k", Slots: 2, InUse: 1}}},
 	"Rate":                  fxRate(),
+	"OperationRequest":      api.OperationRequest{Action: "retry", Filter: "state=dead"},
+	"Operation":             fxOperation(),
+	"OperationsResponse":    api.OperationsResponse{Operations: []api.Operation{fxOperation()}},
 	"Debounce":              api.Debounce{Key: "d", WindowMs: 100, Keep: "first", MaxWaitMs: 500},
 	"Throttle":              api.Throttle{Key: "t", WindowMs: 100},
 	"SetRateRequest":        api.SetRateRequest{Limit: &fxInt64, PeriodMs: &fxInt64},
@@ -262,6 +265,7 @@ var decoders = map[string]func([]byte) (any, error){
 	"CancelRequest":        dec(api.DecodeCancel),
 	"SetLimitRequest":      dec(api.DecodeSetLimit),
 	"SetRateRequest":       dec(api.DecodeSetRate),
+	"OperationRequest":     dec(api.DecodeOperation),
 	"ScheduleRequest":      dec(api.DecodeSchedule),
 	"AppendRequest":        dec(api.DecodeAppend),
 	"Command":              dec(api.DecodeCommand),
@@ -499,4 +503,9 @@ var fxExport = api.ExportPage{Format: api.ExportFormat, Tenant: "acme", Mark: ap
 
 func fxRate() api.Rate {
 	return api.Rate{Key: "k", Limit: 200, PeriodMs: 1000, Source: "tenant", InWindow: 3, OpenAt: &fxAt, Started: 9, Limited: 2}
+}
+
+func fxOperation() api.Operation {
+	return api.Operation{ID: "3", Action: "retry", Filter: "state=dead", State: "done", Matched: 5, Done: 4, Skipped: 1,
+		LastSkip: "job 9: …", CreatedAt: fxAt, DoneAt: &fxLater}
 }

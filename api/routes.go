@@ -32,6 +32,9 @@ var (
 	RoutePauseQueue    = Route{"PUT", "queues/{queue}"}
 	RouteLimits        = Route{"GET", "concurrency"}
 	RouteSetLimit      = Route{"PUT", "concurrency/{key}"}
+	RouteOperations    = Route{"GET", "operations"}
+	RouteStartOp       = Route{"POST", "operations"}
+	RouteGetOperation  = Route{"GET", "operations/{id}"}
 	RouteRates         = Route{"GET", "rates"}
 	RouteGetRate       = Route{"GET", "rates/{key}"}
 	RouteSetRate       = Route{"PUT", "rates/{key}"}

@@ -381,6 +381,22 @@ func (t *Tenant) Schedule(ctx context.Context, name string) (api.Schedule, error
 	return out, err
 }
 
+// StartOperation starts a bulk operation: action ("retry", "cancel",
+// "delete") on every job filter (GET /jobs's query) finds, run by the
+// tenant in slices; Operation reads its progress.
+func (t *Tenant) StartOperation(ctx context.Context, action, filter string) (api.Operation, error) {
+	var out api.Operation
+	err := t.do(ctx, api.RouteStartOp, nil, api.OperationRequest{Action: action, Filter: filter}, &out)
+	return out, err
+}
+
+// Operation reads a bulk operation's progress.
+func (t *Tenant) Operation(ctx context.Context, id string) (api.Operation, error) {
+	var out api.Operation
+	err := t.do(ctx, api.RouteGetOperation, nil, nil, &out, id)
+	return out, err
+}
+
 // PauseReaction pauses (paused true) or resumes a reaction: while paused,
 // claims hand out none of its deliveries, and its events wait.
 func (t *Tenant) PauseReaction(ctx context.Context, handler string, paused bool) error {

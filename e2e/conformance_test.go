@@ -138,6 +138,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "Timeout", run: scenarioTimeout},
 		{name: "ListAndCounts", run: scenarioListAndCounts},
 		{name: "SearchJobs", run: scenarioSearchJobs},
+		{name: "BulkRetryByFilter", run: scenarioBulkRetryByFilter},
 		{name: "Schedules", run: scenarioSchedules},
 		{name: "TransactionalEnqueue", run: scenarioTransactionalEnqueue},
 		{name: "TypedArgs", run: scenarioTypedArgs},

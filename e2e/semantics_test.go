@@ -681,3 +681,76 @@ func scenarioSearchJobs(s *scenario) {
 		requireCode(t, err, http.StatusBadRequest, api.CodeInvalidRequest)
 	}
 }
+
+// scenarioBulkRetryByFilter: a retry of every job a filter finds runs on
+// the server in slices, with progress, acts only on what matches, and is
+// safe to start again; bad operations are refused and write nothing.
+func scenarioBulkRetryByFilter(s *scenario) {
+	t := s.t
+	for _, bad := range []api.OperationRequest{{Action: "explode", Filter: "state=dead"}, {Action: "retry", Filter: "colour=red"},
+		{Action: "retry", Filter: "state=dead&limit=5"}} {
+		_, err := s.ten.StartOperation(s.ctx, bad.Action, bad.Filter)
+		requireCode(t, err, http.StatusBadRequest, api.CodeInvalidRequest)
+	}
+	reqs := make([]api.EnqueueRequest, 0, 160)
+	for i := range 160 {
+		batch := "b1"
+		if i%16 == 0 {
+			batch = "b2"
+		}
+		reqs = append(reqs, api.EnqueueRequest{Kind: "test.fast", MaxAttempts: 1, Args: json.RawMessage(`{"batch":"` + batch + `"}`)})
+	}
+	_, err := s.ten.EnqueueBatch(s.ctx, reqs)
+	require.NoError(t, err)
+	for failed := 0; failed < 160; {
+		resp, err := s.ten.Claim(s.ctx, api.ClaimRequest{Worker: "w", Limit: 100})
+		require.NoError(t, err)
+		require.NotEmpty(t, resp.Jobs)
+		var batch api.BatchReportRequest
+		for _, c := range resp.Jobs {
+			batch.Reports = append(batch.Reports, api.BatchReport{JobID: c.ID, ReportRequest: api.ReportRequest{Claim: claimOf(c, "w"),
+				Outcome: api.OutcomeFailed, Error: "provider down"}})
+		}
+		_, err = s.ten.ReportBatch(s.ctx, batch.Reports)
+		require.NoError(t, err)
+		failed += len(resp.Jobs)
+	}
+
+	run := func(action, filter string) api.Operation {
+		t.Helper()
+		op, err := s.ten.StartOperation(s.ctx, action, filter)
+		require.NoError(t, err)
+		require.Equal(t, "running", op.State)
+		for range 200 {
+			if op, err = s.ten.Operation(s.ctx, op.ID); err == nil && op.State == "done" {
+				return op
+			}
+			s.tg.advance(t, 20*time.Millisecond) // the alarm runs the slices
+		}
+		t.Fatalf("operation %s never finished: %+v, %v", op.ID, op, err)
+		return op
+	}
+	op := run("retry", "state=dead&args.batch=b1")
+	require.EqualValues(t, 150, op.Matched, "150 of the dead jobs are batch b1")
+	require.EqualValues(t, 150, op.Done)
+	require.Zero(t, op.Skipped)
+	require.NotNil(t, op.DoneAt)
+	for _, state := range []string{"available", "dead"} {
+		var n int
+		for after := ""; ; {
+			page, err := s.ten.List(s.ctx, state, "", "", after, 500)
+			require.NoError(t, err)
+			n += len(page.Jobs)
+			if after = page.Next; after == "" {
+				break
+			}
+		}
+		require.Equal(t, map[string]int{"available": 150, "dead": 10}[state], n, "jobs %s after the retry", state)
+	}
+	again := run("retry", "state=dead&args.batch=b1")
+	require.Zero(t, again.Matched, "started again, it finds nothing left to do")
+	cancel := run("cancel", "args.batch=b2")
+	require.EqualValues(t, 10, cancel.Matched)
+	require.EqualValues(t, 10, cancel.Skipped, "dead jobs cannot be cancelled: skipped, with the reason")
+	require.NotEmpty(t, cancel.LastSkip)
+}

@@ -104,6 +104,9 @@ func (t *Tenant) applyDue(c *call) error {
 	if err := t.tickSchedules(now); err != nil {
 		return err
 	}
+	if err := t.runOperations(now); err != nil {
+		return err
+	}
 	return t.applyReactionsDue(now)
 }
 

@@ -378,46 +378,9 @@ func (t *Tenant) listJobs(raw string) (route, *api.Error) {
 	if e != nil {
 		return nil, e
 	}
-	f := fencestore.ListFilter{State: q["state"], Queue: q["queue"], Kind: q["kind"], Limit: 100, MaxBytes: api.MaxAnswerBytes,
-		Tag: q["tag"], ErrorText: q["error"]}
-	for k, v := range q {
-		switch col, path, _ := strings.Cut(k, "."); {
-		case k == "state", k == "queue", k == "kind", k == "after", k == "limit", k == "tag", k == "error":
-		case (col == "args" || col == "output") && path == "":
-			if !jsonwire.Valid([]byte(v)) || strings.TrimSpace(v)[0] != '{' {
-				return nil, api.Refuse(api.CodeInvalidRequest, "%s=%q is not a JSON object: search jobs whose %s contain it with %s={\"customer\":{\"id\":42}}", k, v, col, col)
-			}
-			f.Matches = append(f.Matches, fencestore.Match{Column: col, Value: v, Contains: true})
-		case col == "args" || col == "output":
-			p, ok := jsonPath(path)
-			if !ok {
-				return nil, api.Refuse(api.CodeInvalidRequest, "%s: a path is names of letters, digits, '_' and '-', or array indexes, joined by dots (args.customer.id, args.items.0)", k)
-			}
-			val := v
-			if !jsonwire.Valid([]byte(v)) {
-				val = string(jsonwire.AppendString(nil, v)) // not JSON: the string itself
-			}
-			f.Matches = append(f.Matches, fencestore.Match{Column: col, Path: p, Value: val})
-		default:
-			return nil, api.Refuse(api.CodeInvalidRequest, "unknown query parameter %q: use state, queue, kind, after, limit, tag, error, args.<path>, output.<path>, args, output", k)
-		}
-	}
-	if f.State != "" && !fence.State(f.State).Valid() {
-		return nil, api.Refuse(api.CodeInvalidRequest, "state %q is unknown: use one of %s", f.State, stateList())
-	}
-	if a := q["after"]; a != "" {
-		id, err := strconv.ParseInt(a, 10, 64)
-		if err != nil || id < 0 {
-			return nil, api.Refuse(api.CodeInvalidRequest, "after=%q is not a job id", a)
-		}
-		f.After = id
-	}
-	if l := q["limit"]; l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > api.MaxList {
-			return nil, api.Refuse(api.CodeInvalidRequest, "limit=%q is outside 1-%d", l, api.MaxList)
-		}
-		f.Limit = n
+	f, e := jobFilter(q, true)
+	if e != nil {
+		return nil, e
 	}
 	return func(int64) (result, error) {
 		js, cut, scanned, err := t.store.Search(f)
@@ -459,6 +422,54 @@ func jsonPath(dotted string) (string, bool) {
 		b = append(append(append(b, '.', '"'), seg...), '"')
 	}
 	return string(b), true
+}
+
+// jobFilter reads the query of GET /jobs (or a bulk operation's filter,
+// without paging: paged false) into a filter.
+func jobFilter(q map[string]string, paged bool) (fencestore.ListFilter, *api.Error) {
+	f := fencestore.ListFilter{State: q["state"], Queue: q["queue"], Kind: q["kind"], Limit: 100, MaxBytes: api.MaxAnswerBytes,
+		Tag: q["tag"], ErrorText: q["error"]}
+	for k, v := range q {
+		switch col, path, _ := strings.Cut(k, "."); {
+		case k == "state", k == "queue", k == "kind", k == "tag", k == "error":
+		case (k == "after" || k == "limit") && paged:
+		case (col == "args" || col == "output") && path == "":
+			if !jsonwire.Valid([]byte(v)) || strings.TrimSpace(v)[0] != '{' {
+				return f, api.Refuse(api.CodeInvalidRequest, "%s=%q is not a JSON object: search jobs whose %s contain it with %s={\"customer\":{\"id\":42}}", k, v, col, col)
+			}
+			f.Matches = append(f.Matches, fencestore.Match{Column: col, Value: v, Contains: true})
+		case col == "args" || col == "output":
+			p, ok := jsonPath(path)
+			if !ok {
+				return f, api.Refuse(api.CodeInvalidRequest, "%s: a path is names of letters, digits, '_' and '-', or array indexes, joined by dots (args.customer.id, args.items.0)", k)
+			}
+			val := v
+			if !jsonwire.Valid([]byte(v)) {
+				val = string(jsonwire.AppendString(nil, v)) // not JSON: the string itself
+			}
+			f.Matches = append(f.Matches, fencestore.Match{Column: col, Path: p, Value: val})
+		default:
+			return f, api.Refuse(api.CodeInvalidRequest, "unknown query parameter %q: use state, queue, kind, after, limit, tag, error, args.<path>, output.<path>, args, output", k)
+		}
+	}
+	if f.State != "" && !fence.State(f.State).Valid() {
+		return f, api.Refuse(api.CodeInvalidRequest, "state %q is unknown: use one of %s", f.State, stateList())
+	}
+	if a := q["after"]; a != "" {
+		id, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || id < 0 {
+			return f, api.Refuse(api.CodeInvalidRequest, "after=%q is not a job id", a)
+		}
+		f.After = id
+	}
+	if l := q["limit"]; l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > api.MaxList {
+			return f, api.Refuse(api.CodeInvalidRequest, "limit=%q is outside 1-%d", l, api.MaxList)
+		}
+		f.Limit = n
+	}
+	return f, nil
 }
 
 func stateList() string {

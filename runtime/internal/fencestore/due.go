@@ -86,7 +86,8 @@ func (s *Store) ApplyDue(now int64, noticedBy string, jitter func() float64) (Du
 const noAlarm = 1<<53 - 1
 
 // NextDue is the earliest time due work exists (a lease to expire, a job to
-// make available, a schedule's period, a rate key that opens), or 0 if none, and how many of the
+// make available, a schedule's period, a rate key that opens, a bulk
+// operation's next slice), or 0 if none, and how many of the
 // store's items are due at exactly that time (so a tracker can let all but
 // the last of them go without reading again: jobs claimed together share
 // their lease's end). The tenant's alarm is set to it after every request,
@@ -96,12 +97,14 @@ func (s *Store) NextDue() (at, n int64, err error) {
 		COALESCE((SELECT MIN(run_at) FROM stile_jobs WHERE state IN ('scheduled', 'retryable')), ?1),
 		COALESCE((SELECT MIN(lease_until) FROM stile_jobs WHERE state = 'running'), ?1),
 		COALESCE((SELECT MIN(next_at) FROM stile_schedules WHERE paused = 0), ?1),
-		COALESCE((SELECT MIN(wake_at) FROM stile_rates WHERE wake_at IS NOT NULL), ?1)))
+		COALESCE((SELECT MIN(wake_at) FROM stile_rates WHERE wake_at IS NOT NULL), ?1),
+		COALESCE((SELECT MIN(updated_at) FROM stile_operations WHERE state = 'running'), ?1)))
 		SELECT t,
 			(SELECT count(*) FROM stile_jobs WHERE state IN ('scheduled', 'retryable') AND run_at = t) +
 			(SELECT count(*) FROM stile_jobs WHERE state = 'running' AND lease_until = t) +
 			(SELECT count(*) FROM stile_schedules WHERE paused = 0 AND next_at = t) +
-			(SELECT count(*) FROM stile_rates WHERE wake_at IS NOT NULL AND wake_at = t)
+			(SELECT count(*) FROM stile_rates WHERE wake_at IS NOT NULL AND wake_at = t) +
+			(SELECT count(*) FROM stile_operations WHERE state = 'running' AND updated_at = t)
 		FROM m`, noAlarm)
 	if err != nil {
 		return 0, 0, printf.Errorf("compute next due time: %w", err)
