@@ -64,8 +64,8 @@ func (s *Store) Operations(id int64, limit int) ([]Operation, error) {
 
 // RunningOperations reads the running operations, oldest update first.
 func (s *Store) RunningOperations(limit int) ([]Operation, error) {
-	rows, err := s.db.Query(`SELECT `+operationColumns+` FROM stile_operations WHERE state = 'running'
-		ORDER BY updated_at`+do.Limit(limit))
+	rows, err := s.db.Query(`SELECT ` + operationColumns + ` FROM stile_operations WHERE state = 'running'
+		ORDER BY updated_at` + do.Limit(limit))
 	if err != nil {
 		return nil, printf.Errorf("read running operations: %w", err)
 	}
