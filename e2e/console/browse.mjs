@@ -37,9 +37,16 @@ async function noHorizontalScroll(page, what) {
 }
 
 try {
+  // Static assets need no token: the icon browsers ask for on every page.
+  const icon = await fetch(base + "/favicon.ico");
+  check(icon.status === 200 && icon.headers.get("content-type") === "image/svg+xml",
+    `GET /favicon.ico without a token answers the icon: ${icon.status} ${icon.headers.get("content-type")}`);
+
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
   page.on("dialog", (d) => d.accept()); // every action's confirmation
+  const refused = []; // whatever the signed-in console loads answers 401
+  page.on("response", (r) => { if (r.status() === 401) refused.push(r.url()); });
   await page.goto(base + "/console");
   await page.waitForSelector("form.signin");
   check(await page.evaluate(() => document.cookie === ""), "the shell sets no cookie");
@@ -137,6 +144,7 @@ try {
     await open(p2, `#/t/${tenant}/jobs/${twice}`);
     await p2.screenshot({ path: join(shots, "phone-job.png"), fullPage: true });
   }
+  check(refused.length === 0, `nothing the console loaded was refused: ${refused.join(", ")}`);
   console.log(JSON.stringify({ ok: true, results }));
 } catch (e) {
   console.log(JSON.stringify({ ok: false, error: String(e?.message ?? e), results }));
