@@ -68,6 +68,14 @@ const period = (ms) => {
 };
 const link = (href, text) => el("a", { href }, text);
 
+// What the API allows by a job's state: retry a dead or cancelled job
+// (fencestore's Retry, else not_retryable), cancel one not finished
+// (fence.Cancel, else finished), delete one finished (else not_finished).
+const FINISHED = ["completed", "cancelled", "dead"];
+const canRetry = (j) => j.state === "dead" || j.state === "cancelled";
+const canCancel = (j) => !FINISHED.includes(j.state);
+const canDelete = (j) => FINISHED.includes(j.state);
+
 function action(label, confirmText, run, danger) {
   return el("button", { class: danger ? "danger" : undefined, on: { click: async () => {
     if (!confirm(confirmText)) return;
@@ -158,14 +166,15 @@ async function pageJobs(tenant, query) {
     location.hash = `#/t/${tenant}/jobs?${f}`;
   } } }, filter("state", ["pending", "scheduled", "available", "running", "retryable", "completed", "dead", "cancelled"]),
   filter("queue"), filter("kind"), el("button", { type: "submit" }, "Filter"));
-  const bulk = el("div", { class: "actions" },
-    action(`Retry the ${d.jobs.length} listed`, `Retry the ${d.jobs.length} jobs listed? Only dead or cancelled ones are retried.`,
-      () => Promise.allSettled(d.jobs.map((j) => api("POST", `${t(tenant)}/jobs/${j.id}/retry`)))),
-    action(`Cancel the ${d.jobs.length} listed`, `Cancel the ${d.jobs.length} jobs listed?`,
-      () => Promise.allSettled(d.jobs.map((j) => api("POST", `${t(tenant)}/jobs/${j.id}/cancel`, { reason: "cancelled from the console" }))), true));
+  const retry = d.jobs.filter(canRetry), cancel = d.jobs.filter(canCancel);
+  const bulk = el("div", { class: "actions", id: "bulk" },
+    retry.length ? action(`Retry the ${retry.length} dead or cancelled`, `Retry the ${retry.length} dead or cancelled jobs listed?`,
+      () => Promise.allSettled(retry.map((j) => api("POST", `${t(tenant)}/jobs/${j.id}/retry`)))) : null,
+    cancel.length ? action(`Cancel the ${cancel.length} unfinished`, `Cancel the ${cancel.length} unfinished jobs listed?`,
+      () => Promise.allSettled(cancel.map((j) => api("POST", `${t(tenant)}/jobs/${j.id}/cancel`, { reason: "cancelled from the console" }))), true) : null);
   const next = new URLSearchParams(query);
   next.set("after", d.next ?? "");
-  return [el("h1", {}, `Jobs of ${tenant}`), form, d.jobs.length ? bulk : null,
+  return [el("h1", {}, `Jobs of ${tenant}`), form, retry.length || cancel.length ? bulk : null,
     table(["Job", "Kind", "Queue", "State", "Attempt", "Created", "Last error"], d.jobs.map((j) => [link(`#/t/${tenant}/jobs/${j.id}`, j.id),
       j.kind, j.queue, j.state, `${j.attempt}/${j.max_attempts}`, when(j.created_at), j.last_error?.split("\n")[0]]), "jobs"),
     d.next ? el("p", {}, link(`#/t/${tenant}/jobs?${next}`, "Next page")) : null];
@@ -179,10 +188,10 @@ async function pageJob(tenant, id) {
       j.rate_key ? ` · rate key ${j.rate_key}` : null, j.concurrency_key ? ` · concurrency key ${j.concurrency_key}` : null),
     j.ran_again ? el("p", { class: "why", id: "why" }, el("b", {}, "Why it ran again: "), j.ran_again) : null,
     j.waiting ? el("p", { class: "why", id: "waiting" }, el("b", {}, "Why it waits: "), j.waiting) : null,
-    el("div", { class: "actions" },
-      action("Retry", `Retry job ${j.id}?`, () => api("POST", `${t(tenant)}/jobs/${j.id}/retry`)),
-      action("Cancel", `Cancel job ${j.id}?`, () => api("POST", `${t(tenant)}/jobs/${j.id}/cancel`, { reason: "cancelled from the console" }), true),
-      action("Delete", `Delete job ${j.id}? Only finished jobs can be deleted.`, async () => { await api("DELETE", `${t(tenant)}/jobs/${j.id}`); location.hash = `#/t/${tenant}/jobs`; }, true)),
+    el("div", { class: "actions", id: "actions" },
+      canRetry(j) ? action("Retry", `Retry job ${j.id}?`, () => api("POST", `${t(tenant)}/jobs/${j.id}/retry`)) : null,
+      canCancel(j) ? action("Cancel", `Cancel job ${j.id}?`, () => api("POST", `${t(tenant)}/jobs/${j.id}/cancel`, { reason: "cancelled from the console" }), true) : null,
+      canDelete(j) ? action("Delete", `Delete job ${j.id} with its history?`, async () => { await api("DELETE", `${t(tenant)}/jobs/${j.id}`); location.hash = `#/t/${tenant}/jobs`; }, true) : null),
     el("h2", {}, "Timeline"),
     table(["Attempt", "Worker", "Claimed", "Lease until", "Heartbeats", "Last heartbeat", "Ended", "Outcome", "Noticed by", "Error"],
       attempts.map((a) => [a.attempt, a.worker, when(a.claimed_at), when(a.lease_until), a.heartbeats ?? 0, when(a.last_heartbeat_at),

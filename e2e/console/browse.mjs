@@ -31,6 +31,9 @@ async function open(page, hash) {
   await page.waitForFunction((h) => document.getElementById("main").dataset.loaded === h, hash, { timeout: 10000 });
 }
 
+// The labels of the buttons in selector (none when it is absent).
+const buttons = (page, selector) => page.$$eval(`${selector} button`, (bs) => bs.map((b) => b.textContent));
+
 async function noHorizontalScroll(page, what) {
   const [sw, cw] = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
   check(sw <= cw, `${what}: no horizontal scroll at 390 px (scrollWidth ${sw}, clientWidth ${cw})`);
@@ -67,6 +70,23 @@ try {
   check((await page.$$("#attempts tbody tr")).length === 2, "the timeline shows both attempts");
   check((await page.textContent("#rejections")).includes("lease_expired"), "the refused report's code is on the page");
   await page.screenshot({ path: join(shots, "job.png"), fullPage: true });
+
+  // Actions offered by the job's state, as the API allows them.
+  const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+  let offered = await buttons(page, "#actions");
+  check(same(offered, ["Delete"]), `a completed job offers neither Retry nor Cancel: ${offered}`);
+  await open(page, `#/t/${tenant}/jobs/${dead}`);
+  offered = await buttons(page, "#actions");
+  check(same(offered, ["Retry", "Delete"]), `a dead job offers Retry, not Cancel: ${offered}`);
+  await open(page, `#/t/${tenant}/jobs/${rated}`);
+  offered = await buttons(page, "#actions");
+  check(same(offered, ["Cancel"]), `an available job offers Cancel only: ${offered}`);
+  await open(page, `#/t/${tenant}/jobs?state=completed`);
+  offered = await buttons(page, "#bulk");
+  check(offered.length === 0, `a list of completed jobs offers no bulk action: ${offered}`);
+  await open(page, `#/t/${tenant}/jobs?state=dead`);
+  offered = await buttons(page, "#bulk");
+  check(same(offered, ["Retry the 1 dead or cancelled"]), `a list of dead jobs offers Retry only: ${offered}`);
 
   // A job its rate key holds back (the module's: one start an hour).
   await open(page, `#/t/${tenant}/jobs/${rated}`);
