@@ -58,7 +58,30 @@ function table(columns, rows, id) {
     el("tbody", {}, rows.map((r) => el("tr", {}, r.map((cell, i) => el("td", { "data-label": columns[i] }, cell ?? "-"))))));
 }
 
-const when = (s) => (s ? s.replace("T", " ").replace("Z", "") : "-");
+// A time in the viewer's zone, the raw value (RFC 3339, or Unix ms) on hover.
+const LOCAL = new Intl.DateTimeFormat("en-US", { year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit",
+  second: "2-digit", fractionalSecondDigits: 3, hourCycle: "h23", timeZoneName: "short" });
+function when(raw) {
+  const d = new Date(raw ?? NaN);
+  if (raw === "" || isNaN(d)) return raw ? String(raw) : "-";
+  const p = Object.fromEntries(LOCAL.formatToParts(d).map((x) => [x.type, x.value]));
+  return el("time", { datetime: d.toISOString(), title: String(raw) },
+    `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second}.${p.fractionalSecond} ${p.timeZoneName}`);
+}
+// The server's texts with the times they hold shown by when: RFC 3339
+// times, and the Unix ms of a lapsed lease ("… held it until 1765…").
+const TIME_IN_TEXT = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)|(?<=until )\d{13}\b/g;
+function withTimes(text) {
+  if (!text) return text;
+  const out = [];
+  let at = 0;
+  for (const m of text.matchAll(TIME_IN_TEXT)) {
+    out.push(text.slice(at, m.index), when(/^\d+$/.test(m[0]) ? Number(m[0]) : m[0]));
+    at = m.index + m[0].length;
+  }
+  out.push(text.slice(at));
+  return out;
+}
 // A period of milliseconds as a duration: 500ms, 1s, 1m30s, 1h.
 const period = (ms) => {
   const parts = [];
@@ -144,7 +167,7 @@ async function pageOverview(tenant) {
     table(["Key", "Limit", "Declared by", "In window", "Opens at", "Started", "Limited"], rates.rates.map((r) => [r.key,
       `${r.limit} per ${period(r.period_ms)}`, `the ${r.source}`, r.in_window, when(r.open_at), r.started, r.limited]), "rates"),
     el("h2", {}, "Usage by UTC day"),
-    u.refusing ? el("p", { class: "why", id: "refusing" }, el("b", {}, "Refusing new work: "), `past ${u.refusing}, until ${when(u.refusing_until)}.`) : null,
+    u.refusing ? el("p", { class: "why", id: "refusing" }, el("b", {}, "Refusing new work: "), `past ${u.refusing}, until `, when(u.refusing_until), ".") : null,
     el("p", { class: "muted" }, `Budget: rows written per day ${limit(u.budget.rows_written_per_day)}, requests per day ${limit(u.budget.requests_per_day)}.`),
     table(["Day", "Requests", "Alarms", "Rows read", "Rows written", "Module s", "Pushes"],
       [...u.days, { day: "total", ...u.total }].map((d) => [d.day, d.requests, d.alarms, d.rows_read, d.rows_written,
@@ -176,7 +199,7 @@ async function pageJobs(tenant, query) {
   next.set("after", d.next ?? "");
   return [el("h1", {}, `Jobs of ${tenant}`), form, retry.length || cancel.length ? bulk : null,
     table(["Job", "Kind", "Queue", "State", "Attempt", "Created", "Last error"], d.jobs.map((j) => [link(`#/t/${tenant}/jobs/${j.id}`, j.id),
-      j.kind, j.queue, j.state, `${j.attempt}/${j.max_attempts}`, when(j.created_at), j.last_error?.split("\n")[0]]), "jobs"),
+      j.kind, j.queue, j.state, `${j.attempt}/${j.max_attempts}`, when(j.created_at), withTimes(j.last_error?.split("\n")[0])]), "jobs"),
     d.next ? el("p", {}, link(`#/t/${tenant}/jobs?${next}`, "Next page")) : null];
 }
 
@@ -184,10 +207,10 @@ async function pageJob(tenant, id) {
   const j = await api("GET", `${t(tenant)}/jobs/${encodeURIComponent(id)}`);
   const attempts = [...(j.attempts ?? []), ...(j.running ? [{ ...j.running, outcome: "running" }] : [])];
   return [el("h1", {}, `Job ${j.id} · ${j.kind}`),
-    el("p", { id: "summary" }, `${j.state} · queue ${j.queue} · attempt ${j.attempt} of ${j.max_attempts} · created ${when(j.created_at)}`,
+    el("p", { id: "summary" }, `${j.state} · queue ${j.queue} · attempt ${j.attempt} of ${j.max_attempts} · created `, when(j.created_at),
       j.rate_key ? ` · rate key ${j.rate_key}` : null, j.concurrency_key ? ` · concurrency key ${j.concurrency_key}` : null),
     j.ran_again ? el("p", { class: "why", id: "why" }, el("b", {}, "Why it ran again: "), j.ran_again) : null,
-    j.waiting ? el("p", { class: "why", id: "waiting" }, el("b", {}, "Why it waits: "), j.waiting) : null,
+    j.waiting ? el("p", { class: "why", id: "waiting" }, el("b", {}, "Why it waits: "), withTimes(j.waiting)) : null,
     el("div", { class: "actions", id: "actions" },
       canRetry(j) ? action("Retry", `Retry job ${j.id}?`, () => api("POST", `${t(tenant)}/jobs/${j.id}/retry`)) : null,
       canCancel(j) ? action("Cancel", `Cancel job ${j.id}?`, () => api("POST", `${t(tenant)}/jobs/${j.id}/cancel`, { reason: "cancelled from the console" }), true) : null,
@@ -195,14 +218,14 @@ async function pageJob(tenant, id) {
     el("h2", {}, "Timeline"),
     table(["Attempt", "Worker", "Claimed", "Lease until", "Heartbeats", "Last heartbeat", "Ended", "Outcome", "Noticed by", "Error"],
       attempts.map((a) => [a.attempt, a.worker, when(a.claimed_at), when(a.lease_until), a.heartbeats ?? 0, when(a.last_heartbeat_at),
-        when(a.ended_at), a.outcome, a.noticed_by, a.error?.split("\n")[0]]), "attempts"),
+        when(a.ended_at), a.outcome, a.noticed_by, withTimes(a.error?.split("\n")[0])]), "attempts"),
     el("h2", {}, "Refused by the fence"),
     (j.rejections ?? []).length === 0 ? el("p", { class: "muted" }, "Nothing was refused.") :
       table(["At", "Request", "Worker", "Attempt", "Outcome", "Code", "Reason"], j.rejections.map((r) => [when(r.at), r.request, r.worker,
-        r.attempt, r.outcome, el("span", { class: "refused" }, r.code), r.message]), "rejections"),
+        r.attempt, r.outcome, el("span", { class: "refused" }, r.code), withTimes(r.message)]), "rejections"),
     el("h2", {}, "Args"), el("pre", {}, JSON.stringify(j.args, null, 2)),
     j.output !== undefined ? [el("h2", {}, "Output"), el("pre", {}, JSON.stringify(j.output, null, 2))] : null,
-    j.last_error ? [el("h2", {}, "Last error"), el("pre", { class: "error" }, j.last_error)] : null];
+    j.last_error ? [el("h2", {}, "Last error"), el("pre", { class: "error", id: "last-error" }, withTimes(j.last_error))] : null];
 }
 
 async function pageReactions(tenant) {
@@ -212,7 +235,7 @@ async function pageReactions(tenant) {
       el("p", {}, `checkpoint ${r.checkpoint} · lag ${r.lag} · timeout ${r.timeout_ms} ms · events ${r.types.join(", ")}`),
       r.open.length === 0 ? el("p", { class: "muted" }, "No open delivery.") :
         table(["Event", "State", "Attempt", "Failures", "Lease until", "Retry at", "Last error", ""], r.open.map((o) => [o.seq, o.state, o.attempt,
-          o.failures, when(o.lease_until), when(o.run_at), o.last_error,
+          o.failures, when(o.lease_until), when(o.run_at), withTimes(o.last_error),
           action("Skip", `Skip event ${o.seq} for ${r.name}? It is never delivered to it again.`,
             () => api("POST", `${t(tenant)}/reactions/${r.name}/skip`, { seq: o.seq, reason: "skipped from the console" }), true)]))])];
 }

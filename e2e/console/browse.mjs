@@ -20,6 +20,8 @@ function check(ok, what) {
   results.push({ ok: !!ok, what });
   if (!ok) throw new Error(`check failed: ${what}`);
 }
+// A time as the console shows it in Asia/Kolkata.
+const kolkata = (raw) => new Date(new Date(raw).getTime() + 330 * 60000).toISOString().replace("T", " ").replace("Z", " GMT+5:30");
 const api = async (method, path, body) => {
   const r = await fetch(base + path, { method, headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body) });
@@ -45,7 +47,8 @@ try {
   check(icon.status === 200 && icon.headers.get("content-type") === "image/svg+xml",
     `GET /favicon.ico without a token answers the icon: ${icon.status} ${icon.headers.get("content-type")}`);
 
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  // The viewer's zone (UTC+5:30, no daylight saving): times show in it.
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, timezoneId: "Asia/Kolkata" });
   const page = await context.newPage();
   page.on("dialog", (d) => d.accept()); // every action's confirmation
   const refused = []; // whatever the signed-in console loads answers 401
@@ -70,6 +73,15 @@ try {
   check((await page.$$("#attempts tbody tr")).length === 2, "the timeline shows both attempts");
   check((await page.textContent("#rejections")).includes("lease_expired"), "the refused report's code is on the page");
   await page.screenshot({ path: join(shots, "job.png"), fullPage: true });
+
+  // Times in the viewer's zone, the raw value on hover.
+  const job = await api("GET", `/v1/t/${tenant}/jobs/${twice}`);
+  const created = await page.$eval("#summary time", (e) => [e.textContent, e.title]);
+  check(created[0] === kolkata(job.created_at) && created[1] === job.created_at,
+    `the job's creation shows in the viewer's zone, the raw time on hover: ${created} (created_at ${job.created_at})`);
+  const lapsed = await page.$eval("#attempts tbody tr:first-child td:last-child", (e) => [e.textContent, e.querySelector("time")?.title]);
+  check(/^lease of attempt 1 expired \(worker worker-a held it until \d{4}-\d\d-\d\d .* GMT\+5:30\)$/.test(lapsed[0]) &&
+    lapsed[0].includes(kolkata(Number(lapsed[1]))), `the lapsed lease's Unix ms show as a time: ${lapsed}`);
 
   // Actions offered by the job's state, as the API allows them.
   const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
@@ -96,7 +108,7 @@ try {
   check(held.includes('rate limited by key "hourly" (1 starts per 3600000 ms) until '), `the job says its rate key holds it back: ${held}`);
   await open(page, `#/t/${tenant}`);
   const rate = await page.textContent("#rates tbody tr");
-  check(/^hourly1 per 1hthe module1\d{4}-\d\d-\d\d [\d:.]+11$/.test(rate), `the overview lists the rate key, closed until a time: ${rate}`);
+  check(/^hourly1 per 1hthe module1\d{4}-\d\d-\d\d [\d:.]+ GMT\+5:3011$/.test(rate), `the overview lists the rate key, closed until a time: ${rate}`);
 
   if (waiting) {
     // Job 1 of the waiting tenant is of a kind no executor's claim names.
