@@ -90,6 +90,9 @@ const period = (ms) => {
   return parts.join("");
 };
 const link = (href, text) => el("a", { href }, text);
+// Text that may hold a long word (a URL, JSON): it wraps anywhere, so that
+// its column never widens the page.
+const long = (text) => (text ? el("span", { class: "long" }, text) : text);
 
 // What the API allows by a job's state: retry a dead or cancelled job
 // (fencestore's Retry, else not_retryable), cancel one not finished
@@ -199,7 +202,7 @@ async function pageJobs(tenant, query) {
   next.set("after", d.next ?? "");
   return [el("h1", {}, `Jobs of ${tenant}`), form, retry.length || cancel.length ? bulk : null,
     table(["Job", "Kind", "Queue", "State", "Attempt", "Created", "Last error"], d.jobs.map((j) => [link(`#/t/${tenant}/jobs/${j.id}`, j.id),
-      j.kind, j.queue, j.state, `${j.attempt}/${j.max_attempts}`, when(j.created_at), withTimes(j.last_error?.split("\n")[0])]), "jobs"),
+      j.kind, j.queue, j.state, `${j.attempt}/${j.max_attempts}`, when(j.created_at), long(withTimes(j.last_error?.split("\n")[0]))]), "jobs"),
     d.next ? el("p", {}, link(`#/t/${tenant}/jobs?${next}`, "Next page")) : null];
 }
 
@@ -218,11 +221,11 @@ async function pageJob(tenant, id) {
     el("h2", {}, "Timeline"),
     table(["Attempt", "Worker", "Claimed", "Lease until", "Heartbeats", "Last heartbeat", "Ended", "Outcome", "Noticed by", "Error"],
       attempts.map((a) => [a.attempt, a.worker, when(a.claimed_at), when(a.lease_until), a.heartbeats ?? 0, when(a.last_heartbeat_at),
-        when(a.ended_at), a.outcome, a.noticed_by, withTimes(a.error?.split("\n")[0])]), "attempts"),
+        when(a.ended_at), a.outcome, a.noticed_by, long(withTimes(a.error?.split("\n")[0]))]), "attempts"),
     el("h2", {}, "Refused by the fence"),
     (j.rejections ?? []).length === 0 ? el("p", { class: "muted" }, "Nothing was refused.") :
       table(["At", "Request", "Worker", "Attempt", "Outcome", "Code", "Reason"], j.rejections.map((r) => [when(r.at), r.request, r.worker,
-        r.attempt, r.outcome, el("span", { class: "refused" }, r.code), withTimes(r.message)]), "rejections"),
+        r.attempt, r.outcome, el("span", { class: "refused" }, r.code), long(withTimes(r.message))]), "rejections"),
     el("h2", {}, "Args"), el("pre", {}, JSON.stringify(j.args, null, 2)),
     j.output !== undefined ? [el("h2", {}, "Output"), el("pre", {}, JSON.stringify(j.output, null, 2))] : null,
     j.last_error ? [el("h2", {}, "Last error"), el("pre", { class: "error", id: "last-error" }, withTimes(j.last_error))] : null];
@@ -235,7 +238,7 @@ async function pageReactions(tenant) {
       el("p", {}, `checkpoint ${r.checkpoint} · lag ${r.lag} · timeout ${r.timeout_ms} ms · events ${r.types.join(", ")}`),
       r.open.length === 0 ? el("p", { class: "muted" }, "No open delivery.") :
         table(["Event", "State", "Attempt", "Failures", "Lease until", "Retry at", "Last error", ""], r.open.map((o) => [o.seq, o.state, o.attempt,
-          o.failures, when(o.lease_until), when(o.run_at), withTimes(o.last_error),
+          o.failures, when(o.lease_until), when(o.run_at), long(withTimes(o.last_error)),
           action("Skip", `Skip event ${o.seq} for ${r.name}? It is never delivered to it again.`,
             () => api("POST", `${t(tenant)}/reactions/${r.name}/skip`, { seq: o.seq, reason: "skipped from the console" }), true)]))])];
 }
@@ -245,7 +248,7 @@ async function pageProjections(tenant) {
   return [el("h1", {}, `Projections of ${tenant}`),
     table(["Projection", "Generation", "Status", "Checkpoint", "Lag", "Error", ""], ps.projections.flatMap((p) =>
       [["live", p.live], ["rebuild", p.rebuild]].filter(([, g]) => g).map(([role, g]) => [p.name, `${role} #${g.generation}`, g.status,
-        `${g.checkpoint} of ${p.head}`, g.lag, g.error ? `event ${g.error_seq}: ${g.error}` : null,
+        `${g.checkpoint} of ${p.head}`, g.lag, g.error ? long(`event ${g.error_seq}: ${g.error}`) : null,
         role === "live" ? action("Rebuild", `Rebuild ${p.name} from the start of the log? The live one serves queries until the new one catches up.`,
           () => api("POST", `${t(tenant)}/projections/${p.name}/rebuild`)) : null])), "projections")];
 }
@@ -256,7 +259,7 @@ async function pageEvents(tenant, query) {
     : await api("GET", `${t(tenant)}/events?after=${Number(query.get("after") ?? 0)}&limit=200`);
   return [el("h1", {}, stream ? `Stream ${stream}` : `Events of ${tenant}`),
     table(["Seq", "Stream", "Version", "Type", "At", "Data"], d.events.map((e) => [e.seq, link(`#/t/${tenant}/events?stream=${encodeURIComponent(e.stream)}`, e.stream),
-      e.version, e.type, when(e.at), JSON.stringify(e.data)]), "events")];
+      e.version, e.type, when(e.at), long(JSON.stringify(e.data))]), "events")];
 }
 
 // ---- the shell ----

@@ -1,14 +1,14 @@
 // Drives the console in headless Chromium (Debian's, through
 // playwright-core) for e2e/console_test.go, and exits non-zero on the
 // first check that fails. Usage:
-//   STILE_NODE_DIR=… node browse.mjs <mode> <base url> <token> <tenant> <ran-twice job> <dead job> <rate-limited job> <screenshots dir> [<waiting tenant>]
+//   STILE_NODE_DIR=… node browse.mjs <mode> <base url> <token> <tenant> <ran-twice job> <dead job> <rate-limited job> <long-error job> <screenshots dir> [<waiting tenant>]
 // mode "full" walks every page and action; "load" signs in and loads the
 // pages once (for workerd).
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { join } from "node:path";
 
-const [mode, base, token, tenant, twice, dead, rated, shots, waiting] = process.argv.slice(2);
+const [mode, base, token, tenant, twice, dead, rated, long, shots, waiting] = process.argv.slice(2);
 const nodeDir = process.env.STILE_NODE_DIR;
 if (!nodeDir) throw new Error("STILE_NODE_DIR is not set: run this through the Go test");
 const pw = await import(pathToFileURL(createRequire(nodeDir + "/").resolve("playwright-core")).href);
@@ -99,6 +99,22 @@ try {
   await open(page, `#/t/${tenant}/jobs?state=dead`);
   offered = await buttons(page, "#bulk");
   check(same(offered, ["Retry the 1 dead or cancelled"]), `a list of dead jobs offers Retry only: ${offered}`);
+
+  // An error with a 300-character URL wraps at a desktop's width and a phone's.
+  const wide = async (p) => p.evaluate(() => [document.scrollingElement.scrollWidth, innerWidth]);
+  await open(page, `#/t/${tenant}/jobs/${long}`);
+  check((await page.textContent("#attempts")).includes("/status/last answered 502"), "the long error is in the timeline");
+  let [sw, iw] = await wide(page);
+  check(sw <= iw, `a long error scrolls nothing sideways at 1280 px (scrollWidth ${sw}, innerWidth ${iw})`);
+  const narrow = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true });
+  const p390 = await narrow.newPage();
+  await p390.goto(base + "/console");
+  await p390.evaluate((tok) => sessionStorage.setItem("stile-token", tok), token);
+  await open(p390, `#/t/${tenant}/jobs/${long}`);
+  [sw, iw] = await wide(p390);
+  check(sw <= iw, `a long error scrolls nothing sideways at 390 px (scrollWidth ${sw}, innerWidth ${iw})`);
+  await p390.screenshot({ path: join(shots, "phone-long-error.png"), fullPage: true });
+  await narrow.close();
 
   // A job its rate key holds back (the module's: one start an hour).
   await open(page, `#/t/${tenant}/jobs/${rated}`);
