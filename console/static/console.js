@@ -101,6 +101,8 @@ const FINISHED = ["completed", "cancelled", "dead"];
 const canRetry = (j) => j.state === "dead" || j.state === "cancelled";
 const canCancel = (j) => !FINISHED.includes(j.state);
 const canDelete = (j) => FINISHED.includes(j.state);
+// A completed job's last_error is an earlier attempt's: the API keeps it.
+const earlier = (j) => j.state === "completed" && !!j.last_error;
 
 function action(label, confirmText, run, danger) {
   return el("button", { class: danger ? "danger" : undefined, on: { click: async () => {
@@ -202,7 +204,8 @@ async function pageJobs(tenant, query) {
   next.set("after", d.next ?? "");
   return [el("h1", {}, `Jobs of ${tenant}`), form, retry.length || cancel.length ? bulk : null,
     table(["Job", "Kind", "Queue", "State", "Attempt", "Created", "Last error"], d.jobs.map((j) => [link(`#/t/${tenant}/jobs/${j.id}`, j.id),
-      j.kind, j.queue, j.state, `${j.attempt}/${j.max_attempts}`, when(j.created_at), long(withTimes(j.last_error?.split("\n")[0]))]), "jobs"),
+      j.kind, j.queue, j.state, `${j.attempt}/${j.max_attempts}`, when(j.created_at),
+      j.last_error ? [earlier(j) ? el("span", { class: "muted" }, "earlier attempt: ") : null, long(withTimes(j.last_error.split("\n")[0]))] : null]), "jobs"),
     d.next ? el("p", {}, link(`#/t/${tenant}/jobs?${next}`, "Next page")) : null];
 }
 
@@ -228,7 +231,9 @@ async function pageJob(tenant, id) {
         r.attempt, r.outcome, el("span", { class: "refused" }, r.code), long(withTimes(r.message))]), "rejections"),
     el("h2", {}, "Args"), el("pre", {}, JSON.stringify(j.args, null, 2)),
     j.output !== undefined ? [el("h2", {}, "Output"), el("pre", {}, JSON.stringify(j.output, null, 2))] : null,
-    j.last_error ? [el("h2", {}, "Last error"), el("pre", { class: "error", id: "last-error" }, withTimes(j.last_error))] : null];
+    j.last_error ? [el("h2", { id: "last-error-title" }, earlier(j) ? "Earlier attempt's error" : "Last error"),
+      earlier(j) ? el("p", { class: "muted" }, "The job completed after it: this is what its last failed attempt reported.") : null,
+      el("pre", { class: earlier(j) ? undefined : "error", id: "last-error" }, withTimes(j.last_error))] : null];
 }
 
 async function pageReactions(tenant) {

@@ -106,6 +106,13 @@ try {
   check((await page.textContent("#attempts")).includes("/status/last answered 502"), "the long error is in the timeline");
   let [sw, iw] = await wide(page);
   check(sw <= iw, `a long error scrolls nothing sideways at 1280 px (scrollWidth ${sw}, innerWidth ${iw})`);
+  // Its error is from the attempt before the one that completed it.
+  const title = await page.$eval("main", (m) => m.querySelector("#last-error-title")?.textContent);
+  check(title === "Earlier attempt's error" && !(await page.$$eval("main h2", (hs) => hs.map((h) => h.textContent))).includes("Last error"),
+    `a completed job marks its last_error as an earlier attempt's: ${title}`);
+  await open(page, `#/t/${tenant}/jobs?state=completed`);
+  const row = await page.textContent(`#jobs tr:has(a[href="#/t/${tenant}/jobs/${long}"]) td:last-child`);
+  check(row.startsWith("earlier attempt: GET https://"), `the list marks it too: ${row}`);
   const narrow = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true });
   const p390 = await narrow.newPage();
   await p390.goto(base + "/console");
