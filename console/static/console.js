@@ -101,6 +101,11 @@ const FINISHED = ["completed", "cancelled", "dead"];
 const canRetry = (j) => j.state === "dead" || j.state === "cancelled";
 const canCancel = (j) => !FINISHED.includes(j.state);
 const canDelete = (j) => FINISHED.includes(j.state);
+// The retry budget: max_attempts counts failures, not attempts (a snooze
+// takes an attempt number without spending it, and an operator's Retry
+// gives a fresh budget while attempt numbers go on), so "attempt N of M"
+// could read "attempt 2 of 1".
+const budget = (j) => `failures ${j.failures} of ${j.max_attempts}`;
 // A completed job's last_error is an earlier attempt's: the API keeps it.
 const earlier = (j) => j.state === "completed" && !!j.last_error;
 
@@ -203,8 +208,8 @@ async function pageJobs(tenant, query) {
   const next = new URLSearchParams(query);
   next.set("after", d.next ?? "");
   return [el("h1", {}, `Jobs of ${tenant}`), form, retry.length || cancel.length ? bulk : null,
-    table(["Job", "Kind", "Queue", "State", "Attempt", "Created", "Last error"], d.jobs.map((j) => [link(`#/t/${tenant}/jobs/${j.id}`, j.id),
-      j.kind, j.queue, j.state, `${j.attempt}/${j.max_attempts}`, when(j.created_at),
+    table(["Job", "Kind", "Queue", "State", "Attempt", "Failures", "Created", "Last error"], d.jobs.map((j) => [link(`#/t/${tenant}/jobs/${j.id}`, j.id),
+      j.kind, j.queue, j.state, j.attempt, `${j.failures} of ${j.max_attempts}`, when(j.created_at),
       j.last_error ? [earlier(j) ? el("span", { class: "muted" }, "earlier attempt: ") : null, long(withTimes(j.last_error.split("\n")[0]))] : null]), "jobs"),
     d.next ? el("p", {}, link(`#/t/${tenant}/jobs?${next}`, "Next page")) : null];
 }
@@ -213,7 +218,7 @@ async function pageJob(tenant, id) {
   const j = await api("GET", `${t(tenant)}/jobs/${encodeURIComponent(id)}`);
   const attempts = [...(j.attempts ?? []), ...(j.running ? [{ ...j.running, outcome: "running" }] : [])];
   return [el("h1", {}, `Job ${j.id} · ${j.kind}`),
-    el("p", { id: "summary" }, `${j.state} · queue ${j.queue} · attempt ${j.attempt} of ${j.max_attempts} · created `, when(j.created_at),
+    el("p", { id: "summary" }, `${j.state} · queue ${j.queue} · attempt ${j.attempt} · ${budget(j)} · created `, when(j.created_at),
       j.rate_key ? ` · rate key ${j.rate_key}` : null, j.concurrency_key ? ` · concurrency key ${j.concurrency_key}` : null),
     j.ran_again ? el("p", { class: "why", id: "why" }, el("b", {}, "Why it ran again: "), j.ran_again) : null,
     j.waiting ? el("p", { class: "why", id: "waiting" }, el("b", {}, "Why it waits: "), withTimes(j.waiting)) : null,

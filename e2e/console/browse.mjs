@@ -162,6 +162,18 @@ try {
     await page.click("text=Retry");
     await page.waitForFunction(() => document.getElementById("main").textContent.includes("available"), null, { timeout: 10000 });
     check(true, "the retried job shows as available without reloading");
+    // Its next attempt, 2, has the fresh budget of one failure that Retry gives.
+    const again = await api("POST", `/v1/t/${tenant}/claims`, { worker: "worker-g", kinds: ["test.echo"], limit: 1 });
+    check(again.jobs?.[0]?.id === dead && again.jobs[0].attempt === 2, `the retried job is claimed again: ${JSON.stringify(again.jobs)}`);
+    await page.waitForFunction(() => document.getElementById("summary")?.textContent.startsWith("running"), null, { timeout: 10000 });
+    const retried = await page.textContent("#summary");
+    check(retried.includes("attempt 2 · failures 0 of 1 ·"), `the retried job counts its failures against its budget: ${retried}`);
+    offered = await buttons(page, "#actions");
+    check(same(offered, ["Cancel"]), `a running job offers Cancel only: ${offered}`);
+    await open(page, `#/t/${tenant}/jobs?state=running`);
+    const listed = await page.$$eval(`#jobs tr:has(a[href="#/t/${tenant}/jobs/${dead}"]) td`,
+      (tds) => Object.fromEntries(tds.map((td) => [td.dataset.label, td.textContent])));
+    check(listed.Attempt === "2" && listed.Failures === "0 of 1", `the list shows attempt 2 and no failure of 1: ${JSON.stringify(listed)}`);
 
     // Pause a queue.
     await open(page, `#/t/${tenant}`);
