@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -81,6 +82,37 @@ func seedConsole(t *testing.T, ten *client.Tenant) (twice, dead string) {
 	return j.ID, d.ID
 }
 
+// LongURL is an error's long word: a URL of 300 characters without a
+// space.
+var longURL = "https://api.example.com/v1/deliveries/" + strings.Repeat("a1b2c3d4e5", 25) + "/status/last"
+
+// seedLongError makes a job whose first attempt failed with an error that
+// holds longURL and whose second attempt completed.
+func seedLongError(t *testing.T, ten *client.Tenant) string {
+	ctx := context.Background()
+	require.Len(t, longURL, 300)
+	j, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo", MaxAttempts: 3})
+	require.NoError(t, err)
+	c, err := ten.Claim(ctx, api.ClaimRequest{Worker: "worker-f", Kinds: []string{"test.echo"}, Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, c.Jobs, 1)
+	_, err = ten.Report(ctx, j.ID, api.ReportRequest{Claim: api.Claim{Worker: "worker-f", Attempt: c.Jobs[0].Attempt, LeaseToken: c.Jobs[0].LeaseToken},
+		Outcome: api.OutcomeFailed, Error: "GET " + longURL + " answered 502"})
+	require.NoError(t, err)
+	var c2 api.ClaimedJob
+	require.Eventually(t, func() bool { // after the backoff of about a second
+		r, err := ten.Claim(ctx, api.ClaimRequest{Worker: "worker-f", Kinds: []string{"test.echo"}, Limit: 1, WaitMs: 2000})
+		if err == nil && len(r.Jobs) == 1 {
+			c2 = r.Jobs[0]
+		}
+		return c2.ID != ""
+	}, 20*time.Second, 10*time.Millisecond)
+	_, err = ten.Report(ctx, j.ID, api.ReportRequest{Claim: api.Claim{Worker: "worker-f", Attempt: c2.Attempt, LeaseToken: c2.LeaseToken},
+		Outcome: api.OutcomeCompleted})
+	require.NoError(t, err)
+	return j.ID
+}
+
 // seedRated makes two jobs of the kind whose rate key the module declares
 // (one start an hour) and starts one: the other waits for the key, and is
 // returned.
@@ -122,9 +154,9 @@ func seedWaiting(t *testing.T, ten *client.Tenant) {
 	require.NoError(t, err)
 }
 
-func browse(t *testing.T, nodeDir, mode, url, token, tenant, twice, dead, rated, dir string, waiting ...string) {
+func browse(t *testing.T, nodeDir, mode, url, token, tenant, twice, dead, rated, long, dir string, waiting ...string) {
 	t.Helper()
-	args := append([]string{filepath.Join("console", "browse.mjs"), mode, url, token, tenant, twice, dead, rated, dir}, waiting...)
+	args := append([]string{filepath.Join("console", "browse.mjs"), mode, url, token, tenant, twice, dead, rated, long, dir}, waiting...)
 	cmd := exec.Command("node", args...)
 	cmd.Env = append(os.Environ(), "STILE_NODE_DIR="+nodeDir)
 	out, err := cmd.CombinedOutput()
@@ -160,7 +192,8 @@ func bytesLastLine(b []byte) int {
 // Chromium, against seeded data: sign in, every page, a job's timeline
 // saying why it ran twice, a job its rate key holds back saying so, a
 // retry seen without reloading, a paused queue,
-// a rebuilt projection, a phone's width without horizontal scroll.
+// a rebuilt projection, a phone's width without horizontal scroll, a long
+// error wrapped at any width.
 func TestConsoleInABrowser(t *testing.T) {
 	t.Parallel()
 	nodeDir := browser(t)
@@ -183,8 +216,9 @@ func TestConsoleInABrowser(t *testing.T) {
 	go io.Copy(io.Discard, stderr)
 	twice, dead := seedConsole(t, client.New(url, token, nil).Tenant("console"))
 	rated := seedRated(t, client.New(url, token, nil).Tenant("console"))
+	long := seedLongError(t, client.New(url, token, nil).Tenant("console"))
 	seedWaiting(t, client.New(url, token, nil).Tenant("console-waiting"))
-	browse(t, nodeDir, "full", url, token, "console", twice, dead, rated, shots(t), "console-waiting")
+	browse(t, nodeDir, "full", url, token, "console", twice, dead, rated, long, shots(t), "console-waiting")
 }
 
 // TestConsoleFromWorkerd: the Worker serves the same console at /console,
@@ -195,6 +229,7 @@ func TestConsoleFromWorkerd(t *testing.T) {
 	w := startWorkerd(t)
 	twice, dead := seedConsole(t, w.cl.Tenant("console-edge"))
 	rated := seedRated(t, w.cl.Tenant("console-edge"))
+	long := seedLongError(t, w.cl.Tenant("console-edge"))
 	seedWaiting(t, w.cl.Tenant("console-edge-waiting"))
-	browse(t, nodeDir, "load", w.url, token, "console-edge", twice, dead, rated, t.TempDir(), "console-edge-waiting")
+	browse(t, nodeDir, "load", w.url, token, "console-edge", twice, dead, rated, long, t.TempDir(), "console-edge-waiting")
 }

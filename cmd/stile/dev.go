@@ -200,6 +200,7 @@ func runDev(args []string) error {
 	mux.Handle("/metrics", mx.Handler(secret))
 	mux.Handle(console.Path, console.Handler())
 	mux.Handle(console.Path+"/", console.Handler())
+	mux.Handle(console.FaviconPath, console.Handler())
 	mux.Handle("/", srv)
 	// Every phase of a connection is bounded, so that slow or idle
 	// clients, authenticated or not, cannot hold connections open: its

@@ -58,7 +58,30 @@ function table(columns, rows, id) {
     el("tbody", {}, rows.map((r) => el("tr", {}, r.map((cell, i) => el("td", { "data-label": columns[i] }, cell ?? "-"))))));
 }
 
-const when = (s) => (s ? s.replace("T", " ").replace("Z", "") : "-");
+// A time in the viewer's zone, the raw value (RFC 3339, or Unix ms) on hover.
+const LOCAL = new Intl.DateTimeFormat("en-US", { year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit",
+  second: "2-digit", fractionalSecondDigits: 3, hourCycle: "h23", timeZoneName: "short" });
+function when(raw) {
+  const d = new Date(raw ?? NaN);
+  if (raw === "" || isNaN(d)) return raw ? String(raw) : "-";
+  const p = Object.fromEntries(LOCAL.formatToParts(d).map((x) => [x.type, x.value]));
+  return el("time", { datetime: d.toISOString(), title: String(raw) },
+    `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second}.${p.fractionalSecond} ${p.timeZoneName}`);
+}
+// The server's texts with the times they hold shown by when: RFC 3339
+// times, and the Unix ms of a lapsed lease ("… held it until 1765…").
+const TIME_IN_TEXT = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)|(?<=until )\d{13}\b/g;
+function withTimes(text) {
+  if (!text) return text;
+  const out = [];
+  let at = 0;
+  for (const m of text.matchAll(TIME_IN_TEXT)) {
+    out.push(text.slice(at, m.index), when(/^\d+$/.test(m[0]) ? Number(m[0]) : m[0]));
+    at = m.index + m[0].length;
+  }
+  out.push(text.slice(at));
+  return out;
+}
 // A period of milliseconds as a duration: 500ms, 1s, 1m30s, 1h.
 const period = (ms) => {
   const parts = [];
@@ -67,6 +90,24 @@ const period = (ms) => {
   return parts.join("");
 };
 const link = (href, text) => el("a", { href }, text);
+// Text that may hold a long word (a URL, JSON): it wraps anywhere, so that
+// its column never widens the page.
+const long = (text) => (text ? el("span", { class: "long" }, text) : text);
+
+// What the API allows by a job's state: retry a dead or cancelled job
+// (fencestore's Retry, else not_retryable), cancel one not finished
+// (fence.Cancel, else finished), delete one finished (else not_finished).
+const FINISHED = ["completed", "cancelled", "dead"];
+const canRetry = (j) => j.state === "dead" || j.state === "cancelled";
+const canCancel = (j) => !FINISHED.includes(j.state);
+const canDelete = (j) => FINISHED.includes(j.state);
+// The retry budget: max_attempts counts failures, not attempts (a snooze
+// takes an attempt number without spending it, and an operator's Retry
+// gives a fresh budget while attempt numbers go on), so "attempt N of M"
+// could read "attempt 2 of 1".
+const budget = (j) => `failures ${j.failures} of ${j.max_attempts}`;
+// A completed job's last_error is an earlier attempt's: the API keeps it.
+const earlier = (j) => j.state === "completed" && !!j.last_error;
 
 function action(label, confirmText, run, danger) {
   return el("button", { class: danger ? "danger" : undefined, on: { click: async () => {
@@ -136,7 +177,7 @@ async function pageOverview(tenant) {
     table(["Key", "Limit", "Declared by", "In window", "Opens at", "Started", "Limited"], rates.rates.map((r) => [r.key,
       `${r.limit} per ${period(r.period_ms)}`, `the ${r.source}`, r.in_window, when(r.open_at), r.started, r.limited]), "rates"),
     el("h2", {}, "Usage by UTC day"),
-    u.refusing ? el("p", { class: "why", id: "refusing" }, el("b", {}, "Refusing new work: "), `past ${u.refusing}, until ${when(u.refusing_until)}.`) : null,
+    u.refusing ? el("p", { class: "why", id: "refusing" }, el("b", {}, "Refusing new work: "), `past ${u.refusing}, until `, when(u.refusing_until), ".") : null,
     el("p", { class: "muted" }, `Budget: rows written per day ${limit(u.budget.rows_written_per_day)}, requests per day ${limit(u.budget.requests_per_day)}.`),
     table(["Day", "Requests", "Alarms", "Rows read", "Rows written", "Module s", "Pushes"],
       [...u.days, { day: "total", ...u.total }].map((d) => [d.day, d.requests, d.alarms, d.rows_read, d.rows_written,
@@ -158,16 +199,18 @@ async function pageJobs(tenant, query) {
     location.hash = `#/t/${tenant}/jobs?${f}`;
   } } }, filter("state", ["pending", "scheduled", "available", "running", "retryable", "completed", "dead", "cancelled"]),
   filter("queue"), filter("kind"), el("button", { type: "submit" }, "Filter"));
-  const bulk = el("div", { class: "actions" },
-    action(`Retry the ${d.jobs.length} listed`, `Retry the ${d.jobs.length} jobs listed? Only dead or cancelled ones are retried.`,
-      () => Promise.allSettled(d.jobs.map((j) => api("POST", `${t(tenant)}/jobs/${j.id}/retry`)))),
-    action(`Cancel the ${d.jobs.length} listed`, `Cancel the ${d.jobs.length} jobs listed?`,
-      () => Promise.allSettled(d.jobs.map((j) => api("POST", `${t(tenant)}/jobs/${j.id}/cancel`, { reason: "cancelled from the console" }))), true));
+  const retry = d.jobs.filter(canRetry), cancel = d.jobs.filter(canCancel);
+  const bulk = el("div", { class: "actions", id: "bulk" },
+    retry.length ? action(`Retry the ${retry.length} dead or cancelled`, `Retry the ${retry.length} dead or cancelled jobs listed?`,
+      () => Promise.allSettled(retry.map((j) => api("POST", `${t(tenant)}/jobs/${j.id}/retry`)))) : null,
+    cancel.length ? action(`Cancel the ${cancel.length} unfinished`, `Cancel the ${cancel.length} unfinished jobs listed?`,
+      () => Promise.allSettled(cancel.map((j) => api("POST", `${t(tenant)}/jobs/${j.id}/cancel`, { reason: "cancelled from the console" }))), true) : null);
   const next = new URLSearchParams(query);
   next.set("after", d.next ?? "");
-  return [el("h1", {}, `Jobs of ${tenant}`), form, d.jobs.length ? bulk : null,
-    table(["Job", "Kind", "Queue", "State", "Attempt", "Created", "Last error"], d.jobs.map((j) => [link(`#/t/${tenant}/jobs/${j.id}`, j.id),
-      j.kind, j.queue, j.state, `${j.attempt}/${j.max_attempts}`, when(j.created_at), j.last_error?.split("\n")[0]]), "jobs"),
+  return [el("h1", {}, `Jobs of ${tenant}`), form, retry.length || cancel.length ? bulk : null,
+    table(["Job", "Kind", "Queue", "State", "Attempt", "Failures", "Created", "Last error"], d.jobs.map((j) => [link(`#/t/${tenant}/jobs/${j.id}`, j.id),
+      j.kind, j.queue, j.state, j.attempt, `${j.failures} of ${j.max_attempts}`, when(j.created_at),
+      j.last_error ? [earlier(j) ? el("span", { class: "muted" }, "earlier attempt: ") : null, long(withTimes(j.last_error.split("\n")[0]))] : null]), "jobs"),
     d.next ? el("p", {}, link(`#/t/${tenant}/jobs?${next}`, "Next page")) : null];
 }
 
@@ -175,25 +218,27 @@ async function pageJob(tenant, id) {
   const j = await api("GET", `${t(tenant)}/jobs/${encodeURIComponent(id)}`);
   const attempts = [...(j.attempts ?? []), ...(j.running ? [{ ...j.running, outcome: "running" }] : [])];
   return [el("h1", {}, `Job ${j.id} · ${j.kind}`),
-    el("p", { id: "summary" }, `${j.state} · queue ${j.queue} · attempt ${j.attempt} of ${j.max_attempts} · created ${when(j.created_at)}`,
+    el("p", { id: "summary" }, `${j.state} · queue ${j.queue} · attempt ${j.attempt} · ${budget(j)} · created `, when(j.created_at),
       j.rate_key ? ` · rate key ${j.rate_key}` : null, j.concurrency_key ? ` · concurrency key ${j.concurrency_key}` : null),
     j.ran_again ? el("p", { class: "why", id: "why" }, el("b", {}, "Why it ran again: "), j.ran_again) : null,
-    j.waiting ? el("p", { class: "why", id: "waiting" }, el("b", {}, "Why it waits: "), j.waiting) : null,
-    el("div", { class: "actions" },
-      action("Retry", `Retry job ${j.id}?`, () => api("POST", `${t(tenant)}/jobs/${j.id}/retry`)),
-      action("Cancel", `Cancel job ${j.id}?`, () => api("POST", `${t(tenant)}/jobs/${j.id}/cancel`, { reason: "cancelled from the console" }), true),
-      action("Delete", `Delete job ${j.id}? Only finished jobs can be deleted.`, async () => { await api("DELETE", `${t(tenant)}/jobs/${j.id}`); location.hash = `#/t/${tenant}/jobs`; }, true)),
+    j.waiting ? el("p", { class: "why", id: "waiting" }, el("b", {}, "Why it waits: "), withTimes(j.waiting)) : null,
+    el("div", { class: "actions", id: "actions" },
+      canRetry(j) ? action("Retry", `Retry job ${j.id}?`, () => api("POST", `${t(tenant)}/jobs/${j.id}/retry`)) : null,
+      canCancel(j) ? action("Cancel", `Cancel job ${j.id}?`, () => api("POST", `${t(tenant)}/jobs/${j.id}/cancel`, { reason: "cancelled from the console" }), true) : null,
+      canDelete(j) ? action("Delete", `Delete job ${j.id} with its history?`, async () => { await api("DELETE", `${t(tenant)}/jobs/${j.id}`); location.hash = `#/t/${tenant}/jobs`; }, true) : null),
     el("h2", {}, "Timeline"),
     table(["Attempt", "Worker", "Claimed", "Lease until", "Heartbeats", "Last heartbeat", "Ended", "Outcome", "Noticed by", "Error"],
       attempts.map((a) => [a.attempt, a.worker, when(a.claimed_at), when(a.lease_until), a.heartbeats ?? 0, when(a.last_heartbeat_at),
-        when(a.ended_at), a.outcome, a.noticed_by, a.error?.split("\n")[0]]), "attempts"),
+        when(a.ended_at), a.outcome, a.noticed_by, long(withTimes(a.error?.split("\n")[0]))]), "attempts"),
     el("h2", {}, "Refused by the fence"),
     (j.rejections ?? []).length === 0 ? el("p", { class: "muted" }, "Nothing was refused.") :
       table(["At", "Request", "Worker", "Attempt", "Outcome", "Code", "Reason"], j.rejections.map((r) => [when(r.at), r.request, r.worker,
-        r.attempt, r.outcome, el("span", { class: "refused" }, r.code), r.message]), "rejections"),
+        r.attempt, r.outcome, el("span", { class: "refused" }, r.code), long(withTimes(r.message))]), "rejections"),
     el("h2", {}, "Args"), el("pre", {}, JSON.stringify(j.args, null, 2)),
     j.output !== undefined ? [el("h2", {}, "Output"), el("pre", {}, JSON.stringify(j.output, null, 2))] : null,
-    j.last_error ? [el("h2", {}, "Last error"), el("pre", { class: "error" }, j.last_error)] : null];
+    j.last_error ? [el("h2", { id: "last-error-title" }, earlier(j) ? "Earlier attempt's error" : "Last error"),
+      earlier(j) ? el("p", { class: "muted" }, "The job completed after it: this is what its last failed attempt reported.") : null,
+      el("pre", { class: earlier(j) ? undefined : "error", id: "last-error" }, withTimes(j.last_error))] : null];
 }
 
 async function pageReactions(tenant) {
@@ -203,7 +248,7 @@ async function pageReactions(tenant) {
       el("p", {}, `checkpoint ${r.checkpoint} · lag ${r.lag} · timeout ${r.timeout_ms} ms · events ${r.types.join(", ")}`),
       r.open.length === 0 ? el("p", { class: "muted" }, "No open delivery.") :
         table(["Event", "State", "Attempt", "Failures", "Lease until", "Retry at", "Last error", ""], r.open.map((o) => [o.seq, o.state, o.attempt,
-          o.failures, when(o.lease_until), when(o.run_at), o.last_error,
+          o.failures, when(o.lease_until), when(o.run_at), long(withTimes(o.last_error)),
           action("Skip", `Skip event ${o.seq} for ${r.name}? It is never delivered to it again.`,
             () => api("POST", `${t(tenant)}/reactions/${r.name}/skip`, { seq: o.seq, reason: "skipped from the console" }), true)]))])];
 }
@@ -213,7 +258,7 @@ async function pageProjections(tenant) {
   return [el("h1", {}, `Projections of ${tenant}`),
     table(["Projection", "Generation", "Status", "Checkpoint", "Lag", "Error", ""], ps.projections.flatMap((p) =>
       [["live", p.live], ["rebuild", p.rebuild]].filter(([, g]) => g).map(([role, g]) => [p.name, `${role} #${g.generation}`, g.status,
-        `${g.checkpoint} of ${p.head}`, g.lag, g.error ? `event ${g.error_seq}: ${g.error}` : null,
+        `${g.checkpoint} of ${p.head}`, g.lag, g.error ? long(`event ${g.error_seq}: ${g.error}`) : null,
         role === "live" ? action("Rebuild", `Rebuild ${p.name} from the start of the log? The live one serves queries until the new one catches up.`,
           () => api("POST", `${t(tenant)}/projections/${p.name}/rebuild`)) : null])), "projections")];
 }
@@ -224,7 +269,7 @@ async function pageEvents(tenant, query) {
     : await api("GET", `${t(tenant)}/events?after=${Number(query.get("after") ?? 0)}&limit=200`);
   return [el("h1", {}, stream ? `Stream ${stream}` : `Events of ${tenant}`),
     table(["Seq", "Stream", "Version", "Type", "At", "Data"], d.events.map((e) => [e.seq, link(`#/t/${tenant}/events?stream=${encodeURIComponent(e.stream)}`, e.stream),
-      e.version, e.type, when(e.at), JSON.stringify(e.data)]), "events")];
+      e.version, e.type, when(e.at), long(JSON.stringify(e.data))]), "events")];
 }
 
 // ---- the shell ----

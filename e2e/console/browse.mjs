@@ -1,14 +1,14 @@
 // Drives the console in headless Chromium (Debian's, through
 // playwright-core) for e2e/console_test.go, and exits non-zero on the
 // first check that fails. Usage:
-//   STILE_NODE_DIR=… node browse.mjs <mode> <base url> <token> <tenant> <ran-twice job> <dead job> <rate-limited job> <screenshots dir> [<waiting tenant>]
+//   STILE_NODE_DIR=… node browse.mjs <mode> <base url> <token> <tenant> <ran-twice job> <dead job> <rate-limited job> <long-error job> <screenshots dir> [<waiting tenant>]
 // mode "full" walks every page and action; "load" signs in and loads the
 // pages once (for workerd).
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { join } from "node:path";
 
-const [mode, base, token, tenant, twice, dead, rated, shots, waiting] = process.argv.slice(2);
+const [mode, base, token, tenant, twice, dead, rated, long, shots, waiting] = process.argv.slice(2);
 const nodeDir = process.env.STILE_NODE_DIR;
 if (!nodeDir) throw new Error("STILE_NODE_DIR is not set: run this through the Go test");
 const pw = await import(pathToFileURL(createRequire(nodeDir + "/").resolve("playwright-core")).href);
@@ -20,6 +20,8 @@ function check(ok, what) {
   results.push({ ok: !!ok, what });
   if (!ok) throw new Error(`check failed: ${what}`);
 }
+// A time as the console shows it in Asia/Kolkata.
+const kolkata = (raw) => new Date(new Date(raw).getTime() + 330 * 60000).toISOString().replace("T", " ").replace("Z", " GMT+5:30");
 const api = async (method, path, body) => {
   const r = await fetch(base + path, { method, headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body) });
@@ -31,15 +33,26 @@ async function open(page, hash) {
   await page.waitForFunction((h) => document.getElementById("main").dataset.loaded === h, hash, { timeout: 10000 });
 }
 
+// The labels of the buttons in selector (none when it is absent).
+const buttons = (page, selector) => page.$$eval(`${selector} button`, (bs) => bs.map((b) => b.textContent));
+
 async function noHorizontalScroll(page, what) {
   const [sw, cw] = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
   check(sw <= cw, `${what}: no horizontal scroll at 390 px (scrollWidth ${sw}, clientWidth ${cw})`);
 }
 
 try {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  // Static assets need no token: the icon browsers ask for on every page.
+  const icon = await fetch(base + "/favicon.ico");
+  check(icon.status === 200 && icon.headers.get("content-type") === "image/svg+xml",
+    `GET /favicon.ico without a token answers the icon: ${icon.status} ${icon.headers.get("content-type")}`);
+
+  // The viewer's zone (UTC+5:30, no daylight saving): times show in it.
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, timezoneId: "Asia/Kolkata" });
   const page = await context.newPage();
   page.on("dialog", (d) => d.accept()); // every action's confirmation
+  const refused = []; // whatever the signed-in console loads answers 401
+  page.on("response", (r) => { if (r.status() === 401) refused.push(r.url()); });
   await page.goto(base + "/console");
   await page.waitForSelector("form.signin");
   check(await page.evaluate(() => document.cookie === ""), "the shell sets no cookie");
@@ -61,6 +74,55 @@ try {
   check((await page.textContent("#rejections")).includes("lease_expired"), "the refused report's code is on the page");
   await page.screenshot({ path: join(shots, "job.png"), fullPage: true });
 
+  // Times in the viewer's zone, the raw value on hover.
+  const job = await api("GET", `/v1/t/${tenant}/jobs/${twice}`);
+  const created = await page.$eval("#summary time", (e) => [e.textContent, e.title]);
+  check(created[0] === kolkata(job.created_at) && created[1] === job.created_at,
+    `the job's creation shows in the viewer's zone, the raw time on hover: ${created} (created_at ${job.created_at})`);
+  const lapsed = await page.$eval("#attempts tbody tr:first-child td:last-child", (e) => [e.textContent, e.querySelector("time")?.title]);
+  check(/^lease of attempt 1 expired \(worker worker-a held it until \d{4}-\d\d-\d\d .* GMT\+5:30\)$/.test(lapsed[0]) &&
+    lapsed[0].includes(kolkata(Number(lapsed[1]))), `the lapsed lease's Unix ms show as a time: ${lapsed}`);
+
+  // Actions offered by the job's state, as the API allows them.
+  const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+  let offered = await buttons(page, "#actions");
+  check(same(offered, ["Delete"]), `a completed job offers neither Retry nor Cancel: ${offered}`);
+  await open(page, `#/t/${tenant}/jobs/${dead}`);
+  offered = await buttons(page, "#actions");
+  check(same(offered, ["Retry", "Delete"]), `a dead job offers Retry, not Cancel: ${offered}`);
+  await open(page, `#/t/${tenant}/jobs/${rated}`);
+  offered = await buttons(page, "#actions");
+  check(same(offered, ["Cancel"]), `an available job offers Cancel only: ${offered}`);
+  await open(page, `#/t/${tenant}/jobs?state=completed`);
+  offered = await buttons(page, "#bulk");
+  check(offered.length === 0, `a list of completed jobs offers no bulk action: ${offered}`);
+  await open(page, `#/t/${tenant}/jobs?state=dead`);
+  offered = await buttons(page, "#bulk");
+  check(same(offered, ["Retry the 1 dead or cancelled"]), `a list of dead jobs offers Retry only: ${offered}`);
+
+  // An error with a 300-character URL wraps at a desktop's width and a phone's.
+  const wide = async (p) => p.evaluate(() => [document.scrollingElement.scrollWidth, innerWidth]);
+  await open(page, `#/t/${tenant}/jobs/${long}`);
+  check((await page.textContent("#attempts")).includes("/status/last answered 502"), "the long error is in the timeline");
+  let [sw, iw] = await wide(page);
+  check(sw <= iw, `a long error scrolls nothing sideways at 1280 px (scrollWidth ${sw}, innerWidth ${iw})`);
+  // Its error is from the attempt before the one that completed it.
+  const title = await page.$eval("main", (m) => m.querySelector("#last-error-title")?.textContent);
+  check(title === "Earlier attempt's error" && !(await page.$$eval("main h2", (hs) => hs.map((h) => h.textContent))).includes("Last error"),
+    `a completed job marks its last_error as an earlier attempt's: ${title}`);
+  await open(page, `#/t/${tenant}/jobs?state=completed`);
+  const row = await page.textContent(`#jobs tr:has(a[href="#/t/${tenant}/jobs/${long}"]) td:last-child`);
+  check(row.startsWith("earlier attempt: GET https://"), `the list marks it too: ${row}`);
+  const narrow = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true });
+  const p390 = await narrow.newPage();
+  await p390.goto(base + "/console");
+  await p390.evaluate((tok) => sessionStorage.setItem("stile-token", tok), token);
+  await open(p390, `#/t/${tenant}/jobs/${long}`);
+  [sw, iw] = await wide(p390);
+  check(sw <= iw, `a long error scrolls nothing sideways at 390 px (scrollWidth ${sw}, innerWidth ${iw})`);
+  await p390.screenshot({ path: join(shots, "phone-long-error.png"), fullPage: true });
+  await narrow.close();
+
   // A job its rate key holds back (the module's: one start an hour).
   await open(page, `#/t/${tenant}/jobs/${rated}`);
   const summary = await page.textContent("#summary");
@@ -69,7 +131,7 @@ try {
   check(held.includes('rate limited by key "hourly" (1 starts per 3600000 ms) until '), `the job says its rate key holds it back: ${held}`);
   await open(page, `#/t/${tenant}`);
   const rate = await page.textContent("#rates tbody tr");
-  check(/^hourly1 per 1hthe module1\d{4}-\d\d-\d\d [\d:.]+11$/.test(rate), `the overview lists the rate key, closed until a time: ${rate}`);
+  check(/^hourly1 per 1hthe module1\d{4}-\d\d-\d\d [\d:.]+ GMT\+5:3011$/.test(rate), `the overview lists the rate key, closed until a time: ${rate}`);
 
   if (waiting) {
     // Job 1 of the waiting tenant is of a kind no executor's claim names.
@@ -100,6 +162,18 @@ try {
     await page.click("text=Retry");
     await page.waitForFunction(() => document.getElementById("main").textContent.includes("available"), null, { timeout: 10000 });
     check(true, "the retried job shows as available without reloading");
+    // Its next attempt, 2, has the fresh budget of one failure that Retry gives.
+    const again = await api("POST", `/v1/t/${tenant}/claims`, { worker: "worker-g", kinds: ["test.echo"], limit: 1 });
+    check(again.jobs?.[0]?.id === dead && again.jobs[0].attempt === 2, `the retried job is claimed again: ${JSON.stringify(again.jobs)}`);
+    await page.waitForFunction(() => document.getElementById("summary")?.textContent.startsWith("running"), null, { timeout: 10000 });
+    const retried = await page.textContent("#summary");
+    check(retried.includes("attempt 2 · failures 0 of 1 ·"), `the retried job counts its failures against its budget: ${retried}`);
+    offered = await buttons(page, "#actions");
+    check(same(offered, ["Cancel"]), `a running job offers Cancel only: ${offered}`);
+    await open(page, `#/t/${tenant}/jobs?state=running`);
+    const listed = await page.$$eval(`#jobs tr:has(a[href="#/t/${tenant}/jobs/${dead}"]) td`,
+      (tds) => Object.fromEntries(tds.map((td) => [td.dataset.label, td.textContent])));
+    check(listed.Attempt === "2" && listed.Failures === "0 of 1", `the list shows attempt 2 and no failure of 1: ${JSON.stringify(listed)}`);
 
     // Pause a queue.
     await open(page, `#/t/${tenant}`);
@@ -137,6 +211,7 @@ try {
     await open(p2, `#/t/${tenant}/jobs/${twice}`);
     await p2.screenshot({ path: join(shots, "phone-job.png"), fullPage: true });
   }
+  check(refused.length === 0, `nothing the console loaded was refused: ${refused.join(", ")}`);
   console.log(JSON.stringify({ ok: true, results }));
 } catch (e) {
   console.log(JSON.stringify({ ok: false, error: String(e?.message ?? e), results }));

@@ -6,7 +6,7 @@
 
 import wasm from "./tenant.wasm";
 import { authenticate, covers, pushToken } from "./token.mjs";
-import { CONSOLE, CONSOLE_PATH } from "./console.mjs";
+import { CONSOLE, CONSOLE_PATH, FAVICON, FAVICON_PATH } from "./console.mjs";
 import {
   decodeResponse, encodeRequest, instantiate, validTraceparent,
   FLAG_FINISHED, FLAG_HOLD_FINISHED, FLAG_WAKE, HEADER_PRINCIPAL, HEADER_TRACEPARENT, KIND_ALARM, KIND_API, RESERVED_PREFIX,
@@ -81,6 +81,7 @@ export default {
     const url = new URL(request.url);
     if (url.pathname === "/healthz") return new Response("ok\n", { headers: { "content-type": "text/plain" } });
     if (url.pathname === CONSOLE_PATH || url.pathname.startsWith(CONSOLE_PATH + "/")) return consoleFile(url.pathname);
+    if (url.pathname === FAVICON_PATH) return consoleFile(`${CONSOLE_PATH}/${FAVICON}`);
     if (!env.STILE_TOKEN) {
       return internal("the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`");
     }
@@ -137,8 +138,9 @@ async function overQuota(method, tenant, who, env) {
 // where the runtime gives an id no name.
 const TENANT_KEY = "stile-tenant";
 
-// consoleFile serves the console (public: the shell holds no data, and
-// every data call carries the user's token).
+// consoleFile serves the console and its icon, also at FAVICON_PATH
+// (public: the shell holds no data, and every data call carries the
+// user's token).
 function consoleFile(path) {
   const f = CONSOLE[path.slice(CONSOLE_PATH.length + 1)] ?? CONSOLE["index.html"];
   return new Response(f.body, {
