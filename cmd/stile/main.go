@@ -23,6 +23,7 @@ operate a deployment (stile dev or a Worker; --url, --token, --tenant, --json):
   jobs          list | show ID (the timeline: attempts, refused reports, why it ran again) | retry | cancel | delete
   queues        counts per queue and state; pause | resume QUEUE
   rates         rate limits per key: starts in the window, when it opens; set KEY LIMIT PERIOD | delete KEY
+  schedules     periodic jobs, the tenant's and the module's; set NAME CRON --kind K | delete | pause | resume NAME
   reactions     lag and open deliveries; skip HANDLER SEQ
   projections   status, lag, errors; rebuild NAME
   query         run a registered query (NAME k=v …); --min-seq N waits until its projection applied seq N
@@ -64,6 +65,8 @@ func main() {
 		err = runQueues(args)
 	case "rates":
 		err = runRates(args)
+	case "schedules":
+		err = runSchedules(args)
 	case "reactions":
 		err = runReactions(args)
 	case "projections":
