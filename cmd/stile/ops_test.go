@@ -524,3 +524,44 @@ func TestSchedulesCommand(t *testing.T) {
 	require.Len(t, list.Schedules, 1)
 	require.True(t, list.Schedules[0].Module, "only the module's is left")
 }
+
+// TestJobsListsByDefaultAndASkipNeedsAReason: stile jobs alone lists, as
+// stile jobs list does; stile reactions skip asks for the reason the API
+// requires before it asks the API.
+func TestJobsListsByDefaultAndASkipNeedsAReason(t *testing.T) {
+	t.Parallel()
+	bin := stile(t)
+	h := stiletest.New(t, stiletest.Config{App: testapp.App()})
+	c := cli{bin, h.URL, h.Token()}
+	ctx := context.Background()
+	j, err := h.Tenant("acme").Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo"})
+	require.NoError(t, err)
+	out, errOut, code := c.run(t, "jobs")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^ID\s+KIND\s+QUEUE\s+STATE`, out)
+	require.Regexp(t, `(?m)^`+j.ID+`\s+test\.echo\s+default\s+available\s`, out)
+	listed, _, _ := c.run(t, "jobs", "list")
+	require.Equal(t, listed, out)
+	out, _, code = c.run(t, "jobs", "--kind", "nothing.such")
+	require.Equal(t, 0, code)
+	require.NotContains(t, out, j.ID, "flags without a verb filter the list")
+	_, errOut, code = c.run(t, "jobs", "list", j.ID)
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "stile jobs list takes flags only")
+
+	// A skip needs a reason: the API keeps it and refuses a skip without.
+	_, errOut, code = c.run(t, "reactions", "skip", testapp.RefundPolicy, "1")
+	require.Equal(t, 2, code, errOut)
+	require.Contains(t, errOut, "--reason WHY")
+	_, errOut, code = c.run(t, "reactions", "skip", "no-such-reaction", "1", "--reason", "poison")
+	require.Equal(t, 4, code, errOut)
+	require.Contains(t, errOut, `no reaction "no-such-reaction"`)
+
+	// The docs' flags: --after and --types filter the log, --stream reads
+	// one stream; together they are a usage error, not a silent drop.
+	_, errOut, code = c.run(t, "events", "--stream", "cli", "--after", "3")
+	require.Equal(t, 2, code, errOut)
+	require.Contains(t, errOut, "--stream reads one stream")
+	_, errOut, code = c.run(t, "events", "--after", "0", "--types", testapp.Noted)
+	require.Equal(t, 0, code, errOut)
+}
