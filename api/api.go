@@ -367,6 +367,11 @@ type ReportResponse struct {
 	Failures  int64     `json:"failures"`
 	RunAt     time.Time `json:"run_at"`
 	Duplicate bool      `json:"duplicate,omitempty"`
+	// Kind is the job's kind, and AttemptMs how long the attempt ran from
+	// its claim to this report, by the tenant's clock (not on a
+	// duplicate: the attempt had ended).
+	Kind      string `json:"kind,omitempty"`
+	AttemptMs int64  `json:"attempt_ms,omitempty"`
 }
 
 // BatchReport is one report of a batch, naming its job.
@@ -389,6 +394,8 @@ type BatchReportResult struct {
 	JobID     string `json:"job_id"`
 	State     string `json:"state,omitempty"`
 	Duplicate bool   `json:"duplicate,omitempty"`
+	Kind      string `json:"kind,omitempty"`       // as in ReportResponse
+	AttemptMs int64  `json:"attempt_ms,omitempty"` // as in ReportResponse
 	Error     *Error `json:"error,omitempty"`
 }
 

@@ -341,6 +341,8 @@ func (v ReportResponse) AppendJSON(b []byte) []byte {
 	if v.Duplicate {
 		o.Bool("duplicate", true)
 	}
+	o.StrOmit("kind", v.Kind)
+	o.IntOmit("attempt_ms", v.AttemptMs)
 	return o.End()
 }
 
@@ -389,6 +391,8 @@ func (v BatchReportResult) AppendJSON(b []byte) []byte {
 	if v.Duplicate {
 		o.Bool("duplicate", true)
 	}
+	o.StrOmit("kind", v.Kind)
+	o.IntOmit("attempt_ms", v.AttemptMs)
 	if v.Error != nil {
 		o.Key("error")
 		o.B = v.Error.AppendJSON(o.B)
@@ -2170,6 +2174,10 @@ func (v *ReportResponse) decode(r *jsonwire.Reader) error {
 			v.RunAt, err = jsonwire.TimeField(r, key)
 		case "duplicate":
 			v.Duplicate, err = r.BoolField(key)
+		case "kind":
+			v.Kind, err = r.StringField(key)
+		case "attempt_ms":
+			v.AttemptMs, err = r.Integer(key)
 		default:
 			return r.Unknown(key)
 		}
@@ -2252,6 +2260,10 @@ func (v *BatchReportResult) decode(r *jsonwire.Reader) error {
 			v.State, err = r.StringField(key)
 		case "duplicate":
 			v.Duplicate, err = r.BoolField(key)
+		case "kind":
+			v.Kind, err = r.StringField(key)
+		case "attempt_ms":
+			v.AttemptMs, err = r.Integer(key)
 		case "error":
 			if r.IsNull() {
 				return nil

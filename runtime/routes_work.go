@@ -237,8 +237,18 @@ func (t *Tenant) reportOne(idText string, body []byte) (route, *api.Error) {
 		}
 		j := res.Job
 		return result{status: statusOK, body: api.ReportResponse{JobID: idText, State: string(j.State), Attempt: j.Attempt,
-			Failures: j.Failures, RunAt: ts(j.RunAt), Duplicate: res.Duplicate}.AppendJSON, finished: j.State.Terminal()}, nil
+			Failures: j.Failures, RunAt: ts(j.RunAt), Duplicate: res.Duplicate, Kind: j.Kind, AttemptMs: attemptMs(now, res)}.AppendJSON,
+			finished: j.State.Terminal()}, nil
 	}, nil
+}
+
+// attemptMs is how long a reported attempt ran, from its claim to now
+// (0 for a duplicate, whose attempt had ended).
+func attemptMs(now int64, res fencestore.ReportResult) int64 {
+	if res.Duplicate || res.ClaimedAt == 0 {
+		return 0
+	}
+	return max(now-res.ClaimedAt, 1)
 }
 
 func (t *Tenant) reportBatch(body []byte) (route, *api.Error) {
@@ -275,7 +285,7 @@ func (t *Tenant) reportBatch(body []byte) (route, *api.Error) {
 			case err != nil:
 				return result{}, err
 			default:
-				out.State, out.Duplicate = string(res.Job.State), res.Duplicate
+				out.State, out.Duplicate, out.Kind, out.AttemptMs = string(res.Job.State), res.Duplicate, res.Job.Kind, attemptMs(now, res)
 				ended = ended || res.Job.State.Terminal()
 			}
 			resp.Results[i] = out

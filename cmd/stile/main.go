@@ -20,10 +20,11 @@ commands:
   wrangler      any wrangler command the same way (e.g. secret put STILE_TOKEN)
 
 operate a deployment (stile dev or a Worker; --url, --token, --tenant, --json):
-  jobs          list | show ID (the timeline: attempts, refused reports, why it ran again) | retry | cancel | delete
+  jobs          list (the default) | show ID (the timeline: attempts, refused reports, why it ran again) | retry | cancel | delete
   queues        counts per queue and state; pause | resume QUEUE
   rates         rate limits per key: starts in the window, when it opens; set KEY LIMIT PERIOD | delete KEY
-  reactions     lag and open deliveries; skip HANDLER SEQ
+  schedules     periodic jobs, the tenant's and the module's; set NAME CRON --kind K | delete | pause | resume NAME
+  reactions     lag and open deliveries; skip HANDLER SEQ --reason WHY
   projections   status, lag, errors; rebuild NAME
   query         run a registered query (NAME k=v …); --min-seq N waits until its projection applied seq N
   events        the event log, or one stream
@@ -33,8 +34,9 @@ operate a deployment (stile dev or a Worker; --url, --token, --tenant, --json):
   migrate       apply pending migrations (and retry failed ones) in one tenant or all
   export        a tenant's state, one JSON page a line (--out FILE); import --in FILE into an empty tenant
   token         mint a scoped token (--scope, --role, --ttl), revoke one, or make a secret (docs/SECURITY.md)
-Exit codes: 0 done, 2 usage, 3 refused, 4 not found, 5 unreachable, 1 anything else.
   version       print the version
+
+Exit codes: 0 done, 2 usage, 3 refused, 4 not found, 5 unreachable, 1 anything else.
 
 Run 'stile <command> -h' for a command's flags.
 `
@@ -64,6 +66,8 @@ func main() {
 		err = runQueues(args)
 	case "rates":
 		err = runRates(args)
+	case "schedules":
+		err = runSchedules(args)
 	case "reactions":
 		err = runReactions(args)
 	case "projections":

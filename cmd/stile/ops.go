@@ -182,11 +182,8 @@ func oneLine(s string, n int) string {
 // ---- stile jobs ----
 
 func runJobs(args []string) error {
-	if len(args) == 0 {
-		return &exitError{exitUsage, errors.New("stile jobs list|show|retry|cancel|delete: name what to do")}
-	}
-	verb, args := args[0], args[1:]
-	o := newOps("jobs "+verb, "jobs list|show|retry|cancel|delete [ID] --tenant NAME [flags]", true)
+	verb, args := splitVerb(args)
+	o := newOps("jobs "+verb, "jobs [list|show|retry|cancel|delete] [ID] --tenant NAME [flags]", true)
 	state := o.fs.String("state", "", "list: only jobs in this state")
 	queue := o.fs.String("queue", "", "list: only jobs of this queue")
 	kind := o.fs.String("kind", "", "list: only jobs of this kind")
@@ -197,18 +194,25 @@ func runJobs(args []string) error {
 	if err != nil {
 		return err
 	}
+	id := ""
+	switch verb {
+	case "list":
+		if len(pos) > 0 {
+			return &exitError{exitUsage, fmt.Errorf("stile jobs list takes flags only, not %q", pos[0])}
+		}
+	case "show", "retry", "cancel", "delete":
+		if len(pos) != 1 {
+			return &exitError{exitUsage, fmt.Errorf("stile jobs %s ID: name one job", verb)}
+		}
+		id = pos[0]
+	default:
+		return &exitError{exitUsage, fmt.Errorf("stile jobs %s: use list, show, retry, cancel or delete", verb)}
+	}
 	ten, err := o.ten()
 	if err != nil {
 		return err
 	}
 	ctx := context.Background()
-	id := ""
-	if verb != "list" {
-		if len(pos) != 1 {
-			return &exitError{exitUsage, fmt.Errorf("stile jobs %s ID: name one job", verb)}
-		}
-		id = pos[0]
-	}
 	switch verb {
 	case "list":
 		l, err := ten.List(ctx, *state, *queue, *kind, *after, *limit)
@@ -498,11 +502,16 @@ func periodText(ms int64) string {
 
 func runReactions(args []string) error {
 	verb, args := splitVerb(args)
-	o := newOps("reactions", "reactions [skip HANDLER SEQ] --tenant NAME [flags]", true)
-	reason := o.fs.String("reason", "", "skip: why, kept with the delivery")
+	o := newOps("reactions", "reactions [skip HANDLER SEQ --reason WHY] --tenant NAME [flags]", true)
+	reason := o.fs.String("reason", "", "skip: why, kept with the delivery (required)")
 	pos, err := o.parse(args)
 	if err != nil {
 		return err
+	}
+	// The API keeps why a delivery was skipped and refuses a skip without
+	// it: say so before asking.
+	if verb == "skip" && *reason == "" {
+		return &exitError{exitUsage, errors.New(`stile reactions skip HANDLER SEQ --reason WHY: say why the event is skipped (it is kept with the delivery)`)}
 	}
 	ten, err := o.ten()
 	if err != nil {
@@ -531,7 +540,7 @@ func runReactions(args []string) error {
 		return nil
 	case "skip":
 		if len(pos) != 2 {
-			return &exitError{exitUsage, errors.New("stile reactions skip HANDLER SEQ")}
+			return &exitError{exitUsage, errors.New("stile reactions skip HANDLER SEQ --reason WHY")}
 		}
 		seq, err := strconv.ParseInt(pos[1], 10, 64)
 		if err != nil {
@@ -670,6 +679,11 @@ func runEvents(args []string) error {
 	limit := o.fs.Int("limit", 100, "at most this many")
 	if _, err := o.parse(args); err != nil {
 		return err
+	}
+	if *stream != "" && (*after != 0 || *types != "") {
+		// A stream is read by version from its start: --after and
+		// --types filter the log, and were dropped without a word.
+		return &exitError{exitUsage, errors.New("--stream reads one stream from its first event: --after and --types read the log")}
 	}
 	ten, err := o.ten()
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/client"
 	"github.com/stile-run/stile/e2e/testapp"
+	"github.com/stile-run/stile/runtime"
 	"github.com/stile-run/stile/schema"
 	"github.com/stile-run/stile/stiletest"
 )
@@ -426,4 +427,141 @@ func TestTokensMintedAndRevokedAgainstStileDev(t *testing.T) {
 	require.NoError(t, err)
 	_, err = client.New(url, strings.TrimSpace(string(secret)), nil).Tenant("acme").Status(context.Background())
 	require.NoError(t, err, "the secret still works")
+}
+
+// TestSchedulesCommand sets, lists, pauses, resumes and deletes schedules
+// with stile schedules; the module's own refuse every change.
+func TestSchedulesCommand(t *testing.T) {
+	t.Parallel()
+	bin := stile(t)
+	app := testapp.App().Schedule(runtime.Schedule{Name: "module-hourly", Cron: "@hourly", Job: api.EnqueueRequest{Kind: "test.echo", Queue: "reports"}})
+	h := stiletest.New(t, stiletest.Config{App: app})
+	c := cli{bin, h.URL, h.Token()}
+	ctx := context.Background()
+	schedules := func(args ...string) (string, string, int) {
+		return c.run(t, append([]string{"schedules"}, args...)...)
+	}
+
+	out, errOut, code := schedules("set", "nightly", "0 3 * * *", "--kind", "test.echo", "--args", `{"n":1}`, "--queue", "batch")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `^schedule nightly: active, next at \d{4}-\d\d-\d\d 03:00:00\.000\n$`, out)
+	s, err := h.Tenant("acme").Schedule(ctx, "nightly")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"kind":"test.echo","args":{"n":1},"queue":"batch"}`, string(s.Job))
+
+	out, errOut, code = schedules()
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^SCHEDULE\s+CRON\s+KIND\s+QUEUE\s+STATE\s+SOURCE\s+NEXT AT\s+LAST AT\s+LAST JOB\s+LAST ERROR$`, out)
+	require.Regexp(t, `(?m)^module-hourly\s+@hourly\s+test\.echo\s+reports\s+active\s+module\s+\d{4}-\d\d-\d\d \d\d:00:00\.000\s+-\s+-\s+-$`, out)
+	require.Regexp(t, `(?m)^nightly\s+0 3 \* \* \*\s+test\.echo\s+batch\s+active\s+tenant\s+\d{4}-\d\d-\d\d 03:00:00\.000\s+-\s+-\s+-$`, out)
+
+	out, errOut, code = schedules("pause", "nightly")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "schedule nightly: paused\n", out)
+	s, err = h.Tenant("acme").Schedule(ctx, "nightly")
+	require.NoError(t, err)
+	require.True(t, s.Paused)
+	require.JSONEq(t, `{"kind":"test.echo","args":{"n":1},"queue":"batch"}`, string(s.Job), "a pause keeps the job as it was")
+	out, _, code = schedules()
+	require.Equal(t, 0, code)
+	require.Regexp(t, `(?m)^nightly\s+0 3 \* \* \*\s+test\.echo\s+batch\s+paused\s+tenant\s+-\s`, out)
+	out, _, code = schedules("resume", "nightly", "--json")
+	require.Equal(t, 0, code)
+	var resumed api.Schedule
+	require.NoError(t, json.Unmarshal([]byte(out), &resumed), out)
+	require.False(t, resumed.Paused)
+	require.Equal(t, "nightly", resumed.Name)
+
+	// A schedule made paused enqueues nothing until resumed.
+	out, errOut, code = schedules("set", "later", "@every 1m", "--kind", "test.echo", "--paused")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "schedule later: paused\n", out)
+	h.Advance(2 * time.Minute)
+	l, err := h.Tenant("acme").List(ctx, "", "", "test.echo", "", 10)
+	require.NoError(t, err)
+	require.Empty(t, l.Jobs, "a paused schedule enqueues nothing")
+	out, _, code = schedules("resume", "later")
+	require.Equal(t, 0, code)
+	require.Regexp(t, `^schedule later: active, next at \d{4}-`, out)
+	h.Advance(time.Minute)
+	l, err = h.Tenant("acme").List(ctx, "", "", "test.echo", "", 10)
+	require.NoError(t, err)
+	require.Len(t, l.Jobs, 1, "resumed, it enqueues its period")
+	require.Contains(t, l.Jobs[0].Tags, "schedule:later")
+
+	for _, bad := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"pause", "module-hourly"}, 3, `module_schedule: schedule "module-hourly" is declared by the tenant module`},
+		{[]string{"delete", "module-hourly"}, 3, `module_schedule: schedule "module-hourly" is declared by the tenant module`},
+		{[]string{"set", "module-hourly", "@daily", "--kind", "test.echo"}, 3, "module_schedule"},
+		{[]string{"set", "bad", "61 * * * *", "--kind", "test.echo"}, 3, "invalid_request"},
+		{[]string{"pause", "nope"}, 4, `nope`},
+		{[]string{"delete", "nope"}, 4, `nope`},
+		{[]string{"set", "x", "@daily"}, 2, "stile schedules set NAME CRON --kind K"},
+		{[]string{"set", "x", "@daily", "--kind", "test.echo", "--args", "{"}, 2, `--args "{" is not JSON`},
+		{[]string{"pause"}, 2, "stile schedules pause NAME"},
+		{[]string{"frobnicate"}, 2, "stile schedules frobnicate: use set, delete, pause or resume, or nothing to list"},
+	} {
+		out, errOut, code := schedules(bad.args...)
+		require.Equal(t, bad.code, code, "%v: %s", bad.args, errOut)
+		require.Empty(t, out, bad.args)
+		require.Contains(t, errOut, bad.says, bad.args)
+	}
+
+	out, errOut, code = schedules("delete", "nightly")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, "schedule nightly: deleted (the jobs it enqueued stay)\n", out)
+	out, _, code = schedules("delete", "later", "--json")
+	require.Equal(t, 0, code)
+	require.JSONEq(t, `{"name":"later","deleted":true}`, out)
+	out, _, code = schedules("--json")
+	require.Equal(t, 0, code)
+	var list api.SchedulesResponse
+	require.NoError(t, json.Unmarshal([]byte(out), &list), out)
+	require.Len(t, list.Schedules, 1)
+	require.True(t, list.Schedules[0].Module, "only the module's is left")
+}
+
+// TestJobsListsByDefaultAndASkipNeedsAReason: stile jobs alone lists, as
+// stile jobs list does; stile reactions skip asks for the reason the API
+// requires before it asks the API.
+func TestJobsListsByDefaultAndASkipNeedsAReason(t *testing.T) {
+	t.Parallel()
+	bin := stile(t)
+	h := stiletest.New(t, stiletest.Config{App: testapp.App()})
+	c := cli{bin, h.URL, h.Token()}
+	ctx := context.Background()
+	j, err := h.Tenant("acme").Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo"})
+	require.NoError(t, err)
+	out, errOut, code := c.run(t, "jobs")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^ID\s+KIND\s+QUEUE\s+STATE`, out)
+	require.Regexp(t, `(?m)^`+j.ID+`\s+test\.echo\s+default\s+available\s`, out)
+	listed, _, _ := c.run(t, "jobs", "list")
+	require.Equal(t, listed, out)
+	out, _, code = c.run(t, "jobs", "--kind", "nothing.such")
+	require.Equal(t, 0, code)
+	require.NotContains(t, out, j.ID, "flags without a verb filter the list")
+	_, errOut, code = c.run(t, "jobs", "list", j.ID)
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "stile jobs list takes flags only")
+
+	// A skip needs a reason: the API keeps it and refuses a skip without.
+	_, errOut, code = c.run(t, "reactions", "skip", testapp.RefundPolicy, "1")
+	require.Equal(t, 2, code, errOut)
+	require.Contains(t, errOut, "--reason WHY")
+	_, errOut, code = c.run(t, "reactions", "skip", "no-such-reaction", "1", "--reason", "poison")
+	require.Equal(t, 4, code, errOut)
+	require.Contains(t, errOut, `no reaction "no-such-reaction"`)
+
+	// The docs' flags: --after and --types filter the log, --stream reads
+	// one stream; together they are a usage error, not a silent drop.
+	_, errOut, code = c.run(t, "events", "--stream", "cli", "--after", "3")
+	require.Equal(t, 2, code, errOut)
+	require.Contains(t, errOut, "--stream reads one stream")
+	_, errOut, code = c.run(t, "events", "--after", "0", "--types", testapp.Noted)
+	require.Equal(t, 0, code, errOut)
 }

@@ -1,10 +1,11 @@
 // Package metrics exposes a Go host's tenants as Prometheus metrics:
-// requests by route and status with their duration, job outcomes as
-// workers report them, and, read from each tenant when scraped, queue
-// depth by state, the age of each queue's oldest ready job, rate keys'
-// starts and waits, and the lag of reactions and projections. `stile dev` serves them at /metrics
-// (behind the API's token). It is a package of its own so that nothing
-// else links the Prometheus client.
+// requests by route and status with their duration, job outcomes and
+// attempt durations by kind as workers report them, and, read from each
+// tenant when scraped, queue depth by state, the age of each queue's
+// oldest ready job, rate keys' starts and waits, and the lag of reactions
+// and projections. `stile dev` serves them at /metrics (behind the
+// deployment's secret). It is a package of its own so that nothing else
+// links the Prometheus client.
 package metrics
 
 import (
@@ -12,6 +13,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,12 +25,24 @@ import (
 	"github.com/stile-run/stile/internal/bearer"
 )
 
+// MaxKinds bounds the job kinds the report metrics label: past this many
+// distinct kinds (a module registering kinds by the thousand, or names
+// made up per job), a new kind is counted as OtherKind.
+const MaxKinds = 100
+
+// OtherKind labels the reports of every kind past the first MaxKinds.
+const OtherKind = "other"
+
 // Metrics are a host's metrics, in a registry of their own.
 type Metrics struct {
 	reg      *prometheus.Registry
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	outcomes *prometheus.CounterVec
+	attempts *prometheus.HistogramVec
+
+	mu    sync.Mutex
+	kinds map[string]bool // the kinds labelled so far, at most MaxKinds
 }
 
 // New returns the metrics of m's tenants (those in its directory).
@@ -39,9 +53,16 @@ func New(m *host.Manager) *Metrics {
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "stile_request_duration_seconds",
 			Help: "API request durations by route pattern (held claims included).", Buckets: prometheus.DefBuckets}, []string{"route"}),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "stile_job_reports_total",
-			Help: "Job reports by the state they left the job in (completed, retryable, dead, …), and refused ones by code."}, []string{"state"}),
+			Help: "Job reports by kind and the state they left the job in (completed, retryable, dead, …), and refused ones by code (no kind)."},
+			[]string{"kind", "state"}),
+		// From 10 ms to about 45 minutes: handlers run for a lease's
+		// length, which can be long.
+		attempts: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "stile_job_attempt_duration_seconds",
+			Help:    "How long reported attempts ran, from their claim to their report, by kind (by the tenant's clock).",
+			Buckets: prometheus.ExponentialBuckets(0.01, 4, 10)}, []string{"kind"}),
+		kinds: map[string]bool{},
 	}
-	x.reg.MustRegister(x.requests, x.duration, x.outcomes, &tenants{m: m})
+	x.reg.MustRegister(x.requests, x.duration, x.outcomes, x.attempts, &tenants{m: m})
 	return x
 }
 
@@ -54,12 +75,15 @@ func (x *Metrics) Observe(route string, status int, d time.Duration, body []byte
 	x.duration.WithLabelValues(route).Observe(d.Seconds())
 	switch route {
 	case api.RouteReport.Method + " " + api.RouteReport.Pattern:
+		// The answer, or the refusal's error (its code, no kind).
 		var r struct {
-			State string   `json:"state"`
-			Code  api.Code `json:"code"`
+			State     string   `json:"state"`
+			Kind      string   `json:"kind"`
+			AttemptMs int64    `json:"attempt_ms"`
+			Code      api.Code `json:"code"`
 		}
 		if json.Unmarshal(body, &r) == nil {
-			x.outcome(r.State, r.Code)
+			x.outcome(r.Kind, r.State, r.Code, r.AttemptMs)
 		}
 	case api.RouteReportMany.Method + " " + api.RouteReportMany.Pattern:
 		var r api.BatchReportResponse
@@ -69,23 +93,44 @@ func (x *Metrics) Observe(route string, status int, d time.Duration, body []byte
 				if res.Error != nil {
 					code = res.Error.Code
 				}
-				x.outcome(res.State, code)
+				x.outcome(res.Kind, res.State, code, res.AttemptMs)
 			}
 		}
 	}
 }
 
-func (x *Metrics) outcome(state string, code api.Code) {
+func (x *Metrics) outcome(kind, state string, code api.Code, attemptMs int64) {
 	switch {
 	case code != "":
-		x.outcomes.WithLabelValues("refused:" + string(code)).Inc()
+		x.outcomes.WithLabelValues("", "refused:"+string(code)).Inc()
 	case state != "":
-		x.outcomes.WithLabelValues(state).Inc()
+		kind = x.kind(kind)
+		x.outcomes.WithLabelValues(kind, state).Inc()
+		if attemptMs > 0 {
+			x.attempts.WithLabelValues(kind).Observe(float64(attemptMs) / 1e3)
+		}
 	}
 }
 
+// kind is the label of a job kind: itself for the first MaxKinds kinds
+// seen, OtherKind for any later one.
+func (x *Metrics) kind(k string) string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.kinds[k] {
+		return k
+	}
+	if len(x.kinds) >= MaxKinds {
+		return OtherKind
+	}
+	x.kinds[k] = true
+	return k
+}
+
 // Handler serves the metrics in Prometheus's text format to a caller
-// with the bearer token.
+// with the bearer token: the deployment's secret itself. A scoped token
+// (stile token mint), of any role or tenant, is not it and is refused:
+// the page holds every tenant's figures.
 func (x *Metrics) Handler(token string) http.Handler {
 	h := promhttp.HandlerFor(x.reg, promhttp.HandlerOpts{})
 	want := []byte(token)

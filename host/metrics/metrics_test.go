@@ -2,6 +2,8 @@ package metrics_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/stile-run/stile/host/metrics"
 	"github.com/stile-run/stile/server"
 	"github.com/stile-run/stile/stiletest"
+	"github.com/stile-run/stile/token"
 )
 
 func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
@@ -42,6 +45,22 @@ next:
 	}
 	t.Fatalf("no %s with %v", name, labels)
 	return 0
+}
+
+// histogram is the histogram of name whose kind label is kind.
+func histogram(t *testing.T, fams map[string]*dto.MetricFamily, name, kind string) *dto.Histogram {
+	t.Helper()
+	f, ok := fams[name]
+	require.True(t, ok, "no metric %s", name)
+	for _, m := range f.Metric {
+		for _, l := range m.Label {
+			if l.GetName() == "kind" && l.GetValue() == kind {
+				return m.Histogram
+			}
+		}
+	}
+	t.Fatalf("no %s of kind %q", name, kind)
+	return nil
 }
 
 // scrape reads the metrics page with the token.
@@ -79,8 +98,11 @@ func TestMetricsCountRequestsOutcomesAndTenantsState(t *testing.T) {
 	c, err := acme.Claim(ctx, api.ClaimRequest{Worker: "w1", Limit: 1})
 	require.NoError(t, err)
 	claim := api.Claim{Worker: "w1", Attempt: c.Jobs[0].Attempt, LeaseToken: c.Jobs[0].LeaseToken}
-	_, err = acme.Report(ctx, j.ID, api.ReportRequest{Claim: claim, Outcome: api.OutcomeCompleted})
+	h.Advance(1500 * time.Millisecond) // the attempt runs 1.5 s
+	rep, err := acme.Report(ctx, j.ID, api.ReportRequest{Claim: claim, Outcome: api.OutcomeCompleted})
 	require.NoError(t, err)
+	require.Equal(t, "test.echo", rep.Kind)
+	require.Equal(t, int64(1500), rep.AttemptMs, "from its claim to its report")
 	_, err = acme.Report(ctx, j.ID, api.ReportRequest{Claim: api.Claim{Worker: "w9", Attempt: 1, LeaseToken: "x"}, Outcome: api.OutcomeCompleted})
 	require.Error(t, err)
 	// A rate key of another tenant (through the harness's own server: its
@@ -105,12 +127,31 @@ func TestMetricsCountRequestsOutcomesAndTenantsState(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, 401, resp.StatusCode, "the metrics need the token")
+	// They hold every tenant's figures: a scoped token, even an admin's
+	// of every tenant, is not the secret and is refused.
+	for _, c := range []token.Claims{{ID: "a", Scope: "*", Role: api.RoleAdmin}, {ID: "o", Scope: "globex", Role: api.RoleOperator}} {
+		c.Exp = time.Now().Add(time.Hour).Unix()
+		tok, err := token.Mint("tok", c)
+		require.NoError(t, err)
+		_, err = client.New(ts.URL, tok, nil).Tenant("globex").Status(ctx)
+		require.NoError(t, err, "the token opens the API")
+		req, _ := http.NewRequest("GET", ts.URL+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, 401, resp.StatusCode, "a %s token of %s", c.Role, c.Scope)
+	}
 	fams := scrape(t, ts.URL)
 
 	require.Equal(t, 2.0, value(t, fams, "stile_requests_total", map[string]string{"route": "POST jobs", "status": "201"}))
 	require.Equal(t, 1.0, value(t, fams, "stile_requests_total", map[string]string{"route": "POST jobs/{id}/report", "status": "409"}))
-	require.Equal(t, 1.0, value(t, fams, "stile_job_reports_total", map[string]string{"state": "completed"}))
-	require.Equal(t, 1.0, value(t, fams, "stile_job_reports_total", map[string]string{"state": "refused:other_worker"}))
+	require.Equal(t, 1.0, value(t, fams, "stile_job_reports_total", map[string]string{"kind": "test.echo", "state": "completed"}))
+	require.Equal(t, 1.0, value(t, fams, "stile_job_reports_total", map[string]string{"kind": "", "state": "refused:other_worker"}),
+		"a refused report has no kind: the refusal does not say it")
+	attempts := histogram(t, fams, "stile_job_attempt_duration_seconds", "test.echo")
+	require.Equal(t, uint64(1), attempts.GetSampleCount())
+	require.InDelta(t, 1.5, attempts.GetSampleSum(), 1e-9)
 	require.Equal(t, 1.0, value(t, fams, "stile_queue_jobs", map[string]string{"tenant": "acme", "queue": "default", "state": "available"}))
 	require.GreaterOrEqual(t, value(t, fams, "stile_queue_oldest_ready_seconds", map[string]string{"tenant": "acme", "queue": "default"}), 0.0)
 	require.Equal(t, 0.0, value(t, fams, "stile_projection_lag_events", map[string]string{"tenant": "acme", "projection": "notes"}))
@@ -147,4 +188,46 @@ func TestMetricsCountRequestsOutcomesAndTenantsState(t *testing.T) {
 	require.Equal(t, 3.0, value(t, fams, "stile_rate_starts_total", api2))
 	require.Equal(t, 1.0, value(t, fams, "stile_rate_window_starts", api2))
 	require.Len(t, fams["stile_rate_starts_total"].Metric, 1, "a tenant without rate keys has no series")
+}
+
+// TestReportsLabelAtMostMaxKinds: the first MaxKinds kinds reported are
+// labels of their own; every later one is counted as "other", so a module
+// that names kinds per job cannot grow the page without bound.
+func TestReportsLabelAtMostMaxKinds(t *testing.T) {
+	h := stiletest.New(t, stiletest.Config{App: testapp.App()})
+	mx := metrics.New(h.Manager())
+	ts := httptest.NewServer(mx.Handler("tok"))
+	defer ts.Close()
+	report := api.RouteReport.Method + " " + api.RouteReport.Pattern
+	for i := range metrics.MaxKinds + 20 {
+		body := fmt.Sprintf(`{"job_id":"%d","state":"completed","attempt":1,"kind":"kind.%d","attempt_ms":250}`, i, i)
+		mx.Observe(report, 200, time.Millisecond, []byte(body))
+	}
+	// A kind seen before the cap keeps its label; the batch route counts
+	// the same way.
+	batch, err := json.Marshal(api.BatchReportResponse{Results: []api.BatchReportResult{
+		{JobID: "1", State: "dead", Kind: "kind.0", AttemptMs: 1000}, {JobID: "2", State: "dead", Kind: "kind.new", AttemptMs: 1000}}})
+	require.NoError(t, err)
+	mx.Observe(api.RouteReportMany.Method+" "+api.RouteReportMany.Pattern, 200, time.Millisecond, batch)
+
+	fams := scrape(t, ts.URL)
+	kinds := map[string]bool{}
+	for _, m := range fams["stile_job_reports_total"].Metric {
+		for _, l := range m.Label {
+			if l.GetName() == "kind" {
+				kinds[l.GetValue()] = true
+			}
+		}
+	}
+	require.Len(t, kinds, metrics.MaxKinds+1, "MaxKinds kinds and other")
+	require.True(t, kinds["kind.99"])
+	require.False(t, kinds["kind.100"], "the 101st kind is other")
+	require.Equal(t, 1.0, value(t, fams, "stile_job_reports_total", map[string]string{"kind": "kind.0", "state": "completed"}))
+	require.Equal(t, 1.0, value(t, fams, "stile_job_reports_total", map[string]string{"kind": "kind.0", "state": "dead"}))
+	require.Equal(t, 20.0, value(t, fams, "stile_job_reports_total", map[string]string{"kind": metrics.OtherKind, "state": "completed"}))
+	require.Equal(t, 1.0, value(t, fams, "stile_job_reports_total", map[string]string{"kind": metrics.OtherKind, "state": "dead"}))
+	other := histogram(t, fams, "stile_job_attempt_duration_seconds", metrics.OtherKind)
+	require.Equal(t, uint64(21), other.GetSampleCount())
+	require.InDelta(t, 20*0.25+1, other.GetSampleSum(), 1e-9)
+	require.Len(t, fams["stile_job_attempt_duration_seconds"].Metric, metrics.MaxKinds+1)
 }

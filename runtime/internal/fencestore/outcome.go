@@ -63,6 +63,9 @@ type Report struct {
 type ReportResult struct {
 	Job       Job
 	Duplicate bool // the same outcome was already recorded by this claim
+	// ClaimedAt is when the reported attempt was claimed (0 on a
+	// duplicate): Job no longer holds it once the attempt ended.
+	ClaimedAt int64
 }
 
 // Report records the outcome of a claim if the fence lets it. A refused
@@ -90,9 +93,10 @@ func (s *Store) Report(now, id int64, r Report, jitter float64) (ReportResult, e
 		return ReportResult{Job: j, Duplicate: true}, nil
 	}
 	next := fence.AfterReport(j.Job, r.Report, j.Backoff(), now, jitter)
+	claimedAt := j.ClaimedAt
 	j, err = s.finish(now, j, next, ending{outcome: r.Outcome, output: r.Output, err: r.Error,
 		noticedBy: "report", tags: r.Tags})
-	return ReportResult{Job: j}, err
+	return ReportResult{Job: j, ClaimedAt: claimedAt}, err
 }
 
 // ending describes how an attempt ended.

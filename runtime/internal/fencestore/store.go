@@ -221,10 +221,10 @@ func (j *Job) Backoff() fence.Backoff {
 // no output (either may be a megabyte).
 const fenceColumns = `id, state, attempt, failures, max_attempts, lease_ms, backoff_ms, backoff_max_ms,
 	run_at, worker, lease_token, claimed_at, lease_until, last_error, timeout_ms, cancel_requested,
-	concurrency_key, tags, heartbeats, last_heartbeat_at, dependents, ended_attempt IS NOT NULL`
+	concurrency_key, tags, heartbeats, last_heartbeat_at, dependents, ended_attempt IS NOT NULL, kind`
 
 // jobColumns are fenceColumns and the rest of the row.
-const jobColumns = fenceColumns + `, kind, queue, priority, args, created_at, output, finished_at,
+const jobColumns = fenceColumns + `, queue, priority, args, created_at, output, finished_at,
 	unique_key, pending_parents, run_regardless, traceparent, rate_key,
 	debounce_key, debounce_keep, debounce_until, collapsed, all_args, throttle_key`
 
@@ -252,12 +252,12 @@ func (s *Store) scanFence(r *do.Rows, j *Job) {
 	j.LastHeartbeatAt = r.Int(19)
 	j.Dependents = r.Int(20) != 0
 	j.KeepsEnded = r.Int(21) != 0
+	j.Kind = s.intern(r.TextBytes(22)) // a report's answer names it
 }
 
 func (s *Store) scanJob(r *do.Rows) Job {
 	var j Job
 	s.scanFence(r, &j)
-	j.Kind = s.intern(r.TextBytes(22))
 	j.Queue = s.intern(r.TextBytes(23))
 	j.Priority = int(r.Int(24))
 	j.Args = r.Bytes(25)
