@@ -502,7 +502,7 @@ func periodText(ms int64) string {
 
 func runReactions(args []string) error {
 	verb, args := splitVerb(args)
-	o := newOps("reactions", "reactions [skip HANDLER SEQ --reason WHY] --tenant NAME [flags]", true)
+	o := newOps("reactions", "reactions [skip HANDLER SEQ --reason WHY | pause HANDLER | resume HANDLER] --tenant NAME [flags]", true)
 	reason := o.fs.String("reason", "", "skip: why, kept with the delivery (required)")
 	pos, err := o.parse(args)
 	if err != nil {
@@ -533,9 +533,13 @@ func runReactions(args []string) error {
 			for _, e := range r.Open {
 				open = append(open, fmt.Sprintf("%d(%s)", e.Seq, e.State))
 			}
-			rows = append(rows, []string{r.Name, r.Kind, strconv.FormatInt(r.Checkpoint, 10), strconv.FormatInt(r.Lag, 10), orDash(strings.Join(open, " "))})
+			state := "running"
+			if r.Paused {
+				state = "paused"
+			}
+			rows = append(rows, []string{r.Name, r.Kind, state, strconv.FormatInt(r.Checkpoint, 10), strconv.FormatInt(r.Lag, 10), orDash(strings.Join(open, " "))})
 		}
-		o.table("REACTION\tKIND\tCHECKPOINT\tLAG\tOPEN DELIVERIES", rows)
+		o.table("REACTION\tKIND\tSTATE\tCHECKPOINT\tLAG\tOPEN DELIVERIES", rows)
 		fmt.Fprintf(o.out, "log head: %d\n", rs.Head)
 		return nil
 	case "skip":
@@ -551,8 +555,21 @@ func runReactions(args []string) error {
 		}
 		fmt.Fprintf(o.out, "skipped event %d for %s\n", seq, pos[0])
 		return nil
+	case "pause", "resume":
+		if len(pos) != 1 {
+			return &exitError{exitUsage, fmt.Errorf("stile reactions %s HANDLER", verb)}
+		}
+		if err := ten.PauseReaction(ctx, pos[0], verb == "pause"); err != nil {
+			return err
+		}
+		if verb == "pause" {
+			fmt.Fprintf(o.out, "reaction %s: paused (its events wait; resume with stile reactions resume %s)\n", pos[0], pos[0])
+		} else {
+			fmt.Fprintf(o.out, "reaction %s: running\n", pos[0])
+		}
+		return nil
 	}
-	return &exitError{exitUsage, fmt.Errorf("stile reactions %s: use skip, or nothing to list", verb)}
+	return &exitError{exitUsage, fmt.Errorf("stile reactions %s: use skip, pause, resume, or nothing to list", verb)}
 }
 
 // ---- stile projections ----

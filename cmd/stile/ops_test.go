@@ -564,4 +564,24 @@ func TestJobsListsByDefaultAndASkipNeedsAReason(t *testing.T) {
 	require.Contains(t, errOut, "--stream reads one stream")
 	_, errOut, code = c.run(t, "events", "--after", "0", "--types", testapp.Noted)
 	require.Equal(t, 0, code, errOut)
+
+	// Pause and resume a reaction: the list says so, and a paused one's
+	// deliveries are claimed by nobody.
+	out, errOut, code = c.run(t, "reactions", "pause", testapp.AuditPolicy)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "reaction "+testapp.AuditPolicy+": paused")
+	out, _, _ = c.run(t, "reactions")
+	require.Regexp(t, `(?m)^`+testapp.AuditPolicy+`\s+\S+\s+paused\s`, out)
+	st, err := h.Tenant("acme").Reactions(ctx)
+	require.NoError(t, err)
+	for _, r := range st.Reactions {
+		require.Equal(t, r.Name == testapp.AuditPolicy, r.Paused, r.Name)
+	}
+	out, errOut, code = c.run(t, "reactions", "resume", testapp.AuditPolicy)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "running")
+	_, errOut, code = c.run(t, "reactions", "pause")
+	require.Equal(t, 2, code, errOut)
+	_, errOut, code = c.run(t, "reactions", "pause", "no-such-reaction")
+	require.Equal(t, 4, code, errOut)
 }
