@@ -183,17 +183,28 @@ func oneLine(s string, n int) string {
 
 func runJobs(args []string) error {
 	verb, args := splitVerb(args)
-	o := newOps("jobs "+verb, "jobs [list|show|retry|cancel|delete] [ID] --tenant NAME [flags]", true)
+	o := newOps("jobs "+verb, "jobs [list|show|retry|cancel|delete] [ID | --where QUERY] --tenant NAME [flags]", true)
 	state := o.fs.String("state", "", "list: only jobs in this state")
 	queue := o.fs.String("queue", "", "list: only jobs of this queue")
 	kind := o.fs.String("kind", "", "list: only jobs of this kind")
 	after := o.fs.String("after", "", "list: jobs after this id (the next page)")
 	limit := o.fs.Int("limit", 50, "list: at most this many")
 	reason := o.fs.String("reason", "", "cancel: why, kept with the job")
+	whereFlag := o.fs.String("where", "", `list: search, as GET /jobs's query (args.customer.id=42&tag=vip&error=timeout); retry, cancel, delete: act on every job it finds (with --state, --queue, --kind), run by the tenant`)
 	pos, err := o.parse(args)
 	if err != nil {
 		return err
 	}
+	where, werr := url.ParseQuery(*whereFlag)
+	if werr != nil {
+		return &exitError{exitUsage, fmt.Errorf("--where %q is not a query (name=value&…): %v", *whereFlag, werr)}
+	}
+	for k, v := range map[string]string{"state": *state, "queue": *queue, "kind": *kind} {
+		if v != "" {
+			where.Set(k, v)
+		}
+	}
+	bulk := *whereFlag != "" && verb != "list"
 	id := ""
 	switch verb {
 	case "list":
@@ -201,10 +212,16 @@ func runJobs(args []string) error {
 			return &exitError{exitUsage, fmt.Errorf("stile jobs list takes flags only, not %q", pos[0])}
 		}
 	case "show", "retry", "cancel", "delete":
-		if len(pos) != 1 {
-			return &exitError{exitUsage, fmt.Errorf("stile jobs %s ID: name one job", verb)}
+		switch {
+		case bulk && verb == "show":
+			return &exitError{exitUsage, errors.New("stile jobs show ID: --where goes with list, retry, cancel or delete")}
+		case bulk && len(pos) > 0:
+			return &exitError{exitUsage, fmt.Errorf("stile jobs %s: name one job, or --where, not both", verb)}
+		case !bulk && len(pos) != 1:
+			return &exitError{exitUsage, fmt.Errorf("stile jobs %s ID: name one job (or every job a --where finds)", verb)}
+		case !bulk:
+			id = pos[0]
 		}
-		id = pos[0]
 	default:
 		return &exitError{exitUsage, fmt.Errorf("stile jobs %s: use list, show, retry, cancel or delete", verb)}
 	}
@@ -215,7 +232,11 @@ func runJobs(args []string) error {
 	ctx := context.Background()
 	switch verb {
 	case "list":
-		l, err := ten.List(ctx, *state, *queue, *kind, *after, *limit)
+		if *after != "" {
+			where.Set("after", *after)
+		}
+		where.Set("limit", strconv.Itoa(*limit))
+		l, err := ten.Search(ctx, where)
 		if err != nil {
 			return err
 		}
@@ -243,6 +264,9 @@ func runJobs(args []string) error {
 		o.showJob(j)
 		return nil
 	case "retry", "cancel", "delete":
+		if bulk {
+			return o.bulk(ctx, ten, verb, where.Encode())
+		}
 		var j api.Job
 		switch verb {
 		case "retry":
@@ -263,6 +287,29 @@ func runJobs(args []string) error {
 		return nil
 	}
 	return &exitError{exitUsage, fmt.Errorf("stile jobs %s: use list, show, retry, cancel or delete", verb)}
+}
+
+// bulk runs verb on every job filter finds, as a bulk operation the tenant
+// runs, and prints its progress until it is done.
+func (o *ops) bulk(ctx context.Context, ten *client.Tenant, verb, filter string) error {
+	op, err := ten.StartOperation(ctx, verb, filter)
+	if err != nil {
+		return err
+	}
+	for op.State != "done" {
+		time.Sleep(200 * time.Millisecond)
+		if op, err = ten.Operation(ctx, op.ID); err != nil {
+			return err
+		}
+	}
+	if *o.asJSON {
+		return o.printJSON(op)
+	}
+	fmt.Fprintf(o.out, "operation %s: %s of %s: %d found, %d done, %d skipped\n", op.ID, verb, op.Filter, op.Matched, op.Done, op.Skipped)
+	if op.LastSkip != "" {
+		fmt.Fprintf(o.out, "last skipped: %s\n", op.LastSkip)
+	}
+	return nil
 }
 
 // showJob prints a job's timeline: each attempt, what the fence refused,

@@ -565,6 +565,25 @@ func TestJobsListsByDefaultAndASkipNeedsAReason(t *testing.T) {
 	_, errOut, code = c.run(t, "events", "--after", "0", "--types", testapp.Noted)
 	require.Equal(t, 0, code, errOut)
 
+	// Search, and act on every job a search finds (the tenant runs it).
+	for _, id := range []string{"42", "42", "7"} {
+		_, err := h.Tenant("acme").Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo", Args: json.RawMessage(`{"customer":{"id":` + id + `}}`)})
+		require.NoError(t, err)
+	}
+	out, errOut, code = c.run(t, "jobs", "--where", "args.customer.id=42")
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, 2, strings.Count(out, "test.echo"), out)
+	out, errOut, code = c.run(t, "jobs", "cancel", "--where", "args.customer.id=42", "--state", "available")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `operation \d+: cancel of .*: 2 found, 2 done, 0 skipped`, out)
+	out, _, _ = c.run(t, "jobs", "--where", "args.customer.id=42", "--state", "cancelled")
+	require.Equal(t, 2, strings.Count(out, "test.echo"), out)
+	_, errOut, code = c.run(t, "jobs", "cancel", "--where", "colour=red")
+	require.Equal(t, 3, code, errOut)
+	require.Contains(t, errOut, "unknown query parameter")
+	_, errOut, code = c.run(t, "jobs", "retry", "1", "--where", "state=dead")
+	require.Equal(t, 2, code, errOut)
+
 	// Pause and resume a reaction: the list says so, and a paused one's
 	// deliveries are claimed by nobody.
 	out, errOut, code = c.run(t, "reactions", "pause", testapp.AuditPolicy)
