@@ -545,6 +545,49 @@ type LimitsResponse struct {
 	Limits []Limit `json:"limits"`
 }
 
+// FailingResponse is what is failing in a tenant now (GET /failing):
+// jobs retrying or dead grouped by kind, state and error, reactions with
+// failing deliveries, projections stalled. Jobs are read from the newest
+// MaxFailingScan of each state: Truncated says there were more.
+type FailingResponse struct {
+	Jobs        []FailingJobs       `json:"jobs"`
+	Reactions   []FailingReaction   `json:"reactions"`
+	Projections []FailingProjection `json:"projections"`
+	Truncated   bool                `json:"truncated,omitempty"`
+}
+
+// FailingJobs is a group of failing jobs: one kind, one state (retryable
+// or dead), one error (numbers in it made # so that "job 12 timed out" and
+// "job 13 timed out" group together; Example is one as it was).
+type FailingJobs struct {
+	Kind      string    `json:"kind"`
+	State     string    `json:"state"`
+	Error     string    `json:"error"`
+	Example   string    `json:"example"`
+	Count     int64     `json:"count"`
+	FirstAt   time.Time `json:"first_at"`
+	LastAt    time.Time `json:"last_at"`
+	LatestJob string    `json:"latest_job"`
+}
+
+// FailingReaction is a reaction whose open deliveries failed.
+type FailingReaction struct {
+	Name    string `json:"name"`
+	Failing int64  `json:"failing"`
+	Seq     int64  `json:"seq"`
+	Error   string `json:"error"`
+}
+
+// FailingProjection is a projection whose live generation is stalled.
+type FailingProjection struct {
+	Name     string `json:"name"`
+	ErrorSeq int64  `json:"error_seq"`
+	Error    string `json:"error"`
+}
+
+// MaxFailingScan bounds the jobs of each failing state GET /failing reads.
+const MaxFailingScan = 10_000
+
 // OperationRequest starts a bulk operation (POST /operations): Action
 // ("retry", "cancel" or "delete") on every job Filter finds, where Filter
 // is the query of GET /jobs (state, queue, kind, args.<path>, output.<path>,

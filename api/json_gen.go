@@ -622,6 +622,66 @@ func (v LimitsResponse) AppendJSON(b []byte) []byte {
 func (v LimitsResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
+func (v FailingResponse) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Key("jobs")
+	o.B = jsonwire.AppendArray(o.B, v.Jobs)
+	o.Key("reactions")
+	o.B = jsonwire.AppendArray(o.B, v.Reactions)
+	o.Key("projections")
+	o.B = jsonwire.AppendArray(o.B, v.Projections)
+	if v.Truncated {
+		o.Bool("truncated", true)
+	}
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v FailingResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v FailingJobs) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Str("kind", v.Kind)
+	o.Str("state", v.State)
+	o.Str("error", v.Error)
+	o.Str("example", v.Example)
+	o.Int("count", v.Count)
+	o.Time("first_at", v.FirstAt)
+	o.Time("last_at", v.LastAt)
+	o.Str("latest_job", v.LatestJob)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v FailingJobs) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v FailingReaction) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Str("name", v.Name)
+	o.Int("failing", v.Failing)
+	o.Int("seq", v.Seq)
+	o.Str("error", v.Error)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v FailingReaction) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v FailingProjection) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Str("name", v.Name)
+	o.Int("error_seq", v.ErrorSeq)
+	o.Str("error", v.Error)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v FailingProjection) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
 func (v OperationRequest) AppendJSON(b []byte) []byte {
 	o := jsonwire.StartObject(b)
 	o.Str("action", v.Action)

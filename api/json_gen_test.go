@@ -199,11 +199,16 @@ var fixtures = map[string]any{
 	"QueueCounts":      api.QueueCounts{Queue: "q", Counts: map[string]int64{"running": 1, "available": 2}, OldestReadyAt: &fxAt, Unhandled: []string{"k"}},
 	"QueuesResponse": api.QueuesResponse{Queues: []api.QueueCounts{{Queue: "q", Counts: map[string]int64{"a": 1}, OldestReadyAt: &fxAt, Unhandled: []string{"k"}}},
 		Finished: map[string]int64{"completed": 3, "dead": 1}, Paused: []string{"email"}},
-	"Limit":                 api.Limit{Key: "k", Slots: 2, InUse: 1},
-	"SetLimitRequest":       api.SetLimitRequest{Slots: &fxInt64},
-	"LimitsResponse":        api.LimitsResponse{Limits: []api.Limit{{Key: "k", Slots: 2, InUse: 1}}},
-	"Rate":                  fxRate(),
-	"OperationRequest":      api.OperationRequest{Action: "retry", Filter: "state=dead"},
+	"Limit":             api.Limit{Key: "k", Slots: 2, InUse: 1},
+	"SetLimitRequest":   api.SetLimitRequest{Slots: &fxInt64},
+	"LimitsResponse":    api.LimitsResponse{Limits: []api.Limit{{Key: "k", Slots: 2, InUse: 1}}},
+	"Rate":              fxRate(),
+	"OperationRequest":  api.OperationRequest{Action: "retry", Filter: "state=dead"},
+	"FailingJobs":       fxFailingJobs(),
+	"FailingReaction":   api.FailingReaction{Name: "refund", Failing: 2, Seq: 9, Error: "e"},
+	"FailingProjection": api.FailingProjection{Name: "orders", ErrorSeq: 4, Error: "e"},
+	"FailingResponse": api.FailingResponse{Jobs: []api.FailingJobs{fxFailingJobs()}, Reactions: []api.FailingReaction{{Name: "r", Failing: 1, Seq: 2, Error: "e"}},
+		Projections: []api.FailingProjection{{Name: "p", ErrorSeq: 3, Error: "e"}}, Truncated: true},
 	"Operation":             fxOperation(),
 	"OperationsResponse":    api.OperationsResponse{Operations: []api.Operation{fxOperation()}},
 	"Debounce":              api.Debounce{Key: "d", WindowMs: 100, Keep: "first", MaxWaitMs: 500},
@@ -508,4 +513,9 @@ func fxRate() api.Rate {
 func fxOperation() api.Operation {
 	return api.Operation{ID: "3", Action: "retry", Filter: "state=dead", State: "done", Matched: 5, Done: 4, Skipped: 1,
 		LastSkip: "job 9: …", CreatedAt: fxAt, DoneAt: &fxLater}
+}
+
+func fxFailingJobs() api.FailingJobs {
+	return api.FailingJobs{Kind: "email.send", State: "dead", Error: "timeout after # ms", Example: "timeout after 30 ms", Count: 3,
+		FirstAt: fxAt, LastAt: fxLater, LatestJob: "9"}
 }

@@ -46,7 +46,7 @@ const (
 // (docs/SECURITY.md is generated from it; a test calls every cell in
 // every host).
 var routeRoles = map[Route]string{
-	RouteListJobs: readers, RouteGetJob: readers, RouteQueues: readers, RouteLimits: readers, RouteOperations: readers, RouteGetOperation: readers, RouteRates: readers, RouteGetRate: readers,
+	RouteListJobs: readers, RouteGetJob: readers, RouteQueues: readers, RouteLimits: readers, RouteOperations: readers, RouteFailing: readers, RouteGetOperation: readers, RouteRates: readers, RouteGetRate: readers,
 	RouteSchedules: readers, RouteGetSchedule: readers, RouteStatus: readers, RouteEvents: readers,
 	RouteReadStream: readers, RouteGetCommand: readers, RouteReactions: readers, RouteProjections: readers,
 	RouteQuery: readers, RoutePushes: readers, RouteStorage: readers, RouteRetention: readers, RouteUsage: readers,

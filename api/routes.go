@@ -32,6 +32,7 @@ var (
 	RoutePauseQueue    = Route{"PUT", "queues/{queue}"}
 	RouteLimits        = Route{"GET", "concurrency"}
 	RouteSetLimit      = Route{"PUT", "concurrency/{key}"}
+	RouteFailing       = Route{"GET", "failing"}
 	RouteOperations    = Route{"GET", "operations"}
 	RouteStartOp       = Route{"POST", "operations"}
 	RouteGetOperation  = Route{"GET", "operations/{id}"}

@@ -381,6 +381,15 @@ func (t *Tenant) Schedule(ctx context.Context, name string) (api.Schedule, error
 	return out, err
 }
 
+// Failing reads what is failing in the tenant now: jobs retrying or dead
+// grouped by kind and error, reactions with failing deliveries, stalled
+// projections.
+func (t *Tenant) Failing(ctx context.Context) (api.FailingResponse, error) {
+	var out api.FailingResponse
+	err := t.do(ctx, api.RouteFailing, nil, nil, &out)
+	return out, err
+}
+
 // StartOperation starts a bulk operation: action ("retry", "cancel",
 // "delete") on every job filter (GET /jobs's query) finds, run by the
 // tenant in slices; Operation reads its progress.

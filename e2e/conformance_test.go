@@ -139,6 +139,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "ListAndCounts", run: scenarioListAndCounts},
 		{name: "SearchJobs", run: scenarioSearchJobs},
 		{name: "BulkRetryByFilter", run: scenarioBulkRetryByFilter},
+		{name: "FailingNow", run: scenarioFailingNow},
 		{name: "Schedules", run: scenarioSchedules},
 		{name: "TransactionalEnqueue", run: scenarioTransactionalEnqueue},
 		{name: "TypedArgs", run: scenarioTypedArgs},

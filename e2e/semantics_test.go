@@ -754,3 +754,52 @@ func scenarioBulkRetryByFilter(s *scenario) {
 	require.EqualValues(t, 10, cancel.Skipped, "dead jobs cannot be cancelled: skipped, with the reason")
 	require.NotEmpty(t, cancel.LastSkip)
 }
+
+// scenarioFailingNow: a tenant says what is failing now: jobs retrying or
+// dead grouped by kind, state and the shape of their error (an id in it
+// does not split a group), with counts, first and last times and the
+// latest job; nothing once they are fixed.
+func scenarioFailingNow(s *scenario) {
+	t := s.t
+	f, err := s.ten.Failing(s.ctx)
+	require.NoError(t, err)
+	require.Empty(t, f.Jobs, "a new tenant has nothing failing")
+	for range 3 {
+		s.enqueue(api.EnqueueRequest{Kind: "test.fast", MaxAttempts: 1})
+	}
+	s.enqueue(api.EnqueueRequest{Kind: "test.echo", MaxAttempts: 5})
+	var dead, retry string
+	for i, c := range s.claim("w", 10, 4) {
+		msg := "provider timed out on order " + strconv.Itoa(1000+i)
+		if c.Kind == "test.echo" {
+			msg, retry = "bad address", c.ID
+		} else {
+			dead = c.ID
+		}
+		s.report(c, "w", api.ReportRequest{Outcome: api.OutcomeFailed, Error: msg})
+	}
+	f, err = s.ten.Failing(s.ctx)
+	require.NoError(t, err)
+	require.Len(t, f.Jobs, 2, "%+v", f.Jobs)
+	top := f.Jobs[0]
+	require.Equal(t, api.FailingJobs{Kind: "test.fast", State: "dead", Error: "provider timed out on order #", Example: top.Example,
+		Count: 3, FirstAt: top.FirstAt, LastAt: top.LastAt, LatestJob: top.LatestJob}, top)
+	require.Contains(t, top.Example, "provider timed out on order 10")
+	require.False(t, top.LastAt.Before(top.FirstAt))
+	require.NotEmpty(t, dead)
+	require.Equal(t, "test.echo", f.Jobs[1].Kind)
+	require.Equal(t, "retryable", f.Jobs[1].State)
+	require.Equal(t, retry, f.Jobs[1].LatestJob)
+
+	op, err := s.ten.StartOperation(s.ctx, "delete", "state=dead&kind=test.fast")
+	require.NoError(t, err)
+	for range 200 {
+		if op, err = s.ten.Operation(s.ctx, op.ID); err == nil && op.State == "done" {
+			break
+		}
+		s.tg.advance(t, 20*time.Millisecond)
+	}
+	f, err = s.ten.Failing(s.ctx)
+	require.NoError(t, err)
+	require.Len(t, f.Jobs, 1, "the dead ones, deleted, fail no more")
+}

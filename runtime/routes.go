@@ -48,6 +48,7 @@ var routes = []routeEntry{
 	{Route: api.RoutePauseQueue, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.pauseQueue(in.params[0], in.body) }, body: true},
 	{Route: api.RouteLimits, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.limits(), nil }},
 	{Route: api.RouteSetLimit, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.setLimit(in.params[0], in.body) }, body: true},
+	{Route: api.RouteFailing, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.failing(), nil }},
 	{Route: api.RouteOperations, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.listOperations(), nil }},
 	{Route: api.RouteStartOp, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.startOperation(in.body) }, body: true},
 	{Route: api.RouteGetOperation, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.getOperation(in.params[0]) }},

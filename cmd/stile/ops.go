@@ -545,6 +545,52 @@ func periodText(ms int64) string {
 	return s
 }
 
+// ---- stile failing ----
+
+func runFailing(args []string) error {
+	o := newOps("failing", "failing --tenant NAME [flags]", true)
+	pos, err := o.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return &exitError{exitUsage, fmt.Errorf("stile failing takes flags only, not %q", pos[0])}
+	}
+	ten, err := o.ten()
+	if err != nil {
+		return err
+	}
+	f, err := ten.Failing(context.Background())
+	if err != nil {
+		return err
+	}
+	if *o.asJSON {
+		return o.printJSON(f)
+	}
+	if len(f.Jobs)+len(f.Reactions)+len(f.Projections) == 0 {
+		fmt.Fprintln(o.out, "nothing is failing")
+		return nil
+	}
+	if len(f.Jobs) > 0 {
+		rows := make([][]string, len(f.Jobs))
+		for i, g := range f.Jobs {
+			rows[i] = []string{g.Kind, g.State, strconv.FormatInt(g.Count, 10), at(g.FirstAt), at(g.LastAt), g.LatestJob, oneLine(g.Error, 80)}
+		}
+		o.table("KIND\tSTATE\tJOBS\tFIRST\tLAST\tLATEST JOB\tERROR", rows)
+		if f.Truncated {
+			fmt.Fprintf(o.out, "(the newest %d jobs of each state were read)\n", api.MaxFailingScan)
+		}
+		fmt.Fprintln(o.out, "fix them all: stile jobs retry --where 'state=dead&kind=KIND'; one job's timeline: stile jobs show ID")
+	}
+	for _, r := range f.Reactions {
+		fmt.Fprintf(o.out, "reaction %s: %d failing deliveries from event %d: %s\n", r.Name, r.Failing, r.Seq, oneLine(r.Error, 120))
+	}
+	for _, p := range f.Projections {
+		fmt.Fprintf(o.out, "projection %s: stalled at event %d: %s\n", p.Name, p.ErrorSeq, oneLine(p.Error, 120))
+	}
+	return nil
+}
+
 // ---- stile reactions ----
 
 func runReactions(args []string) error {

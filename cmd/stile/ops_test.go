@@ -584,6 +584,22 @@ func TestJobsListsByDefaultAndASkipNeedsAReason(t *testing.T) {
 	_, errOut, code = c.run(t, "jobs", "retry", "1", "--where", "state=dead")
 	require.Equal(t, 2, code, errOut)
 
+	// What is failing now, by kind and error.
+	out, errOut, code = c.run(t, "failing")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "nothing is failing")
+	fj, err := h.Tenant("acme").Enqueue(ctx, api.EnqueueRequest{Kind: "test.fast", MaxAttempts: 1, Queue: "failing"})
+	require.NoError(t, err)
+	claimed, err := h.Tenant("acme").Claim(ctx, api.ClaimRequest{Worker: "w", Queues: []string{"failing"}})
+	require.NoError(t, err)
+	require.Len(t, claimed.Jobs, 1)
+	_, err = h.Tenant("acme").Report(ctx, fj.ID, api.ReportRequest{Claim: api.Claim{Worker: "w", Attempt: 1, LeaseToken: claimed.Jobs[0].LeaseToken},
+		Outcome: api.OutcomeFailed, Error: "provider timed out after 30 s"})
+	require.NoError(t, err)
+	out, errOut, code = c.run(t, "failing")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^test\.fast\s+dead\s+1\s.*\s`+fj.ID+`\s+provider timed out after # s$`, out)
+
 	// Pause and resume a reaction: the list says so, and a paused one's
 	// deliveries are claimed by nobody.
 	out, errOut, code = c.run(t, "reactions", "pause", testapp.AuditPolicy)

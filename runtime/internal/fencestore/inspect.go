@@ -362,3 +362,37 @@ func (s *Store) OldestReady() (map[string]int64, error) {
 	}
 	return out, rows.Err()
 }
+
+// FailingJob is a failing job as the failing view reads it.
+type FailingJob struct {
+	ID          int64
+	Kind, State string
+	LastError   string
+	At          int64 // when it last failed (ended, or finished dead)
+}
+
+// Failing reads the newest jobs retrying or dead, up to max of each state,
+// along stile_jobs_listed: what GET /failing groups. more says a state had
+// more than max.
+func (s *Store) Failing(max int) (jobs []FailingJob, more bool, err error) {
+	for _, state := range []string{"retryable", "dead"} {
+		rows, err := s.db.Query(`SELECT id, kind, state, coalesce(last_error, ''), coalesce(finished_at, ended_at, created_at)
+			FROM stile_jobs WHERE `+listed+` AND state = '`+state+`' ORDER BY id DESC`+do.Limit(max+1))
+		if err != nil {
+			return nil, false, printf.Errorf("read failing jobs: %w", err)
+		}
+		n := 0
+		for rows.Next() {
+			if n++; n > max {
+				more = true
+				break
+			}
+			jobs = append(jobs, FailingJob{ID: rows.Int(0), Kind: s.intern(rows.TextBytes(1)), State: s.intern(rows.TextBytes(2)),
+				LastError: rows.Text(3), At: rows.Int(4)})
+		}
+		if err := rows.Err(); err != nil {
+			return nil, false, err
+		}
+	}
+	return jobs, more, nil
+}
