@@ -377,7 +377,7 @@ type FailingJob struct {
 func (s *Store) Failing(max int) (jobs []FailingJob, more bool, err error) {
 	for _, state := range []string{"retryable", "dead"} {
 		rows, err := s.db.Query(`SELECT id, kind, state, coalesce(last_error, ''), coalesce(finished_at, ended_at, created_at)
-			FROM stile_jobs WHERE `+listed+` AND state = '`+state+`' ORDER BY id DESC`+do.Limit(max+1))
+			FROM stile_jobs WHERE ` + listed + ` AND state = '` + state + `' ORDER BY id DESC` + do.Limit(max+1))
 		if err != nil {
 			return nil, false, printf.Errorf("read failing jobs: %w", err)
 		}
