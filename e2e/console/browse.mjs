@@ -1,14 +1,14 @@
 // Drives the console in headless Chromium (Debian's, through
 // playwright-core) for e2e/console_test.go, and exits non-zero on the
 // first check that fails. Usage:
-//   STILE_NODE_DIR=… node browse.mjs <mode> <base url> <token> <tenant> <ran-twice job> <dead job> <rate-limited job> <long-error job> <screenshots dir> [<waiting tenant>]
+//   STILE_NODE_DIR=… node browse.mjs <mode> <base url> <token> <tenant> <ran-twice job> <dead job> <rate-limited job> <long-error job> <customer 42's dead jobs, a,b,c> <customer 7's dead job> <screenshots dir> [<waiting tenant>]
 // mode "full" walks every page and action; "load" signs in and loads the
 // pages once (for workerd).
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { join } from "node:path";
 
-const [mode, base, token, tenant, twice, dead, rated, long, shots, waiting] = process.argv.slice(2);
+const [mode, base, token, tenant, twice, dead, rated, long, customer, other, shots, waiting] = process.argv.slice(2);
 const nodeDir = process.env.STILE_NODE_DIR;
 if (!nodeDir) throw new Error("STILE_NODE_DIR is not set: run this through the Go test");
 const pw = await import(pathToFileURL(createRequire(nodeDir + "/").resolve("playwright-core")).href);
@@ -35,6 +35,8 @@ async function open(page, hash) {
 
 // The labels of the buttons in selector (none when it is absent).
 const buttons = (page, selector) => page.$$eval(`${selector} button`, (bs) => bs.map((b) => b.textContent));
+// The ids the jobs list shows, in order.
+const listedIds = (page) => page.$$eval("#jobs tbody tr td:first-child", (tds) => tds.map((td) => td.textContent));
 
 async function noHorizontalScroll(page, what) {
   const [sw, cw] = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
@@ -98,7 +100,24 @@ try {
   check(offered.length === 0, `a list of completed jobs offers no bulk action: ${offered}`);
   await open(page, `#/t/${tenant}/jobs?state=dead`);
   offered = await buttons(page, "#bulk");
-  check(same(offered, ["Retry the 1 dead or cancelled"]), `a list of dead jobs offers Retry only: ${offered}`);
+  check(same(offered, ["Retry the 5 dead or cancelled"]), `a list of dead jobs offers Retry only: ${offered}`);
+
+  // The search box takes GET /jobs's query, as stile jobs --where does.
+  const customers = customer.split(",").toSorted();
+  await open(page, `#/t/${tenant}/jobs`);
+  await page.fill("input[name=where]", "args.customer.id=42");
+  await page.click("form.filters button[type=submit]");
+  await page.waitForFunction(() => document.getElementById("main").dataset.loaded.includes("where="), null, { timeout: 10000 });
+  let found = (await listedIds(page)).toSorted();
+  check(same(found, customers), `a search by args.customer.id=42 finds exactly customer 42's jobs: ${found} (want ${customers})`);
+  check(await page.inputValue("input[name=where]") === "args.customer.id=42", "the search box keeps the search");
+  await open(page, `#/t/${tenant}/jobs?where=${encodeURIComponent("args.customer.id=7&state=dead")}`);
+  found = await listedIds(page);
+  check(same(found, [other]), `a search by args.customer.id=7 finds only customer 7's job: ${found}`);
+  await open(page, `#/t/${tenant}/jobs?where=colour%3Dred`);
+  const refusedSearch = await page.textContent("#search-error");
+  check(refusedSearch.includes("unknown query parameter") && await page.isVisible("input[name=where]"),
+    `a search the API refuses says why and keeps the search box: ${refusedSearch}`);
 
   // An error with a 300-character URL wraps at a desktop's width and a phone's.
   const wide = async (p) => p.evaluate(() => [document.scrollingElement.scrollWidth, innerWidth]);
