@@ -134,7 +134,7 @@ func seedRated(t *testing.T, ten *client.Tenant) string {
 
 // seedSearch makes four dead jobs of test.echo: three of customer 42
 // (returned, joined by commas) and one of customer 7 (other), for the
-// list's search by args.
+// list's search by args and its bulk retry by that search.
 func seedSearch(t *testing.T, ten *client.Tenant) (customer, other string) {
 	ctx := context.Background()
 	var ids []string
@@ -216,7 +216,8 @@ func bytesLastLine(b []byte) int {
 // Chromium, against seeded data: sign in, every page, a job's timeline
 // saying why it ran twice, a job its rate key holds back saying so, a
 // retry seen without reloading, a paused queue,
-// a search by args finding exactly its jobs,
+// a search by args finding exactly its jobs, a bulk retry by that search
+// run by the tenant with its progress shown to the end,
 // a rebuilt projection, a phone's width without horizontal scroll, a long
 // error wrapped at any width.
 func TestConsoleInABrowser(t *testing.T) {

@@ -196,6 +196,32 @@ function jobsFilter(query) {
   return f;
 }
 
+// The bulk operation this tab started last, shown on the list it was
+// started from: { hash, op }.
+let operation;
+const OPERATION_POLL_MS = 300;
+const ACTIONS = { retry: "Retry", cancel: "Cancel", delete: "Delete" };
+function progress(op) {
+  return el("p", { class: "why", id: "operation", "data-state": op.state }, el("b", {}, `${ACTIONS[op.action] ?? op.action} by ${op.filter}: `),
+    `found ${op.matched} · done ${op.done} · skipped ${op.skipped} · ${op.state === "done" ? "finished" : "running…"}`,
+    op.last_skip ? [" · last skipped: ", long(withTimes(op.last_skip))] : null);
+}
+// The tenant runs the operation (its alarm, 100 jobs at a time); the page
+// polls its progress until it is done, then lists the jobs again.
+async function bulk(tenant, action, filter) {
+  let op = await api("POST", `${t(tenant)}/operations`, { action, filter });
+  operation = { hash: location.hash, op };
+  await render();
+  while (op.state !== "done") {
+    await new Promise((ok) => setTimeout(ok, OPERATION_POLL_MS));
+    op = await api("GET", `${t(tenant)}/operations/${encodeURIComponent(op.id)}`);
+    if (operation.op.id !== op.id) return; // another one started since
+    operation.op = op;
+    document.getElementById("operation")?.replaceWith(progress(op));
+  }
+  await render();
+}
+
 async function pageJobs(tenant, query) {
   const filter = jobsFilter(query);
   const params = new URLSearchParams(filter);
@@ -222,16 +248,19 @@ async function pageJobs(tenant, query) {
   el("label", { class: "search" }, "search (as stile jobs --where)",
     el("input", { name: "where", value: query.get("where") ?? "", placeholder: "args.customer.id=42&tag=vip&error=timeout" })),
   el("button", { type: "submit" }, "Search"));
-  const retry = d?.jobs.filter(canRetry) ?? [], cancel = d?.jobs.filter(canCancel) ?? [];
-  const bulk = el("div", { class: "actions", id: "bulk" },
-    retry.length ? action(`Retry the ${retry.length} dead or cancelled`, `Retry the ${retry.length} dead or cancelled jobs listed?`,
-      () => Promise.allSettled(retry.map((j) => api("POST", `${t(tenant)}/jobs/${j.id}/retry`)))) : null,
-    cancel.length ? action(`Cancel the ${cancel.length} unfinished`, `Cancel the ${cancel.length} unfinished jobs listed?`,
-      () => Promise.allSettled(cancel.map((j) => api("POST", `${t(tenant)}/jobs/${j.id}/cancel`, { reason: "cancelled from the console" }))), true) : null);
+  // The action follows the state searched: retry dead or cancelled jobs,
+  // cancel unfinished ones; the tenant acts on every job the filter finds.
+  const state = filter.get("state");
+  const verb = state === "dead" || state === "cancelled" ? "retry" : state && !FINISHED.includes(state) ? "cancel" : undefined;
+  const button = verb && el("button", { class: verb === "cancel" ? "danger" : undefined, on: { click: async () => {
+    if (!confirm(`${ACTIONS[verb]} every job that ${filter} finds, not only those listed? The tenant runs it, and this page shows its progress.`)) return;
+    try { await bulk(tenant, verb, filter.toString()); } catch (e) { alert(e.message); }
+  } } }, `${ACTIONS[verb]} every ${state} job found`);
   const next = new URLSearchParams(query);
   next.set("after", d?.next ?? "");
   return [el("h1", {}, `Jobs of ${tenant}`), form,
-    retry.length || cancel.length ? bulk : null,
+    operation?.hash === location.hash ? progress(operation.op) : null,
+    button ? el("div", { class: "actions", id: "bulk" }, button) : null,
     refused ?? [
       table(["Job", "Kind", "Queue", "State", "Attempt", "Failures", "Created", "Last error"], d.jobs.map((j) => [link(`#/t/${tenant}/jobs/${j.id}`, j.id),
         j.kind, j.queue, j.state, j.attempt, `${j.failures} of ${j.max_attempts}`, when(j.created_at),

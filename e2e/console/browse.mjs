@@ -100,7 +100,10 @@ try {
   check(offered.length === 0, `a list of completed jobs offers no bulk action: ${offered}`);
   await open(page, `#/t/${tenant}/jobs?state=dead`);
   offered = await buttons(page, "#bulk");
-  check(same(offered, ["Retry the 5 dead or cancelled"]), `a list of dead jobs offers Retry only: ${offered}`);
+  check(same(offered, ["Retry every dead job found"]), `a list of dead jobs offers Retry only: ${offered}`);
+  await open(page, `#/t/${tenant}/jobs?state=available`);
+  offered = await buttons(page, "#bulk");
+  check(same(offered, ["Cancel every available job found"]), `a list of available jobs offers Cancel only: ${offered}`);
 
   // The search box takes GET /jobs's query, as stile jobs --where does.
   const customers = customer.split(",").toSorted();
@@ -193,6 +196,31 @@ try {
     const listed = await page.$$eval(`#jobs tr:has(a[href="#/t/${tenant}/jobs/${dead}"]) td`,
       (tds) => Object.fromEntries(tds.map((td) => [td.dataset.label, td.textContent])));
     check(listed.Attempt === "2" && listed.Failures === "0 of 1", `the list shows attempt 2 and no failure of 1: ${JSON.stringify(listed)}`);
+
+    // Retry by the search: the tenant runs it, and the page follows its
+    // progress to the end, then lists the jobs again.
+    const search = `#/t/${tenant}/jobs?state=dead&where=${encodeURIComponent("args.customer.id=42")}`;
+    await open(page, search);
+    found = (await listedIds(page)).toSorted();
+    check(same(found, customers), `the dead jobs of customer 42 are listed: ${found}`);
+    await page.click("#bulk >> text=Retry every dead job found");
+    await page.waitForSelector("#operation", { timeout: 10000 });
+    await page.waitForFunction(() => document.getElementById("operation").dataset.state === "done", null, { timeout: 20000 });
+    const progress = await page.textContent("#operation");
+    check(progress.startsWith("Retry by args.customer.id=42&state=dead: found 3 · done 3 · skipped 0 · finished"),
+      `the operation's progress reaches done with its counts: ${progress}`);
+    await page.waitForFunction(() => document.querySelectorAll("#jobs tbody tr").length === 0, null, { timeout: 10000 });
+    check(true, "the list after it finds no dead job of customer 42");
+    for (const id of customers) {
+      const j = await api("GET", `/v1/t/${tenant}/jobs/${id}`);
+      check(j.state === "available", `job ${id} of customer 42 is available in the API: ${j.state}`);
+    }
+    const left = await api("GET", `/v1/t/${tenant}/jobs/${other}`);
+    check(left.state === "dead", `customer 7's job, which the search does not find, is still dead: ${left.state}`);
+    const ops = (await api("GET", `/v1/t/${tenant}/operations`)).operations;
+    check(ops[0]?.action === "retry" && ops[0].filter === "args.customer.id=42&state=dead" && ops[0].done === 3 && ops[0].state === "done",
+      `the API has the operation: ${JSON.stringify(ops[0])}`);
+    await page.screenshot({ path: join(shots, "bulk.png"), fullPage: true });
 
     // Pause a queue.
     await open(page, `#/t/${tenant}`);
