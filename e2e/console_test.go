@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -131,6 +132,29 @@ func seedRated(t *testing.T, ten *client.Tenant) string {
 	return ids[1]
 }
 
+// seedSearch makes four dead jobs of test.echo: three of customer 42
+// (returned, joined by commas) and one of customer 7 (other), for the
+// list's search by args and its bulk retry by that search.
+func seedSearch(t *testing.T, ten *client.Tenant) (customer, other string) {
+	ctx := context.Background()
+	var ids []string
+	for _, id := range []int{42, 7, 42, 42} {
+		j, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.echo", MaxAttempts: 1,
+			Args: json.RawMessage(fmt.Sprintf(`{"customer":{"id":%d}}`, id))})
+		require.NoError(t, err)
+		ids = append(ids, j.ID)
+	}
+	c, err := ten.Claim(ctx, api.ClaimRequest{Worker: "worker-s", Kinds: []string{"test.echo"}, Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, c.Jobs, 4, "no other test.echo job is ready")
+	for _, j := range c.Jobs {
+		_, err := ten.Report(ctx, j.ID, api.ReportRequest{Claim: api.Claim{Worker: "worker-s", Attempt: j.Attempt, LeaseToken: j.LeaseToken},
+			Outcome: api.OutcomeFailed, Error: "the customer's provider answered 503"})
+		require.NoError(t, err)
+	}
+	return strings.Join([]string{ids[0], ids[2], ids[3]}, ","), ids[1]
+}
+
 // shots is where the console's screenshots are kept: $STILE_ARTIFACTS, or
 // a directory of the temp dir that outlives the test.
 func shots(t *testing.T) string {
@@ -154,9 +178,9 @@ func seedWaiting(t *testing.T, ten *client.Tenant) {
 	require.NoError(t, err)
 }
 
-func browse(t *testing.T, nodeDir, mode, url, token, tenant, twice, dead, rated, long, dir string, waiting ...string) {
+func browse(t *testing.T, nodeDir, mode, url, token, tenant, twice, dead, rated, long, customer, other, dir string, waiting ...string) {
 	t.Helper()
-	args := append([]string{filepath.Join("console", "browse.mjs"), mode, url, token, tenant, twice, dead, rated, long, dir}, waiting...)
+	args := append([]string{filepath.Join("console", "browse.mjs"), mode, url, token, tenant, twice, dead, rated, long, customer, other, dir}, waiting...)
 	cmd := exec.Command("node", args...)
 	cmd.Env = append(os.Environ(), "STILE_NODE_DIR="+nodeDir)
 	out, err := cmd.CombinedOutput()
@@ -192,6 +216,8 @@ func bytesLastLine(b []byte) int {
 // Chromium, against seeded data: sign in, every page, a job's timeline
 // saying why it ran twice, a job its rate key holds back saying so, a
 // retry seen without reloading, a paused queue,
+// a search by args finding exactly its jobs, a bulk retry by that search
+// run by the tenant with its progress shown to the end,
 // a rebuilt projection, a phone's width without horizontal scroll, a long
 // error wrapped at any width.
 func TestConsoleInABrowser(t *testing.T) {
@@ -217,8 +243,9 @@ func TestConsoleInABrowser(t *testing.T) {
 	twice, dead := seedConsole(t, client.New(url, token, nil).Tenant("console"))
 	rated := seedRated(t, client.New(url, token, nil).Tenant("console"))
 	long := seedLongError(t, client.New(url, token, nil).Tenant("console"))
+	customer, other := seedSearch(t, client.New(url, token, nil).Tenant("console"))
 	seedWaiting(t, client.New(url, token, nil).Tenant("console-waiting"))
-	browse(t, nodeDir, "full", url, token, "console", twice, dead, rated, long, shots(t), "console-waiting")
+	browse(t, nodeDir, "full", url, token, "console", twice, dead, rated, long, customer, other, shots(t), "console-waiting")
 }
 
 // TestConsoleFromWorkerd: the Worker serves the same console at /console,
@@ -230,6 +257,7 @@ func TestConsoleFromWorkerd(t *testing.T) {
 	twice, dead := seedConsole(t, w.cl.Tenant("console-edge"))
 	rated := seedRated(t, w.cl.Tenant("console-edge"))
 	long := seedLongError(t, w.cl.Tenant("console-edge"))
+	customer, other := seedSearch(t, w.cl.Tenant("console-edge"))
 	seedWaiting(t, w.cl.Tenant("console-edge-waiting"))
-	browse(t, nodeDir, "load", w.url, token, "console-edge", twice, dead, rated, long, t.TempDir(), "console-edge-waiting")
+	browse(t, nodeDir, "load", w.url, token, "console-edge", twice, dead, rated, long, customer, other, t.TempDir(), "console-edge-waiting")
 }

@@ -184,34 +184,92 @@ async function pageOverview(tenant) {
         (d.module_us / 1e6).toFixed(3), d.pushes]), "usage")];
 }
 
+// The search box takes what stile jobs --where takes, GET /jobs's query
+// (args.customer.id=42&tag=vip&error=timeout); the state, queue and kind
+// fields win over the same names in it, as the CLI's flags do. The filter
+// is that query without after and limit: what a bulk operation takes.
+function jobsFilter(query) {
+  const f = new URLSearchParams(query.get("where") ?? "");
+  for (const k of ["state", "queue", "kind"]) if (query.get(k)) f.set(k, query.get(k));
+  f.delete("after");
+  f.delete("limit");
+  return f;
+}
+
+// The bulk operation this tab started last, shown on the list it was
+// started from: { hash, op }.
+let operation;
+const OPERATION_POLL_MS = 300;
+const ACTIONS = { retry: "Retry", cancel: "Cancel", delete: "Delete" };
+function progress(op) {
+  return el("p", { class: "why", id: "operation", "data-state": op.state }, el("b", {}, `${ACTIONS[op.action] ?? op.action} by ${op.filter}: `),
+    `found ${op.matched} · done ${op.done} · skipped ${op.skipped} · ${op.state === "done" ? "finished" : "running…"}`,
+    op.last_skip ? [" · last skipped: ", long(withTimes(op.last_skip))] : null);
+}
+// The tenant runs the operation (its alarm, 100 jobs at a time); the page
+// polls its progress until it is done, then lists the jobs again.
+async function bulk(tenant, action, filter) {
+  let op = await api("POST", `${t(tenant)}/operations`, { action, filter });
+  operation = { hash: location.hash, op };
+  await render();
+  while (op.state !== "done") {
+    await new Promise((ok) => setTimeout(ok, OPERATION_POLL_MS));
+    op = await api("GET", `${t(tenant)}/operations/${encodeURIComponent(op.id)}`);
+    if (operation.op.id !== op.id) return; // another one started since
+    operation.op = op;
+    document.getElementById("operation")?.replaceWith(progress(op));
+  }
+  await render();
+}
+
 async function pageJobs(tenant, query) {
-  const params = new URLSearchParams();
-  for (const k of ["state", "queue", "kind", "after"]) if (query.get(k)) params.set(k, query.get(k));
+  const filter = jobsFilter(query);
+  const params = new URLSearchParams(filter);
+  if (query.get("after")) params.set("after", query.get("after"));
   params.set("limit", "50");
-  const d = await api("GET", `${t(tenant)}/jobs?${params}`);
-  const filter = (name, options) => el("label", {}, name, options
+  let d, refused;
+  try {
+    d = await api("GET", `${t(tenant)}/jobs?${params}`);
+  } catch (e) {
+    if (e.status !== 400) throw e;
+    refused = el("p", { class: "error", id: "search-error" }, e.message); // a search the API refuses: say why, keep the form
+  }
+  const field = (name, options) => el("label", {}, name, options
     ? el("select", { name }, ["", ...options].map((o) => el("option", { value: o, selected: query.get(name) === o }, o || "any")))
     : el("input", { name, value: query.get(name) ?? "" }));
   const form = el("form", { class: "filters", on: { submit: (e) => {
     e.preventDefault();
     const f = new URLSearchParams(new FormData(e.target));
     for (const [k, v] of [...f]) if (!v) f.delete(k);
+    document.activeElement?.blur(); // render keeps a focused form: this one is done with
     location.hash = `#/t/${tenant}/jobs?${f}`;
-  } } }, filter("state", ["pending", "scheduled", "available", "running", "retryable", "completed", "dead", "cancelled"]),
-  filter("queue"), filter("kind"), el("button", { type: "submit" }, "Filter"));
-  const retry = d.jobs.filter(canRetry), cancel = d.jobs.filter(canCancel);
-  const bulk = el("div", { class: "actions", id: "bulk" },
-    retry.length ? action(`Retry the ${retry.length} dead or cancelled`, `Retry the ${retry.length} dead or cancelled jobs listed?`,
-      () => Promise.allSettled(retry.map((j) => api("POST", `${t(tenant)}/jobs/${j.id}/retry`)))) : null,
-    cancel.length ? action(`Cancel the ${cancel.length} unfinished`, `Cancel the ${cancel.length} unfinished jobs listed?`,
-      () => Promise.allSettled(cancel.map((j) => api("POST", `${t(tenant)}/jobs/${j.id}/cancel`, { reason: "cancelled from the console" }))), true) : null);
+  } } }, field("state", ["pending", "scheduled", "available", "running", "retryable", "completed", "dead", "cancelled"]),
+  field("queue"), field("kind"),
+  el("label", { class: "search" }, "search (as stile jobs --where)",
+    el("input", { name: "where", value: query.get("where") ?? "", placeholder: "args.customer.id=42&tag=vip&error=timeout" })),
+  el("button", { type: "submit" }, "Search"));
+  // The action follows the state searched: retry dead or cancelled jobs,
+  // cancel unfinished ones; the tenant acts on every job the filter finds.
+  const state = filter.get("state");
+  const verb = state === "dead" || state === "cancelled" ? "retry" : state && !FINISHED.includes(state) ? "cancel" : undefined;
+  const button = verb && el("button", { class: verb === "cancel" ? "danger" : undefined, on: { click: async () => {
+    if (!confirm(`${ACTIONS[verb]} every job that ${filter} finds, not only those listed? The tenant runs it, and this page shows its progress.`)) return;
+    try { await bulk(tenant, verb, filter.toString()); } catch (e) { alert(e.message); }
+  } } }, `${ACTIONS[verb]} every ${state} job found`);
   const next = new URLSearchParams(query);
-  next.set("after", d.next ?? "");
-  return [el("h1", {}, `Jobs of ${tenant}`), form, retry.length || cancel.length ? bulk : null,
-    table(["Job", "Kind", "Queue", "State", "Attempt", "Failures", "Created", "Last error"], d.jobs.map((j) => [link(`#/t/${tenant}/jobs/${j.id}`, j.id),
-      j.kind, j.queue, j.state, j.attempt, `${j.failures} of ${j.max_attempts}`, when(j.created_at),
-      j.last_error ? [earlier(j) ? el("span", { class: "muted" }, "earlier attempt: ") : null, long(withTimes(j.last_error.split("\n")[0]))] : null]), "jobs"),
-    d.next ? el("p", {}, link(`#/t/${tenant}/jobs?${next}`, "Next page")) : null];
+  next.set("after", d?.next ?? "");
+  return [el("h1", {}, `Jobs of ${tenant}`), form,
+    operation?.hash === location.hash ? progress(operation.op) : null,
+    button ? el("div", { class: "actions", id: "bulk" }, button) : null,
+    refused ?? [
+      table(["Job", "Kind", "Queue", "State", "Attempt", "Failures", "Created", "Last error"], d.jobs.map((j) => [link(`#/t/${tenant}/jobs/${j.id}`, j.id),
+        j.kind, j.queue, j.state, j.attempt, `${j.failures} of ${j.max_attempts}`, when(j.created_at),
+        j.last_error ? [earlier(j) ? el("span", { class: "muted" }, "earlier attempt: ") : null, long(withTimes(j.last_error.split("\n")[0]))] : null]), "jobs"),
+      // A search reads at most 10,000 jobs a page: a page may find none
+      // and still have more to read.
+      d.jobs.length || d.next ? null : el("p", { class: "muted" }, "No job found."),
+      d.next ? el("p", { id: "more" }, d.jobs.length ? null : "None found among the jobs this page read. ",
+        link(`#/t/${tenant}/jobs?${next}`, d.jobs.length ? "Next page" : "Search further")) : null]];
 }
 
 async function pageJob(tenant, id) {
@@ -286,9 +344,9 @@ function signIn() {
   input, el("button", { type: "submit" }, "Sign in"))];
 }
 
-let rendering = false;
+let rendering = false, again = false;
 async function render() {
-  if (rendering) return;
+  if (rendering) { again = true; return; } // once this one ends: it may have read the API before what asked
   rendering = true;
   try {
     if (!sessionStorage.getItem(TOKEN_KEY)) {
@@ -318,6 +376,7 @@ async function render() {
     if (sessionStorage.getItem(TOKEN_KEY)) main.replaceChildren(el("p", { class: "error", id: "failure" }, e.message));
   } finally {
     rendering = false;
+    if (again) { again = false; render(); }
   }
 }
 

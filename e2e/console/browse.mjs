@@ -1,14 +1,14 @@
 // Drives the console in headless Chromium (Debian's, through
 // playwright-core) for e2e/console_test.go, and exits non-zero on the
 // first check that fails. Usage:
-//   STILE_NODE_DIR=… node browse.mjs <mode> <base url> <token> <tenant> <ran-twice job> <dead job> <rate-limited job> <long-error job> <screenshots dir> [<waiting tenant>]
+//   STILE_NODE_DIR=… node browse.mjs <mode> <base url> <token> <tenant> <ran-twice job> <dead job> <rate-limited job> <long-error job> <customer 42's dead jobs, a,b,c> <customer 7's dead job> <screenshots dir> [<waiting tenant>]
 // mode "full" walks every page and action; "load" signs in and loads the
 // pages once (for workerd).
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { join } from "node:path";
 
-const [mode, base, token, tenant, twice, dead, rated, long, shots, waiting] = process.argv.slice(2);
+const [mode, base, token, tenant, twice, dead, rated, long, customer, other, shots, waiting] = process.argv.slice(2);
 const nodeDir = process.env.STILE_NODE_DIR;
 if (!nodeDir) throw new Error("STILE_NODE_DIR is not set: run this through the Go test");
 const pw = await import(pathToFileURL(createRequire(nodeDir + "/").resolve("playwright-core")).href);
@@ -35,6 +35,8 @@ async function open(page, hash) {
 
 // The labels of the buttons in selector (none when it is absent).
 const buttons = (page, selector) => page.$$eval(`${selector} button`, (bs) => bs.map((b) => b.textContent));
+// The ids the jobs list shows, in order.
+const listedIds = (page) => page.$$eval("#jobs tbody tr td:first-child", (tds) => tds.map((td) => td.textContent));
 
 async function noHorizontalScroll(page, what) {
   const [sw, cw] = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
@@ -98,7 +100,27 @@ try {
   check(offered.length === 0, `a list of completed jobs offers no bulk action: ${offered}`);
   await open(page, `#/t/${tenant}/jobs?state=dead`);
   offered = await buttons(page, "#bulk");
-  check(same(offered, ["Retry the 1 dead or cancelled"]), `a list of dead jobs offers Retry only: ${offered}`);
+  check(same(offered, ["Retry every dead job found"]), `a list of dead jobs offers Retry only: ${offered}`);
+  await open(page, `#/t/${tenant}/jobs?state=available`);
+  offered = await buttons(page, "#bulk");
+  check(same(offered, ["Cancel every available job found"]), `a list of available jobs offers Cancel only: ${offered}`);
+
+  // The search box takes GET /jobs's query, as stile jobs --where does.
+  const customers = customer.split(",").toSorted();
+  await open(page, `#/t/${tenant}/jobs`);
+  await page.fill("input[name=where]", "args.customer.id=42");
+  await page.click("form.filters button[type=submit]");
+  await page.waitForFunction(() => document.getElementById("main").dataset.loaded.includes("where="), null, { timeout: 10000 });
+  let found = (await listedIds(page)).toSorted();
+  check(same(found, customers), `a search by args.customer.id=42 finds exactly customer 42's jobs: ${found} (want ${customers})`);
+  check(await page.inputValue("input[name=where]") === "args.customer.id=42", "the search box keeps the search");
+  await open(page, `#/t/${tenant}/jobs?where=${encodeURIComponent("args.customer.id=7&state=dead")}`);
+  found = await listedIds(page);
+  check(same(found, [other]), `a search by args.customer.id=7 finds only customer 7's job: ${found}`);
+  await open(page, `#/t/${tenant}/jobs?where=colour%3Dred`);
+  const refusedSearch = await page.textContent("#search-error");
+  check(refusedSearch.includes("unknown query parameter") && await page.isVisible("input[name=where]"),
+    `a search the API refuses says why and keeps the search box: ${refusedSearch}`);
 
   // An error with a 300-character URL wraps at a desktop's width and a phone's.
   const wide = async (p) => p.evaluate(() => [document.scrollingElement.scrollWidth, innerWidth]);
@@ -174,6 +196,31 @@ try {
     const listed = await page.$$eval(`#jobs tr:has(a[href="#/t/${tenant}/jobs/${dead}"]) td`,
       (tds) => Object.fromEntries(tds.map((td) => [td.dataset.label, td.textContent])));
     check(listed.Attempt === "2" && listed.Failures === "0 of 1", `the list shows attempt 2 and no failure of 1: ${JSON.stringify(listed)}`);
+
+    // Retry by the search: the tenant runs it, and the page follows its
+    // progress to the end, then lists the jobs again.
+    const search = `#/t/${tenant}/jobs?state=dead&where=${encodeURIComponent("args.customer.id=42")}`;
+    await open(page, search);
+    found = (await listedIds(page)).toSorted();
+    check(same(found, customers), `the dead jobs of customer 42 are listed: ${found}`);
+    await page.click("#bulk >> text=Retry every dead job found");
+    await page.waitForSelector("#operation", { timeout: 10000 });
+    await page.waitForFunction(() => document.getElementById("operation").dataset.state === "done", null, { timeout: 20000 });
+    const progress = await page.textContent("#operation");
+    check(progress.startsWith("Retry by args.customer.id=42&state=dead: found 3 · done 3 · skipped 0 · finished"),
+      `the operation's progress reaches done with its counts: ${progress}`);
+    await page.waitForFunction(() => document.querySelectorAll("#jobs tbody tr").length === 0, null, { timeout: 10000 });
+    check(true, "the list after it finds no dead job of customer 42");
+    for (const id of customers) {
+      const j = await api("GET", `/v1/t/${tenant}/jobs/${id}`);
+      check(j.state === "available", `job ${id} of customer 42 is available in the API: ${j.state}`);
+    }
+    const left = await api("GET", `/v1/t/${tenant}/jobs/${other}`);
+    check(left.state === "dead", `customer 7's job, which the search does not find, is still dead: ${left.state}`);
+    const ops = (await api("GET", `/v1/t/${tenant}/operations`)).operations;
+    check(ops[0]?.action === "retry" && ops[0].filter === "args.customer.id=42&state=dead" && ops[0].done === 3 && ops[0].state === "done",
+      `the API has the operation: ${JSON.stringify(ops[0])}`);
+    await page.screenshot({ path: join(shots, "bulk.png"), fullPage: true });
 
     // Pause a queue.
     await open(page, `#/t/${tenant}`);
