@@ -104,8 +104,13 @@ func (t *Tenant) applyDue(c *call) error {
 	if err := t.tickSchedules(now); err != nil {
 		return err
 	}
-	if err := t.runOperations(now); err != nil {
-		return err
+	if c.noticedBy == "alarm" {
+		// Only the alarm runs bulk operations' slices: a request pays for
+		// its own work, and a slice that fails fails the alarm's
+		// transaction (to run again), never a caller's.
+		if err := t.runOperations(now); err != nil {
+			return err
+		}
 	}
 	return t.applyReactionsDue(now)
 }

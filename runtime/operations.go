@@ -10,7 +10,8 @@ import (
 )
 
 // Bulk operations: an action on every job a filter finds, run by the
-// tenant's alarm in slices of operationSlice jobs, each slice one
+// tenant's alarm (and by each read of the operation's progress) in slices
+// of operationSlice jobs, each slice one
 // transaction that records how far it got, so a slice that fails (or a
 // lost alarm) runs again from where the last one that committed ended.
 
@@ -57,13 +58,23 @@ func (t *Tenant) getOperation(idText string) (route, *api.Error) {
 	if err != nil || id < 1 {
 		return nil, api.Refuse(api.CodeNotFound, "operation %q does not exist", idText)
 	}
-	return func(int64) (result, error) {
+	return func(now int64) (result, error) {
 		os, err := t.store.Operations(id, 1)
 		if err != nil {
 			return result{}, err
 		}
 		if len(os) == 0 {
 			return result{}, api.Refuse(api.CodeNotFound, "operation %q does not exist", idText)
+		}
+		if os[0].State == fencestore.OperationRunning {
+			// Who follows the operation moves it on too (the alarm does
+			// without anyone asking): a slice that fails fails this read.
+			if err := t.operationSlice(now, os[0]); err != nil {
+				return result{}, err
+			}
+			if os, err = t.store.Operations(id, 1); err != nil {
+				return result{}, err
+			}
 		}
 		return result{status: statusOK, body: operationView(os[0]).AppendJSON}, nil
 	}, nil
