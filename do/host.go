@@ -90,6 +90,20 @@ func (db *DB) Exec(sql string, args ...any) error {
 	return err
 }
 
+// TextSet runs a statement and returns the set of its rows' first column,
+// as text (the paused queues, the paused reactions).
+func (db *DB) TextSet(sql string, args ...any) (map[string]bool, error) {
+	rows, err := db.Query(sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	set := make(map[string]bool, rows.Len())
+	for rows.Next() {
+		set[rows.Text(0)] = true
+	}
+	return set, rows.Err()
+}
+
 // Tx runs fn in a transaction (see Host.Tx).
 func (db *DB) Tx(fn func() error) error { return db.host.Tx(fn) }
 

@@ -12,16 +12,9 @@ func (s *Store) PausedQueues() (map[string]bool, error) {
 	if s.paused != nil {
 		return s.paused, nil
 	}
-	rows, err := s.db.Query(`SELECT name FROM stile_queues WHERE paused = 1`)
+	paused, err := s.db.TextSet(`SELECT name FROM stile_queues WHERE paused = 1`)
 	if err != nil {
 		return nil, printf.Errorf("read paused queues: %w", err)
-	}
-	paused := map[string]bool{}
-	for rows.Next() {
-		paused[rows.Text(0)] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
 	}
 	s.paused = paused
 	return paused, nil
