@@ -72,6 +72,8 @@ func (s *Store) List(f ListFilter) (jobs []Job, cut bool, err error) {
 func (s *Store) Search(f ListFilter) (jobs []Job, cut bool, scanned int64, err error) {
 	from, where := "stile_jobs", []string{"id > ?"}
 	args := []any{f.After}
+	var searchWindow string // a search's window of jobs read, and its arguments
+	var windowArgs []any
 	// The state is written into the text, as a literal of the closed set:
 	// SQLite plans a bound one anew at each run, since a partial index's
 	// use depends on it.
@@ -120,16 +122,7 @@ func (s *Store) Search(f ListFilter) (jobs []Job, cut bool, scanned int64, err e
 			where = append(where, "instr(lower(last_error), lower(?)) > 0")
 			args = append(args, f.ErrorText)
 		}
-		rows, err := s.db.Query(`SELECT count(*), coalesce(max(id), 0) FROM `+from, args[:window]...)
-		if err != nil {
-			return nil, false, 0, printf.Errorf("search jobs: %w", err)
-		}
-		if rows.Next() && rows.Int(0) == api.MaxSearchScan {
-			scanned = rows.Int(1)
-		}
-		if err := rows.Err(); err != nil {
-			return nil, false, 0, err
-		}
+		searchWindow, windowArgs = from, args[:window]
 	}
 	page := func(cols string, limit int) (string, []any) {
 		return `SELECT ` + cols + ` FROM ` + from + ` WHERE ` + strings.Join(where, " AND ") + ` ORDER BY id` + do.Limit(limit), args
@@ -146,6 +139,18 @@ func (s *Store) Search(f ListFilter) (jobs []Job, cut bool, scanned int64, err e
 	var out []Job
 	for rows.Next() {
 		out = append(out, s.scanJob(rows))
+	}
+	if err := rows.Err(); err != nil || searchWindow == "" || len(out) == limit || cut {
+		return out, cut, 0, err
+	}
+	// A search page short of its limit: whether it read all the window
+	// may, and so where the next page starts.
+	rows, err = s.db.Query(`SELECT count(*), coalesce(max(id), 0) FROM `+searchWindow, windowArgs...)
+	if err != nil {
+		return nil, false, 0, printf.Errorf("search jobs: %w", err)
+	}
+	if rows.Next() && rows.Int(0) == api.MaxSearchScan {
+		scanned = rows.Int(1)
 	}
 	return out, cut, scanned, rows.Err()
 }
