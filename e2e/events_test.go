@@ -649,7 +649,7 @@ func scenarioPauseAReaction(s *scenario) {
 	if s.tg.realTime() {
 		time.Sleep(200 * time.Millisecond) // the claim is held before the resume
 	} else {
-		<-got // nothing yet (the controlled clock holds no claim)
+		require.Empty(t, <-got, "still paused: nothing (the controlled clock holds no claim)")
 	}
 	require.NoError(t, s.ten.PauseReaction(s.ctx, testapp.AuditPolicy, false))
 	var ds []api.Delivery

@@ -60,7 +60,7 @@ func (c *claimsSeen) why(kind string) string {
 // "" otherwise.
 func (t *Tenant) waiting(now int64, j api.Job) (string, error) {
 	if fence.State(j.State) == fence.StateScheduled && j.DebounceKey != "" && j.Attempt == 0 {
-		return printf.Sprintf("debounced by key %q: runs at %s, or later if another enqueue of the key comes before (up to its max wait); %d enqueues collapsed (keep %s)",
+		return printf.Sprintf("debounced by key %q: runs at %s, or later if another enqueue of the key comes before (within its max wait, if it has one); %d enqueues collapsed (keep %s)",
 			j.DebounceKey, j.RunAt.Format(time.RFC3339Nano), j.Collapsed, j.Keep), nil
 	}
 	if fence.State(j.State) != fence.StateAvailable {
