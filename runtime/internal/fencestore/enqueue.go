@@ -123,6 +123,7 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 	}
 	var edges []edge
 	pending, cancelled := int64(0), ""
+	seen := map[int64]bool{}
 	for _, p := range n.Parents {
 		id := p.ID
 		if p.Batch >= 0 {
@@ -131,6 +132,13 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 			}
 			id = batch[p.Batch].ID
 		}
+		if seen[id] {
+			// Named twice (by id and by "#n", or an earlier job of the
+			// batch that a unique key or a debounce answered with this
+			// one): one dependency.
+			continue
+		}
+		seen[id] = true
 		parent, err := s.getFence(id)
 		if err != nil {
 			if isNotFound(err) {

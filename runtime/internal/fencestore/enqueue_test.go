@@ -206,3 +206,17 @@ func TestEnqueue(t *testing.T) {
 func one(j fencestore.NewJob) func(int64) []fencestore.NewJob {
 	return func(int64) []fencestore.NewJob { return []fencestore.NewJob{j} }
 }
+
+// A parent named twice (by id and by "#n", or twice by id) is one
+// dependency, not a constraint failure.
+func TestAParentNamedTwiceIsOneDependency(t *testing.T) {
+	f := newJobs(t)
+	parent := f.enqueue(t0, job("x"))[0]
+	child := job("x")
+	child.Parents = []fencestore.Parent{{ID: parent.ID, Batch: -1}, {ID: parent.ID, Batch: -1}}
+	got := f.enqueue(t0, child)[0]
+	require.EqualValues(t, 1, got.PendingParents)
+	var deps []fencestore.Dep
+	tx(t, f.db, func() (err error) { deps, err = f.s.Deps(got.ID); return })
+	require.Len(t, deps, 1)
+}
