@@ -1342,6 +1342,83 @@ func (v ImportAborted) AppendJSON(b []byte) []byte {
 func (v ImportAborted) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
+func (v FailingNote) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Str("tenant", v.Tenant)
+	o.Key("groups")
+	o.B = jsonwire.AppendArray(o.B, v.Groups)
+	o.IntOmit("more", v.More)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v FailingNote) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v FailingGroup) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Str("what", v.What)
+	o.Str("name", v.Name)
+	o.StrOmit("state", v.State)
+	o.Str("error", v.Error)
+	o.Int("count", v.Count)
+	o.IntOmit("first", v.First)
+	o.IntOmit("last", v.Last)
+	o.StrOmit("latest", v.Latest)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v FailingGroup) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v FleetFailingResponse) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Key("groups")
+	o.B = jsonwire.AppendArray(o.B, v.Groups)
+	o.Int("tenants", v.Tenants)
+	if len(v.Partial) > 0 {
+		o.Strings("partial", v.Partial)
+	}
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v FleetFailingResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v FleetFailingGroup) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Str("what", v.What)
+	o.Str("name", v.Name)
+	o.StrOmit("state", v.State)
+	o.Str("error", v.Error)
+	o.Int("count", v.Count)
+	o.TimeOmit("first_at", v.FirstAt)
+	o.TimeOmit("last_at", v.LastAt)
+	o.Int("tenant_count", v.TenantCount)
+	o.Key("tenants")
+	o.B = jsonwire.AppendArray(o.B, v.Tenants)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v FleetFailingGroup) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v FailingTenant) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Str("tenant", v.Tenant)
+	o.Int("count", v.Count)
+	o.StrOmit("latest", v.Latest)
+	o.TimeOmit("last_at", v.LastAt)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v FailingTenant) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
 func (v Push) AppendJSON(b []byte) []byte {
 	o := jsonwire.StartObject(b)
 	o.Str("tenant", v.Tenant)
@@ -3266,6 +3343,72 @@ func (v *ExportTable) decode(r *jsonwire.Reader) error {
 			v.First, err = r.BoolField(key)
 		case "rows":
 			v.Rows, err = r.Raw()
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *FailingNote) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "tenant":
+			v.Tenant, err = r.StringField(key)
+		case "groups":
+			err = jsonwire.ObjectArray(r, key, func() { v.Groups = []FailingGroup{} }, func() error {
+				var e FailingGroup
+				err := e.decode(r)
+				v.Groups = append(v.Groups, e)
+				return err
+			})
+		case "more":
+			v.More, err = r.Integer(key)
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
+}
+
+// DecodeFailingNote decodes a FailingNote strictly.
+func DecodeFailingNote(b []byte) (FailingNote, error) {
+	var v FailingNote
+	r := jsonwire.NewReader(b)
+	err := r.Open()
+	if err == nil {
+		err = r.CloseBody(v.decode(&r))
+	}
+	return v, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *FailingGroup) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "what":
+			v.What, err = r.StringField(key)
+		case "name":
+			v.Name, err = r.StringField(key)
+		case "state":
+			v.State, err = r.StringField(key)
+		case "error":
+			v.Error, err = r.StringField(key)
+		case "count":
+			v.Count, err = r.Integer(key)
+		case "first":
+			v.First, err = r.Integer(key)
+		case "last":
+			v.Last, err = r.Integer(key)
+		case "latest":
+			v.Latest, err = r.StringField(key)
 		default:
 			return r.Unknown(key)
 		}

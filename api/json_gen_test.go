@@ -209,6 +209,11 @@ var fixtures = map[string]any{
 	"FailingProjection": api.FailingProjection{Name: "orders", ErrorSeq: 4, Error: "e"},
 	"FailingResponse": api.FailingResponse{Jobs: []api.FailingJobs{fxFailingJobs()}, Reactions: []api.FailingReaction{{Name: "r", Failing: 1, Seq: 2, Error: "e"}},
 		Projections: []api.FailingProjection{{Name: "p", ErrorSeq: 3, Error: "e"}}, Truncated: true},
+	"FailingGroup":          fxFailingGroup,
+	"FailingNote":           api.FailingNote{Tenant: "acme", Groups: []api.FailingGroup{fxFailingGroup}, More: 4},
+	"FailingTenant":         fxFailingTenant,
+	"FleetFailingGroup":     fxFleetFailingGroup(),
+	"FleetFailingResponse":  api.FleetFailingResponse{Groups: []api.FleetFailingGroup{fxFleetFailingGroup()}, Tenants: 2, Partial: []string{"acme"}},
 	"Operation":             fxOperation(),
 	"OperationsResponse":    api.OperationsResponse{Operations: []api.Operation{fxOperation()}},
 	"Debounce":              api.Debounce{Key: "d", WindowMs: 100, Keep: "first", MaxWaitMs: 500},
@@ -265,6 +270,7 @@ var decoders = map[string]func([]byte) (any, error){
 	"Retention":            dec(api.DecodeRetention),
 	"Budget":               dec(api.DecodeBudget),
 	"DirectoryNote":        dec(api.DecodeDirectoryNote),
+	"FailingNote":          dec(api.DecodeFailingNote),
 	"ReportRequest":        dec(api.DecodeReport),
 	"BatchReportRequest":   dec(api.DecodeReportBatch),
 	"CancelRequest":        dec(api.DecodeCancel),
@@ -513,6 +519,15 @@ func fxRate() api.Rate {
 func fxOperation() api.Operation {
 	return api.Operation{ID: "3", Action: "retry", Filter: "state=dead", State: "done", Matched: 5, Done: 4, Skipped: 1,
 		LastSkip: "job 9: …", CreatedAt: fxAt, DoneAt: &fxLater}
+}
+
+var fxFailingGroup = api.FailingGroup{What: "job", Name: "email.send", State: "dead", Error: "timeout after # ms", Count: 3, First: 1000, Last: 2000, Latest: "7"}
+
+var fxFailingTenant = api.FailingTenant{Tenant: "acme", Count: 3, Latest: "7", LastAt: &fxAt}
+
+func fxFleetFailingGroup() api.FleetFailingGroup {
+	return api.FleetFailingGroup{What: "job", Name: "email.send", State: "dead", Error: "timeout after # ms", Count: 3, FirstAt: &fxAt, LastAt: &fxAt,
+		TenantCount: 1, Tenants: []api.FailingTenant{fxFailingTenant}}
 }
 
 func fxFailingJobs() api.FailingJobs {

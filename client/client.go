@@ -471,6 +471,20 @@ func (c *Client) Tenants(ctx context.Context, q api.TenantsQuery) (api.TenantsRe
 	return out, err
 }
 
+// Failing reads what is failing across the deployment's tenants whose
+// names start with prefix ("": every tenant the token covers), from what
+// each told the directory (GET /v1/failing): a tenant tells it within
+// api.FailingNoteEvery of a change.
+func (c *Client) Failing(ctx context.Context, prefix string) (api.FleetFailingResponse, error) {
+	path := api.FailingPath
+	if prefix != "" {
+		path += "?" + url.Values{"prefix": {prefix}}.Encode()
+	}
+	var out api.FleetFailingResponse
+	err := c.call(ctx, "GET", path, nil, &out)
+	return out, err
+}
+
 // JobFailed is Wait's error for a job that ended dead or cancelled: the
 // job, with its last error, is returned beside it.
 type JobFailed struct {

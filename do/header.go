@@ -108,6 +108,7 @@ const (
 	HeaderExecutor    = "stile-executor"
 	HeaderPush        = "stile-push"
 	HeaderDirectory   = "stile-directory"
+	HeaderFailing     = "stile-failing"
 	HeaderTokenID     = "stile-token-id"
 	HeaderDBBytes     = "stile-db-bytes"
 	HeaderModule      = "stile-module"

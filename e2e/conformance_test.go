@@ -140,6 +140,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "SearchJobs", run: scenarioSearchJobs},
 		{name: "BulkRetryByFilter", run: scenarioBulkRetryByFilter},
 		{name: "FailingNow", run: scenarioFailingNow},
+		{name: "FleetFailing", run: scenarioFleetFailing},
 		{name: "Schedules", run: scenarioSchedules},
 		{name: "TransactionalEnqueue", run: scenarioTransactionalEnqueue},
 		{name: "TypedArgs", run: scenarioTypedArgs},

@@ -14,6 +14,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/e2e/testapp/receipt"
+	stiletoken "github.com/stile-run/stile/token"
 	"github.com/stile-run/stile/worker"
 )
 
@@ -802,4 +803,87 @@ func scenarioFailingNow(s *scenario) {
 	f, err = s.ten.Failing(s.ctx)
 	require.NoError(t, err)
 	require.Len(t, f.Jobs, 1, "the dead ones, deleted, fail no more")
+}
+
+// scenarioFleetFailing: what fails in a tenant reaches the directory's
+// view of the fleet (GET /v1/failing) without anyone asking the tenant:
+// its alarm looks at what is failing shortly after a change and tells the
+// directory, which sums the tenants' groups. A token for one tenant reads
+// that tenant's own view; a prefix token only its prefix's tenants. Once
+// the failing jobs are deleted, the tenant's next look clears its groups
+// (under the controlled clock: in real time the next look is 30 s away).
+func scenarioFleetFailing(s *scenario) {
+	t := s.t
+	name := s.ten.Name()
+	fleet := func() api.FleetFailingResponse {
+		f, err := s.tg.client().Failing(s.ctx, name)
+		require.NoError(t, err)
+		return f
+	}
+	require.Empty(t, fleet().Groups, "a new tenant has nothing failing")
+	for range 3 {
+		s.enqueue(api.EnqueueRequest{Kind: "test.fast", MaxAttempts: 1})
+	}
+	for i, c := range s.claim("w", 10, 3) {
+		s.report(c, "w", api.ReportRequest{Outcome: api.OutcomeFailed, Error: "provider timed out on order " + strconv.Itoa(1000+i)})
+	}
+	s.tg.advance(t, api.FailingNoteDelay+time.Second)
+	var f api.FleetFailingResponse
+	eventually(t, s.tg, func() bool { f = fleet(); return len(f.Groups) > 0 }, "the tenant tells the directory what is failing")
+	require.Equal(t, int64(1), f.Tenants)
+	require.Empty(t, f.Partial)
+	g := f.Groups[0]
+	require.Equal(t, "job", g.What)
+	require.Equal(t, "test.fast", g.Name)
+	require.Equal(t, "dead", g.State)
+	require.Equal(t, "provider timed out on order #", g.Error)
+	require.Equal(t, int64(3), g.Count)
+	require.Equal(t, int64(1), g.TenantCount)
+	require.NotNil(t, g.FirstAt)
+	require.NotNil(t, g.LastAt)
+	require.False(t, g.LastAt.Before(*g.FirstAt))
+	require.Len(t, g.Tenants, 1)
+	require.Equal(t, name, g.Tenants[0].Tenant)
+	require.Equal(t, int64(3), g.Tenants[0].Count)
+	// The drill-down: the latest job's timeline, in the tenant.
+	latest := s.job(g.Tenants[0].Latest)
+	require.Equal(t, "dead", string(latest.State))
+
+	// Other prefixes see none of it; tokens see only what they cover.
+	other, err := s.tg.client().Failing(s.ctx, name+"-nobody")
+	require.NoError(t, err)
+	require.Empty(t, other.Groups)
+	later := time.Now().Add(time.Hour).Unix()
+	one, err := stiletoken.Mint(token, stiletoken.Claims{ID: "fleet-one", Scope: name, Role: api.RoleReader, Exp: later})
+	require.NoError(t, err)
+	status, body := s.callAs(one, "GET", api.FailingPath, "")
+	require.Equal(t, 403, status, body)
+	require.Contains(t, body, "/v1/t/"+name+"/failing")
+	pre, err := stiletoken.Mint(token, stiletoken.Claims{ID: "fleet-prefix", Scope: name[:len(name)-1] + "*", Role: api.RoleReader, Exp: later})
+	require.NoError(t, err)
+	status, body = s.callAs(pre, "GET", api.FailingPath, "")
+	require.Equal(t, 200, status, body)
+	require.Contains(t, body, `"tenant":"`+name+`"`, "a prefix token sees its tenants")
+	status, body = s.callAs(pre, "GET", api.FailingPath+"?prefix=zz", "")
+	require.Equal(t, 403, status, body)
+	status, body = s.callAs(token, "GET", api.FailingPath+"?prefx=a", "")
+	require.Equal(t, 400, status, body)
+	require.Contains(t, body, "unknown parameter")
+	status, _ = s.callAs(token, "POST", api.FailingPath, "{}")
+	require.Equal(t, 405, status)
+
+	if s.tg.realTime() {
+		return
+	}
+	op, err := s.ten.StartOperation(s.ctx, "delete", "state=dead&kind=test.fast")
+	require.NoError(t, err)
+	for range 50 {
+		if op, err = s.ten.Operation(s.ctx, op.ID); err == nil && op.State == "done" {
+			break
+		}
+		s.tg.advance(t, 20*time.Millisecond)
+	}
+	require.Equal(t, "done", op.State)
+	s.tg.advance(t, api.FailingNoteEvery+time.Second)
+	require.Empty(t, fleet().Groups, "the tenant's next look clears what it told")
 }

@@ -336,6 +336,9 @@ func (m *Manager) call(ctx context.Context, t *tenant, req do.Request, w *waiter
 			m.scrub(t)
 		}
 	}
+	if f := resp.Headers.Get(do.HeaderFailing); f != "" && m.cfg.Directory != nil {
+		m.noteFailing(t.name, f)
+	}
 	if p := resp.Headers.Get(do.HeaderPush); p != "" && m.cfg.Pusher != nil {
 		m.pushes.Go(func() { m.deliver(t.name, p) })
 	}

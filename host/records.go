@@ -91,6 +91,21 @@ func (m *Manager) note(tenant, header string) {
 	}
 }
 
+// noteFailing tells the directory what the tenant said is failing in it;
+// a failure is logged and never fails the tenant's request.
+func (m *Manager) noteFailing(tenant, header string) {
+	n, err := api.DecodeFailingNote([]byte(header))
+	if err == nil && n.Tenant != tenant {
+		err = fmt.Errorf("the note names tenant %q", n.Tenant)
+	}
+	if err == nil {
+		err = m.cfg.Directory.NoteFailing(n)
+	}
+	if err != nil {
+		m.log.Warn("could not note what is failing in the tenant in the directory", "tenant", tenant, "err", err)
+	}
+}
+
 // scrub leaves nothing of a tenant just erased on the disk but its
 // tombstone (t.mu is held): its engine is closed, its file rebuilt
 // without the freed pages and its write-ahead log emptied and removed,

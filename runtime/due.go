@@ -80,6 +80,9 @@ func (t *Tenant) alarmAt() int64 {
 	if u := t.usageAlarm(); u != 0 && (at == 0 || u < at) {
 		at = u
 	}
+	if f := t.fail.due(); f != 0 && (at == 0 || f < at) {
+		at = f
+	}
 	return at
 }
 

@@ -424,9 +424,13 @@ func (t *Tenant) catchUp(start int64) (int64, error) {
 				due(g.RetryAt)
 				break
 			}
+			stalled := g.Stalled()
 			n, atHead, err := t.applyBatch(now, p, &g)
 			if err != nil {
 				return 0, err
+			}
+			if g.Stalled() != stalled && g.Role == projectionstore.Live {
+				t.fail.changed(now) // it stalled, or recovered
 			}
 			applied += n
 			if g.Stalled() {

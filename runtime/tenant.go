@@ -33,6 +33,7 @@ type Tenant struct {
 	due       dueCache      // the alarm (due.go)
 	executors executorState // pushes and claims (pushes.go, executors.go)
 	dir       directory     // what the directory was told (directory.go)
+	fail      failWatch     // what it was told is failing (failing.go)
 	proj      projState     // the projections' work (projections.go)
 	retain    retainState   // the retention policy (retention.go)
 	meter     meter         // usage and the budget (usage.go)
@@ -148,11 +149,12 @@ func (t *Tenant) init(app *App, db *do.DB) {
 // reset forgets everything the tenant read, as a new instance would: after
 // an import replaced its storage.
 func (t *Tenant) reset() {
-	app, db, name, out, body, cur, pending := t.app, t.db, t.name, t.out, t.body, t.cur, t.meter.pending
+	app, db, name, out, body, cur, pending, fail := t.app, t.db, t.name, t.out, t.body, t.cur, t.meter.pending, t.fail
 	*t = Tenant{}
 	t.init(app, db)
 	t.name, t.out, t.body, t.cur = name, out, body, cur // the request being answered still uses cur
 	t.meter.pending = pending                           // the pushes counted are still to record
+	t.fail = fail                                       // an import changed what is failing: the look stays due
 }
 
 // Handle serves one request frame and returns the response frame. The
@@ -574,6 +576,12 @@ func (t *Tenant) afterCommit(c *call) error {
 			return printf.Errorf("note the write: %w", err)
 		}
 	}
+	// Read whether or not it committed: what a rollback reported is
+	// forgotten with it.
+	jobsFailing, deliveriesFailing := t.store.FailingChanged(), t.reactions.FailingChanged()
+	if c.committed && (jobsFailing || deliveriesFailing || changesFailing(c.route)) {
+		t.fail.changed(c.now)
+	}
 	appended := t.events.Appended()
 	if !c.committed {
 		c.dueEnded = false
@@ -618,8 +626,9 @@ func (t *Tenant) alarmWork(now int64) error {
 			t.retain.due = now // the host retries the alarm
 			return printf.Errorf("retention failed: %w", err)
 		}
+		t.fail.changed(now) // it may have deleted dead jobs
 	}
-	return nil
+	return t.lookAtFailing(now)
 }
 
 // respond is the last phase: the response to a request whose transaction
@@ -655,6 +664,10 @@ func (t *Tenant) respond(c *call) (do.Response, error) {
 	}
 	if h, ok := t.directoryNote(jobsWoke || reactionsWoke, idle, t.usageNote(c)); ok {
 		resp.Headers = append(resp.Headers, h)
+	}
+	if t.fail.note != "" {
+		resp.Headers = append(resp.Headers, do.Header{Name: do.HeaderFailing, Value: t.fail.note})
+		t.fail.note = ""
 	}
 	// The alarm follows committed state, whatever the request did. An
 	// alarm re-reads it once its time came: the incremental tracking is

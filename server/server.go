@@ -174,6 +174,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (tenant, route st
 		s.tenants(w, r)
 		return "", "GET tenants"
 	}
+	if path == api.FailingPath {
+		rc.SetReadDeadline(time.Time{})
+		s.failing(w, r, claims)
+		return "", "GET failing"
+	}
 	tenant, _, ok := api.SplitTenantPath(path)
 	if !ok {
 		writeError(w, api.NoRoute(r.Method, path))
@@ -340,6 +345,44 @@ func (s *Server) tenants(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(resp.AppendJSON(nil))
+}
+
+// failing answers GET /v1/failing from the manager's directory: a token
+// for every tenant sees them all, one for a prefix ("acme-*") the tenants
+// of its prefix; a token for one tenant reads that tenant's own /failing.
+func (s *Server) failing(w http.ResponseWriter, r *http.Request, claims *token.Claims) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET")
+		writeError(w, api.Refuse(api.CodeMethodNotAllowed, "%s %s: use GET", r.Method, api.FailingPath))
+		return
+	}
+	dir := s.manager.Directory()
+	if dir == nil {
+		writeError(w, api.Refuse(api.CodeNotFound, "this deployment keeps no tenant directory"))
+		return
+	}
+	prefix, e := api.ParseFailingQuery(r.URL.Query())
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if claims != nil && claims.Scope != "*" {
+		p, ok := claims.Prefix()
+		if !ok {
+			writeError(w, api.Refuse(api.CodeForbidden, "this token is for %s: read GET /v1/t/%s/failing, or use a token for a prefix or every tenant", claims.Scope, claims.Scope))
+			return
+		}
+		switch {
+		case strings.HasPrefix(prefix, p): // within the token's tenants
+		case strings.HasPrefix(p, prefix):
+			prefix = p // the token's tenants of those asked for
+		default:
+			writeError(w, api.Refuse(api.CodeForbidden, "this token is for %s: prefix %q names none of its tenants", claims.Scope, prefix))
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(dir.Failing(prefix).AppendJSON(nil))
 }
 
 // overQuota refuses a write that would create one tenant more than the

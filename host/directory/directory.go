@@ -26,15 +26,22 @@ type entry struct {
 	// Seq is the directory's change counter when the tenant last became
 	// ready: a long-poll after_seq=N waits for an entry with Seq > N.
 	Seq int64 `json:"seq"`
+	// Failing is what the tenant last said is failing in it (nil: it
+	// never said anything was).
+	Failing *api.FailingNote `json:"failing,omitempty"`
 }
 
-// MarshalJSON writes the tenant's fields and Seq. (Without it the
-// embedded TenantInfo's MarshalJSON would be promoted, and Seq lost: a
-// tenant ready before a restart was then missing from ready queries.)
+// MarshalJSON writes the tenant's fields, Seq and Failing. (Without it
+// the embedded TenantInfo's MarshalJSON would be promoted, and Seq lost:
+// a tenant ready before a restart was then missing from ready queries.)
 func (e *entry) MarshalJSON() ([]byte, error) {
 	b := e.TenantInfo.AppendJSON(nil)
 	b = append(b[:len(b)-1], `,"seq":`...)
-	return append(strconv.AppendInt(b, e.Seq, 10), '}'), nil
+	b = strconv.AppendInt(b, e.Seq, 10)
+	if e.Failing != nil {
+		b = e.Failing.AppendJSON(append(b, `,"failing":`...))
+	}
+	return append(b, '}'), nil
 }
 
 type file struct {
@@ -225,6 +232,41 @@ func (d *Dir) Note(now int64, n api.DirectoryNote) error {
 		}
 	}
 	return d.record(change{Seq: d.seq, Entry: e})
+}
+
+// NoteFailing records what a tenant said is failing in it (n.Tenant names
+// it). A tenant the directory does not list is refused: its first note
+// lists it.
+func (d *Dir) NoteFailing(n api.FailingNote) error {
+	if !api.ValidTenant(n.Tenant) {
+		return fmt.Errorf("directory: tenant %q: %s", n.Tenant, api.InvalidTenant.Message)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e, ok := d.tenants[n.Tenant]
+	if !ok {
+		return fmt.Errorf("directory: tenant %q is not listed: its note of what is failing is dropped", n.Tenant)
+	}
+	e.Failing = &n
+	if len(n.Groups) == 0 && n.More == 0 {
+		e.Failing = nil
+	}
+	return d.record(change{Seq: d.seq, Entry: e})
+}
+
+// Failing is what is failing in the tenants whose names start with
+// prefix, from what they said (api.FleetFailing).
+func (d *Dir) Failing(prefix string) api.FleetFailingResponse {
+	d.mu.Lock()
+	notes := make([]api.FailingNote, 0, 16)
+	for name, e := range d.tenants {
+		if e.Failing != nil && strings.HasPrefix(name, prefix) {
+			notes = append(notes, *e.Failing)
+		}
+	}
+	d.mu.Unlock()
+	slices.SortFunc(notes, func(a, b api.FailingNote) int { return strings.Compare(a.Tenant, b.Tenant) })
+	return api.FleetFailing(notes)
 }
 
 // record appends a change to the journal, and folds the journal into a

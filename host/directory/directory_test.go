@@ -187,3 +187,40 @@ func TestErasedTenantLeavesTheFilesAtOnce(t *testing.T) {
 	}
 	require.True(t, d.Has("kept"))
 }
+
+// What tenants say is failing in them is kept across a reopen (from the
+// journal, and from a snapshot), summed by Failing for a prefix, and
+// forgotten with an erased tenant; a note of a tenant never listed is
+// refused, and one with nothing failing clears the tenant's.
+func TestFailingNotesAreKeptAndSummed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "directory.json")
+	d, err := directory.Open(path)
+	require.NoError(t, err)
+	group := func(n int64) []api.FailingGroup {
+		return []api.FailingGroup{{What: "job", Name: "email", State: "dead", Error: "timeout", Count: n, First: 1000, Last: 2000, Latest: "9"}}
+	}
+	require.Error(t, d.NoteFailing(api.FailingNote{Tenant: "ghost", Groups: group(1)}), "a tenant the directory does not list")
+	for _, name := range []string{"acme-a", "acme-b", "zeta"} {
+		require.NoError(t, d.Note(1000, api.DirectoryNote{Tenant: name, First: true, Version: 1}))
+		require.NoError(t, d.NoteFailing(api.FailingNote{Tenant: name, Groups: group(2)}))
+	}
+	require.NoError(t, d.Note(3000, api.DirectoryNote{Tenant: "acme-a", Ready: true, Version: 1}), "a readiness note keeps what is failing")
+	f := d.Failing("acme-")
+	require.Len(t, f.Groups, 1)
+	require.Equal(t, int64(4), f.Groups[0].Count)
+	require.Equal(t, int64(2), f.Tenants)
+
+	again, err := directory.Open(path) // from the journal, no close
+	require.NoError(t, err)
+	require.Equal(t, int64(6), again.Failing("").Groups[0].Count)
+	require.NoError(t, again.NoteFailing(api.FailingNote{Tenant: "zeta", Groups: []api.FailingGroup{}}))
+	require.NoError(t, again.Note(4000, api.DirectoryNote{Tenant: "acme-b", Erased: true}))
+	require.NoError(t, again.Close())
+
+	last, err := directory.Open(path) // from the snapshot
+	require.NoError(t, err)
+	f = last.Failing("")
+	require.Equal(t, int64(1), f.Tenants, "zeta cleared, acme-b erased")
+	require.Equal(t, "acme-a", f.Groups[0].Tenants[0].Tenant)
+	require.Equal(t, int64(2), f.Groups[0].Count)
+}

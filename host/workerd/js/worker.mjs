@@ -15,7 +15,7 @@ import {
 import {
   API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_ABSENT, HEADER_CREATE, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_DB_BYTES, HEADER_MODULE, HEADER_USAGE, HEADER_ROWS_READ, HEADER_ROWS_WRITTEN, HEADER_TENANT, MODULE_VERSION, HEADER_TOKEN_ID, STORAGE_SUFFIX, INTERNAL_PREFIX, ANSWER_LOST_PREFIX,
   HEADERS_TOO_LARGE, INVALID_TENANT, MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_TENANTS_PAGE, MAX_WAIT_MS, NO_ROUTE_HINT, PRINCIPAL_ADMIN, PUSH_FAILED,
-  TENANTS_PATH, TENANT_PATTERN, WRONG_OBJECT,
+  TENANTS_PATH, TENANT_PATTERN, WRONG_OBJECT, FAILING_PATH, HEADER_FAILING, MAX_FLEET_GROUPS, MAX_FLEET_GROUP_TENANTS,
 } from "./config.mjs";
 
 const tenantRe = new RegExp(TENANT_PATTERN);
@@ -92,6 +92,7 @@ export default {
       return forbidden(`this token is for ${who.scope}: listing the tenants needs a token for every tenant (*)`);
     }
     if (path === TENANTS_PATH && env.DIRECTORY) return directory(env).fetch(request);
+    if (path === FAILING_PATH && env.DIRECTORY) return directory(env).fetch(request);
     if (!path.startsWith(API_PREFIX)) {
       return noRoute(request.method, path);
     }
@@ -308,6 +309,8 @@ export class Tenant {
       // listing right after it must not name the tenant.
       if (JSON.parse(note[1]).erased) resp.noted = noted;
     }
+    const failing = this.env.DIRECTORY && resp.headers.find(([name]) => name === HEADER_FAILING);
+    if (failing) this.ctx.waitUntil(this.noteDirectory(failing[1], "failing"));
     const push = this.env.EXECUTOR && resp.headers.find(([name]) => name === HEADER_PUSH);
     if (push) {
       // Outside the module's transaction, and never awaited by the
@@ -318,10 +321,11 @@ export class Tenant {
   }
 
   // noteDirectory tells the directory what the module said of the tenant
-  // (its first use, ready or idle); a failure never fails the tenant.
-  async noteDirectory(note) {
+  // (its first use, ready or idle), or what is failing in it (to
+  // "failing"); a failure never fails the tenant.
+  async noteDirectory(note, to = "notify") {
     try {
-      const res = await directory(this.env).fetch(new Request("https://directory/notify", {
+      const res = await directory(this.env).fetch(new Request(`https://directory/${to}`, {
         method: "POST",
         headers: { authorization: `Bearer ${this.env.STILE_TOKEN}`, "content-type": "application/json" },
         body: note,
@@ -479,6 +483,8 @@ export class Directory {
     }
     // A tenant's usage of the day it last reported, as JSON ('': none yet).
     if (!cols.has("usage")) this.sql.exec(`ALTER TABLE tenants ADD COLUMN usage TEXT NOT NULL DEFAULT ''`);
+    // What the tenant last said is failing in it, as JSON (api.FailingNote; '': nothing).
+    if (!cols.has("failing")) this.sql.exec(`ALTER TABLE tenants ADD COLUMN failing TEXT NOT NULL DEFAULT ''`);
     this.sql.exec(`CREATE TABLE IF NOT EXISTS directory_seq (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL) STRICT`);
     this.sql.exec(`INSERT OR IGNORE INTO directory_seq (id, seq) VALUES (1, 0)`);
     this.newWake();
@@ -503,6 +509,11 @@ export class Directory {
       const listed = this.sql.exec(`SELECT 1 FROM tenants WHERE name = ?`, String(q.tenant)).toArray().length > 0;
       return json(200, { count, listed });
     }
+    if (url.pathname === "/failing" && request.method === "POST") {
+      if (!who.admin) return forbidden("only the deployment's tenants note what is failing in them");
+      return this.noteFailing(await request.json());
+    }
+    if (url.pathname === FAILING_PATH) return this.failing(request, url, who);
     if (who.scope !== "*") return forbidden(`this token is for ${who.scope}: listing the tenants needs a token for every tenant (*)`);
     if (url.pathname !== TENANTS_PATH) return noRoute(request.method, url.pathname);
     if (request.method !== "GET") {
@@ -551,6 +562,42 @@ export class Directory {
     return new Response(null, { status: 204 });
   }
 
+  // noteFailing records what a tenant said is failing in it (a tenant the
+  // directory does not list is not listed by it).
+  noteFailing(n) {
+    if (typeof n?.tenant !== "string" || !tenantRe.test(n.tenant)) return json(400, INVALID_TENANT);
+    const nothing = !(n.groups?.length > 0) && !(n.more > 0);
+    this.sql.exec(`UPDATE tenants SET failing = ? WHERE name = ?`, nothing ? "" : JSON.stringify(n), n.tenant);
+    return new Response(null, { status: 204 });
+  }
+
+  // failing answers GET /v1/failing as the Go host's directory does
+  // (server.Server.failing, api.FleetFailing): the notes of the tenants
+  // of ?prefix=, within the token's scope, summed by group.
+  failing(request, url, who) {
+    if (request.method !== "GET") {
+      const r = json(405, { code: "method_not_allowed", message: `${request.method} ${FAILING_PATH}: use GET` });
+      r.headers.set("allow", "GET");
+      return r;
+    }
+    for (const k of url.searchParams.keys()) {
+      if (k !== "prefix") return json(400, { code: "invalid_request", message: `unknown parameter "${k}": use prefix` });
+      if (url.searchParams.getAll(k).length > 1) return json(400, { code: "invalid_request", message: `query parameter "${k}" is given twice` });
+    }
+    let prefix = url.searchParams.get("prefix") ?? "";
+    if (who.scope !== "*") {
+      if (!who.scope.endsWith("*")) {
+        return forbidden(`this token is for ${who.scope}: read GET /v1/t/${who.scope}/failing, or use a token for a prefix or every tenant`);
+      }
+      const p = who.scope.slice(0, -1);
+      if (p.startsWith(prefix)) prefix = p;
+      else if (!prefix.startsWith(p)) return forbidden(`this token is for ${who.scope}: prefix ${JSON.stringify(prefix)} names none of its tenants`);
+    }
+    const notes = this.sql.exec(`SELECT failing FROM tenants WHERE failing != '' AND substr(name, 1, length(?1)) = ?1 ORDER BY name`, prefix)
+      .toArray().map((r) => JSON.parse(r.failing));
+    return json(200, fleetFailing(notes));
+  }
+
   page(q) {
     const rows = this.sql.exec(`SELECT name, first_seen, last_seen, version, ready, module, schema, failed, usage FROM tenants
       WHERE name > ?1 AND (?2 = 0 OR (ready = 1 AND seq > ?3)) ORDER BY name LIMIT ?4`,
@@ -567,6 +614,49 @@ export class Directory {
     page.seq = seq;
     return page;
   }
+}
+
+// fleetFailing sums tenants' notes of what is failing in them into the
+// fleet's view, as api.FleetFailing does.
+function fleetFailing(notes) {
+  const at = new Map();
+  const resp = { groups: [], tenants: 0 };
+  const partial = [];
+  const iso = (ms) => (ms ? new Date(ms).toISOString().replace(".000Z", "Z") : undefined);
+  for (const n of notes) {
+    if (!(n.groups?.length > 0) && !(n.more > 0)) continue;
+    resp.tenants++;
+    if (n.more > 0) partial.push(n.tenant);
+    for (const g of n.groups ?? []) {
+      const k = JSON.stringify([g.what, g.name, g.state ?? "", g.error]);
+      let f = at.get(k);
+      if (!f) {
+        f = { what: g.what, name: g.name, state: g.state ?? "", error: g.error, count: 0, first: 0, last: 0, tenant_count: 0, tenants: [] };
+        at.set(k, f);
+        resp.groups.push(f);
+      }
+      f.count += g.count;
+      f.tenant_count++;
+      if (g.first && (!f.first || g.first < f.first)) f.first = g.first;
+      if (g.last > f.last) f.last = g.last;
+      f.tenants.push({ tenant: n.tenant, count: g.count, ...(g.latest ? { latest: g.latest } : {}), ...(g.last ? { last_at: iso(g.last) } : {}) });
+    }
+  }
+  const cmp = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
+  for (const g of resp.groups) {
+    g.tenants.sort((a, b) => b.count - a.count || cmp(a.tenant, b.tenant));
+    g.tenants = g.tenants.slice(0, MAX_FLEET_GROUP_TENANTS);
+  }
+  const keyOf = (g) => `${g.what} ${g.name} ${g.state} ${g.error}`;
+  resp.groups.sort((a, b) => b.count - a.count || cmp(keyOf(a), keyOf(b)));
+  resp.groups = resp.groups.slice(0, MAX_FLEET_GROUPS).map((g) => ({
+    what: g.what, name: g.name, ...(g.state ? { state: g.state } : {}), error: g.error, count: g.count,
+    ...(g.first ? { first_at: iso(g.first) } : {}), ...(g.last ? { last_at: iso(g.last) } : {}),
+    tenant_count: g.tenant_count, tenants: g.tenants,
+  }));
+  partial.sort(cmp);
+  if (partial.length > 0) resp.partial = partial;
+  return resp;
 }
 
 // parseQuery reads a directory query as api.ParseTenantsQuery does, with

@@ -175,6 +175,9 @@ func (s *Store) finish(now int64, j Job, next fence.Next, e ending) (Job, error)
 		return j, printf.Errorf("record %s of job %d attempt %d: %w", string(e.outcome), j.ID, j.Attempt, do.ErrGuard)
 	}
 	s.due.Removed(j.LeaseUntil)
+	if next.State == fence.StateRetryable || next.State == fence.StateDead {
+		s.failing = true
+	}
 	switch next.State {
 	case fence.StateRetryable, fence.StateScheduled:
 		s.due.Added(next.RunAt)
@@ -365,6 +368,7 @@ func (s *Store) Cancel(now, id int64, reason string) (Job, error) {
 		if j.State == fence.StateScheduled || j.State == fence.StateRetryable {
 			s.due.Removed(j.RunAt)
 		}
+		s.failing = s.failing || j.State == fence.StateRetryable
 		if j.Dependents {
 			if err := s.settleChildren(now, id, fence.StateCancelled); err != nil {
 				return j, err
@@ -397,6 +401,7 @@ func (s *Store) Retry(now, id int64) (Job, error) {
 	if !rows.Next() {
 		return j, printf.Errorf("retry job %d: %w", id, do.ErrGuard)
 	}
+	s.failing = s.failing || j.State == fence.StateDead
 	j, err = s.Get(id)
 	if err == nil {
 		s.wake(j.Queue, j.Kind)
@@ -420,6 +425,7 @@ func (s *Store) Delete(id int64) error {
 	if !rows.Next() {
 		return printf.Errorf("delete job %d: %w", id, do.ErrGuard)
 	}
+	s.failing = s.failing || j.State == fence.StateDead
 	return nil
 }
 
@@ -455,6 +461,7 @@ func (s *Store) Fail(now int64, j Job, msg string) error {
 	if !rows.Next() {
 		return printf.Errorf("fail job %d: %w", j.ID, do.ErrGuard)
 	}
+	s.failing = true
 	if j.State == fence.StateScheduled || j.State == fence.StateRetryable {
 		s.due.Removed(j.RunAt)
 	}

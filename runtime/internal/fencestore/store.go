@@ -32,6 +32,9 @@ type Store struct {
 	ratesKnown int8
 
 	woke Wake
+	// failing says writes since the last FailingChanged may have changed
+	// what is failing (a job became or stopped being retryable or dead).
+	failing bool
 	// paused caches the paused queues (nil: read them again).
 	paused map[string]bool
 	// queues are queue names known to count against MaxQueues (nil: not
@@ -120,6 +123,14 @@ func (s *Store) Woke() Wake {
 	w := s.woke
 	s.woke = Wake{}
 	return w
+}
+
+// FailingChanged reports, and forgets, whether writes since the last
+// call may have changed what GET /failing says of jobs.
+func (s *Store) FailingChanged() bool {
+	f := s.failing
+	s.failing = false
+	return f
 }
 
 // intern returns b as a string, sharing the memory of equal strings seen

@@ -51,6 +51,9 @@ type Store struct {
 	ev   *eventstore.Store
 	due  fencestore.DueTracker
 	woke bool
+	// failing says settles since the last FailingChanged may have changed
+	// which deliveries are failing.
+	failing bool
 	// paused caches the paused reactions (nil: read them again).
 	paused map[string]bool
 }
@@ -70,6 +73,14 @@ func (s *Store) Woke() bool {
 	w := s.woke
 	s.woke = false
 	return w
+}
+
+// FailingChanged reports, and forgets, whether settles since the last
+// call may have changed which deliveries are failing.
+func (s *Store) FailingChanged() bool {
+	f := s.failing
+	s.failing = false
+	return f
 }
 
 // Wake notes that deliveries may be claimable (new events were appended).
@@ -418,6 +429,7 @@ func (s *Store) Succeed(now int64, e inbox.Entry) error {
 	}
 	s.left(e)
 	s.woke = true // the handler's next event may go now
+	s.failing = s.failing || e.Failures > 0
 	return nil
 }
 
@@ -438,6 +450,7 @@ func (s *Store) Retry(now int64, e inbox.Entry, runAt, failures int64, msg strin
 	}
 	s.left(e)
 	s.due.Added(runAt)
+	s.failing = s.failing || msg != ""
 	return s.release(e)
 }
 
@@ -489,6 +502,7 @@ func (s *Store) Skip(now int64, handler string, seq int64, reason string) (bool,
 	}
 	s.due.Unknown()
 	s.woke = true
+	s.failing = s.failing || e.Failures > 0
 	return true, s.release(e)
 }
 
