@@ -23,7 +23,7 @@ operate a deployment (stile dev or a Worker; --url, --token, --tenant, --json):
   jobs          list (the default) | show ID (the timeline: attempts, refused reports, why it ran again) | retry | cancel | delete
   queues        counts per queue and state; pause | resume QUEUE
   rates         rate limits per key: starts in the window, when it opens; set KEY LIMIT PERIOD | delete KEY
-  failing       what is failing now: jobs retrying or dead by kind and error, reactions, projections
+  failing       what is failing now, in a tenant or across tenants: jobs by kind and error, reactions, projections
   schedules     periodic jobs, the tenant's and the module's; set NAME CRON --kind K | delete | pause | resume NAME
   reactions     lag and open deliveries; skip HANDLER SEQ --reason WHY
   projections   status, lag, errors; rebuild NAME

@@ -548,13 +548,18 @@ func periodText(ms int64) string {
 // ---- stile failing ----
 
 func runFailing(args []string) error {
-	o := newOps("failing", "failing --tenant NAME [flags]", true)
+	o := newOps("failing", "failing [--tenant NAME | --all | --prefix P] [flags]", true)
+	all := o.fs.Bool("all", false, "every tenant the token covers, from the directory (the default without --tenant)")
+	prefix := o.fs.String("prefix", "", "the tenants whose names start with it, from the directory")
 	pos, err := o.parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return &exitError{exitUsage, fmt.Errorf("stile failing takes flags only, not %q", pos[0])}
+	}
+	if *all || *prefix != "" || *o.tenant == "" {
+		return o.fleetFailing(*prefix)
 	}
 	ten, err := o.ten()
 	if err != nil {
@@ -588,6 +593,56 @@ func runFailing(args []string) error {
 	for _, p := range f.Projections {
 		fmt.Fprintf(o.out, "projection %s: stalled at event %d: %s\n", p.Name, p.ErrorSeq, oneLine(p.Error, 120))
 	}
+	return nil
+}
+
+// fleetFailing prints what is failing across the tenants of prefix.
+func (o *ops) fleetFailing(prefix string) error {
+	cl, err := o.client()
+	if err != nil {
+		return err
+	}
+	f, err := cl.Failing(context.Background(), prefix)
+	if err != nil {
+		return err
+	}
+	if *o.asJSON {
+		return o.printJSON(f)
+	}
+	if len(f.Groups) == 0 {
+		fmt.Fprintln(o.out, "nothing is failing in any tenant")
+		return nil
+	}
+	rows := make([][]string, len(f.Groups))
+	for i, g := range f.Groups {
+		what := g.What + " " + g.Name
+		if g.State != "" {
+			what += " (" + g.State + ")"
+		}
+		first, last := "-", "-"
+		if g.FirstAt != nil {
+			first = at(*g.FirstAt)
+		}
+		if g.LastAt != nil {
+			last = at(*g.LastAt)
+		}
+		var names []string
+		for _, t := range g.Tenants {
+			names = append(names, t.Tenant+":"+strconv.FormatInt(t.Count, 10))
+		}
+		ts := strings.Join(names, " ")
+		if int64(len(g.Tenants)) < g.TenantCount {
+			ts += fmt.Sprintf(" (+%d more)", g.TenantCount-int64(len(g.Tenants)))
+		}
+		rows[i] = []string{what, strconv.FormatInt(g.Count, 10), strconv.FormatInt(g.TenantCount, 10), first, last, oneLine(g.Error, 60), ts}
+	}
+	o.table("WHAT\tCOUNT\tTENANTS\tFIRST\tLAST\tERROR\tBY TENANT", rows)
+	fmt.Fprintf(o.out, "%d tenants have something failing", f.Tenants)
+	if len(f.Partial) > 0 {
+		fmt.Fprintf(o.out, "; %s told only their most failing groups (stile failing --tenant NAME has all)", strings.Join(f.Partial, ", "))
+	}
+	fmt.Fprintln(o.out)
+	fmt.Fprintln(o.out, "one tenant: stile failing --tenant NAME; fix a group: stile jobs retry --tenant NAME --where 'state=dead&kind=KIND'")
 	return nil
 }
 

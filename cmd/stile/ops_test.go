@@ -599,6 +599,16 @@ func TestJobsListsByDefaultAndASkipNeedsAReason(t *testing.T) {
 	out, errOut, code = c.run(t, "failing")
 	require.Equal(t, 0, code, errOut)
 	require.Regexp(t, `(?m)^test\.fast\s+dead\s+1\s.*\s`+fj.ID+`\s+provider timed out after # s$`, out)
+	// Across tenants: what the tenant told the directory once its alarm
+	// looked.
+	h.Advance(api.FailingNoteDelay + time.Second)
+	out, errOut, code = c.run(t, "failing", "--all")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `(?m)^job test\.fast \(dead\)\s+1\s+1\s.*provider timed out after # s\s+acme:1$`, out)
+	require.Contains(t, out, "1 tenants have something failing")
+	out, errOut, code = c.run(t, "failing", "--prefix", "globex")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "nothing is failing in any tenant")
 
 	// Pause and resume a reaction: the list says so, and a paused one's
 	// deliveries are claimed by nobody.
