@@ -243,3 +243,109 @@ func headerSafe(s string) string {
 	}
 	return b.String()
 }
+
+// Operations across tenants: a bulk operation (OperationRequest) given to
+// every tenant whose name starts with a prefix, through the directory. The
+// directory gives it to FleetOperationSlice tenants at a time, in name
+// order, each one POST /operations of that tenant (which runs it in its
+// own slices, each one transaction); reading the operation (GET
+// FleetOperationsPath/{id}) reads the progress of the tenants' operations
+// not known to be done yet, FleetProgressReads at a time.
+
+// FleetOperationsPath starts (POST) and lists (GET) operations across
+// tenants; FleetOperationsPath/{id} reads one.
+const FleetOperationsPath = "/" + Version + "/operations"
+
+// FleetOperationSlice bounds the tenants given an operation in one step,
+// FleetProgressReads the tenants' progress one read of it asks for, and
+// MaxFleetOperations the operations a directory keeps (the oldest done
+// ones go first).
+const (
+	FleetOperationSlice = 25
+	FleetProgressReads  = 50
+	MaxFleetOperations  = 100
+)
+
+// FleetOperationRequest starts an operation across tenants: Action and
+// Filter as in OperationRequest, in the tenants whose names start with
+// Prefix ("": every tenant the token covers).
+//
+//stile:json DecodeFleetOperation
+type FleetOperationRequest struct {
+	Action string `json:"action"`
+	Filter string `json:"filter"`
+	Prefix string `json:"prefix"`
+}
+
+// FleetOperation is an operation across tenants and its progress: State
+// "running" until every tenant of the prefix was given it and every
+// tenant's operation is done, then "done". Tenants counts the tenants
+// given it so far; Matched, Done and Skipped sum their operations'
+// figures as last read; Refused counts tenants that refused it (their
+// Operations entry says why). Operations lists each tenant's operation
+// (read one operation to have it).
+type FleetOperation struct {
+	ID         string            `json:"id"`
+	Action     string            `json:"action"`
+	Filter     string            `json:"filter"`
+	Prefix     string            `json:"prefix"`
+	State      string            `json:"state"`
+	Tenants    int64             `json:"tenants"`
+	Matched    int64             `json:"matched"`
+	Done       int64             `json:"done"`
+	Skipped    int64             `json:"skipped"`
+	Refused    int64             `json:"refused"`
+	CreatedAt  time.Time         `json:"created_at"`
+	DoneAt     *time.Time        `json:"done_at,omitempty"`
+	Operations []TenantOperation `json:"operations,omitempty"`
+}
+
+// TenantOperation is one tenant's part of a FleetOperation: its
+// operation's id and figures as last read, or the tenant's refusal
+// (State "refused", Error why).
+type TenantOperation struct {
+	Tenant  string `json:"tenant"`
+	ID      string `json:"id,omitempty"`
+	State   string `json:"state"`
+	Matched int64  `json:"matched"`
+	Done    int64  `json:"done"`
+	Skipped int64  `json:"skipped"`
+	Error   string `json:"error,omitempty"`
+}
+
+// FleetOperationsResponse lists the newest operations across tenants.
+type FleetOperationsResponse struct {
+	Operations []FleetOperation `json:"operations"`
+}
+
+// CheckFleetOperation refuses an operation across tenants whose action is
+// not one a tenant takes (its filter is the tenants' to judge: the first
+// tenant's refusal refuses the whole operation).
+func CheckFleetOperation(r FleetOperationRequest) *Error {
+	switch r.Action {
+	case "retry", "cancel", "delete":
+		return nil
+	}
+	return Refuse(CodeInvalidRequest, "action %q is not retry, cancel or delete", r.Action)
+}
+
+// ScopePrefix narrows a prefix of tenants to a token's scope ("*" every
+// tenant, "acme-*" a prefix, else one tenant): the prefix asked for when
+// it is within the scope, the scope's own prefix when the prefix asked
+// for covers more, and a refusal when the two share no tenant or the
+// token is for one tenant (what of routes outside any tenant).
+func ScopePrefix(scope, prefix, what string) (string, *Error) {
+	if scope == "*" {
+		return prefix, nil
+	}
+	p, ok := strings.CutSuffix(scope, "*")
+	switch {
+	case !ok:
+		return "", Refuse(CodeForbidden, "this token is for %s: %s needs a token for a prefix or every tenant", scope, what)
+	case strings.HasPrefix(prefix, p):
+		return prefix, nil
+	case strings.HasPrefix(p, prefix):
+		return p, nil
+	}
+	return "", Refuse(CodeForbidden, "this token is for %s: prefix %q names none of its tenants", scope, prefix)
+}

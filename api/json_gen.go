@@ -1419,6 +1419,70 @@ func (v FailingTenant) AppendJSON(b []byte) []byte {
 func (v FailingTenant) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
 // AppendJSON appends v as JSON.
+func (v FleetOperationRequest) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Str("action", v.Action)
+	o.Str("filter", v.Filter)
+	o.Str("prefix", v.Prefix)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v FleetOperationRequest) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v FleetOperation) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Str("id", v.ID)
+	o.Str("action", v.Action)
+	o.Str("filter", v.Filter)
+	o.Str("prefix", v.Prefix)
+	o.Str("state", v.State)
+	o.Int("tenants", v.Tenants)
+	o.Int("matched", v.Matched)
+	o.Int("done", v.Done)
+	o.Int("skipped", v.Skipped)
+	o.Int("refused", v.Refused)
+	o.Time("created_at", v.CreatedAt)
+	o.TimeOmit("done_at", v.DoneAt)
+	if len(v.Operations) > 0 {
+		o.Key("operations")
+		o.B = jsonwire.AppendArray(o.B, v.Operations)
+	}
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v FleetOperation) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v TenantOperation) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Str("tenant", v.Tenant)
+	o.StrOmit("id", v.ID)
+	o.Str("state", v.State)
+	o.Int("matched", v.Matched)
+	o.Int("done", v.Done)
+	o.Int("skipped", v.Skipped)
+	o.StrOmit("error", v.Error)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v TenantOperation) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v FleetOperationsResponse) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Key("operations")
+	o.B = jsonwire.AppendArray(o.B, v.Operations)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v FleetOperationsResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
 func (v Push) AppendJSON(b []byte) []byte {
 	o := jsonwire.StartObject(b)
 	o.Str("tenant", v.Tenant)
@@ -3414,6 +3478,37 @@ func (v *FailingGroup) decode(r *jsonwire.Reader) error {
 		}
 		return err
 	})
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *FleetOperationRequest) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "action":
+			v.Action, err = r.StringField(key)
+		case "filter":
+			v.Filter, err = r.StringField(key)
+		case "prefix":
+			v.Prefix, err = r.StringField(key)
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
+}
+
+// DecodeFleetOperation decodes a FleetOperationRequest strictly.
+func DecodeFleetOperation(b []byte) (FleetOperationRequest, error) {
+	var v FleetOperationRequest
+	r := jsonwire.NewReader(b)
+	err := r.Open()
+	if err == nil {
+		err = r.CloseBody(v.decode(&r))
+	}
+	return v, err
 }
 
 // Not inlined: each call site would carry its own copy of the closure.

@@ -399,6 +399,13 @@ func (t *Tenant) StartOperation(ctx context.Context, action, filter string) (api
 	return out, err
 }
 
+// Operations lists the tenant's newest bulk operations.
+func (t *Tenant) Operations(ctx context.Context) (api.OperationsResponse, error) {
+	var out api.OperationsResponse
+	err := t.do(ctx, api.RouteOperations, nil, nil, &out)
+	return out, err
+}
+
 // Operation reads a bulk operation's progress.
 func (t *Tenant) Operation(ctx context.Context, id string) (api.Operation, error) {
 	var out api.Operation
@@ -482,6 +489,23 @@ func (c *Client) Failing(ctx context.Context, prefix string) (api.FleetFailingRe
 	}
 	var out api.FleetFailingResponse
 	err := c.call(ctx, "GET", path, nil, &out)
+	return out, err
+}
+
+// StartFleetOperation gives a bulk operation to every tenant whose name
+// starts with r.Prefix, through the directory (POST /v1/operations): the
+// first tenant's refusal of the filter refuses it whole.
+func (c *Client) StartFleetOperation(ctx context.Context, r api.FleetOperationRequest) (api.FleetOperation, error) {
+	var out api.FleetOperation
+	err := c.call(ctx, "POST", api.FleetOperationsPath, r.AppendJSON(nil), &out)
+	return out, err
+}
+
+// FleetOperation reads an operation across tenants, with the progress of
+// the tenants' operations not yet done (reading it moves them on).
+func (c *Client) FleetOperation(ctx context.Context, id string) (api.FleetOperation, error) {
+	var out api.FleetOperation
+	err := c.call(ctx, "GET", api.FleetOperationsPath+"/"+url.PathEscape(id), nil, &out)
 	return out, err
 }
 

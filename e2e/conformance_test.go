@@ -141,6 +141,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "BulkRetryByFilter", run: scenarioBulkRetryByFilter},
 		{name: "FailingNow", run: scenarioFailingNow},
 		{name: "FleetFailing", run: scenarioFleetFailing},
+		{name: "FleetBulkRetry", run: scenarioFleetBulkRetry},
 		{name: "Schedules", run: scenarioSchedules},
 		{name: "TransactionalEnqueue", run: scenarioTransactionalEnqueue},
 		{name: "TypedArgs", run: scenarioTypedArgs},

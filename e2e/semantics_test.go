@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/client"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/e2e/testapp/receipt"
 	stiletoken "github.com/stile-run/stile/token"
@@ -886,4 +887,98 @@ func scenarioFleetFailing(s *scenario) {
 	require.Equal(t, "done", op.State)
 	s.tg.advance(t, api.FailingNoteEvery+time.Second)
 	require.Empty(t, fleet().Groups, "the tenant's next look clears what it told")
+}
+
+// scenarioFleetBulkRetry: one action fixes a failure across tenants. POST
+// /v1/operations gives a retry by filter to every tenant of a prefix
+// through the directory; reading the operation follows the tenants'
+// operations to done, and every dead job matched runs again. A filter the
+// first tenant refuses, an unknown action, a prefix without tenants, a
+// reader's or one tenant's token are refused, and start nothing.
+func scenarioFleetBulkRetry(s *scenario) {
+	t := s.t
+	name := s.ten.Name()
+	other := s.tg.client().Tenant(name + "b")
+	_, err := other.Create(s.ctx)
+	require.NoError(t, err)
+	fail := func(ten *client.Tenant, n int) {
+		for range n {
+			_, err := ten.Enqueue(s.ctx, api.EnqueueRequest{Kind: "test.fast", MaxAttempts: 1, Queue: "fleet"})
+			require.NoError(t, err)
+		}
+		cl, err := ten.Claim(s.ctx, api.ClaimRequest{Worker: "w", Queues: []string{"fleet"}, Limit: n})
+		require.NoError(t, err)
+		require.Len(t, cl.Jobs, n)
+		for _, c := range cl.Jobs {
+			_, err := ten.Report(s.ctx, c.ID, api.ReportRequest{Claim: api.Claim{Worker: "w", Attempt: c.Attempt, LeaseToken: c.LeaseToken},
+				Outcome: api.OutcomeFailed, Error: "gateway down"})
+			require.NoError(t, err)
+		}
+	}
+	fail(s.ten, 2)
+	fail(other, 3)
+	cl := s.tg.client()
+	refusals := []struct {
+		req    api.FleetOperationRequest
+		status int
+		says   string
+	}{
+		{api.FleetOperationRequest{Action: "explode", Filter: "state=dead", Prefix: name}, 400, "is not retry, cancel or delete"},
+		{api.FleetOperationRequest{Action: "retry", Filter: "colour=red", Prefix: name}, 400, "colour"},
+		{api.FleetOperationRequest{Action: "retry", Filter: "state=dead", Prefix: name + "-nobody"}, 404, "no tenant"},
+	}
+	for _, r := range refusals {
+		status, body := s.callAs(token, "POST", api.FleetOperationsPath, string(r.req.AppendJSON(nil)))
+		require.Equal(t, r.status, status, body)
+		require.Contains(t, body, r.says)
+	}
+	status, body := s.callAs(token, "POST", api.FleetOperationsPath, `{"action":"retry",`)
+	require.Equal(t, 400, status, body)
+	later := time.Now().Add(time.Hour).Unix()
+	reader, err := stiletoken.Mint(token, stiletoken.Claims{ID: "fleet-reader", Scope: "*", Role: api.RoleReader, Exp: later})
+	require.NoError(t, err)
+	start := string(api.FleetOperationRequest{Action: "retry", Filter: "state=dead&kind=test.fast", Prefix: name}.AppendJSON(nil))
+	status, body = s.callAs(reader, "POST", api.FleetOperationsPath, start)
+	require.Equal(t, 403, status, body)
+	one, err := stiletoken.Mint(token, stiletoken.Claims{ID: "fleet-one", Scope: name, Role: api.RoleOperator, Exp: later})
+	require.NoError(t, err)
+	status, body = s.callAs(one, "POST", api.FleetOperationsPath, start)
+	require.Equal(t, 403, status, body)
+	for _, ten := range []*client.Tenant{s.ten, other} {
+		ops, err := ten.Operations(s.ctx)
+		require.NoError(t, err)
+		require.Empty(t, ops.Operations, "a refused operation started nothing")
+	}
+
+	op, err := cl.StartFleetOperation(s.ctx, api.FleetOperationRequest{Action: "retry", Filter: "state=dead&kind=test.fast", Prefix: name})
+	require.NoError(t, err)
+	require.Equal(t, "retry", op.Action)
+	require.Equal(t, name, op.Prefix)
+	for range 200 {
+		if op, err = cl.FleetOperation(s.ctx, op.ID); err == nil && op.State == "done" {
+			break
+		}
+		s.tg.advance(t, 20*time.Millisecond)
+		if s.tg.realTime() {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	require.NoError(t, err)
+	require.Equal(t, "done", op.State, "%+v", op)
+	require.Equal(t, int64(2), op.Tenants)
+	require.Equal(t, int64(5), op.Matched)
+	require.Equal(t, int64(5), op.Done)
+	require.Zero(t, op.Refused)
+	require.NotNil(t, op.DoneAt)
+	require.Len(t, op.Operations, 2)
+	require.Equal(t, name, op.Operations[0].Tenant)
+	require.Equal(t, name+"b", op.Operations[1].Tenant)
+	for ten, want := range map[*client.Tenant]int{s.ten: 2, other: 3} {
+		l, err := ten.List(s.ctx, "dead", "", "", "", 10)
+		require.NoError(t, err)
+		require.Empty(t, l.Jobs, "no dead job is left in %s", ten.Name())
+		l, err = ten.List(s.ctx, "available", "fleet", "", "", 10)
+		require.NoError(t, err)
+		require.Len(t, l.Jobs, want, "each runs again in %s", ten.Name())
+	}
 }

@@ -125,3 +125,6 @@ func (m *Manager) scrub(t *tenant) {
 
 // Directory is the deployment's tenant directory.
 func (m *Manager) Directory() *directory.Dir { return m.cfg.Directory }
+
+// Now is the host's clock (Unix ms), the one its tenants are given.
+func (m *Manager) Now() int64 { return m.cfg.Clock.Now() }

@@ -27,6 +27,7 @@ type Server struct {
 	obs     Observer                        // nil: none
 	quota   int                             // tenants a prefix token may have (0: no quota)
 	body    time.Duration                   // bound on reading a request's body
+	fleet   fleetOps                        // operations across tenants (fleet.go)
 }
 
 // DefaultBodyTimeout bounds the reading of a request's body, from the
@@ -174,6 +175,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (tenant, route st
 		s.tenants(w, r)
 		return "", "GET tenants"
 	}
+	if path == api.FleetOperationsPath || strings.HasPrefix(path, api.FleetOperationsPath+"/") {
+		s.fleetOperations(w, r, rc, path, role, claims)
+		return "", "fleet operations"
+	}
 	if path == api.FailingPath {
 		rc.SetReadDeadline(time.Time{})
 		s.failing(w, r, claims)
@@ -196,20 +201,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (tenant, route st
 		writeError(w, e)
 		return tenant, route
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, api.MaxBodyBytes+1))
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		writeError(w, api.Refuse(api.CodeBodyTimeout, "the request body did not arrive within %s", s.body))
-		return tenant, route
-	}
-	if err == nil && len(body) <= api.MaxBodyBytes {
-		rc.SetReadDeadline(time.Time{})
-	}
-	if err != nil {
-		writeError(w, api.Refuse(api.CodeInvalidRequest, "could not read the request body: %v", err))
-		return tenant, route
-	}
-	if len(body) > api.MaxBodyBytes {
-		writeError(w, &api.BodyTooLarge)
+	body, e := s.readBody(rc, r)
+	if e != nil {
+		writeError(w, e)
 		return tenant, route
 	}
 	resp, err := s.manager.Do(r.Context(), tenant, do.Request{Kind: do.KindAPI, Method: r.Method,
@@ -232,6 +226,25 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (tenant, route st
 	w.WriteHeader(resp.Status)
 	w.Write(resp.Body)
 	return tenant, route
+}
+
+// readBody reads a request's body, up to api.MaxBodyBytes, within the
+// server's bound on reading it (lifted once it is read).
+func (s *Server) readBody(rc *http.ResponseController, r *http.Request) ([]byte, *api.Error) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, api.MaxBodyBytes+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, api.Refuse(api.CodeBodyTimeout, "the request body did not arrive within %s", s.body)
+	}
+	if err == nil && len(body) <= api.MaxBodyBytes {
+		rc.SetReadDeadline(time.Time{})
+	}
+	if err != nil {
+		return nil, api.Refuse(api.CodeInvalidRequest, "could not read the request body: %v", err)
+	}
+	if len(body) > api.MaxBodyBytes {
+		return nil, &api.BodyTooLarge
+	}
+	return body, nil
 }
 
 // requestHeaders are the headers a request frame carries: the caller's
@@ -366,18 +379,9 @@ func (s *Server) failing(w http.ResponseWriter, r *http.Request, claims *token.C
 		writeError(w, e)
 		return
 	}
-	if claims != nil && claims.Scope != "*" {
-		p, ok := claims.Prefix()
-		if !ok {
-			writeError(w, api.Refuse(api.CodeForbidden, "this token is for %s: read GET /v1/t/%s/failing, or use a token for a prefix or every tenant", claims.Scope, claims.Scope))
-			return
-		}
-		switch {
-		case strings.HasPrefix(prefix, p): // within the token's tenants
-		case strings.HasPrefix(p, prefix):
-			prefix = p // the token's tenants of those asked for
-		default:
-			writeError(w, api.Refuse(api.CodeForbidden, "this token is for %s: prefix %q names none of its tenants", claims.Scope, prefix))
+	if claims != nil {
+		if prefix, e = api.ScopePrefix(claims.Scope, prefix, "GET "+api.FailingPath+" (GET /v1/t/"+claims.Scope+"/failing reads its tenant's)"); e != nil {
+			writeError(w, e)
 			return
 		}
 	}

@@ -418,3 +418,18 @@ func (d *Dir) CountPrefix(prefix, name string) (n int, listed bool) {
 	_, listed = d.tenants[name]
 	return n, listed
 }
+
+// Names lists up to limit tenants whose names start with prefix and come
+// after after, in name order.
+func (d *Dir) Names(prefix, after string, limit int) []string {
+	d.mu.Lock()
+	names := make([]string, 0, limit)
+	for name := range d.tenants {
+		if name > after && strings.HasPrefix(name, prefix) {
+			names = append(names, name)
+		}
+	}
+	d.mu.Unlock()
+	slices.Sort(names)
+	return names[:min(limit, len(names))]
+}

@@ -584,15 +584,9 @@ export class Directory {
       if (k !== "prefix") return json(400, { code: "invalid_request", message: `unknown parameter "${k}": use prefix` });
       if (url.searchParams.getAll(k).length > 1) return json(400, { code: "invalid_request", message: `query parameter "${k}" is given twice` });
     }
-    let prefix = url.searchParams.get("prefix") ?? "";
-    if (who.scope !== "*") {
-      if (!who.scope.endsWith("*")) {
-        return forbidden(`this token is for ${who.scope}: read GET /v1/t/${who.scope}/failing, or use a token for a prefix or every tenant`);
-      }
-      const p = who.scope.slice(0, -1);
-      if (p.startsWith(prefix)) prefix = p;
-      else if (!prefix.startsWith(p)) return forbidden(`this token is for ${who.scope}: prefix ${JSON.stringify(prefix)} names none of its tenants`);
-    }
+    const scoped = scopePrefix(who.scope, url.searchParams.get("prefix") ?? "", `GET ${FAILING_PATH} (GET /v1/t/${who.scope}/failing reads its tenant's)`);
+    if (scoped.refusal) return forbidden(scoped.refusal);
+    const prefix = scoped.prefix;
     const notes = this.sql.exec(`SELECT failing FROM tenants WHERE failing != '' AND substr(name, 1, length(?1)) = ?1 ORDER BY name`, prefix)
       .toArray().map((r) => JSON.parse(r.failing));
     return json(200, fleetFailing(notes));
@@ -614,6 +608,17 @@ export class Directory {
     page.seq = seq;
     return page;
   }
+}
+
+// scopePrefix narrows a prefix of tenants to a token's scope, as
+// api.ScopePrefix does.
+function scopePrefix(scope, prefix, what) {
+  if (scope === "*") return { prefix };
+  if (!scope.endsWith("*")) return { refusal: `this token is for ${scope}: ${what} needs a token for a prefix or every tenant` };
+  const p = scope.slice(0, -1);
+  if (prefix.startsWith(p)) return { prefix };
+  if (p.startsWith(prefix)) return { prefix: p };
+  return { refusal: `this token is for ${scope}: prefix ${JSON.stringify(prefix)} names none of its tenants` };
 }
 
 // fleetFailing sums tenants' notes of what is failing in them into the
