@@ -16,6 +16,7 @@ import {
   API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_ABSENT, HEADER_CREATE, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_DB_BYTES, HEADER_MODULE, HEADER_USAGE, HEADER_ROWS_READ, HEADER_ROWS_WRITTEN, HEADER_TENANT, MODULE_VERSION, HEADER_TOKEN_ID, STORAGE_SUFFIX, INTERNAL_PREFIX, ANSWER_LOST_PREFIX,
   HEADERS_TOO_LARGE, INVALID_TENANT, MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_TENANTS_PAGE, MAX_WAIT_MS, NO_ROUTE_HINT, PRINCIPAL_ADMIN, PUSH_FAILED,
   TENANTS_PATH, TENANT_PATTERN, WRONG_OBJECT, FAILING_PATH, HEADER_FAILING, MAX_FLEET_GROUPS, MAX_FLEET_GROUP_TENANTS,
+  FLEET_OPERATIONS_PATH, FLEET_OPERATION_SLICE, FLEET_PROGRESS_READS, MAX_FLEET_OPERATIONS,
 } from "./config.mjs";
 
 const tenantRe = new RegExp(TENANT_PATTERN);
@@ -93,6 +94,7 @@ export default {
     }
     if (path === TENANTS_PATH && env.DIRECTORY) return directory(env).fetch(request);
     if (path === FAILING_PATH && env.DIRECTORY) return directory(env).fetch(request);
+    if ((path === FLEET_OPERATIONS_PATH || path.startsWith(FLEET_OPERATIONS_PATH + "/")) && env.DIRECTORY) return directory(env).fetch(request);
     if (!path.startsWith(API_PREFIX)) {
       return noRoute(request.method, path);
     }
@@ -486,6 +488,14 @@ export class Directory {
     // What the tenant last said is failing in it, as JSON (api.FailingNote; '': nothing).
     if (!cols.has("failing")) this.sql.exec(`ALTER TABLE tenants ADD COLUMN failing TEXT NOT NULL DEFAULT ''`);
     this.sql.exec(`CREATE TABLE IF NOT EXISTS directory_seq (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL) STRICT`);
+    // Operations across tenants (api.FleetOperation): each tenant's part
+    // is its own operation's id and figures as last read.
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS fleet_ops (id INTEGER PRIMARY KEY AUTOINCREMENT, action TEXT NOT NULL, filter TEXT NOT NULL,
+      prefix TEXT NOT NULL, state TEXT NOT NULL, cursor TEXT NOT NULL, given INTEGER NOT NULL, created_at INTEGER NOT NULL,
+      done_at INTEGER) STRICT`);
+    this.sql.exec(`CREATE TABLE IF NOT EXISTS fleet_op_tenants (op INTEGER NOT NULL, tenant TEXT NOT NULL, id TEXT NOT NULL,
+      state TEXT NOT NULL, matched INTEGER NOT NULL, done INTEGER NOT NULL, skipped INTEGER NOT NULL, error TEXT NOT NULL,
+      PRIMARY KEY (op, tenant)) STRICT`);
     this.sql.exec(`INSERT OR IGNORE INTO directory_seq (id, seq) VALUES (1, 0)`);
     this.newWake();
   }
@@ -514,6 +524,7 @@ export class Directory {
       return this.noteFailing(await request.json());
     }
     if (url.pathname === FAILING_PATH) return this.failing(request, url, who);
+    if (url.pathname === FLEET_OPERATIONS_PATH || url.pathname.startsWith(FLEET_OPERATIONS_PATH + "/")) return this.fleetOperations(request, url, who);
     if (who.scope !== "*") return forbidden(`this token is for ${who.scope}: listing the tenants needs a token for every tenant (*)`);
     if (url.pathname !== TENANTS_PATH) return noRoute(request.method, url.pathname);
     if (request.method !== "GET") {
@@ -592,6 +603,145 @@ export class Directory {
     return json(200, fleetFailing(notes));
   }
 
+  // fleetOperations answers FLEET_OPERATIONS_PATH and …/{id}, as the Go
+  // host's server does (server/fleet.go): an operation across the tenants
+  // of a prefix, given to them a slice at a time by this object's alarm.
+  async fleetOperations(request, url, who) {
+    const one = url.pathname.startsWith(FLEET_OPERATIONS_PATH + "/") ? url.pathname.slice(FLEET_OPERATIONS_PATH.length + 1) : null;
+    const allow = (methods) => {
+      const r = json(405, { code: "method_not_allowed", message: `${request.method} ${url.pathname}: use ${methods.join(" or ")}` });
+      r.headers.set("allow", methods.join(", "));
+      return r;
+    };
+    if (one !== null) return request.method === "GET" ? this.fleetOperation(one, who) : allow(["GET"]);
+    if (request.method === "GET") {
+      const ops = this.sql.exec(`SELECT * FROM fleet_ops ORDER BY id DESC`).toArray().filter((o) => visibleTo(who, o.prefix));
+      return json(200, { operations: ops.map((o) => this.fleetView(o, false)) });
+    }
+    if (request.method !== "POST") return allow(["GET", "POST"]);
+    if (who.role !== "admin" && who.role !== "operator") {
+      return forbidden(`a ${who.role} token may not POST ${FLEET_OPERATIONS_PATH}: that needs admin or operator`);
+    }
+    let r;
+    try {
+      r = JSON.parse(await request.text());
+    } catch (e) {
+      return json(400, { code: "invalid_request", message: `the body is not JSON: ${e.message}` });
+    }
+    if (r === null || typeof r !== "object" || Array.isArray(r) || Object.keys(r).some((k) => !["action", "filter", "prefix"].includes(k)) ||
+      ["action", "filter", "prefix"].some((k) => r[k] !== undefined && typeof r[k] !== "string")) {
+      return json(400, { code: "invalid_request", message: `the body is not {"action": "…", "filter": "…", "prefix": "…"} of strings` });
+    }
+    const req = { action: r.action ?? "", filter: r.filter ?? "", prefix: r.prefix ?? "" };
+    if (!["retry", "cancel", "delete"].includes(req.action)) {
+      return json(400, { code: "invalid_request", message: `action ${JSON.stringify(req.action)} is not retry, cancel or delete` });
+    }
+    const scoped = scopePrefix(who.scope, req.prefix, `POST ${FLEET_OPERATIONS_PATH} (POST /v1/t/${who.scope}/operations acts in its tenant)`);
+    if (scoped.refusal) return forbidden(scoped.refusal);
+    req.prefix = scoped.prefix;
+    const first = this.fleetNames(req.prefix, "", 1);
+    if (first.length === 0) return json(404, { code: "not_found", message: `no tenant's name starts with ${JSON.stringify(req.prefix)}: nothing to act on` });
+    // The first tenant judges the filter: its refusal refuses the whole
+    // operation, which then never existed.
+    const part = await this.giveTenant(req, first[0]);
+    if (part.refused && part.status < 500) return json(part.status, part.body);
+    const id = this.sql.exec(`INSERT INTO fleet_ops (action, filter, prefix, state, cursor, given, created_at) VALUES (?, ?, ?, 'running', '', 0, ?)
+      RETURNING id`, req.action, req.filter, req.prefix, Date.now()).one().id;
+    this.recordPart(id, part);
+    const old = this.sql.exec(`SELECT id FROM fleet_ops WHERE state = 'done' ORDER BY id DESC LIMIT -1 OFFSET ?`, MAX_FLEET_OPERATIONS).toArray();
+    for (const o of old) {
+      this.sql.exec(`DELETE FROM fleet_op_tenants WHERE op = ?`, o.id);
+      this.sql.exec(`DELETE FROM fleet_ops WHERE id = ?`, o.id);
+    }
+    await this.ctx.storage.setAlarm(Date.now());
+    return json(202, this.fleetView(this.sql.exec(`SELECT * FROM fleet_ops WHERE id = ?`, id).one(), true));
+  }
+
+  fleetNames(prefix, after, limit) {
+    return this.sql.exec(`SELECT name FROM tenants WHERE name > ?1 AND substr(name, 1, length(?2)) = ?2 ORDER BY name LIMIT ?3`,
+      after, prefix, limit).toArray().map((r) => r.name);
+  }
+
+  // tenantCall sends one request to a tenant's object as the deployment.
+  async tenantCall(tenant, method, path, body) {
+    const stub = this.env.TENANT.get(this.env.TENANT.idFromName(tenant));
+    const res = await stub.fetch(new Request(`https://tenant${API_PREFIX}${tenant}${path}`, {
+      method, body, headers: { authorization: `Bearer ${this.env.STILE_TOKEN}`, ...(body ? { "content-type": "application/json" } : {}) },
+    }));
+    const text = await res.text();
+    let data = {};
+    try { data = JSON.parse(text); } catch { data = { code: "internal", message: text }; }
+    return { status: res.status, body: data };
+  }
+
+  // giveTenant starts the operation in one tenant: its part, or its refusal.
+  async giveTenant(req, tenant) {
+    let res;
+    try {
+      res = await this.tenantCall(tenant, "POST", "/operations", JSON.stringify({ action: req.action, filter: req.filter }));
+    } catch (e) {
+      return { tenant, refused: true, status: 500, error: String(e?.message ?? e) };
+    }
+    if (res.status !== 202) return { tenant, refused: true, status: res.status, body: res.body, error: `${res.status} ${res.body.code}: ${res.body.message}` };
+    return { tenant, id: res.body.id, state: res.body.state, matched: res.body.matched, done: res.body.done, skipped: res.body.skipped };
+  }
+
+  recordPart(op, p) {
+    this.sql.exec(`INSERT OR REPLACE INTO fleet_op_tenants (op, tenant, id, state, matched, done, skipped, error) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      op, p.tenant, p.id ?? "", p.refused ? "refused" : p.state, p.matched ?? 0, p.done ?? 0, p.skipped ?? 0, p.error ?? "");
+    this.sql.exec(`UPDATE fleet_ops SET cursor = ? WHERE id = ? AND cursor < ?`, p.tenant, op, p.tenant);
+  }
+
+  // alarm gives the running operations to their next tenants, a slice
+  // each, and comes back while any has tenants left to give.
+  async alarm() {
+    for (const o of this.sql.exec(`SELECT * FROM fleet_ops WHERE given = 0 ORDER BY id`).toArray()) {
+      const names = this.fleetNames(o.prefix, o.cursor, FLEET_OPERATION_SLICE);
+      for (const name of names) this.recordPart(o.id, await this.giveTenant(o, name));
+      if (names.length < FLEET_OPERATION_SLICE) this.sql.exec(`UPDATE fleet_ops SET given = 1 WHERE id = ?`, o.id);
+    }
+    if (this.sql.exec(`SELECT 1 FROM fleet_ops WHERE given = 0 LIMIT 1`).toArray().length > 0) await this.ctx.storage.setAlarm(Date.now());
+  }
+
+  // fleetOperation reads one operation, with the progress of up to
+  // FLEET_PROGRESS_READS of its tenants' operations not known done.
+  async fleetOperation(id, who) {
+    const find = () => this.sql.exec(`SELECT * FROM fleet_ops WHERE id = ?`, /^[0-9]{1,15}$/.test(id) ? Number(id) : -1).toArray()[0];
+    const o = find();
+    if (!o || !visibleTo(who, o.prefix)) return json(404, { code: "not_found", message: `operation ${JSON.stringify(id)} does not exist` });
+    const ask = this.sql.exec(`SELECT tenant, id FROM fleet_op_tenants WHERE op = ? AND state = 'running' ORDER BY tenant LIMIT ?`,
+      o.id, FLEET_PROGRESS_READS).toArray();
+    for (const p of ask) {
+      let res;
+      try {
+        res = await this.tenantCall(p.tenant, "GET", `/operations/${encodeURIComponent(p.id)}`);
+      } catch {
+        continue; // read again next time
+      }
+      if (res.status !== 200) continue;
+      this.sql.exec(`UPDATE fleet_op_tenants SET state = ?, matched = ?, done = ?, skipped = ? WHERE op = ? AND tenant = ?`,
+        res.body.state, res.body.matched, res.body.done, res.body.skipped, o.id, p.tenant);
+    }
+    const running = this.sql.exec(`SELECT count(*) AS n FROM fleet_op_tenants WHERE op = ? AND state NOT IN ('done', 'refused')`, o.id).one().n;
+    this.sql.exec(`UPDATE fleet_ops SET state = 'done', done_at = ? WHERE id = ? AND given = 1 AND state = 'running' AND ? = 0`, Date.now(), o.id, running);
+    return json(200, this.fleetView(find(), true));
+  }
+
+  fleetView(o, withParts) {
+    const parts = this.sql.exec(`SELECT * FROM fleet_op_tenants WHERE op = ? ORDER BY tenant`, o.id).toArray();
+    const sum = (k) => parts.reduce((n, p) => n + p[k], 0);
+    const v = {
+      id: String(o.id), action: o.action, filter: o.filter, prefix: o.prefix, state: o.state, tenants: parts.length,
+      matched: sum("matched"), done: sum("done"), skipped: sum("skipped"), refused: parts.filter((p) => p.state === "refused").length,
+      created_at: new Date(o.created_at).toISOString(), ...(o.done_at ? { done_at: new Date(o.done_at).toISOString() } : {}),
+    };
+    if (withParts) {
+      v.operations = parts.map((p) => ({ tenant: p.tenant, ...(p.id ? { id: p.id } : {}), state: p.state, matched: p.matched, done: p.done,
+        skipped: p.skipped, ...(p.error ? { error: p.error } : {}) }));
+    }
+    return v;
+  }
+
   page(q) {
     const rows = this.sql.exec(`SELECT name, first_seen, last_seen, version, ready, module, schema, failed, usage FROM tenants
       WHERE name > ?1 AND (?2 = 0 OR (ready = 1 AND seq > ?3)) ORDER BY name LIMIT ?4`,
@@ -619,6 +769,13 @@ function scopePrefix(scope, prefix, what) {
   if (prefix.startsWith(p)) return { prefix };
   if (p.startsWith(prefix)) return { prefix: p };
   return { refusal: `this token is for ${scope}: prefix ${JSON.stringify(prefix)} names none of its tenants` };
+}
+
+// visibleTo says whether a token sees an operation of prefix: one within
+// its scope.
+function visibleTo(who, prefix) {
+  const s = scopePrefix(who.scope, prefix, "");
+  return !s.refusal && s.prefix === prefix;
 }
 
 // fleetFailing sums tenants' notes of what is failing in them into the
