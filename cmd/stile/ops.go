@@ -191,6 +191,8 @@ func runJobs(args []string) error {
 	limit := o.fs.Int("limit", 50, "list: at most this many")
 	reason := o.fs.String("reason", "", "cancel: why, kept with the job")
 	whereFlag := o.fs.String("where", "", `list: search, as GET /jobs's query (args.customer.id=42&tag=vip&error=timeout); retry, cancel, delete: act on every job it finds (with --state, --queue, --kind), run by the tenant`)
+	all := o.fs.Bool("all", false, "retry, cancel, delete --where: in every tenant the token covers, through the directory")
+	prefix := o.fs.String("prefix", "", "retry, cancel, delete --where: in every tenant whose name starts with it, through the directory")
 	pos, err := o.parse(args)
 	if err != nil {
 		return err
@@ -205,6 +207,13 @@ func runJobs(args []string) error {
 		}
 	}
 	bulk := *whereFlag != "" && verb != "list"
+	fleet := *all || *prefix != ""
+	if fleet && !bulk {
+		return &exitError{exitUsage, fmt.Errorf("stile jobs %s: --all and --prefix go with retry, cancel or delete --where", verb)}
+	}
+	if fleet {
+		return o.fleetBulk(context.Background(), verb, where.Encode(), *prefix)
+	}
 	id := ""
 	switch verb {
 	case "list":
@@ -312,11 +321,45 @@ func (o *ops) bulk(ctx context.Context, ten *client.Tenant, verb, filter string)
 	return nil
 }
 
+// fleetBulk gives a bulk operation to every tenant of prefix through the
+// directory, and follows it to done.
+func (o *ops) fleetBulk(ctx context.Context, verb, filter, prefix string) error {
+	cl, err := o.client()
+	if err != nil {
+		return err
+	}
+	op, err := cl.StartFleetOperation(ctx, api.FleetOperationRequest{Action: verb, Filter: filter, Prefix: prefix})
+	if err != nil {
+		return err
+	}
+	for op.State != "done" {
+		time.Sleep(200 * time.Millisecond)
+		if op, err = cl.FleetOperation(ctx, op.ID); err != nil {
+			return err
+		}
+	}
+	if *o.asJSON {
+		return o.printJSON(op)
+	}
+	scope := "every tenant"
+	if op.Prefix != "" {
+		scope = "the tenants of " + op.Prefix + "*"
+	}
+	fmt.Fprintf(o.out, "operation %s: %s of %s in %s: %d tenants, %d found, %d done, %d skipped, %d tenants refused\n",
+		op.ID, verb, op.Filter, scope, op.Tenants, op.Matched, op.Done, op.Skipped, op.Refused)
+	for _, p := range op.Operations {
+		if p.State == "refused" {
+			fmt.Fprintf(o.out, "%s refused: %s\n", p.Tenant, p.Error)
+		}
+	}
+	return nil
+}
+
 // showJob prints a job's timeline: each attempt, what the fence refused,
 // and why it ran more than once.
 func (o *ops) showJob(j api.Job) {
-	fmt.Fprintf(o.out, "job %s  %s  queue %s  %s  attempt %d of %d  created %s\n", j.ID, j.Kind, j.Queue, j.State,
-		j.Attempt, j.MaxAttempts, at(j.CreatedAt))
+	fmt.Fprintf(o.out, "job %s  %s  queue %s  %s  attempt %d  failures %d of %d  created %s\n", j.ID, j.Kind, j.Queue, j.State,
+		j.Attempt, j.Failures, j.MaxAttempts, at(j.CreatedAt))
 	if j.RateKey != "" {
 		fmt.Fprintf(o.out, "rate key: %s\n", j.RateKey)
 	}
@@ -642,7 +685,7 @@ func (o *ops) fleetFailing(prefix string) error {
 		fmt.Fprintf(o.out, "; %s told only their most failing groups (stile failing --tenant NAME has all)", strings.Join(f.Partial, ", "))
 	}
 	fmt.Fprintln(o.out)
-	fmt.Fprintln(o.out, "one tenant: stile failing --tenant NAME; fix a group: stile jobs retry --tenant NAME --where 'state=dead&kind=KIND'")
+	fmt.Fprintln(o.out, "one tenant: stile failing --tenant NAME; fix a group everywhere: stile jobs retry --all --where 'state=dead&kind=KIND'")
 	return nil
 }
 

@@ -609,6 +609,15 @@ func TestJobsListsByDefaultAndASkipNeedsAReason(t *testing.T) {
 	out, errOut, code = c.run(t, "failing", "--prefix", "globex")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "nothing is failing in any tenant")
+	// Fixed in every tenant, through the directory.
+	out, errOut, code = c.run(t, "jobs", "retry", "--all", "--where", "state=dead&kind=test.fast")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `operation \d+: retry of kind=test\.fast&state=dead in every tenant: 1 tenants, 1 found, 1 done, 0 skipped, 0 tenants refused`, out)
+	_, errOut, code = c.run(t, "jobs", "retry", "--prefix", "zz", "--where", "state=dead")
+	require.Equal(t, 4, code, errOut)
+	require.Contains(t, errOut, `no tenant's name starts with "zz"`)
+	_, errOut, code = c.run(t, "jobs", "--all")
+	require.Equal(t, 2, code, errOut)
 
 	// Pause and resume a reaction: the list says so, and a paused one's
 	// deliveries are claimed by nobody.
