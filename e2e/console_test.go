@@ -155,6 +155,28 @@ func seedSearch(t *testing.T, ten *client.Tenant) (customer, other string) {
 	return strings.Join([]string{ids[0], ids[2], ids[3]}, ","), ids[1]
 }
 
+// seedFleet makes dead test.fast jobs in two more tenants, prefix-acme
+// (3) and prefix-globex (2), failed the same way, for the page of what is
+// failing across tenants.
+func seedFleet(t *testing.T, cl *client.Client, prefix string) {
+	ctx := context.Background()
+	for name, n := range map[string]int{prefix + "-acme": 3, prefix + "-globex": 2} {
+		ten := cl.Tenant(name)
+		for range n {
+			_, err := ten.Enqueue(ctx, api.EnqueueRequest{Kind: "test.fast", MaxAttempts: 1, Queue: "mail"})
+			require.NoError(t, err)
+		}
+		c, err := ten.Claim(ctx, api.ClaimRequest{Worker: "worker-m", Queues: []string{"mail"}, Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, c.Jobs, n)
+		for i, j := range c.Jobs {
+			_, err := ten.Report(ctx, j.ID, api.ReportRequest{Claim: api.Claim{Worker: "worker-m", Attempt: j.Attempt, LeaseToken: j.LeaseToken},
+				Outcome: api.OutcomeFailed, Error: fmt.Sprintf("smtp.example.net answered 451 4.7.1 for message %d: try again later", 7000+i)})
+			require.NoError(t, err)
+		}
+	}
+}
+
 // shots is where the console's screenshots are kept: $STILE_ARTIFACTS, or
 // a directory of the temp dir that outlives the test.
 func shots(t *testing.T) string {
@@ -219,7 +241,8 @@ func bytesLastLine(b []byte) int {
 // a search by args finding exactly its jobs, a bulk retry by that search
 // run by the tenant with its progress shown to the end,
 // a rebuilt projection, a phone's width without horizontal scroll, a long
-// error wrapped at any width.
+// error wrapped at any width, what is failing across tenants and its
+// retry in every tenant with the progress shown to the end.
 func TestConsoleInABrowser(t *testing.T) {
 	t.Parallel()
 	nodeDir := browser(t)
@@ -245,6 +268,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	long := seedLongError(t, client.New(url, token, nil).Tenant("console"))
 	customer, other := seedSearch(t, client.New(url, token, nil).Tenant("console"))
 	seedWaiting(t, client.New(url, token, nil).Tenant("console-waiting"))
+	seedFleet(t, client.New(url, token, nil), "console")
 	browse(t, nodeDir, "full", url, token, "console", twice, dead, rated, long, customer, other, shots(t), "console-waiting")
 }
 
@@ -259,5 +283,6 @@ func TestConsoleFromWorkerd(t *testing.T) {
 	long := seedLongError(t, w.cl.Tenant("console-edge"))
 	customer, other := seedSearch(t, w.cl.Tenant("console-edge"))
 	seedWaiting(t, w.cl.Tenant("console-edge-waiting"))
+	seedFleet(t, w.cl, "console-edge")
 	browse(t, nodeDir, "load", w.url, token, "console-edge", twice, dead, rated, long, customer, other, t.TempDir(), "console-edge-waiting")
 }

@@ -48,7 +48,7 @@ function el(tag, attrs = {}, ...children) {
     if (k === "on") for (const [ev, f] of Object.entries(v)) e.addEventListener(ev, f);
     else if (v !== undefined && v !== null && v !== false) e.setAttribute(k, v === true ? "" : v);
   }
-  for (const c of children.flat()) if (c !== undefined && c !== null) e.append(c instanceof Node ? c : String(c));
+  for (const c of children.flat(Infinity)) if (c !== undefined && c !== null) e.append(c instanceof Node ? c : String(c));
   return e;
 }
 
@@ -125,7 +125,7 @@ function route() {
 }
 
 function tenantNav(tenant) {
-  nav.replaceChildren(link("#/", "Tenants"), ...(tenant ? [
+  nav.replaceChildren(link("#/", "Tenants"), link("#/failing", "Failing"), ...(tenant ? [
     link(`#/t/${tenant}`, tenant),
     link(`#/t/${tenant}/jobs`, "Jobs"),
     link(`#/t/${tenant}/reactions`, "Reactions"),
@@ -143,6 +143,77 @@ async function pageTenants() {
         d.tenants.map((x) => [link(`#/t/${x.name}`, x.name), when(x.first_seen), when(x.last_seen), x.version, x.ready ? "yes" : "no",
           x.usage?.day, x.usage?.requests, x.usage?.rows_written]), "tenants"),
     el("p", { class: "muted" }, "Usage as each tenant last reported it (every 5 minutes while busy); a tenant's page has its exact figures.")];
+}
+
+// ---- what is failing across tenants ----
+
+// The operation across tenants this tab started last: { hash, op }.
+let fleetOperation;
+function fleetProgress(op) {
+  return el("p", { class: "why", id: "fleet-operation", "data-state": op.state },
+    el("b", {}, `${ACTIONS[op.action] ?? op.action} of ${op.filter} in ${op.prefix ? `the tenants of ${op.prefix}*` : "every tenant"}: `),
+    `${op.tenants} tenants · found ${op.matched} · done ${op.done} · skipped ${op.skipped}`,
+    op.refused ? ` · ${op.refused} tenants refused` : null, ` · ${op.state === "done" ? "finished" : "running…"}`);
+}
+// The directory gives the operation to every tenant of the prefix; the
+// page follows it until every tenant's part is done.
+async function fleetBulk(action, filter, prefix) {
+  let op = await api("POST", "/v1/operations", { action, filter, prefix });
+  fleetOperation = { hash: location.hash, op };
+  await render();
+  while (op.state !== "done") {
+    await new Promise((ok) => setTimeout(ok, OPERATION_POLL_MS));
+    op = await api("GET", `/v1/operations/${encodeURIComponent(op.id)}`);
+    if (fleetOperation.op.id !== op.id) return;
+    fleetOperation.op = op;
+    document.getElementById("fleet-operation")?.replaceWith(fleetProgress(op));
+  }
+  await render();
+}
+
+// Where a group's failures are, in a tenant: the jobs of its kind and
+// state, the reaction's deliveries, the projection.
+function groupLink(g, tenant) {
+  switch (g.what) {
+    case "job": return `#/t/${tenant}/jobs?state=${g.state}&kind=${encodeURIComponent(g.name)}`;
+    case "reaction": return `#/t/${tenant}/reactions`;
+    default: return `#/t/${tenant}/projections`;
+  }
+}
+function newest(g, x) {
+  if (!x.latest) return null;
+  return g.what === "job" ? link(`#/t/${x.tenant}/jobs/${encodeURIComponent(x.latest)}`, `job ${x.latest}`) : `event ${x.latest}`;
+}
+
+async function pageFailing(query) {
+  tenantNav();
+  const prefix = query.get("prefix") ?? "";
+  const d = await api("GET", `/v1/failing${prefix ? `?prefix=${encodeURIComponent(prefix)}` : ""}`);
+  const form = el("form", { class: "filters", on: { submit: (e) => {
+    e.preventDefault();
+    const p = new FormData(e.target).get("prefix");
+    document.activeElement?.blur();
+    location.hash = p ? `#/failing?prefix=${encodeURIComponent(p)}` : "#/failing";
+  } } }, el("label", {}, "tenants whose names start with", el("input", { name: "prefix", value: prefix, placeholder: "acme-" })),
+  el("button", { type: "submit" }, "Show"));
+  // Dead jobs run again by a retry of their kind in every tenant of the
+  // prefix; retrying ones retry by themselves.
+  const fix = (g) => g.what === "job" && g.state === "dead" ? el("button", { on: { click: async () => {
+    const filter = `state=dead&kind=${g.name}`;
+    if (!confirm(`Retry every dead ${g.name} job in ${prefix ? `the tenants of ${prefix}*` : "every tenant"}, whatever its error? The directory gives the retry to each tenant, and this page shows its progress.`)) return;
+    try { await fleetBulk("retry", filter, prefix); } catch (e) { alert(e.message); }
+  } } }, prefix ? `Retry in ${prefix}*` : "Retry in every tenant") : null;
+  return [el("h1", {}, "Failing across tenants"), form,
+    fleetOperation?.hash === location.hash ? fleetProgress(fleetOperation.op) : null,
+    d.groups.length === 0 ? el("p", { class: "muted", id: "nothing-failing" }, "Nothing is failing in any tenant.") :
+      table(["What", "Error", "Count", "Tenants", "First", "Last", "Newest", ""], d.groups.map((g) => [
+        el("span", { class: "long" }, `${g.what} ${g.name}`, g.state ? el("span", { class: g.state === "dead" ? "error" : "muted" }, ` ${g.state}`) : null),
+        long(g.error), g.count,
+        [g.tenants.map((x, i) => [i ? ", " : null, link(groupLink(g, x.tenant), `${x.tenant} (${x.count})`)]),
+          g.tenant_count > g.tenants.length ? ` and ${g.tenant_count - g.tenants.length} more` : null],
+        when(g.first_at), when(g.last_at), g.tenants[0] ? [`${g.tenants[0].tenant}: `, newest(g, g.tenants[0])] : null, fix(g)]), "failing"),
+    el("p", { class: "muted" }, `${d.tenants} tenants have something failing, as each told the directory (within about 30 s of a change).`,
+      d.partial?.length ? ` ${d.partial.join(", ")} had more than they could tell: their own pages have all of it.` : null)];
 }
 
 async function pageOverview(tenant) {
@@ -366,6 +437,8 @@ async function render() {
         case "events": page = await pageEvents(parts[1], query); break;
         default: page = [el("p", {}, "No such page.")];
       }
+    } else if (parts[0] === "failing") {
+      page = await pageFailing(query);
     } else {
       page = await pageTenants();
     }

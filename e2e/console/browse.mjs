@@ -170,7 +170,37 @@ try {
     await page.screenshot({ path: join(shots, "waiting.png"), fullPage: true });
   }
 
+  // What is failing across tenants, as the tenants told the directory
+  // (a couple of seconds after their failures): the page polls.
+  const fleetRow = `#failing tr:has(td:has-text("job test.fast dead"))`;
+  await open(page, "#/failing");
+  await page.waitForFunction(() => [...document.querySelectorAll("#failing tbody tr")].some((tr) =>
+    tr.querySelector('td[data-label="What"]')?.textContent === "job test.fast dead" && tr.querySelector('td[data-label="Count"]')?.textContent === "5"),
+  null, { timeout: 30000 });
+  const group = await page.$$eval(`${fleetRow} td`, (tds) => Object.fromEntries(tds.map((td) => [td.dataset.label, td.textContent])));
+  check(group.Error === "smtp.example.net answered # #.#.# for message #: try again later" &&
+    group.Tenants === `${tenant}-acme (3), ${tenant}-globex (2)` && group.Newest.startsWith(`${tenant}-acme: job `),
+    `the failing page groups the tenants' dead jobs by kind and error: ${JSON.stringify(group)}`);
+  check(/GMT\+5:30$/.test(group.First) && /GMT\+5:30$/.test(group.Last), `with the first and last failure: ${group.First}, ${group.Last}`);
+  await page.screenshot({ path: join(shots, "failing.png"), fullPage: true });
+  await page.click(`${fleetRow} a[href="#/t/${tenant}-acme/jobs?state=dead&kind=test.fast"]`);
+  await page.waitForFunction(() => document.querySelectorAll("#jobs tbody tr").length === 3, null, { timeout: 10000 });
+  check(true, "a tenant of the group links to its dead jobs of the kind");
+
   if (mode === "full") {
+    // Fixed in one action: the directory gives the retry to every tenant.
+    await open(page, "#/failing");
+    await page.click(`${fleetRow} >> text=Retry in every tenant`);
+    await page.waitForSelector("#fleet-operation", { timeout: 10000 });
+    await page.waitForFunction(() => document.getElementById("fleet-operation").dataset.state === "done", null, { timeout: 30000 });
+    const fleetDone = await page.textContent("#fleet-operation");
+    check(fleetDone.startsWith("Retry of state=dead&kind=test.fast in every tenant: ") && fleetDone.includes("found 5 · done 5 · skipped 0") &&
+      fleetDone.endsWith("finished"), `the retry across tenants reaches done with its counts: ${fleetDone}`);
+    const stillDead = await api("GET", `/v1/t/${tenant}-acme/jobs?state=dead`);
+    const ready = await api("GET", `/v1/t/${tenant}-globex/jobs?state=available&queue=mail`);
+    check(stillDead.jobs.length === 0 && ready.jobs.length === 2,
+      `the tenants' dead jobs run again: ${stillDead.jobs.length} dead, ${ready.jobs.length} available`);
+
     // From the list to the timeline.
     await open(page, `#/t/${tenant}/jobs?state=completed`);
     await page.click(`#jobs a[href="#/t/${tenant}/jobs/${twice}"]`);
@@ -250,7 +280,7 @@ try {
     await p2.fill("input[name=token]", token);
     await p2.click("form.signin button");
     await p2.waitForSelector("#tenants");
-    for (const hash of ["#/", `#/t/${tenant}`, `#/t/${tenant}/jobs`, `#/t/${tenant}/jobs/${twice}`, `#/t/${tenant}/reactions`,
+    for (const hash of ["#/", "#/failing", `#/t/${tenant}`, `#/t/${tenant}/jobs`, `#/t/${tenant}/jobs/${twice}`, `#/t/${tenant}/reactions`,
       `#/t/${tenant}/projections`, `#/t/${tenant}/events`]) {
       await open(p2, hash);
       await noHorizontalScroll(p2, hash);
