@@ -217,9 +217,14 @@ async function pageFailing(query) {
 }
 
 async function pageOverview(tenant) {
-  const [q, rs, ps, sc, lim, rates, u] = await Promise.all([api("GET", `${t(tenant)}/queues`), api("GET", `${t(tenant)}/reactions`),
+  const [q, rs, ps, sc, lim, rates, u, f] = await Promise.all([api("GET", `${t(tenant)}/queues`), api("GET", `${t(tenant)}/reactions`),
     api("GET", `${t(tenant)}/projections`), api("GET", `${t(tenant)}/schedules`), api("GET", `${t(tenant)}/concurrency`),
-    api("GET", `${t(tenant)}/rates`), api("GET", `${t(tenant)}/usage`)]);
+    api("GET", `${t(tenant)}/rates`), api("GET", `${t(tenant)}/usage`), api("GET", `${t(tenant)}/failing`)]);
+  const failing = [
+    ...f.jobs.map((g) => [link(`#/t/${tenant}/jobs?state=${g.state}&kind=${encodeURIComponent(g.kind)}`, `job ${g.kind} ${g.state}`), long(g.error), g.count,
+      when(g.first_at), when(g.last_at), link(`#/t/${tenant}/jobs/${encodeURIComponent(g.latest_job)}`, `job ${g.latest_job}`)]),
+    ...f.reactions.map((r) => [link(`#/t/${tenant}/reactions`, `reaction ${r.name}`), long(r.error), r.failing, null, null, `event ${r.seq}`]),
+    ...f.projections.map((p) => [link(`#/t/${tenant}/projections`, `projection ${p.name}`), long(p.error), 1, null, null, `event ${p.error_seq}`])];
   const limit = (n) => (n ? n : "no limit");
   const paused = new Set(q.paused ?? []);
   const states = ["available", "running", "scheduled", "retryable", "pending"];
@@ -228,6 +233,10 @@ async function pageOverview(tenant) {
       el("div", { class: "card" }, el("b", {}, q.queues.reduce((n, x) => n + (x.counts.available ?? 0), 0)), el("div", { class: "muted" }, "jobs ready")),
       el("div", { class: "card" }, el("b", {}, q.finished.dead ?? 0), el("div", { class: "muted" }, "dead jobs ", link(`#/t/${tenant}/jobs?state=dead`, "list"))),
       el("div", { class: "card" }, el("b", {}, rs.reactions.reduce((n, r) => n + r.lag, 0)), el("div", { class: "muted" }, "events reactions have to settle"))),
+    el("h2", {}, "Failing now"),
+    failing.length === 0 ? el("p", { class: "muted", id: "tenant-failing" }, "Nothing is failing.") :
+      table(["What", "Error", "Count", "First", "Last", "Newest"], failing, "tenant-failing"),
+    f.truncated ? el("p", { class: "muted" }, "Read from the newest 10,000 jobs of each state.") : null,
     el("h2", {}, "Queues"),
     ...q.queues.filter((x) => x.unhandled?.length).map((x) => el("p", { class: "why", id: `unhandled-${x.queue}` },
       el("b", {}, `Queue ${x.queue}: `), `no executor handles ${x.unhandled.join(", ")}: its ready jobs of ${x.unhandled.length > 1 ? "these kinds" : "this kind"} wait for a handler.`)),

@@ -68,6 +68,9 @@ try {
   check(await page.isVisible("#queues"), "the overview shows the queues");
   const total = await page.textContent("#usage tbody tr:last-child");
   check(/^total[1-9]\d*/.test(total), `the overview shows the tenant's usage, with its requests: ${total}`);
+  const own = await page.textContent("#tenant-failing");
+  check(own.includes("job test.echo dead") && own.includes("the customer's provider answered #"),
+    `the overview shows what is failing in the tenant: ${own}`);
   await page.screenshot({ path: join(shots, "overview.png"), fullPage: true });
   await open(page, `#/t/${tenant}/jobs/${twice}`);
   const why = await page.textContent("#why");
