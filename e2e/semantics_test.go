@@ -828,6 +828,10 @@ func scenarioFleetFailing(s *scenario) {
 	for i, c := range s.claim("w", 10, 3) {
 		s.report(c, "w", api.ReportRequest{Outcome: api.OutcomeFailed, Error: "provider timed out on order " + strconv.Itoa(1000+i)})
 	}
+	if p := s.tg.inProcess(); p != nil {
+		// The instance goes away before its look: the next one looks.
+		require.True(t, p.manager.Evict(name))
+	}
 	s.tg.advance(t, api.FailingNoteDelay+time.Second)
 	var f api.FleetFailingResponse
 	eventually(t, s.tg, func() bool { f = fleet(); return len(f.Groups) > 0 }, "the tenant tells the directory what is failing")

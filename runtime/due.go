@@ -80,7 +80,7 @@ func (t *Tenant) alarmAt() int64 {
 	if u := t.usageAlarm(); u != 0 && (at == 0 || u < at) {
 		at = u
 	}
-	if f := t.fail.due(); f != 0 && (at == 0 || f < at) {
+	if f := t.fail.due(); f != 0 && t.name != "" && (at == 0 || f < at) {
 		at = f
 	}
 	return at

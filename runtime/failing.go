@@ -2,9 +2,11 @@ package runtime
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/projectionstore"
 )
@@ -106,26 +108,30 @@ func (t *Tenant) failingNow() (api.FailingResponse, error) {
 // api.FailingNoteDelay later, at most every api.FailingNoteEvery, and the
 // response tells the directory (the stile-failing header) when what it
 // found differs from what the directory was last told (a setting, so a
-// new instance does not tell it again).
+// new instance does not tell it again). The mark is kept in a setting too
+// (one write a window), so that an instance that goes away before its
+// look leaves the look to the next one.
 
 // failWatch is what the tenant knows of what the directory was told.
 type failWatch struct {
 	// changedAt is when a commit first changed what may be failing since
-	// the last look (0: nothing changed); lookedAt when it last looked.
+	// the last look (0: nothing changed); lookedAt when it last looked;
+	// kept says the mark is in settingFailingChanged.
 	changedAt, lookedAt int64
+	kept                bool
+	// retell says the next look tells the directory whatever it was told
+	// before (an import brought another tenant's setting).
+	retell bool
 	// note is the note the response tells the directory ("": none).
 	note string
 }
 
-// settingFailing keeps the note the directory was last told.
-const settingFailing = "directory_failing"
-
-// changed notes at now that what is failing may have changed.
-func (f *failWatch) changed(now int64) {
-	if f.changedAt == 0 {
-		f.changedAt = now
-	}
-}
+// settingFailing keeps the note the directory was last told, and
+// settingFailingChanged when what is failing changed since the last look.
+const (
+	settingFailing        = "directory_failing"
+	settingFailingChanged = "directory_failing_changed"
+)
 
 // due is when the tenant looks again at what is failing (0: no need).
 func (f *failWatch) due() int64 {
@@ -135,12 +141,62 @@ func (f *failWatch) due() int64 {
 	return max(f.changedAt+api.FailingNoteDelay.Milliseconds(), f.lookedAt+api.FailingNoteEvery.Milliseconds())
 }
 
+// failingChanged notes at now that what is failing may have changed, and
+// keeps the mark for a new instance (a write the first time in a window;
+// a failure to write it leaves the mark to this instance).
+func (t *Tenant) failingChanged(now int64) {
+	if t.fail.changedAt == 0 {
+		t.fail.changedAt = now
+	}
+	if t.fail.kept {
+		return
+	}
+	if err := t.db.Tx(func() error { return t.setSetting(now, settingFailingChanged, strconv.FormatInt(now, 10)) }); err != nil {
+		t.db.Log(do.LevelWarn, printf.Sprintf("keep the mark that what is failing changed: %v", err))
+		return
+	}
+	t.fail.kept = true
+}
+
+// loadFailing reads, on a new instance, whether an earlier one left a
+// look at what is failing to do; a module that changed (the directory
+// hears of new versions) looks too when the directory was told something
+// fails: its reactions and projections may differ.
+func (t *Tenant) loadFailing(now int64) error {
+	v, ok, err := t.setting(settingFailingChanged)
+	if err != nil {
+		return err
+	}
+	if ok {
+		t.fail.changedAt, _ = strconv.ParseInt(v, 10, 64)
+		t.fail.kept = true
+	}
+	if t.store.FailingChanged() { // jobs of kinds no longer registered failed
+		t.failingChanged(now)
+		return nil
+	}
+	if !t.dir.versions {
+		return nil
+	}
+	// A new module: a reaction or a projection the directory was told of
+	// may be gone.
+	told, _, err := t.setting(settingFailing)
+	if err != nil || told == "" {
+		return err
+	}
+	if n, err := api.DecodeFailingNote([]byte(told)); err != nil || len(n.Groups) > 0 || n.More > 0 {
+		t.failingChanged(now)
+	}
+	return nil
+}
+
 // lookAtFailing is the alarm's look at what is failing, when it is due: a
 // note for the directory when it differs from the last it was told.
 func (t *Tenant) lookAtFailing(now int64) error {
 	if due := t.fail.due(); due == 0 || now < due || t.name == "" {
 		return nil
 	}
+	changedAt := t.fail.changedAt
 	t.fail.changedAt, t.fail.lookedAt = 0, now
 	var note string
 	err := t.db.Tx(func() error {
@@ -150,18 +206,26 @@ func (t *Tenant) lookAtFailing(now int64) error {
 		}
 		n := api.NoteOfFailing(t.name, f)
 		told, _, err := t.setting(settingFailing)
-		note = string(n.AppendJSON(nil))
-		if err != nil || told == note || told == "" && len(n.Groups) == 0 && n.More == 0 {
-			note = ""
+		if err != nil {
 			return err
+		}
+		if t.fail.kept {
+			if err := t.clearSetting(settingFailingChanged); err != nil {
+				return err
+			}
+		}
+		note = string(n.AppendJSON(nil))
+		if !t.fail.retell && (told == note || told == "" && len(n.Groups) == 0 && n.More == 0) {
+			note = ""
+			return nil
 		}
 		return t.setSetting(now, settingFailing, note)
 	})
 	if err != nil {
-		t.fail.changed(now) // looked at again with the alarm's retry
+		t.fail.changedAt = changedAt // looked at again with the alarm's retry
 		return printf.Errorf("look at what is failing: %w", err)
 	}
-	t.fail.note = note
+	t.fail.kept, t.fail.retell, t.fail.note = false, false, note
 	return nil
 }
 

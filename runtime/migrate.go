@@ -77,7 +77,10 @@ func (t *Tenant) migrate() error {
 	if err := t.loadRetention(t.db.Now()); err != nil {
 		return err
 	}
-	return t.noteVersions()
+	if err := t.noteVersions(); err != nil {
+		return err
+	}
+	return t.loadFailing(t.db.Now())
 }
 
 // migrationRefusal is the 503 of a route that needs a migration that

@@ -430,7 +430,7 @@ func (t *Tenant) catchUp(start int64) (int64, error) {
 				return 0, err
 			}
 			if g.Stalled() != stalled && g.Role == projectionstore.Live {
-				t.fail.changed(now) // it stalled, or recovered
+				t.failingChanged(now) // it stalled, or recovered
 			}
 			applied += n
 			if g.Stalled() {

@@ -580,7 +580,11 @@ func (t *Tenant) afterCommit(c *call) error {
 	// forgotten with it.
 	jobsFailing, deliveriesFailing := t.store.FailingChanged(), t.reactions.FailingChanged()
 	if c.committed && (jobsFailing || deliveriesFailing || changesFailing(c.route)) {
-		t.fail.changed(c.now)
+		t.failingChanged(c.now)
+	}
+	if c.committed && c.importDone {
+		t.fail.retell = true // the imported setting says what another tenant was told
+		t.failingChanged(c.now)
 	}
 	appended := t.events.Appended()
 	if !c.committed {
@@ -626,7 +630,7 @@ func (t *Tenant) alarmWork(now int64) error {
 			t.retain.due = now // the host retries the alarm
 			return printf.Errorf("retention failed: %w", err)
 		}
-		t.fail.changed(now) // it may have deleted dead jobs
+		t.failingChanged(now) // it may have deleted dead jobs
 	}
 	return t.lookAtFailing(now)
 }

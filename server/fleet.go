@@ -27,10 +27,9 @@ import (
 
 // fleetOps are the operations across tenants this server started.
 type fleetOps struct {
-	mu   sync.Mutex
-	seq  int64
-	ops  []*fleetOp // oldest first
-	busy sync.WaitGroup
+	mu  sync.Mutex
+	seq int64
+	ops []*fleetOp // oldest first
 }
 
 type fleetOp struct {
@@ -132,15 +131,15 @@ func (s *Server) startFleetOperation(w http.ResponseWriter, r *http.Request, rc 
 	}
 	view := o.snapshot()
 	f.mu.Unlock()
-	f.busy.Go(func() { s.giveAll(o) })
+	go s.giveAll(o)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusAccepted)
 	w.Write(view.AppendJSON(nil))
 }
 
-// giveOne gives o to one tenant and records what it answered; a refusal
-// of the first tenant is returned (o is not recorded), later ones are
-// recorded as the tenant's.
+// giveOne gives o to one tenant and records what it answered. The first
+// tenant's 400 (the filter is not one a tenant takes) is returned, and o
+// is not recorded; any other refusal is recorded as the tenant's.
 func (s *Server) giveOne(ctx context.Context, o *fleetOp, tenant string) *api.Error {
 	body := api.OperationRequest{Action: o.req.Action, Filter: o.req.Filter}.AppendJSON(nil)
 	resp, err := s.callTenant(ctx, tenant, api.RouteStartOp, body)
@@ -151,7 +150,7 @@ func (s *Server) giveOne(ctx context.Context, o *fleetOp, tenant string) *api.Er
 	case resp.Status != http.StatusAccepted:
 		var e api.Error
 		json.Unmarshal(resp.Body, &e)
-		if len(o.view.Operations) == 0 && resp.Status < 500 {
+		if len(o.view.Operations) == 0 && resp.Status == http.StatusBadRequest {
 			e.Status = resp.Status
 			return &e
 		}
@@ -261,13 +260,22 @@ func (s *Server) fleetOperation(w http.ResponseWriter, r *http.Request, id strin
 	for _, p := range ask {
 		resp, err := s.callTenant(r.Context(), p.Tenant, api.RouteGetOperation, nil, p.ID)
 		var op api.Operation
-		if err != nil || resp.Status != http.StatusOK || json.Unmarshal(resp.Body, &op) != nil {
+		part := p
+		switch {
+		case err == nil && (resp.Status == http.StatusNotFound || resp.Status == http.StatusGone):
+			// The tenant was erased, or imported over: its part is over.
+			var e api.Error
+			json.Unmarshal(resp.Body, &e)
+			part.State, part.Error = "refused", fmt.Sprintf("its operation is gone (%d %s: %s)", resp.Status, e.Code, e.Message)
+		case err != nil || resp.Status != http.StatusOK || json.Unmarshal(resp.Body, &op) != nil:
 			continue // read again next time
+		default:
+			part = tenantPart(p.Tenant, op)
 		}
 		s.fleet.mu.Lock()
 		for i := range o.view.Operations {
 			if o.view.Operations[i].Tenant == p.Tenant {
-				o.view.Operations[i] = tenantPart(p.Tenant, op)
+				o.view.Operations[i] = part
 			}
 		}
 		s.fleet.mu.Unlock()

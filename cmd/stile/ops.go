@@ -321,6 +321,9 @@ func (o *ops) bulk(ctx context.Context, ten *client.Tenant, verb, filter string)
 	return nil
 }
 
+// fleetFollow bounds how long stile jobs … --all follows its operation.
+const fleetFollow = 10 * time.Minute
+
 // fleetBulk gives a bulk operation to every tenant of prefix through the
 // directory, and follows it to done.
 func (o *ops) fleetBulk(ctx context.Context, verb, filter, prefix string) error {
@@ -332,8 +335,10 @@ func (o *ops) fleetBulk(ctx context.Context, verb, filter, prefix string) error 
 	if err != nil {
 		return err
 	}
-	for op.State != "done" {
-		time.Sleep(200 * time.Millisecond)
+	// Followed for at most fleetFollow: a fleet's operation may run long;
+	// it goes on without anyone following it.
+	for until := time.Now().Add(fleetFollow); op.State != "done" && time.Now().Before(until); {
+		time.Sleep(time.Second)
 		if op, err = cl.FleetOperation(ctx, op.ID); err != nil {
 			return err
 		}
@@ -347,6 +352,9 @@ func (o *ops) fleetBulk(ctx context.Context, verb, filter, prefix string) error 
 	}
 	fmt.Fprintf(o.out, "operation %s: %s of %s in %s: %d tenants, %d found, %d done, %d skipped, %d tenants refused\n",
 		op.ID, verb, op.Filter, scope, op.Tenants, op.Matched, op.Done, op.Skipped, op.Refused)
+	if op.State != "done" {
+		fmt.Fprintf(o.out, "still running after %s; it goes on: follow it with GET %s/%s\n", fleetFollow, api.FleetOperationsPath, op.ID)
+	}
 	for _, p := range op.Operations {
 		if p.State == "refused" {
 			fmt.Fprintf(o.out, "%s refused: %s\n", p.Tenant, p.Error)

@@ -641,10 +641,10 @@ export class Directory {
     req.prefix = scoped.prefix;
     const first = this.fleetNames(req.prefix, "", 1);
     if (first.length === 0) return json(404, { code: "not_found", message: `no tenant's name starts with ${JSON.stringify(req.prefix)}: nothing to act on` });
-    // The first tenant judges the filter: its refusal refuses the whole
-    // operation, which then never existed.
+    // The first tenant judges the filter: its 400 refuses the whole
+    // operation, which then never existed (any other refusal is its own).
     const part = await this.giveTenant(req, first[0]);
-    if (part.refused && part.status < 500) return json(part.status, part.body);
+    if (part.refused && part.status === 400) return json(part.status, part.body);
     const id = this.sql.exec(`INSERT INTO fleet_ops (action, filter, prefix, state, cursor, given, created_at) VALUES (?, ?, ?, 'running', '', 0, ?)
       RETURNING id`, req.action, req.filter, req.prefix, Date.now()).one().id;
     this.recordPart(id, part);
@@ -717,6 +717,12 @@ export class Directory {
         res = await this.tenantCall(p.tenant, "GET", `/operations/${encodeURIComponent(p.id)}`);
       } catch {
         continue; // read again next time
+      }
+      if (res.status === 404 || res.status === 410) {
+        // The tenant was erased, or imported over: its part is over.
+        this.sql.exec(`UPDATE fleet_op_tenants SET state = 'refused', error = ? WHERE op = ? AND tenant = ?`,
+          `its operation is gone (${res.status} ${res.body.code}: ${res.body.message})`, o.id, p.tenant);
+        continue;
       }
       if (res.status !== 200) continue;
       this.sql.exec(`UPDATE fleet_op_tenants SET state = ?, matched = ?, done = ?, skipped = ? WHERE op = ? AND tenant = ?`,
