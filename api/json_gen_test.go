@@ -203,7 +203,7 @@ var fixtures = map[string]any{
 	"SetLimitRequest":   api.SetLimitRequest{Slots: &fxInt64},
 	"LimitsResponse":    api.LimitsResponse{Limits: []api.Limit{{Key: "k", Slots: 2, InUse: 1}}},
 	"Rate":              fxRate(),
-	"OperationRequest":  api.OperationRequest{Action: "retry", Filter: "state=dead"},
+	"OperationRequest":  api.OperationRequest{Action: "replay", Filter: "state=dead", Reaction: "notify", FromSeq: 7},
 	"FailingJobs":       fxFailingJobs(),
 	"FailingReaction":   api.FailingReaction{Name: "refund", Failing: 2, Seq: 9, Error: "e"},
 	"FailingProjection": api.FailingProjection{Name: "orders", ErrorSeq: 4, Error: "e"},
@@ -511,8 +511,8 @@ func fxRate() api.Rate {
 }
 
 func fxOperation() api.Operation {
-	return api.Operation{ID: "3", Action: "retry", Filter: "state=dead", State: "done", Matched: 5, Done: 4, Skipped: 1,
-		LastSkip: "job 9: …", CreatedAt: fxAt, DoneAt: &fxLater}
+	return api.Operation{ID: "3", Action: "replay", Filter: "state=dead", Reaction: "notify", FromSeq: 7, UntilSeq: 12, State: "done",
+		Matched: 5, Done: 4, Skipped: 1, LastSkip: "job 9: …", CreatedAt: fxAt, DoneAt: &fxLater}
 }
 
 func fxFailingJobs() api.FailingJobs {

@@ -152,6 +152,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "ReactionOrder", run: scenarioReactionOrder},
 		{name: "DelayAndSkip", run: scenarioDelayAndSkip},
 		{name: "PauseAReaction", run: scenarioPauseAReaction},
+		{name: "ReplayAReaction", run: scenarioReplayAReaction},
 		{name: "ProcessDeadline", run: scenarioProcessDeadline},
 		{name: "ScheduledCommand", run: scenarioScheduledCommand},
 		{name: "RejectedCommandFailsDelivery", run: scenarioRejectedCommandFailsDelivery},
