@@ -983,6 +983,7 @@ func (v Delivery) AppendJSON(b []byte) []byte {
 	o.StrOmit("correlation", v.Correlation)
 	o.RawOmit("state", v.State)
 	o.StrOmit("last_error", v.LastError)
+	o.IntOmit("replay", v.Replay)
 	return o.End()
 }
 
@@ -2847,6 +2848,8 @@ func (v *Delivery) decode(r *jsonwire.Reader) error {
 			v.State, err = r.Raw()
 		case "last_error":
 			v.LastError, err = r.StringField(key)
+		case "replay":
+			v.Replay, err = r.Integer(key)
 		default:
 			return r.Unknown(key)
 		}

@@ -96,7 +96,7 @@ func fxCommand() api.Command {
 func fxDelivery() api.Delivery {
 	return api.Delivery{Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", Handler: "h", Kind: api.ReactionKindProcess, Event: fxEvent(), ClaimID: "claim", Attempt: 2,
 		Failures: 1, TimeoutMs: 30000, LeaseUntil: fxLater, IdempotencyKey: "key", Correlation: "order-1",
-		State: json.RawMessage(`{"step":2}`), LastError: "boom"}
+		State: json.RawMessage(`{"step":2}`), LastError: "boom", Replay: 1}
 }
 
 func fxSettlement() api.Settlement {

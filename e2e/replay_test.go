@@ -86,8 +86,13 @@ func scenarioReplayAReaction(s *scenario) {
 	again := s.deliveries("b", 10, 5, testapp.AuditPolicy)
 	for i, d := range again {
 		require.EqualValues(t, 3+i, d.Event.Seq, "replayed in order, then the new event")
-		require.NotEqual(t, first[min(2+i, 4)].ClaimID, d.ClaimID)
+		if i < 3 {
+			require.NotEqual(t, first[2+i].ClaimID, d.ClaimID)
+			require.NotEqual(t, first[2+i].IdempotencyKey, d.IdempotencyKey, "a replayed delivery is a new one")
+			require.EqualValues(t, 1, d.Replay)
+		}
 	}
+	require.Zero(t, again[4].Replay, "the new event is a first delivery")
 	stale := s.settleOne(succeeded(first[2]))
 	require.NotNil(t, stale.Error, "a settlement of the claim before the replay")
 	require.Equal(t, api.CodeClaimTakenOver, stale.Error.Code)

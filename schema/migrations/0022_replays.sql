@@ -33,3 +33,7 @@ CREATE INDEX stile_operations_running ON stile_operations (updated_at) WHERE sta
 -- deliveries after replay_to (the replay's position) and no new event, so
 -- the reaction sees its events again in order.
 ALTER TABLE stile_reactions ADD COLUMN replay_to INTEGER;
+
+-- How many replays opened a delivery again: a replayed delivery is a new
+-- one, with its own idempotency key (and so its own command ids).
+ALTER TABLE stile_inbox ADD COLUMN replays INTEGER NOT NULL DEFAULT 0 CHECK (replays >= 0);

@@ -98,16 +98,16 @@ func (s *Store) Reopen(now int64, h Handler, after, until int64, limit int) (Reo
 	for start := 0; start < len(evs); start += claimRows {
 		chunk := evs[start:min(start+claimRows, len(evs))]
 		var sql strings.Builder
-		sql.WriteString(`INSERT INTO stile_inbox (handler, seq, state, claim_id, worker, attempt, claimed_at, lease_until) VALUES `)
+		sql.WriteString(`INSERT INTO stile_inbox (handler, seq, state, claim_id, worker, attempt, claimed_at, lease_until, replays) VALUES `)
 		args := make([]any, 0, 4*len(chunk))
 		for i, ev := range chunk {
 			if i > 0 {
 				sql.WriteString(", ")
 			}
-			sql.WriteString(`(?, ?, 'ready', lower(hex(randomblob(16))), '', 1, ?, ?)`)
+			sql.WriteString(`(?, ?, 'ready', lower(hex(randomblob(16))), '', 1, ?, ?, 1)`)
 			args = append(args, h.Name, ev.Seq, now, now)
 		}
-		sql.WriteString(` ON CONFLICT (handler, seq) DO UPDATE SET state = 'ready', claim_id = excluded.claim_id, failures = 0,
+		sql.WriteString(` ON CONFLICT (handler, seq) DO UPDATE SET state = 'ready', claim_id = excluded.claim_id, failures = 0, replays = replays + 1,
 			run_at = NULL, error = NULL, outcome = NULL, settled_at = NULL WHERE state IN ('succeeded', 'skipped') RETURNING seq`)
 		rows, err := s.db.Query(sql.String(), args...)
 		if err != nil {

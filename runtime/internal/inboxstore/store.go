@@ -198,12 +198,12 @@ func (s *Store) Checkpoint(name string) (int64, error) {
 }
 
 const entryColumns = `handler, seq, state, claim_id, worker, attempt, failures, claimed_at, lease_until,
-	COALESCE(run_at, 0), COALESCE(error, ''), COALESCE(outcome, '')`
+	COALESCE(run_at, 0), COALESCE(error, ''), COALESCE(outcome, ''), replays`
 
 func scanEntry(r *do.Rows) inbox.Entry {
 	return inbox.Entry{Handler: r.Text(0), Seq: r.Int(1), State: inbox.State(r.Text(2)), ClaimID: r.Text(3),
 		Worker: r.Text(4), Attempt: r.Int(5), Failures: r.Int(6), ClaimedAt: r.Int(7), LeaseUntil: r.Int(8),
-		RunAt: r.Int(9), Error: r.Text(10), Reported: inbox.Outcome(r.Text(11))}
+		RunAt: r.Int(9), Error: r.Text(10), Reported: inbox.Outcome(r.Text(11)), Replays: r.Int(12)}
 }
 
 // open reads a handler's first n open entries, in event order.
