@@ -177,6 +177,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "HeldClaimWakesForItsQueueOnly", run: scenarioHeldClaimWakesForItsQueueOnly},
 		{name: "QueueNamesAreBounded", run: scenarioQueueNamesAreBounded},
 		{name: "UsageAndBudget", run: scenarioUsageAndBudget},
+		{name: "TenantMetrics", run: scenarioTenantMetrics},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
