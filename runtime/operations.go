@@ -72,7 +72,7 @@ func (t *Tenant) getOperation(idText string) (route, *api.Error) {
 		if len(os) == 0 {
 			return result{}, api.Refuse(api.CodeNotFound, "operation %q does not exist", idText)
 		}
-		if os[0].State == fencestore.OperationRunning {
+		if os[0].State == fencestore.OperationRunning && os[0].UpdatedAt <= now {
 			// Who follows the operation moves it on too (the alarm does
 			// without anyone asking): a slice that fails fails this read.
 			if err := t.operationSlice(now, os[0]); err != nil {
@@ -107,6 +107,9 @@ func (t *Tenant) runOperations(now int64) error {
 		return err
 	}
 	for _, o := range ops {
+		if o.UpdatedAt > now {
+			continue // deferred: a replay waiting for a delivery in flight
+		}
 		if err := t.operationSlice(now, o); err != nil {
 			return err
 		}

@@ -18,6 +18,9 @@ type Operation struct {
 	CreatedAt, DoneAt      int64
 	Reaction               string
 	FromSeq, UntilSeq      int64
+	// UpdatedAt is when its last slice ran, or when it is due again (a
+	// deferred one).
+	UpdatedAt int64
 }
 
 // Operation states.
@@ -27,12 +30,12 @@ const (
 )
 
 const operationColumns = `id, action, filter, state, after_id, matched, done, skipped, coalesce(last_skip, ''), created_at, coalesce(done_at, 0),
-	coalesce(reaction, ''), coalesce(from_seq, 0), coalesce(until_seq, 0)`
+	coalesce(reaction, ''), coalesce(from_seq, 0), coalesce(until_seq, 0), updated_at`
 
 func scanOperation(r *do.Rows) Operation {
 	return Operation{ID: r.Int(0), Action: r.Text(1), Filter: r.Text(2), State: r.Text(3), AfterID: r.Int(4),
 		Matched: r.Int(5), Done: r.Int(6), Skipped: r.Int(7), LastSkip: r.Text(8), CreatedAt: r.Int(9), DoneAt: r.Int(10),
-		Reaction: r.Text(11), FromSeq: r.Int(12), UntilSeq: r.Int(13)}
+		Reaction: r.Text(11), FromSeq: r.Int(12), UntilSeq: r.Int(13), UpdatedAt: r.Int(14)}
 }
 
 // StartOperation records a running operation; the alarm is due at once to
