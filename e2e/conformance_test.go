@@ -153,6 +153,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "DelayAndSkip", run: scenarioDelayAndSkip},
 		{name: "PauseAReaction", run: scenarioPauseAReaction},
 		{name: "ReplayAReaction", run: scenarioReplayAReaction},
+		{name: "ReplayInSlices", run: scenarioReplayInSlices},
 		{name: "ProcessDeadline", run: scenarioProcessDeadline},
 		{name: "ScheduledCommand", run: scenarioScheduledCommand},
 		{name: "RejectedCommandFailsDelivery", run: scenarioRejectedCommandFailsDelivery},

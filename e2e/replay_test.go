@@ -110,3 +110,72 @@ func scenarioReplayAReaction(s *scenario) {
 		}
 	}
 }
+
+// scenarioReplayInSlices: a replay longer than a slice hands the policy
+// its events again in order across slices, whenever its claims come
+// between them, and the event appended meanwhile follows them all.
+func scenarioReplayInSlices(s *scenario) {
+	t := s.t
+	const n = 250
+	for range n / 50 {
+		evs := make([]api.NewEvent, 50)
+		for i := range evs {
+			evs[i] = api.NewEvent{Type: testapp.Noted, Data: json.RawMessage(`{}`)}
+		}
+		_, err := s.ten.Append(s.ctx, "notes", api.AppendRequest{Events: evs})
+		require.NoError(t, err)
+	}
+	// handle claims what the policy is handed and settles it, in order.
+	handle := func() []int64 {
+		t.Helper()
+		resp, err := s.ten.ClaimReactions(s.ctx, api.ReactionClaimRequest{Worker: "w", Handlers: []string{testapp.AuditPolicy}, Limit: 10})
+		require.NoError(t, err)
+		var seqs []int64
+		var sts []api.Settlement
+		for _, d := range resp.Deliveries {
+			seqs = append(seqs, d.Event.Seq)
+			sts = append(sts, succeeded(d))
+		}
+		if len(sts) > 0 {
+			res, err := s.ten.Settle(s.ctx, sts...)
+			require.NoError(t, err)
+			for _, r := range res {
+				require.Nil(t, r.Error, "%+v", r)
+			}
+		}
+		return seqs
+	}
+	for handled := 0; handled < n; {
+		seqs := handle()
+		require.NotEmpty(t, seqs)
+		handled += len(seqs)
+	}
+
+	op, err := s.ten.Replay(s.ctx, testapp.AuditPolicy, 1)
+	require.NoError(t, err)
+	_, err = s.ten.Append(s.ctx, "notes", api.AppendRequest{Events: []api.NewEvent{{Type: testapp.Noted, Data: json.RawMessage(`{}`)}}})
+	require.NoError(t, err)
+	var seen []int64
+	for range 2000 {
+		if len(seen) == n+1 {
+			break
+		}
+		if seqs := handle(); len(seqs) > 0 {
+			seen = append(seen, seqs...)
+			continue
+		}
+		op, err = s.ten.Operation(s.ctx, op.ID) // moves it on
+		require.NoError(t, err)
+		s.tg.advance(t, 20*time.Millisecond)
+	}
+	want := make([]int64, n+1)
+	for i := range want {
+		want[i] = int64(i + 1)
+	}
+	require.Equal(t, want, seen, "replayed in order across slices, then the new event")
+	op, err = s.ten.Operation(s.ctx, op.ID)
+	require.NoError(t, err)
+	require.Equal(t, "done", op.State)
+	require.EqualValues(t, n, op.Matched)
+	require.EqualValues(t, n, op.Done)
+}
