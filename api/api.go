@@ -593,20 +593,34 @@ const MaxFailingScan = 10_000
 // is the query of GET /jobs (state, queue, kind, args.<path>, output.<path>,
 // args, output, tag, error), e.g. "state=dead&kind=email.send".
 //
+// Action "replay" (without a filter) hands Reaction every event from
+// FromSeq on that it already handled again, in event order, as new
+// deliveries (docs/GUARANTEES.md says what that means for its outcomes).
+//
 //stile:json DecodeOperation
 type OperationRequest struct {
-	Action string `json:"action"`
-	Filter string `json:"filter"`
+	Action   string `json:"action"`
+	Filter   string `json:"filter,omitempty"`
+	Reaction string `json:"reaction,omitempty"`
+	FromSeq  int64  `json:"from_seq,omitempty"`
 }
 
 // Operation is a bulk operation and its progress. The alarm runs it in
 // slices, each one transaction: Matched jobs found so far, Done taken by
 // the action, Skipped refused by it (LastSkip says why, for the latest:
 // a job that finished meanwhile, say). State is "running" or "done".
+//
+// A replay counts deliveries: Matched those of Reaction from FromSeq up to
+// UntilSeq (its checkpoint when the replay started) found so far, Done
+// those opened again, Skipped those still open (delivered once, not
+// twice).
 type Operation struct {
 	ID        string     `json:"id"`
 	Action    string     `json:"action"`
 	Filter    string     `json:"filter"`
+	Reaction  string     `json:"reaction,omitempty"`
+	FromSeq   int64      `json:"from_seq,omitempty"`
+	UntilSeq  int64      `json:"until_seq,omitempty"`
 	State     string     `json:"state"`
 	Matched   int64      `json:"matched"`
 	Done      int64      `json:"done"`

@@ -61,6 +61,7 @@ const (
 	CodeTenantQuota            Code = "tenant_quota"            // 403: the token's tenant prefix already has as many tenants as the deployment allows one prefix
 	CodeRateKeyInUse           Code = "rate_key_in_use"         // 409: DELETE of a rate key the module does not declare while a job not finished yet names it; set another limit with PUT, or cancel its jobs
 	CodeTooManyQueues          Code = "too_many_queues"         // 409: the job or paused queue would be the tenant's 1001st distinct queue name (api.MaxQueues); reuse a queue
+	CodeReplayUnderWay         Code = "replay_under_way"        // 409: a replay of the reaction is already running (the message names its operation); wait for it to finish
 	CodeBudgetExceeded         Code = "budget_exceeded"         // 429: the tenant used its daily budget (GET /usage says which figure); new work waits for Retry-After (the next UTC day), work already started goes on
 )
 

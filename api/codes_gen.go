@@ -18,7 +18,7 @@ func (c Code) Status() int {
 		return 405
 	case CodeBodyTimeout:
 		return 408
-	case CodeFinished, CodeNotRetryable, CodeNotFinished, CodeUniqueConflict, CodeVersionConflict, CodeCommandIDReused, CodeNotStuck, CodeModuleSchedule, CodeProjectionBehind, CodeImportConflict, CodeRateKeyInUse, CodeTooManyQueues, CodeStaleAttempt, CodeOtherWorker, CodeBadToken, CodeLeaseExpired, CodeAlreadyReported, CodeClaimTakenOver, CodeUnknownClaim, CodeOutOfOrder, CodeAlreadySettled:
+	case CodeFinished, CodeNotRetryable, CodeNotFinished, CodeUniqueConflict, CodeVersionConflict, CodeCommandIDReused, CodeNotStuck, CodeModuleSchedule, CodeProjectionBehind, CodeImportConflict, CodeRateKeyInUse, CodeTooManyQueues, CodeReplayUnderWay, CodeStaleAttempt, CodeOtherWorker, CodeBadToken, CodeLeaseExpired, CodeAlreadyReported, CodeClaimTakenOver, CodeUnknownClaim, CodeOutOfOrder, CodeAlreadySettled:
 		return 409
 	case CodeErased:
 		return 410

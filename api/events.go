@@ -143,6 +143,9 @@ type Delivery struct {
 	Correlation    string          `json:"correlation,omitempty"`
 	State          json.RawMessage `json:"state,omitempty"`
 	LastError      string          `json:"last_error,omitempty"`
+	// Replay is how many replays delivered the event to the handler again
+	// (0: none); a replayed delivery has an IdempotencyKey of its own.
+	Replay int64 `json:"replay,omitempty"`
 }
 
 // ReactionClaimResponse carries deliveries, in event order per handler.

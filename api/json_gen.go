@@ -685,7 +685,9 @@ func (v FailingProjection) MarshalJSON() ([]byte, error) { return v.AppendJSON(n
 func (v OperationRequest) AppendJSON(b []byte) []byte {
 	o := jsonwire.StartObject(b)
 	o.Str("action", v.Action)
-	o.Str("filter", v.Filter)
+	o.StrOmit("filter", v.Filter)
+	o.StrOmit("reaction", v.Reaction)
+	o.IntOmit("from_seq", v.FromSeq)
 	return o.End()
 }
 
@@ -698,6 +700,9 @@ func (v Operation) AppendJSON(b []byte) []byte {
 	o.Str("id", v.ID)
 	o.Str("action", v.Action)
 	o.Str("filter", v.Filter)
+	o.StrOmit("reaction", v.Reaction)
+	o.IntOmit("from_seq", v.FromSeq)
+	o.IntOmit("until_seq", v.UntilSeq)
 	o.Str("state", v.State)
 	o.Int("matched", v.Matched)
 	o.Int("done", v.Done)
@@ -978,6 +983,7 @@ func (v Delivery) AppendJSON(b []byte) []byte {
 	o.StrOmit("correlation", v.Correlation)
 	o.RawOmit("state", v.State)
 	o.StrOmit("last_error", v.LastError)
+	o.IntOmit("replay", v.Replay)
 	return o.End()
 }
 
@@ -2599,6 +2605,10 @@ func (v *OperationRequest) decode(r *jsonwire.Reader) error {
 			v.Action, err = r.StringField(key)
 		case "filter":
 			v.Filter, err = r.StringField(key)
+		case "reaction":
+			v.Reaction, err = r.StringField(key)
+		case "from_seq":
+			v.FromSeq, err = r.Integer(key)
 		default:
 			return r.Unknown(key)
 		}
@@ -2979,6 +2989,8 @@ func (v *Delivery) decode(r *jsonwire.Reader) error {
 			v.State, err = r.Raw()
 		case "last_error":
 			v.LastError, err = r.StringField(key)
+		case "replay":
+			v.Replay, err = r.Integer(key)
 		default:
 			return r.Unknown(key)
 		}

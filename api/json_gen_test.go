@@ -96,7 +96,7 @@ func fxCommand() api.Command {
 func fxDelivery() api.Delivery {
 	return api.Delivery{Traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", Handler: "h", Kind: api.ReactionKindProcess, Event: fxEvent(), ClaimID: "claim", Attempt: 2,
 		Failures: 1, TimeoutMs: 30000, LeaseUntil: fxLater, IdempotencyKey: "key", Correlation: "order-1",
-		State: json.RawMessage(`{"step":2}`), LastError: "boom"}
+		State: json.RawMessage(`{"step":2}`), LastError: "boom", Replay: 1}
 }
 
 func fxSettlement() api.Settlement {
@@ -203,7 +203,7 @@ var fixtures = map[string]any{
 	"SetLimitRequest":   api.SetLimitRequest{Slots: &fxInt64},
 	"LimitsResponse":    api.LimitsResponse{Limits: []api.Limit{{Key: "k", Slots: 2, InUse: 1}}},
 	"Rate":              fxRate(),
-	"OperationRequest":  api.OperationRequest{Action: "retry", Filter: "state=dead"},
+	"OperationRequest":  api.OperationRequest{Action: "replay", Filter: "state=dead", Reaction: "notify", FromSeq: 7},
 	"FailingJobs":       fxFailingJobs(),
 	"FailingReaction":   api.FailingReaction{Name: "refund", Failing: 2, Seq: 9, Error: "e"},
 	"FailingProjection": api.FailingProjection{Name: "orders", ErrorSeq: 4, Error: "e"},
@@ -522,8 +522,8 @@ func fxRate() api.Rate {
 }
 
 func fxOperation() api.Operation {
-	return api.Operation{ID: "3", Action: "retry", Filter: "state=dead", State: "done", Matched: 5, Done: 4, Skipped: 1,
-		LastSkip: "job 9: …", CreatedAt: fxAt, DoneAt: &fxLater}
+	return api.Operation{ID: "3", Action: "replay", Filter: "state=dead", Reaction: "notify", FromSeq: 7, UntilSeq: 12, State: "done",
+		Matched: 5, Done: 4, Skipped: 1, LastSkip: "job 9: …", CreatedAt: fxAt, DoneAt: &fxLater}
 }
 
 var fxTenantOperation = api.TenantOperation{Tenant: "acme", ID: "3", State: "refused", Matched: 4, Done: 3, Skipped: 1, Error: "e"}

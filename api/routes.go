@@ -15,6 +15,18 @@ type Route struct {
 	Pattern string
 }
 
+// MaxMetricKinds bounds the job kinds metrics label, the host's /metrics
+// and a tenant's GET /metrics alike: the others are counted as
+// OtherMetricKind.
+const MaxMetricKinds = 100
+
+// OtherMetricKind labels the jobs of every kind past MaxMetricKinds.
+const OtherMetricKind = "other"
+
+// MetricsContentType is the content type of a tenant's GET /metrics: the
+// Prometheus text exposition format.
+const MetricsContentType = "text/plain; version=0.0.4; charset=utf-8"
+
 // The routes of a tenant's API (docs/API.md describes each).
 var (
 	RouteListJobs      = Route{"GET", "jobs"}
@@ -66,6 +78,7 @@ var (
 	RouteRetention     = Route{"GET", "retention"}
 	RoutePutRetention  = Route{"PUT", "retention"}
 	RouteUsage         = Route{"GET", "usage"}
+	RouteMetrics       = Route{"GET", "metrics"}
 	RoutePutBudget     = Route{"PUT", "budget"}
 	RouteDelBudget     = Route{"DELETE", "budget"}
 	RouteMigrate       = Route{"POST", "migrations"}

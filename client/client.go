@@ -399,11 +399,20 @@ func (t *Tenant) StartOperation(ctx context.Context, action, filter string) (api
 	return out, err
 }
 
-// Operations lists the tenant's newest bulk operations.
-func (t *Tenant) Operations(ctx context.Context) (api.OperationsResponse, error) {
+// Replay starts a replay of reaction (a policy): every event of its types
+// from fromSeq up to its checkpoint is delivered to it again, in order,
+// run by the tenant in slices; Operation reads its progress.
+func (t *Tenant) Replay(ctx context.Context, reaction string, fromSeq int64) (api.Operation, error) {
+	var out api.Operation
+	err := t.do(ctx, api.RouteStartOp, nil, api.OperationRequest{Action: "replay", Reaction: reaction, FromSeq: fromSeq}, &out)
+	return out, err
+}
+
+// Operations lists the newest bulk operations, newest first.
+func (t *Tenant) Operations(ctx context.Context) ([]api.Operation, error) {
 	var out api.OperationsResponse
 	err := t.do(ctx, api.RouteOperations, nil, nil, &out)
-	return out, err
+	return out.Operations, err
 }
 
 // Operation reads a bulk operation's progress.

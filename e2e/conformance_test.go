@@ -154,6 +154,8 @@ func runSuite(t *testing.T, tg target) {
 		{name: "ReactionOrder", run: scenarioReactionOrder},
 		{name: "DelayAndSkip", run: scenarioDelayAndSkip},
 		{name: "PauseAReaction", run: scenarioPauseAReaction},
+		{name: "ReplayAReaction", run: scenarioReplayAReaction},
+		{name: "ReplayInSlices", run: scenarioReplayInSlices},
 		{name: "ProcessDeadline", run: scenarioProcessDeadline},
 		{name: "ScheduledCommand", run: scenarioScheduledCommand},
 		{name: "RejectedCommandFailsDelivery", run: scenarioRejectedCommandFailsDelivery},
@@ -178,6 +180,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "HeldClaimWakesForItsQueueOnly", run: scenarioHeldClaimWakesForItsQueueOnly},
 		{name: "QueueNamesAreBounded", run: scenarioQueueNamesAreBounded},
 		{name: "UsageAndBudget", run: scenarioUsageAndBudget},
+		{name: "TenantMetrics", run: scenarioTenantMetrics},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {

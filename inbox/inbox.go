@@ -45,6 +45,9 @@ type Entry struct {
 	// a delay ("" while it has not): kept until the delivery is claimed
 	// again.
 	Reported Outcome
+	// Replays counts the replays that opened the delivery again after it
+	// was settled: each is a new delivery, with a key of its own.
+	Replays int64
 }
 
 // Verdict is what the handler's lowest open entry means for a claim.
@@ -144,6 +147,17 @@ func AfterFailure(e Entry, b fence.Backoff, now int64, jitter float64) (runAt, f
 // different for every (tenant, handler, event).
 func Key(tenantID, handler string, seq int64) string {
 	return derive("stile/v1/delivery", tenantID, handler, strconv.FormatInt(seq, 10))
+}
+
+// ReplayKey is the idempotency key of a delivery opened again by its
+// replays-th replay: Key for none, else a key of its own, so a replayed
+// delivery's effects and commands are new ones, not repeats of the
+// delivery it replays.
+func ReplayKey(tenantID, handler string, seq, replays int64) string {
+	if replays == 0 {
+		return Key(tenantID, handler, seq)
+	}
+	return derive("stile/v1/replay", tenantID, handler, strconv.FormatInt(seq, 10), strconv.FormatInt(replays, 10))
 }
 
 // KeyFor derives the key of one effect of a handler from its delivery's

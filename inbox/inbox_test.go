@@ -270,6 +270,20 @@ func TestKey(t *testing.T) {
 	}
 }
 
+// A delivery no replay opened keeps its key; each replay gives it one of
+// its own, unlike every other delivery's.
+func TestReplayKey(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, inbox.Key("tenant-1", "refunds", 42), inbox.ReplayKey("tenant-1", "refunds", 42, 0))
+	seen := map[string]bool{inbox.Key("tenant-1", "refunds", 42): true, inbox.Key("tenant-1", "refunds", 1): true}
+	for _, k := range []string{inbox.ReplayKey("tenant-1", "refunds", 42, 1), inbox.ReplayKey("tenant-1", "refunds", 42, 2),
+		inbox.ReplayKey("tenant-1", "refunds", 4, 21), inbox.ReplayKey("tenant-2", "refunds", 42, 1)} {
+		require.Regexp(t, hex32, k)
+		require.False(t, seen[k], k)
+		seen[k] = true
+	}
+}
+
 func TestKeyForAndCommandID(t *testing.T) {
 	t.Parallel()
 	k := inbox.Key("tenant-1", "refunds", 42)

@@ -19,8 +19,9 @@ import (
 const operationSlice = 100
 
 func operationView(o fencestore.Operation) api.Operation {
-	v := api.Operation{ID: fmtID(o.ID), Action: o.Action, Filter: o.Filter, State: o.State, Matched: o.Matched,
-		Done: o.Done, Skipped: o.Skipped, LastSkip: o.LastSkip, CreatedAt: ts(o.CreatedAt)}
+	v := api.Operation{ID: fmtID(o.ID), Action: o.Action, Filter: o.Filter, Reaction: o.Reaction, FromSeq: o.FromSeq,
+		UntilSeq: o.UntilSeq, State: o.State, Matched: o.Matched, Done: o.Done, Skipped: o.Skipped, LastSkip: o.LastSkip,
+		CreatedAt: ts(o.CreatedAt)}
 	if o.DoneAt != 0 {
 		v.DoneAt = tsPtr(o.DoneAt)
 	}
@@ -34,8 +35,13 @@ func (t *Tenant) startOperation(body []byte) (route, *api.Error) {
 	}
 	switch r.Action {
 	case "retry", "cancel", "delete":
+		if r.Reaction != "" || r.FromSeq != 0 {
+			return nil, api.Refuse(api.CodeInvalidRequest, "reaction and from_seq go with action \"replay\", not %q", r.Action)
+		}
+	case "replay":
+		return t.startReplay(r)
 	default:
-		return nil, api.Refuse(api.CodeInvalidRequest, "action %q is not retry, cancel or delete", r.Action)
+		return nil, api.Refuse(api.CodeInvalidRequest, "action %q is not retry, cancel, delete or replay", r.Action)
 	}
 	q, e := query(r.Filter)
 	if e != nil {
@@ -66,7 +72,7 @@ func (t *Tenant) getOperation(idText string) (route, *api.Error) {
 		if len(os) == 0 {
 			return result{}, api.Refuse(api.CodeNotFound, "operation %q does not exist", idText)
 		}
-		if os[0].State == fencestore.OperationRunning {
+		if os[0].State == fencestore.OperationRunning && os[0].UpdatedAt <= now {
 			// Who follows the operation moves it on too (the alarm does
 			// without anyone asking): a slice that fails fails this read.
 			if err := t.operationSlice(now, os[0]); err != nil {
@@ -101,6 +107,9 @@ func (t *Tenant) runOperations(now int64) error {
 		return err
 	}
 	for _, o := range ops {
+		if o.UpdatedAt > now {
+			continue // deferred: a replay waiting for a delivery in flight
+		}
 		if err := t.operationSlice(now, o); err != nil {
 			return err
 		}
@@ -111,6 +120,9 @@ func (t *Tenant) runOperations(now int64) error {
 // operationSlice acts on the next jobs o's filter finds. A job the action
 // refuses (finished meanwhile, not retryable) is skipped and counted.
 func (t *Tenant) operationSlice(now int64, o fencestore.Operation) error {
+	if o.Action == "replay" {
+		return t.replaySlice(now, o)
+	}
 	q, e := query(o.Filter)
 	var f fencestore.ListFilter
 	if e == nil {

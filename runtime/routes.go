@@ -87,6 +87,7 @@ var routes = []routeEntry{
 	{Route: api.RouteAbortImport, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.abortImport(c), nil }},
 	{Route: api.RouteMigrate, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.runMigrations(), nil }},
 	{Route: api.RoutePutRetention, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.putRetention(c, in.body) }, body: true},
+	{Route: api.RouteMetrics, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.metrics(), nil }},
 	{Route: api.RouteUsage, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.getUsage(in.query) }, query: true},
 	{Route: api.RoutePutBudget, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.putBudget(c, in.body) }, body: true},
 	{Route: api.RouteDelBudget, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.deleteBudget(c), nil }},

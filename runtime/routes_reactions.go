@@ -63,8 +63,8 @@ func (t *Tenant) claimReactions(c *call, body []byte) (route, *api.Error) {
 			rc := t.app.reactionBy[d.Entry.Handler]
 			out := api.Delivery{Traceparent: d.Event.Traceparent, Handler: rc.h.Name, Kind: rc.h.Kind, Event: eventView(d.Event), ClaimID: d.Entry.ClaimID,
 				Attempt: d.Entry.Attempt, Failures: d.Entry.Failures, TimeoutMs: d.TimeoutMs,
-				LeaseUntil: ts(d.Entry.LeaseUntil), IdempotencyKey: inbox.Key(tenantID, rc.h.Name, d.Event.Seq),
-				LastError: d.Entry.Error}
+				LeaseUntil: ts(d.Entry.LeaseUntil), IdempotencyKey: inbox.ReplayKey(tenantID, rc.h.Name, d.Event.Seq, d.Entry.Replays),
+				LastError: d.Entry.Error, Replay: d.Entry.Replays}
 			if rc.h.Kind == api.ReactionKindProcess {
 				corr, cerr := t.correlate(rc, d.Event)
 				if cerr != nil {

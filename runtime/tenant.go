@@ -528,6 +528,7 @@ func (t *Tenant) rolledBack(err error) do.Response {
 	t.due.Unknown() // what the stores reported did not commit
 	t.store.Woke()  // nor what they woke
 	t.reactions.Woke()
+	t.reactions.Forget() // the paused and replaying reactions it read may not have committed
 	t.events.Appended()
 	resp := errorResponse(api.Internal(err.Error()))
 	if ferr := t.refreshDue(); ferr != nil {

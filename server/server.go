@@ -222,7 +222,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (tenant, route st
 			w.Header().Add(h.Name, h.Value)
 		}
 	}
-	w.Header().Set("Content-Type", "application/json")
+	if w.Header().Get("Content-Type") == "" { // the module's own (GET /metrics) stands
+		w.Header().Set("Content-Type", "application/json")
+	}
 	w.WriteHeader(resp.Status)
 	w.Write(resp.Body)
 	return tenant, route

@@ -25,11 +25,14 @@ type Reaction struct {
 	Kind    string // api.ReactionKindPolicy or api.ReactionKindProcess
 	Event   api.Event
 	// IdempotencyKey is derived from (tenant, handler, event): the same on
-	// every retry of this delivery. Send it to providers that take one;
-	// KeyFor derives one per effect.
+	// every retry of this delivery (a replay's delivery has one of its
+	// own). Send it to providers that take one; KeyFor derives one per
+	// effect.
 	IdempotencyKey string
-	Attempt        int64 // claims of this delivery, from 1
-	Failures       int64 // earlier failed attempts
+	// Replay is how many replays delivered the event again (0: none).
+	Replay   int64
+	Attempt  int64 // claims of this delivery, from 1
+	Failures int64 // earlier failed attempts
 	// Deadline is the handler's time limit on this machine's clock.
 	Deadline time.Time
 	// LastError is the error of the previous attempt, if it failed.
@@ -234,7 +237,7 @@ func (w *Worker) runReaction(hctx context.Context, ten *client.Tenant, d api.Del
 	ctx, cancel := w.withDeadline(hctx, deadline, ErrTimeout)
 	defer cancel()
 	r := &Reaction{Tenant: ten.Name(), Handler: d.Handler, Kind: d.Kind, Event: d.Event, IdempotencyKey: d.IdempotencyKey,
-		Attempt: d.Attempt, Failures: d.Failures, Deadline: deadline, LastError: d.LastError,
+		Replay: d.Replay, Attempt: d.Attempt, Failures: d.Failures, Deadline: deadline, LastError: d.LastError,
 		Correlation: d.Correlation, State: d.State}
 	ended := func(api.Settlement, time.Duration, error) {}
 	if w.cfg.Tracer != nil {

@@ -363,6 +363,37 @@ func (o *ops) fleetBulk(ctx context.Context, verb, filter, prefix string) error 
 	return nil
 }
 
+// replay replays handler from seq from, as a bulk operation the tenant
+// runs, printing its progress as it moves until it is done.
+func (o *ops) replay(ctx context.Context, ten *client.Tenant, handler string, from int64) error {
+	op, err := ten.Replay(ctx, handler, from)
+	if err != nil {
+		return err
+	}
+	if !*o.asJSON {
+		fmt.Fprintf(o.out, "operation %s: replaying %s from event %d up to its checkpoint %d\n", op.ID, handler, from, op.UntilSeq)
+	}
+	shown := int64(-1)
+	for op.State != "done" {
+		if !*o.asJSON && op.Matched != shown {
+			shown = op.Matched
+			fmt.Fprintf(o.out, "  %d found, %d delivered again, %d still open\n", op.Matched, op.Done, op.Skipped)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if op, err = ten.Operation(ctx, op.ID); err != nil {
+			return err
+		}
+	}
+	if *o.asJSON {
+		return o.printJSON(op)
+	}
+	fmt.Fprintf(o.out, "operation %s: done: %d found, %d delivered again, %d still open (delivered once)\n", op.ID, op.Matched, op.Done, op.Skipped)
+	if op.LastSkip != "" {
+		fmt.Fprintf(o.out, "last skipped: %s\n", op.LastSkip)
+	}
+	return nil
+}
+
 // showJob prints a job's timeline: each attempt, what the fence refused,
 // and why it ran more than once.
 func (o *ops) showJob(j api.Job) {
@@ -701,8 +732,9 @@ func (o *ops) fleetFailing(prefix string) error {
 
 func runReactions(args []string) error {
 	verb, args := splitVerb(args)
-	o := newOps("reactions", "reactions [skip HANDLER SEQ --reason WHY | pause HANDLER | resume HANDLER] --tenant NAME [flags]", true)
+	o := newOps("reactions", "reactions [skip HANDLER SEQ --reason WHY | pause HANDLER | resume HANDLER | replay HANDLER --from SEQ] --tenant NAME [flags]", true)
 	reason := o.fs.String("reason", "", "skip: why, kept with the delivery (required)")
+	from := o.fs.Int64("from", 0, "replay: the seq of the first event to deliver again (required)")
 	pos, err := o.parse(args)
 	if err != nil {
 		return err
@@ -711,6 +743,9 @@ func runReactions(args []string) error {
 	// it: say so before asking.
 	if verb == "skip" && *reason == "" {
 		return &exitError{exitUsage, errors.New(`stile reactions skip HANDLER SEQ --reason WHY: say why the event is skipped (it is kept with the delivery)`)}
+	}
+	if verb == "replay" && (len(pos) != 1 || *from < 1) {
+		return &exitError{exitUsage, errors.New("stile reactions replay HANDLER --from SEQ: name one policy and the seq (1 or more) of the first event to deliver again")}
 	}
 	ten, err := o.ten()
 	if err != nil {
@@ -767,8 +802,10 @@ func runReactions(args []string) error {
 			fmt.Fprintf(o.out, "reaction %s: running\n", pos[0])
 		}
 		return nil
+	case "replay":
+		return o.replay(ctx, ten, pos[0], *from)
 	}
-	return &exitError{exitUsage, fmt.Errorf("stile reactions %s: use skip, pause, resume, or nothing to list", verb)}
+	return &exitError{exitUsage, fmt.Errorf("stile reactions %s: use skip, pause, resume, replay, or nothing to list", verb)}
 }
 
 // ---- stile projections ----

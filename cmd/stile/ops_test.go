@@ -638,4 +638,29 @@ func TestJobsListsByDefaultAndASkipNeedsAReason(t *testing.T) {
 	require.Equal(t, 2, code, errOut)
 	_, errOut, code = c.run(t, "reactions", "pause", "no-such-reaction")
 	require.Equal(t, 4, code, errOut)
+
+	// Replay a policy: what it handled is delivered again, and the command
+	// follows the operation until it is done.
+	_, err = h.Tenant("acme").Append(ctx, "cli", api.AppendRequest{Events: []api.NewEvent{{Type: testapp.Noted, Data: json.RawMessage(`{}`)}}})
+	require.NoError(t, err)
+	handled, err := h.Tenant("acme").ClaimReactions(ctx, api.ReactionClaimRequest{Worker: "w", Handlers: []string{testapp.AuditPolicy}, Limit: 10})
+	require.NoError(t, err)
+	require.NotEmpty(t, handled.Deliveries)
+	for _, d := range handled.Deliveries {
+		_, err := h.Tenant("acme").Settle(ctx, api.Settlement{Handler: d.Handler, Seq: d.Event.Seq, ClaimID: d.ClaimID, Outcome: api.OutcomeSucceeded})
+		require.NoError(t, err)
+	}
+	first := handled.Deliveries[0].Event.Seq
+	out, errOut, code = c.run(t, "reactions", "replay", testapp.AuditPolicy, "--from", strconv.FormatInt(first, 10))
+	require.Equal(t, 0, code, errOut)
+	n := strconv.Itoa(len(handled.Deliveries))
+	require.Regexp(t, `operation \d+: done: `+n+` found, `+n+` delivered again, 0 still open`, out)
+	again, err := h.Tenant("acme").ClaimReactions(ctx, api.ReactionClaimRequest{Worker: "w", Handlers: []string{testapp.AuditPolicy}, Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, again.Deliveries, len(handled.Deliveries))
+	require.Equal(t, first, again.Deliveries[0].Event.Seq)
+	_, errOut, code = c.run(t, "reactions", "replay", testapp.AuditPolicy)
+	require.Equal(t, 2, code, errOut)
+	_, errOut, code = c.run(t, "reactions", "replay", "no-such-reaction", "--from", "1")
+	require.Equal(t, 4, code, errOut)
 }

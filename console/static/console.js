@@ -282,14 +282,22 @@ let operation;
 const OPERATION_POLL_MS = 300;
 const ACTIONS = { retry: "Retry", cancel: "Cancel", delete: "Delete" };
 function progress(op) {
+  const state = op.state === "done" ? "finished" : "running…";
+  if (op.action === "replay") {
+    return el("p", { class: "why", id: "operation", "data-state": op.state }, el("b", {}, `Replay of ${op.reaction} from event ${op.from_seq} to ${op.until_seq}: `),
+      `found ${op.matched} · delivered again ${op.done} · still open ${op.skipped} · ${state}`);
+  }
   return el("p", { class: "why", id: "operation", "data-state": op.state }, el("b", {}, `${ACTIONS[op.action] ?? op.action} by ${op.filter}: `),
-    `found ${op.matched} · done ${op.done} · skipped ${op.skipped} · ${op.state === "done" ? "finished" : "running…"}`,
+    `found ${op.matched} · done ${op.done} · skipped ${op.skipped} · ${state}`,
     op.last_skip ? [" · last skipped: ", long(withTimes(op.last_skip))] : null);
 }
-// The tenant runs the operation (its alarm, 100 jobs at a time); the page
-// polls its progress until it is done, then lists the jobs again.
+// The tenant runs the operation (its alarm, 100 jobs or deliveries at a
+// time); the page polls its progress until it is done, then renders again.
 async function bulk(tenant, action, filter) {
-  let op = await api("POST", `${t(tenant)}/operations`, { action, filter });
+  return follow(tenant, { action, filter });
+}
+async function follow(tenant, request) {
+  let op = await api("POST", `${t(tenant)}/operations`, request);
   operation = { hash: location.hash, op };
   await render();
   while (op.state !== "done") {
@@ -379,11 +387,28 @@ async function pageJob(tenant, id) {
       el("pre", { class: earlier(j) ? undefined : "error", id: "last-error" }, withTimes(j.last_error))] : null];
 }
 
+// Replay a policy from an event: the tenant delivers it every event of its
+// types from there to its checkpoint again, in order (a process cannot be
+// replayed: the API refuses it).
+function replayForm(tenant, r) {
+  if (r.kind !== "policy" || r.checkpoint < 1) return null;
+  return el("form", { class: "filters replay", id: `replay-${r.name}`, on: { submit: async (e) => {
+    e.preventDefault();
+    const from = Number(new FormData(e.target).get("from_seq"));
+    document.activeElement?.blur();
+    if (!confirm(`Deliver every event of ${r.name} from event ${from} to ${r.checkpoint} again, in order? Each is a new delivery: what its handler does and records happens again.`)) return;
+    try { await follow(tenant, { action: "replay", reaction: r.name, from_seq: from }); } catch (err) { alert(err.message); }
+  } } }, el("label", {}, "from event", el("input", { name: "from_seq", type: "number", min: "1", max: String(r.checkpoint), value: "1", required: true })),
+  el("button", { type: "submit" }, "Replay from"));
+}
+
 async function pageReactions(tenant) {
   const rs = await api("GET", `${t(tenant)}/reactions`);
   return [el("h1", {}, `Reactions of ${tenant}`), el("p", { class: "muted" }, `Log head: event ${rs.head}`),
+    operation?.hash === location.hash ? progress(operation.op) : null,
     ...rs.reactions.map((r) => [el("h2", {}, `${r.name} (${r.kind})`),
       el("p", {}, `checkpoint ${r.checkpoint} · lag ${r.lag} · timeout ${r.timeout_ms} ms · events ${r.types.join(", ")}`),
+      replayForm(tenant, r),
       r.open.length === 0 ? el("p", { class: "muted" }, "No open delivery.") :
         table(["Event", "State", "Attempt", "Failures", "Lease until", "Retry at", "Last error", ""], r.open.map((o) => [o.seq, o.state, o.attempt,
           o.failures, when(o.lease_until), when(o.run_at), long(withTimes(o.last_error)),

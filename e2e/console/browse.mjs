@@ -270,6 +270,31 @@ try {
     const ps = await api("GET", `/v1/t/${tenant}/projections`);
     check(ps.projections.some((p) => p.live.generation > 1 || p.rebuild), "the projection was rebuilt");
 
+    // Replay a policy from the reactions page: what it handled is
+    // delivered again, in order, and the page follows the operation.
+    const policy = (await api("GET", `/v1/t/${tenant}/reactions`)).reactions.find((r) => r.kind === "policy" && r.lag > 0);
+    check(policy, "a policy has events to handle");
+    const handed = (await api("POST", `/v1/t/${tenant}/reactions/claims`, { worker: "console-w", handlers: [policy.name], limit: 10 })).deliveries;
+    check(handed.length > 1, `the policy is handed its events: ${handed.length}`);
+    for (const d of handed) {
+      const r = await api("POST", `/v1/t/${tenant}/reactions/settle`, { settlements: [{ handler: d.handler, seq: d.event.seq, claim_id: d.claim_id, outcome: "succeeded" }] });
+      check(r.results[0].state === "succeeded", `delivery ${d.event.seq} settles: ${JSON.stringify(r.results[0])}`);
+    }
+    await open(page, `#/t/${tenant}/reactions`);
+    const from = handed[1].event.seq;
+    await page.fill(`#replay-${policy.name} input[name=from_seq]`, String(from));
+    await page.click(`#replay-${policy.name} >> text=Replay from`);
+    await page.waitForSelector("#operation", { timeout: 10000 });
+    await page.waitForFunction(() => document.getElementById("operation").dataset.state === "done", null, { timeout: 20000 });
+    const replayed = await page.textContent("#operation");
+    const n = handed.length - 1;
+    check(replayed.startsWith(`Replay of ${policy.name} from event ${from} to ${handed.at(-1).event.seq}: found ${n} · delivered again ${n} · still open 0 · finished`),
+      `the replay's progress reaches done with its counts: ${replayed}`);
+    const redelivered = (await api("POST", `/v1/t/${tenant}/reactions/claims`, { worker: "console-w", handlers: [policy.name], limit: 10 })).deliveries;
+    check(same(redelivered.map((d) => d.event.seq), handed.slice(1).map((d) => d.event.seq)) && redelivered.every((d) => d.replay === 1),
+      `the policy is handed the replayed events again, in order: ${redelivered.map((d) => `${d.event.seq}/${d.replay}`)}`);
+    await page.screenshot({ path: join(shots, "replay.png"), fullPage: true });
+
     for (const [hash, what] of [[`#/t/${tenant}/reactions`, "reactions"], [`#/t/${tenant}/events`, "events"]]) {
       await open(page, hash);
       check((await page.textContent("main")).length > 20, `the ${what} page shows data`);

@@ -28,10 +28,10 @@ import (
 // MaxKinds bounds the job kinds the report metrics label: past this many
 // distinct kinds (a module registering kinds by the thousand, or names
 // made up per job), a new kind is counted as OtherKind.
-const MaxKinds = 100
+const MaxKinds = api.MaxMetricKinds
 
 // OtherKind labels the reports of every kind past the first MaxKinds.
-const OtherKind = "other"
+const OtherKind = api.OtherMetricKind
 
 // Metrics are a host's metrics, in a registry of their own.
 type Metrics struct {

@@ -447,7 +447,7 @@ export class Tenant {
       if (w.keepName && !resp.headers.some(([name]) => name === HEADER_ABSENT)) this.ctx.storage.kv?.put(TENANT_KEY, w.keepName);
       const headers = new Headers();
       for (const [name, value] of resp.headers) if (!name.startsWith(RESERVED_PREFIX)) headers.append(name, value);
-      headers.set("content-type", "application/json");
+      if (!headers.has("content-type")) headers.set("content-type", "application/json"); // the module's own (GET /metrics) stands
       headers.set(HEADER_ROWS_READ, String(rowsRead));
       headers.set(HEADER_ROWS_WRITTEN, String(rowsWritten));
       return new Response(resp.body, { status: resp.status, headers });

@@ -401,3 +401,23 @@ func (s *Store) Failing(max int) (jobs []FailingJob, more bool, err error) {
 	}
 	return jobs, more, nil
 }
+
+// KindCount is how many jobs of a kind are in a state.
+type KindCount struct {
+	Kind, State string
+	Count       int64
+}
+
+// CountsByKind counts every job per kind and state (GET /metrics). The
+// kind is in no index: it reads each job once.
+func (s *Store) CountsByKind() ([]KindCount, error) {
+	rows, err := s.db.Query(`SELECT kind, state, count(*) FROM stile_jobs GROUP BY kind, state ORDER BY kind, state`)
+	if err != nil {
+		return nil, printf.Errorf("count jobs by kind: %w", err)
+	}
+	var out []KindCount
+	for rows.Next() {
+		out = append(out, KindCount{Kind: rows.Text(0), State: rows.Text(1), Count: rows.Int(2)})
+	}
+	return out, rows.Err()
+}

@@ -54,8 +54,10 @@ type Store struct {
 	// failing says settles since the last FailingChanged may have changed
 	// which deliveries are failing.
 	failing bool
-	// paused caches the paused reactions (nil: read them again).
-	paused map[string]bool
+	// paused and replaying cache the paused reactions and the replays'
+	// positions (nil: read them again).
+	paused    map[string]bool
+	replaying map[string]int64
 }
 
 // New returns a store over db; due learns how writes move due times
@@ -114,21 +116,54 @@ func (s *Store) Sync(now int64, hs []Handler) error {
 // instance and again after a pause or resume (the instance is the only
 // writer).
 func (s *Store) Paused() (map[string]bool, error) {
-	if s.paused != nil {
-		return s.paused, nil
+	if err := s.readHolds(); err != nil {
+		return nil, err
 	}
-	paused, err := s.db.TextSet(`SELECT name FROM stile_reactions WHERE paused = 1`)
-	if err != nil {
-		return nil, printf.Errorf("read paused reactions: %w", err)
-	}
-	s.paused = paused
-	return paused, nil
+	return s.paused, nil
 }
+
+// Replaying are the reactions a replay runs for, with its position: claims
+// hand out none of their deliveries after it, and no new event.
+func (s *Store) Replaying() (map[string]int64, error) {
+	if err := s.readHolds(); err != nil {
+		return nil, err
+	}
+	return s.replaying, nil
+}
+
+// readHolds reads the paused and the replaying reactions, unless known.
+func (s *Store) readHolds() error {
+	if s.paused != nil {
+		return nil
+	}
+	rows, err := s.db.Query(`SELECT name, paused, coalesce(replay_to, -1) FROM stile_reactions WHERE paused = 1 OR replay_to IS NOT NULL`)
+	if err != nil {
+		return printf.Errorf("read paused and replaying reactions: %w", err)
+	}
+	paused, replaying := map[string]bool{}, map[string]int64{}
+	for rows.Next() {
+		if rows.Int(1) == 1 {
+			paused[rows.Text(0)] = true
+		}
+		if at := rows.Int(2); at >= 0 {
+			replaying[rows.Text(0)] = at
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return printf.Errorf("read paused and replaying reactions: %w", err)
+	}
+	s.paused, s.replaying = paused, replaying
+	return nil
+}
+
+// Forget drops what the store keeps of what it read (a transaction that
+// wrote it rolled back).
+func (s *Store) Forget() { s.paused, s.replaying = nil, nil }
 
 // SetPaused pauses or resumes a registered reaction. Resuming wakes held
 // claims: its events may be claimed again.
 func (s *Store) SetPaused(now int64, handler string, paused bool) error {
-	s.paused = nil // read again from what commits
+	s.Forget() // read again from what commits
 	p := 0
 	if paused {
 		p = 1
@@ -174,20 +209,28 @@ func (s *Store) Checkpoint(name string) (int64, error) {
 }
 
 const entryColumns = `handler, seq, state, claim_id, worker, attempt, failures, claimed_at, lease_until,
-	COALESCE(run_at, 0), COALESCE(error, ''), COALESCE(outcome, '')`
+	COALESCE(run_at, 0), COALESCE(error, ''), COALESCE(outcome, ''), replays`
 
 func scanEntry(r *do.Rows) inbox.Entry {
 	return inbox.Entry{Handler: r.Text(0), Seq: r.Int(1), State: inbox.State(r.Text(2)), ClaimID: r.Text(3),
 		Worker: r.Text(4), Attempt: r.Int(5), Failures: r.Int(6), ClaimedAt: r.Int(7), LeaseUntil: r.Int(8),
-		RunAt: r.Int(9), Error: r.Text(10), Reported: inbox.Outcome(r.Text(11))}
+		RunAt: r.Int(9), Error: r.Text(10), Reported: inbox.Outcome(r.Text(11)), Replays: r.Int(12)}
 }
 
 // open reads a handler's first n open entries, in event order.
 func (s *Store) open(handler string, n int) ([]inbox.Entry, error) {
+	return s.openUpTo(handler, n, noBound)
+}
+
+// noBound is the bound of a handler no replay holds.
+const noBound = 1<<53 - 1 // the largest integer the host's value codec carries
+
+// openUpTo reads a handler's first n open entries up to seq upTo.
+func (s *Store) openUpTo(handler string, n int, upTo int64) ([]inbox.Entry, error) {
 	// INDEXED BY: without statistics SQLite would walk the primary key
 	// through every settled delivery of the handler.
 	rows, err := s.db.Query(`SELECT `+entryColumns+` FROM stile_inbox INDEXED BY stile_inbox_open
-		WHERE handler = ? AND state IN ('pending', 'retry', 'ready') ORDER BY seq`+do.Limit(n), handler)
+		WHERE handler = ? AND seq <= ? AND state IN ('pending', 'retry', 'ready') ORDER BY seq`+do.Limit(n), handler, upTo)
 	if err != nil {
 		return nil, printf.Errorf("read the open deliveries of %s: %w", handler, err)
 	}
@@ -225,7 +268,8 @@ func (s *Store) EarlierOpen(handler string, seq int64) (bool, error) {
 // order: first what its open head allows again (a lease run out, a retry
 // due, and the rest of that claim's run), else its next new events. A
 // handler whose head is in flight or waiting is passed over, and so is a
-// paused one.
+// paused one. A replaying one is handed out only its open deliveries up
+// to the replay's position, and no new events.
 //
 // maxBytes, if not 0, bounds the events' bytes (eventstore's Event.Bytes)
 // the claim hands out: new events stop there, a handler's run always goes
@@ -236,6 +280,10 @@ func (s *Store) Claim(now int64, worker string, hs []Handler, limit int, maxByte
 	if err != nil {
 		return nil, err
 	}
+	replaying, err := s.Replaying()
+	if err != nil {
+		return nil, err
+	}
 	var out []Delivery
 	used := int64(0)
 	for _, h := range hs {
@@ -243,7 +291,11 @@ func (s *Store) Claim(now int64, worker string, hs []Handler, limit int, maxByte
 			break
 		}
 		n := min(limit-len(out), max(h.Batch, 1))
-		open, err := s.open(h.Name, n)
+		upTo, replay := replaying[h.Name]
+		if !replay {
+			upTo = noBound
+		}
+		open, err := s.openUpTo(h.Name, n, upTo)
 		if err != nil {
 			return nil, err
 		}
@@ -253,10 +305,13 @@ func (s *Store) Claim(now int64, worker string, hs []Handler, limit int, maxByte
 				return nil, err
 			}
 			used += deliveryBytes(ds)
-			if len(ds) < len(open) || len(ds) == n || maxBytes > 0 && used >= maxBytes {
+			if replay || len(ds) < len(open) || len(ds) == n || maxBytes > 0 && used >= maxBytes {
 				out = append(out, ds...)
 				continue // the rest waits behind what is still open
 			}
+		}
+		if replay {
+			continue // its new events wait for the replay to end
 		}
 		// Nothing is left open: the handler's next new events, in the
 		// same run, held after what it already holds.
@@ -555,13 +610,20 @@ func (s *Store) Claimable(now int64, h Handler) (bool, error) {
 	if paused, err := s.Paused(); err != nil || paused[h.Name] {
 		return false, err
 	}
-	open, err := s.open(h.Name, 1)
+	upTo, replay := s.replaying[h.Name]
+	if !replay {
+		upTo = noBound
+	}
+	open, err := s.openUpTo(h.Name, 1, upTo)
 	if err != nil {
 		return false, err
 	}
 	if len(open) > 0 {
 		v, _ := inbox.Head(&open[0], now)
 		return v == inbox.Redeliver, nil
+	}
+	if replay {
+		return false, nil // its new events wait for the replay to end
 	}
 	cp, err := s.Checkpoint(h.Name)
 	if err != nil {
