@@ -209,6 +209,19 @@ type rmModel struct {
 	// nudgeDue is when each key's collecting job comes due (the alarm's
 	// business until a request at or after it makes the job ready).
 	nudgeDue map[string]int64
+	// lookLo and lookHi bound when the tenant looks at what is failing,
+	// for the directory (api.FailingNoteDelay after a delivery failed or
+	// succeeded after failing, at most every api.FailingNoteEvery): the
+	// alarm may be set for it (0: no look pending).
+	lookLo, lookHi int64
+}
+
+// failingChanged notes that what is failing changed at now.
+func (md *rmModel) failingChanged(now int64) {
+	if md.lookLo == 0 {
+		md.lookLo = now + api.FailingNoteDelay.Milliseconds()
+	}
+	md.lookHi = max(md.lookHi, now+(api.FailingNoteDelay+api.FailingNoteEvery).Milliseconds())
 }
 
 func (md *rmModel) fail(format string, args ...any) {
@@ -234,6 +247,9 @@ func (md *rmModel) begin() int64 {
 	now := md.clock.Now()
 	md.req++
 	md.lastNow = now
+	if md.lookHi != 0 && now > md.lookHi {
+		md.lookLo, md.lookHi = 0, 0 // every look there was to do is done
+	}
 	for k, at := range md.nudgeDue {
 		if at <= now {
 			delete(md.nudgeDue, k) // the job is ready: nothing more is due of it
@@ -782,7 +798,7 @@ func (md *rmModel) checkAlarm() {
 	switch {
 	case got == 0 && upper != math.MaxInt64:
 		md.fail("no alarm is set, but a lease, a retry or the projections' catch-up is due by %s", md.at(upper))
-	case got != 0 && (got < lower || got > upper):
+	case got != 0 && (got < lower || got > upper) && (md.lookLo == 0 || got < md.lookLo || got > md.lookHi):
 		hi := "never"
 		if upper != math.MaxInt64 {
 			hi = md.at(upper)
@@ -1327,6 +1343,9 @@ func (md *rmModel) settled(w *rmWorker, s api.Settlement, res api.SettleResult) 
 	if e.successes > 0 {
 		md.fail("%s: event %d of %s succeeded a second time", where, s.Seq, s.Handler)
 	}
+	if e.failures > 0 {
+		md.failingChanged(now) // a failing delivery no longer is
+	}
 	if len(md.commit(s.Commands, evs, ps)) > 0 {
 		md.projectionsDue(now)
 	}
@@ -1356,6 +1375,7 @@ func (md *rmModel) retry(e *rmEntry, now int64, msg string, delay int64) {
 		e.runLo, e.runHi, e.lastErr = now+delay, now+delay, ""
 	} else {
 		e.failures++
+		md.failingChanged(now)
 		d := int64(rmBackoffMs)
 		for i := int64(1); i < e.failures && d < rmMaxBackoffMs; i++ {
 			d *= 2
@@ -1631,6 +1651,11 @@ func (md *rmModel) checkEnd() {
 	}
 	md.fireDue() // the projections catch up on the drain's events
 	md.checkAlarm()
+	if md.lookHi != 0 {
+		// The tenant's last look at what is failing, for the directory.
+		md.clock.Advance(time.Duration(md.lookHi-md.clock.Now()+1) * time.Millisecond)
+		md.fireDue()
+	}
 	if at := md.m.AlarmAt(md.tenant); at != 0 {
 		md.fail("after the drain an alarm is still set at %s", md.at(at))
 	}

@@ -30,6 +30,9 @@ func (t *Tenant) statusBody(now int64) api.Status {
 		if t.retain.due != 0 && (at == 0 || t.retain.due < at) {
 			at = t.retain.due
 		}
+		if f := t.fail.due(); f != 0 && t.name != "" && (at == 0 || f < at) {
+			at = f // a look at what is failing, for the directory
+		}
 		st.AlarmAt = tsPtr(at)
 	}
 	return st
