@@ -114,6 +114,7 @@ func (v Job) AppendJSON(b []byte) []byte {
 	o.RawOmit("output", v.Output)
 	o.StrOmit("last_error", v.LastError)
 	o.Strings("tags", v.Tags)
+	o.RawOmit("progress", v.Progress)
 	o.StrOmit("unique_key", v.UniqueKey)
 	o.StrOmit("concurrency_key", v.ConcurrencyKey)
 	o.StrOmit("rate_key", v.RateKey)
@@ -288,6 +289,7 @@ func (v HeartbeatRequest) AppendJSON(b []byte) []byte {
 	o.Str("worker", v.Claim.Worker)
 	o.Int("attempt", v.Claim.Attempt)
 	o.Str("lease_token", v.Claim.LeaseToken)
+	o.RawOmit("progress", v.Progress)
 	return o.End()
 }
 
@@ -2108,10 +2110,17 @@ func (v *Claim) field(r *jsonwire.Reader, key string) (ok bool, err error) {
 //go:noinline
 func (v *HeartbeatRequest) decode(r *jsonwire.Reader) error {
 	return jsonwire.DecodeObject(r, func(key string) error {
-		if ok, err := v.Claim.field(r, key); ok {
-			return err
+		var err error
+		switch key {
+		case "progress":
+			v.Progress, err = r.Raw()
+		default:
+			if ok, err := v.Claim.field(r, key); ok {
+				return err
+			}
+			return r.Unknown(key)
 		}
-		return r.Unknown(key)
+		return err
 	})
 }
 

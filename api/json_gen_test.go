@@ -52,7 +52,7 @@ func fxJob() api.Job {
 	return api.Job{ID: "1", Kind: "k\\\t\x01", Queue: "q", Priority: 2, Args: fxRaw, State: "completed", Attempt: 2,
 		Failures: 1, MaxAttempts: 5, LeaseMs: 100, TimeoutMs: 200, RunAt: fxAt, CreatedAt: fxAt, FinishedAt: &fxLater,
 		Output: json.RawMessage(`"out"`), LastError: "e", Tags: []string{"a"}, UniqueKey: "u", ConcurrencyKey: "ck", RateKey: "rk",
-		DebounceKey: "d", Keep: "all", Collapsed: 3, ThrottleKey: "t", PendingParents: 2, RunRegardless: true, CancelRequestedAt: &fxLater, Existing: true, Running: &run,
+		DebounceKey: "d", Keep: "all", Collapsed: 3, ThrottleKey: "t", PendingParents: 2, RunRegardless: true, CancelRequestedAt: &fxLater, Existing: true, Running: &run, Progress: json.RawMessage(`{"done":1}`),
 		DependsOn:  []api.Dependency{fxDependency()},
 		Attempts:   []api.Attempt{fxAttempt()},
 		Rejections: []api.Rejection{fxRejection()}, RanAgain: "ran 2 times: …", Waiting: "its queue q is paused"}
@@ -148,7 +148,7 @@ var fixtures = map[string]any{
 	"ClaimResponse":        api.ClaimResponse{Now: fxAt, Jobs: []api.ClaimedJob{fxClaimedJob()}, More: true, RetryAfterMs: 1000},
 	"ClaimedJob":           fxClaimedJob(),
 	"Claim":                fxClaim(),
-	"HeartbeatRequest":     api.HeartbeatRequest{Claim: fxClaim()},
+	"HeartbeatRequest":     api.HeartbeatRequest{Claim: fxClaim(), Progress: json.RawMessage(`{"done":3}`)},
 	"HeartbeatResponse":    api.HeartbeatResponse{Now: fxAt, LeaseUntil: fxLater, CancelRequested: true},
 	"Push":                 api.Push{Tenant: "acme", IDs: []string{"p1"}, Jobs: 3, Kinds: []string{"email"}, Reactions: []string{"log"}, LingerMs: 1000},
 	"PushRequest":          api.PushRequest{Tenant: "acme", ID: "p1", Jobs: 3, Kinds: []string{"email"}, Reactions: []string{"log"}, LingerMs: 1000},

@@ -22,8 +22,10 @@ const (
 
 // Heartbeat extends the lease of a live claim, as far as fence.ExtendLease
 // allows, and says whether a cancel was requested. A refused heartbeat is
-// audited and returned as a *api.Error.
-func (s *Store) Heartbeat(now, id int64, c fence.Claim) (leaseUntil int64, cancel bool, err error) {
+// audited and returned as a *api.Error, and writes nothing else. progress,
+// when not nil, is the handler's progress (JSON, checked by the caller),
+// stored with the heartbeat under the same guard: fenced like an output.
+func (s *Store) Heartbeat(now, id int64, c fence.Claim, progress []byte) (leaseUntil int64, cancel bool, err error) {
 	j, err := s.getFence(id)
 	if err != nil {
 		return 0, false, err
@@ -37,8 +39,14 @@ func (s *Store) Heartbeat(now, id int64, c fence.Claim) (leaseUntil int64, cance
 	// Written even when the lease cannot grow (it is cut at the time
 	// limit): the heartbeat is counted for the attempt's timeline.
 	until := fence.ExtendLease(j.Job, now)
-	rows, err := s.db.Query(`UPDATE stile_jobs SET lease_until = ?, heartbeats = heartbeats + 1, last_heartbeat_at = ?
-		WHERE `+liveLease+` RETURNING id`, until, now, id, j.Attempt, j.Worker, j.LeaseToken, now)
+	// A nil progress binds NULL: the coalesce keeps the last one.
+	var p any
+	if progress != nil {
+		p = string(progress)
+	}
+	rows, err := s.db.Query(`UPDATE stile_jobs SET lease_until = ?, heartbeats = heartbeats + 1, last_heartbeat_at = ?,
+		progress = coalesce(?, progress)
+		WHERE `+liveLease+` RETURNING id`, until, now, p, id, j.Attempt, j.Worker, j.LeaseToken, now)
 	if err != nil {
 		return 0, false, printf.Errorf("extend lease of job %d: %w", id, err)
 	}
