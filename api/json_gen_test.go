@@ -246,7 +246,12 @@ var fixtures = map[string]any{
 	"ProjectionsResponse":   api.ProjectionsResponse{Projections: []api.ProjectionStatus{fxProjection()}},
 	"QueryResult":           api.QueryResult{Rows: []json.RawMessage{json.RawMessage(`{"a":1}`), fxRaw}, Truncated: true, Projection: fxQueryProjection()},
 	"QueryProjection":       *fxQueryProjection(),
+	"WatchFilter":           api.WatchFilter{Job: "7", Kind: "email"},
+	"Change":                api.Change{Jobs: []api.JobChange{fxJobChange}, Reactions: []string{"log"}, Projections: []string{"counts"}, More: true},
+	"JobChange":             fxJobChange,
 }
+
+var fxJobChange = api.JobChange{ID: "7", Kind: "k\u2028", State: "running", Attempt: 2, Progress: json.RawMessage(`{"done":1}`), ProgressOmitted: true}
 
 // fxUsage counts one of everything.
 var fxUsage = api.Usage{Requests: 1, Alarms: 2, RowsRead: 3, RowsWritten: 4, ModuleMicros: 5, Pushes: 6}
@@ -265,6 +270,8 @@ var decoders = map[string]func([]byte) (any, error){
 	"Retention":            dec(api.DecodeRetention),
 	"Budget":               dec(api.DecodeBudget),
 	"DirectoryNote":        dec(api.DecodeDirectoryNote),
+	"WatchFilter":          dec(api.DecodeWatchFilter),
+	"Change":               dec(api.DecodeChange),
 	"ReportRequest":        dec(api.DecodeReport),
 	"BatchReportRequest":   dec(api.DecodeReportBatch),
 	"CancelRequest":        dec(api.DecodeCancel),

@@ -66,6 +66,7 @@ var (
 	RouteRetention     = Route{"GET", "retention"}
 	RoutePutRetention  = Route{"PUT", "retention"}
 	RouteUsage         = Route{"GET", "usage"}
+	RouteWatch         = Route{"GET", "watch"}
 	RoutePutBudget     = Route{"PUT", "budget"}
 	RouteDelBudget     = Route{"DELETE", "budget"}
 	RouteMigrate       = Route{"POST", "migrations"}

@@ -113,6 +113,7 @@ func runSuite(t *testing.T, tg target) {
 		{name: "AlarmExpiresLease", run: scenarioAlarmExpiresLease},
 		{name: "HeartbeatExtendsLease", run: scenarioHeartbeat},
 		{name: "ProgressFencedLikeOutput", run: scenarioProgress},
+		{name: "Watch", run: scenarioWatch},
 		{name: "FenceRefusals", run: scenarioFenceRefusals},
 		{name: "DuplicateReport", run: scenarioDuplicateReport},
 		{name: "FailureRetryDead", run: scenarioFailureRetryDead},

@@ -525,6 +525,7 @@ func (t *Tenant) inTx(c *call) error {
 func (t *Tenant) rolledBack(err error) do.Response {
 	t.due.Unknown() // what the stores reported did not commit
 	t.store.Woke()  // nor what they woke
+	t.store.Changes()
 	t.reactions.Woke()
 	t.events.Appended()
 	resp := errorResponse(api.Internal(err.Error()))
@@ -579,6 +580,7 @@ func (t *Tenant) afterCommit(c *call) error {
 		c.dueEnded = false
 		t.due.Unknown() // a refusal rolled back what the stores reported
 		t.store.Woke()
+		t.store.Changes()
 		t.reactions.Woke()
 		appended = false
 	}
@@ -640,6 +642,9 @@ func (t *Tenant) respond(c *call) (do.Response, error) {
 		}
 	}
 	jobsWoke, reactionsWoke := t.wake(&resp)
+	if h, ok := t.changes(); ok {
+		resp.Headers = append(resp.Headers, h)
+	}
 	idle := res.idle
 	if c.req.Headers.Get(do.HeaderExecutor) != "" && t.name != "" {
 		// A single enqueue, with no due work, made one job ready.

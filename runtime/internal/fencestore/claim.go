@@ -171,6 +171,7 @@ func (s *Store) Claim(now int64, req ClaimRequest) (jobs []Job, cut bool, err er
 	for rows.Next() {
 		j := s.scanJob(rows)
 		s.due.Added(j.LeaseUntil)
+		s.changed(j.ID, j.Kind, j.State, j.Attempt, nil)
 		out = append(out, j)
 		claimed += j.bytes()
 	}

@@ -32,6 +32,9 @@ type Store struct {
 	ratesKnown int8
 
 	woke Wake
+	// changes are the jobs the writes changed, for watchers (Changes).
+	changes     []Change
+	changesMore bool
 	// paused caches the paused queues (nil: read them again).
 	paused map[string]bool
 	// queues are queue names known to count against MaxQueues (nil: not

@@ -1,0 +1,114 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stile-run/stile/api"
+	"github.com/stile-run/stile/client"
+	stiletoken "github.com/stile-run/stile/token"
+)
+
+// nextJobChange reads w until a change of job id arrives, and returns
+// it; other jobs' changes are skipped, and each skipped change is given to
+// skipped (nil: ignored).
+func (s *scenario) nextJobChange(w *client.Watch, id string) api.JobChange {
+	s.t.Helper()
+	for {
+		c, err := w.Next(s.ctx)
+		require.NoError(s.t, err, "waiting for a change of job %s", id)
+		for _, j := range c.Jobs {
+			if j.ID == id {
+				return j
+			}
+		}
+	}
+}
+
+func (s *scenario) watch(f api.WatchFilter) *client.Watch {
+	s.t.Helper()
+	w, err := s.ten.Watch(s.ctx, f)
+	require.NoError(s.t, err, "watch %+v", f)
+	s.t.Cleanup(func() { w.Close() })
+	return w
+}
+
+// scenarioWatch: a watch receives the state changes of the jobs it
+// follows, in order, and their progress; a refused heartbeat's progress
+// sends nothing; filters leave out what they do not follow; a watch is
+// refused like any read (token, role, filter) and must be a WebSocket.
+func scenarioWatch(s *scenario) {
+	t := s.t
+	all := s.watch(api.WatchFilter{})
+	echoes := s.watch(api.WatchFilter{Kind: "test.echo"})
+
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.fast"})
+	ch := s.nextJobChange(all, j.ID)
+	require.Equal(t, api.JobChange{ID: j.ID, Kind: "test.fast", State: "available", Attempt: 0}, ch)
+
+	one := s.watch(api.WatchFilter{Job: j.ID})
+	c := s.claim("wa", 1, 1)[0]
+	ch = s.nextJobChange(one, j.ID)
+	require.Equal(t, "running", ch.State)
+	require.Equal(t, int64(1), ch.Attempt)
+
+	_, err := s.ten.HeartbeatProgress(s.ctx, j.ID, claimOf(c, "wa"), json.RawMessage(`{"step": "zwei", "done": 2}`))
+	require.NoError(t, err)
+	ch = s.nextJobChange(one, j.ID)
+	require.Equal(t, "running", ch.State)
+	require.JSONEq(t, `{"step":"zwei","done":2}`, string(ch.Progress))
+
+	// A refused heartbeat's progress changes nothing and sends nothing:
+	// the next change of the job is its report.
+	_, err = s.ten.HeartbeatProgress(s.ctx, j.ID, api.Claim{Worker: "intruder", Attempt: c.Attempt, LeaseToken: c.LeaseToken}, json.RawMessage(`{"done":99}`))
+	requireCode(t, err, http.StatusConflict, api.CodeOtherWorker)
+	_, err = s.ten.Report(s.ctx, j.ID, completed(claimOf(c, "wa"), `1`))
+	require.NoError(t, err)
+	ch = s.nextJobChange(one, j.ID)
+	require.Equal(t, "completed", ch.State, "the refused heartbeat sent nothing")
+	require.Empty(t, ch.Progress)
+
+	// The unfiltered watch saw the same, in order.
+	for _, want := range []string{"running", "running", "completed"} {
+		require.Equal(t, want, s.nextJobChange(all, j.ID).State)
+	}
+
+	// The kind's watch saw none of it: its first change is its kind's.
+	e := s.enqueue(api.EnqueueRequest{Kind: "test.echo"})
+	first, err := echoes.Next(s.ctx)
+	require.NoError(t, err)
+	require.Len(t, first.Jobs, 1)
+	require.Equal(t, e.ID, first.Jobs[0].ID)
+
+	// Refusals, each with its one-line answer.
+	_, err = s.ten.Watch(s.ctx, api.WatchFilter{Job: "abc"})
+	requireCode(t, err, http.StatusBadRequest, api.CodeInvalidRequest)
+	_, err = client.New(s.tg.client().BaseURL(), "not-the-token", nil).Tenant(s.ten.Name()).Watch(s.ctx, api.WatchFilter{})
+	requireCode(t, err, http.StatusUnauthorized, api.CodeUnauthorized)
+	_, err = s.tg.client().Tenant("never-created-watch").Watch(s.ctx, api.WatchFilter{})
+	requireCode(t, err, http.StatusNotFound, api.CodeTenantNotFound)
+	status, out, err := s.tg.client().Raw(s.ctx, "GET", api.RouteWatch.Path(s.ten.Name()), nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusUpgradeRequired, status, "%s", out)
+	var refusal api.Error
+	require.NoError(t, json.Unmarshal(out, &refusal))
+	require.Equal(t, api.CodeUpgradeRequired, refusal.Code)
+
+	// A reader may watch; a token for another tenant may not.
+	later := time.Now().Add(time.Hour)
+	reader, err := stiletoken.Mint(token, stiletoken.Claims{ID: "watcher", Scope: s.ten.Name(), Role: api.RoleReader, Exp: later.Unix()})
+	require.NoError(t, err)
+	rw, err := client.New(s.tg.client().BaseURL(), reader, nil).Tenant(s.ten.Name()).Watch(s.ctx, api.WatchFilter{Job: e.ID})
+	require.NoError(t, err)
+	defer rw.Close()
+	other, err := stiletoken.Mint(token, stiletoken.Claims{ID: "other", Scope: "elsewhere", Role: api.RoleAdmin, Exp: later.Unix()})
+	require.NoError(t, err)
+	_, err = client.New(s.tg.client().BaseURL(), other, nil).Tenant(s.ten.Name()).Watch(s.ctx, api.WatchFilter{})
+	requireCode(t, err, http.StatusForbidden, api.CodeForbidden)
+	_, err = s.ten.Cancel(s.ctx, e.ID, "")
+	require.NoError(t, err)
+	require.Equal(t, "cancelled", s.nextJobChange(rw, e.ID).State)
+}
