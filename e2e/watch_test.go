@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"encoding/json"
 	"net/http"
+	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -13,8 +14,7 @@ import (
 )
 
 // nextJobChange reads w until a change of job id arrives, and returns
-// it; other jobs' changes are skipped, and each skipped change is given to
-// skipped (nil: ignored).
+// it; other jobs' changes are skipped.
 func (s *scenario) nextJobChange(w *client.Watch, id string) api.JobChange {
 	s.t.Helper()
 	for {
@@ -111,4 +111,49 @@ func scenarioWatch(s *scenario) {
 	_, err = s.ten.Cancel(s.ctx, e.ID, "")
 	require.NoError(t, err)
 	require.Equal(t, "cancelled", s.nextJobChange(rw, e.ID).State)
+}
+
+// TestWorkerdWatchOutlivesTheInstance: a watch is a hibernatable WebSocket
+// whose filter is its attachment, so the object keeps nothing of it in
+// memory. Left idle with only the watch open, the object is evicted by
+// workerd itself (its hibernation: a new instance answers next, and the
+// runtime still holds the socket), and the new instance sends the watch
+// the changes all the same.
+func TestWorkerdWatchOutlivesTheInstance(t *testing.T) {
+	t.Parallel()
+	w := startWorkerd(t)
+	s := newScenario(t, w)
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.fast"})
+	watch := s.watch(api.WatchFilter{Job: j.ID})
+
+	type instance struct {
+		Instance string `json:"instance"`
+		Sockets  int    `json:"sockets"`
+	}
+	read := func() instance {
+		status, b, err := w.cl.Raw(s.ctx, "GET", "/v1/t/"+s.ten.Name()+"/__instance", nil, nil)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, status, string(b))
+		var in instance
+		require.NoError(t, json.Unmarshal(b, &in))
+		return in
+	}
+	before := read()
+	require.Equal(t, 1, before.Sockets)
+	// Every request keeps the object in memory: look only after a
+	// silence longer than workerd's idle time (about 10 s).
+	after := before
+	for range 6 {
+		time.Sleep(15 * time.Second)
+		if after = read(); after.Instance != before.Instance {
+			break
+		}
+	}
+	require.NotEqual(t, before.Instance, after.Instance, "workerd evicted the idle object: a new instance answers")
+	require.Equal(t, 1, after.Sockets, "the runtime kept the watch through the eviction")
+
+	c := s.claim("after-eviction", 1, 1)[0]
+	require.Equal(t, j.ID, c.ID)
+	ch := s.nextJobChange(watch, j.ID)
+	require.Equal(t, "running", ch.State, "the new instance sent the change to the watch the old one accepted")
 }

@@ -16,6 +16,7 @@ import {
   API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_ABSENT, HEADER_CREATE, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_DB_BYTES, HEADER_MODULE, HEADER_USAGE, HEADER_ROWS_READ, HEADER_ROWS_WRITTEN, HEADER_TENANT, MODULE_VERSION, HEADER_TOKEN_ID, STORAGE_SUFFIX, INTERNAL_PREFIX, ANSWER_LOST_PREFIX,
   HEADERS_TOO_LARGE, INVALID_TENANT, MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_TENANTS_PAGE, MAX_WAIT_MS, NO_ROUTE_HINT, PRINCIPAL_ADMIN, PUSH_FAILED,
   TENANTS_PATH, TENANT_PATTERN, WRONG_OBJECT,
+  HEADER_CHANGES, HEADER_ROUTE, WATCH_PROTOCOL, WATCH_ROUTE, WATCH_SUFFIX, WATCH_TOKEN_PREFIX,
 } from "./config.mjs";
 
 const tenantRe = new RegExp(TENANT_PATTERN);
@@ -41,6 +42,31 @@ function decodedPath(url) {
 }
 
 const forbidden = (message) => json(403, { code: "forbidden", message });
+
+// credential is a request's Authorization header or, for a watch that has
+// none (a browser's WebSocket cannot set it), the token it offers as a
+// subprotocol, as api.WatchAuthorization reads it.
+function credential(request) {
+  const auth = request.headers.get("authorization");
+  if (auth !== null || request.method !== "GET" || !new URL(request.url).pathname.endsWith(WATCH_SUFFIX)) return auth ?? "";
+  for (const p of (request.headers.get("sec-websocket-protocol") ?? "").split(",")) {
+    const v = p.trim();
+    if (v.startsWith(WATCH_TOKEN_PREFIX) && v.length > WATCH_TOKEN_PREFIX.length) return "Bearer " + v.slice(WATCH_TOKEN_PREFIX.length);
+  }
+  return "";
+}
+
+// changeFor is the part of a change (api.Change) a watch with filter f
+// receives, or null: api.Change.For.
+function changeFor(c, f) {
+  if (!f.job && !f.kind) return c.jobs?.length || c.reactions?.length || c.projections?.length || c.more ? c : null;
+  const jobs = (c.jobs ?? []).filter((j) => (!f.job || j.id === f.job) && (!f.kind || j.kind === f.kind));
+  if (jobs.length === 0 && !c.more) return null;
+  const out = {};
+  if (jobs.length) out.jobs = jobs;
+  if (c.more) out.more = true;
+  return out;
+}
 
 // checkPath refuses a path, as the client sent it, that names its resource
 // ambiguously, with api.CheckPath's words: an empty segment ("//"; a
@@ -85,7 +111,7 @@ export default {
     if (!env.STILE_TOKEN) {
       return internal("the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`");
     }
-    const who = await authenticate(request.headers.get("authorization") ?? "", env);
+    const who = await authenticate(credential(request), env);
     if (who.refusal) return json(who.status ?? 401, who.refusal);
     const path = decodedPath(url);
     if (path === TENANTS_PATH && who.scope !== "*") {
@@ -308,6 +334,8 @@ export class Tenant {
       // listing right after it must not name the tenant.
       if (JSON.parse(note[1]).erased) resp.noted = noted;
     }
+    const changes = resp.headers.find(([name]) => name === HEADER_CHANGES);
+    if (changes) this.sendChanges(changes[1]);
     const push = this.env.EXECUTOR && resp.headers.find(([name]) => name === HEADER_PUSH);
     if (push) {
       // Outside the module's transaction, and never awaited by the
@@ -316,6 +344,60 @@ export class Tenant {
       for (const id of plan.ids) this.ctx.waitUntil(this.deliver(plan, id));
     }
   }
+
+  // sendChanges sends a call's changes (stile-changes) to the watches
+  // their filters let them through. The watches are the runtime's
+  // hibernatable WebSockets, each with its filter as its attachment: the
+  // object keeps nothing of them in memory, so an instance that was
+  // evicted (or never saw the watch start) sends to them all the same.
+  sendChanges(header) {
+    const sockets = this.ctx.getWebSockets();
+    if (sockets.length === 0) return;
+    let c;
+    try {
+      c = JSON.parse(header);
+    } catch {
+      c = { more: true };
+    }
+    for (const ws of sockets) {
+      const part = changeFor(c, ws.deserializeAttachment() ?? {});
+      if (!part) continue;
+      try {
+        ws.send(JSON.stringify(part));
+      } catch {
+        // closing: the runtime drops it
+      }
+    }
+  }
+
+  // watch answers a watch the module accepted (its answer: the filter) by
+  // accepting a hibernatable WebSocket, so an idle watch keeps the object
+  // neither in memory nor billed.
+  watch(request, filterBody) {
+    if ((request.headers.get("upgrade") ?? "").toLowerCase() !== "websocket") {
+      return json(426, { code: "upgrade_required", message: `GET /v1/t/${this.tenant}/watch is a WebSocket: send it as an upgrade (Upgrade: websocket)` });
+    }
+    const filter = JSON.parse(new TextDecoder().decode(filterBody));
+    const [client, server] = Object.values(new WebSocketPair());
+    this.ctx.acceptWebSocket(server);
+    server.serializeAttachment(filter);
+    const offered = (request.headers.get("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim());
+    const headers = offered.includes(WATCH_PROTOCOL) ? { "sec-websocket-protocol": WATCH_PROTOCOL } : {};
+    return new Response(null, { status: 101, webSocket: client, headers });
+  }
+
+  // A watch sends nothing the object reads.
+  webSocketMessage() {}
+
+  webSocketClose(ws, code) {
+    try {
+      ws.close(code === 1005 || code === 1006 ? 1000 : code, "");
+    } catch {
+      // already closed
+    }
+  }
+
+  webSocketError() {}
 
   // noteDirectory tells the directory what the module said of the tenant
   // (its first use, ready or idle); a failure never fails the tenant.
@@ -366,7 +448,7 @@ export class Tenant {
     if (!this.env.STILE_TOKEN) {
       return internal("the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`");
     }
-    const who = await authenticate(request.headers.get("authorization") ?? "", this.env);
+    const who = await authenticate(credential(request), this.env);
     if (who.refusal) return json(who.status ?? 401, who.refusal);
     const url = new URL(request.url);
     const path = decodedPath(url);
@@ -439,6 +521,9 @@ export class Tenant {
       }
       if (resp.noted) await resp.noted;
       if (w.keepName && !resp.headers.some(([name]) => name === HEADER_ABSENT)) this.ctx.storage.kv?.put(TENANT_KEY, w.keepName);
+      if (resp.status === 200 && resp.headers.some(([name, value]) => name === HEADER_ROUTE && value === WATCH_ROUTE)) {
+        return this.watch(request, resp.body);
+      }
       const headers = new Headers();
       for (const [name, value] of resp.headers) if (!name.startsWith(RESERVED_PREFIX)) headers.append(name, value);
       headers.set("content-type", "application/json");
