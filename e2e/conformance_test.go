@@ -114,6 +114,8 @@ func runSuite(t *testing.T, tg target) {
 		{name: "HeartbeatExtendsLease", run: scenarioHeartbeat},
 		{name: "ProgressFencedLikeOutput", run: scenarioProgress},
 		{name: "Watch", run: scenarioWatch},
+		{name: "WatchEvents", run: scenarioWatchEvents},
+		{name: "WatchSendsOnlyCommitted", run: scenarioWatchSendsOnlyCommitted},
 		{name: "FenceRefusals", run: scenarioFenceRefusals},
 		{name: "DuplicateReport", run: scenarioDuplicateReport},
 		{name: "FailureRetryDead", run: scenarioFailureRetryDead},

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/client"
+	"github.com/stile-run/stile/e2e/testapp"
 	stiletoken "github.com/stile-run/stile/token"
 )
 
@@ -156,4 +158,63 @@ func TestWorkerdWatchOutlivesTheInstance(t *testing.T) {
 	require.Equal(t, j.ID, c.ID)
 	ch := s.nextJobChange(watch, j.ID)
 	require.Equal(t, "running", ch.State, "the new instance sent the change to the watch the old one accepted")
+}
+
+// scenarioWatchSendsOnlyCommitted: a request whose transaction rolled
+// back (a trap as it records a report) sends nothing: the watch's next
+// change is the progress published after it, with the job still running.
+func scenarioWatchSendsOnlyCommitted(s *scenario) {
+	t := s.t
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.fast", LeaseMs: 10_000})
+	w := s.watch(api.WatchFilter{Job: j.ID})
+	c := s.claim("wc", 1, 1)[0]
+	require.Equal(t, "running", s.nextJobChange(w, j.ID).State)
+
+	s.tg.injectFault(t, s.ten.Name(), "UPDATE stile_jobs SET state = ?,", 1)
+	_, err := s.ten.Report(s.ctx, j.ID, completed(claimOf(c, "wc"), `1`))
+	require.Error(t, err, "the report trapped")
+	s.tg.injectFault(t, s.ten.Name(), "", 0)
+
+	_, err = s.ten.HeartbeatProgress(s.ctx, j.ID, claimOf(c, "wc"), json.RawMessage(`{"after":"the trap"}`))
+	require.NoError(t, err)
+	ch := s.nextJobChange(w, j.ID)
+	require.Equal(t, "running", ch.State, "the rolled-back report sent nothing")
+	require.JSONEq(t, `{"after":"the trap"}`, string(ch.Progress))
+}
+
+// scenarioWatchEvents: a watch hears of the reactions whose deliveries
+// changed (a claim, a settlement) and of the projections that applied
+// events.
+func scenarioWatchEvents(s *scenario) {
+	t := s.t
+	w := s.watch(api.WatchFilter{})
+	s.note("watched", testapp.NoteData{N: 1})
+	s.caughtUp(false)
+	s.nextChangeThat(w, "the notes projection applied the event", func(c api.Change) bool {
+		return slices.Contains(c.Projections, testapp.NotesProjection)
+	})
+	resp, err := s.ten.ClaimReactions(s.ctx, api.ReactionClaimRequest{Worker: "watcher", Handlers: []string{testapp.AuditPolicy}, Limit: 10})
+	require.NoError(t, err)
+	require.NotEmpty(t, resp.Deliveries)
+	s.nextChangeThat(w, "the audit policy's delivery was claimed", func(c api.Change) bool {
+		return slices.Contains(c.Reactions, testapp.AuditPolicy)
+	})
+	for _, d := range resp.Deliveries {
+		s.settleOne(succeeded(d))
+	}
+	s.nextChangeThat(w, "the audit policy's delivery was settled", func(c api.Change) bool {
+		return slices.Contains(c.Reactions, testapp.AuditPolicy)
+	})
+}
+
+// nextChangeThat reads w until a change that ok accepts arrives.
+func (s *scenario) nextChangeThat(w *client.Watch, what string, ok func(api.Change) bool) api.Change {
+	s.t.Helper()
+	for {
+		c, err := w.Next(s.ctx)
+		require.NoError(s.t, err, "waiting for a change: %s", what)
+		if ok(c) {
+			return c
+		}
+	}
 }

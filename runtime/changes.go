@@ -15,10 +15,11 @@ import (
 // ProgressOmitted.
 func (t *Tenant) changes() (do.Header, bool) {
 	list, more := t.store.Changes()
-	if len(list) == 0 && !more {
+	c := api.Change{More: more, Reactions: t.reactions.Changes(), Projections: t.proj.advanced}
+	t.proj.advanced = nil
+	if len(list) == 0 && !more && len(c.Reactions) == 0 && len(c.Projections) == 0 {
 		return do.Header{}, false
 	}
-	c := api.Change{More: more}
 	// A job changed twice is listed once, as the writes left it, where
 	// it first changed.
 	at := make(map[int64]int, len(list))

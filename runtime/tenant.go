@@ -111,6 +111,9 @@ type projState struct {
 	// due is when projection work is next due (0: none): now after
 	// events were appended, a stalled event's retry time.
 	due int64
+	// advanced are the live projections that applied events in
+	// transactions that committed since the last answer (for watchers).
+	advanced []string
 }
 
 // retainState is the retention policy in force: the module's (policy),
@@ -527,6 +530,7 @@ func (t *Tenant) rolledBack(err error) do.Response {
 	t.store.Woke()  // nor what they woke
 	t.store.Changes()
 	t.reactions.Woke()
+	t.reactions.Changes()
 	t.events.Appended()
 	resp := errorResponse(api.Internal(err.Error()))
 	if ferr := t.refreshDue(); ferr != nil {
@@ -582,6 +586,7 @@ func (t *Tenant) afterCommit(c *call) error {
 		t.store.Woke()
 		t.store.Changes()
 		t.reactions.Woke()
+		t.reactions.Changes()
 		appended = false
 	}
 	if appended && len(t.app.projections) > 0 && (t.proj.due == 0 || c.now < t.proj.due) {
