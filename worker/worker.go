@@ -52,8 +52,8 @@ type Job struct {
 	mu      sync.Mutex
 	addTags []string
 	output  any // SetOutput's, for a batch handler's job
-	// publish sends a heartbeat carrying progress (nil: the job has no
-	// claim of its own to speak for).
+	// publish sends a heartbeat carrying progress (nil: a Job no worker
+	// made, with no claim to speak for).
 	publish func(ctx context.Context, progress json.RawMessage) error
 }
 
@@ -66,7 +66,7 @@ type Job struct {
 // not on every item of a tight loop.
 func (j *Job) Progress(ctx context.Context, v any) error {
 	if j.publish == nil {
-		return errors.New("progress: this job has no claim of its own (a batch handler's job)")
+		return errors.New("progress: this Job was not handed to a handler by a worker: it has no claim to speak for")
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
