@@ -184,7 +184,7 @@ func scenarioWatchSendsOnlyCommitted(s *scenario) {
 
 // scenarioWatchEvents: a watch hears of the reactions whose deliveries
 // changed (a claim, a settlement) and of the projections that applied
-// events.
+// events; the tenant's erasure ends it.
 func scenarioWatchEvents(s *scenario) {
 	t := s.t
 	w := s.watch(api.WatchFilter{})
@@ -205,6 +205,16 @@ func scenarioWatchEvents(s *scenario) {
 	s.nextChangeThat(w, "the audit policy's delivery was settled", func(c api.Change) bool {
 		return slices.Contains(c.Reactions, testapp.AuditPolicy)
 	})
+
+	// An erasure ends the tenant's watches: nothing is left to follow.
+	_, err = s.ten.Erase(s.ctx)
+	require.NoError(t, err)
+	for {
+		if _, err := w.Next(s.ctx); err != nil {
+			require.NoError(t, s.ctx.Err(), "the watch ended before the scenario's deadline")
+			break
+		}
+	}
 }
 
 // nextChangeThat reads w until a change that ok accepts arrives.

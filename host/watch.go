@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/stile-run/stile/api"
@@ -27,6 +28,7 @@ type Watcher struct {
 	c      chan api.Change
 	ws     *watchers
 	stop   <-chan struct{} // the manager's: closing it ends the watch
+	ended  chan struct{}   // closed when the tenant was erased
 
 	mu   sync.Mutex
 	lost bool // changes were dropped: the next one says More
@@ -37,7 +39,7 @@ type Watcher struct {
 // role and the filter). Close it when done.
 func (m *Manager) Watch(name string, filter api.WatchFilter) *Watcher {
 	t := m.tenant(name)
-	w := &Watcher{filter: filter, c: make(chan api.Change, watchBuffer), ws: &t.watchers, stop: m.stop}
+	w := &Watcher{filter: filter, c: make(chan api.Change, watchBuffer), ws: &t.watchers, stop: m.stop, ended: make(chan struct{})}
 	t.watchers.mu.Lock()
 	if t.watchers.set == nil {
 		t.watchers.set = map[*Watcher]struct{}{}
@@ -47,8 +49,11 @@ func (m *Manager) Watch(name string, filter api.WatchFilter) *Watcher {
 	return w
 }
 
-// Next waits for the watch's next change, ctx's end, or the manager's
-// (ErrClosed).
+// ErrErased ends the watches of a tenant that was erased.
+var ErrErased = errors.New("host: the tenant was erased")
+
+// Next waits for the watch's next change, ctx's end, the manager's
+// (ErrClosed) or the tenant's erasure (ErrErased).
 func (w *Watcher) Next(ctx context.Context) (api.Change, error) {
 	select {
 	case c := <-w.c:
@@ -62,6 +67,8 @@ func (w *Watcher) Next(ctx context.Context) (api.Change, error) {
 		return api.Change{}, ctx.Err()
 	case <-w.stop:
 		return api.Change{}, ErrClosed
+	case <-w.ended:
+		return api.Change{}, ErrErased
 	}
 }
 
@@ -97,6 +104,16 @@ func (ws *watchers) send(header string) {
 			w.lost = true
 			w.mu.Unlock()
 		}
+	}
+}
+
+// erased ends every watch of the tenant: nothing of it is left to follow.
+func (ws *watchers) erased() {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for w := range ws.set {
+		close(w.ended)
+		delete(ws.set, w)
 	}
 }
 

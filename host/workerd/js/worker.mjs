@@ -334,6 +334,16 @@ export class Tenant {
       // listing right after it must not name the tenant.
       if (JSON.parse(note[1]).erased) resp.noted = noted;
     }
+    if (resp.headers.some(([name, value]) => name === HEADER_DIRECTORY && JSON.parse(value).erased)) {
+      // Nothing of the tenant is left to follow.
+      for (const ws of this.ctx.getWebSockets()) {
+        try {
+          ws.close(1001, "the tenant was erased");
+        } catch {
+          // already closed
+        }
+      }
+    }
     const changes = resp.headers.find(([name]) => name === HEADER_CHANGES);
     if (changes) this.sendChanges(changes[1]);
     const push = this.env.EXECUTOR && resp.headers.find(([name]) => name === HEADER_PUSH);
