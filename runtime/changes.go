@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"slices"
 	"unicode/utf8"
 
 	"github.com/stile-run/stile/api"
@@ -21,18 +22,19 @@ func (t *Tenant) changes() (do.Header, bool) {
 		return do.Header{}, false
 	}
 	// A job changed twice is listed once, as the writes left it, where
-	// it first changed.
-	at := make(map[int64]int, len(list))
+	// it first changed (a scan: the store keeps at most 64 changes, and
+	// a map costs the module more than scanning so few).
+	ids := make([]int64, 0, len(list))
 	for _, ch := range list {
 		jc := api.JobChange{ID: fmtID(ch.ID), Kind: ch.Kind, State: ch.State, Attempt: ch.Attempt, Progress: ch.Progress}
-		if i, ok := at[ch.ID]; ok {
+		if i := slices.Index(ids, ch.ID); i >= 0 {
 			if jc.Progress == nil && c.Jobs[i].Attempt == jc.Attempt {
 				jc.Progress = c.Jobs[i].Progress // a later write of the attempt keeps what it published
 			}
 			c.Jobs[i] = jc
 			continue
 		}
-		at[ch.ID] = len(c.Jobs)
+		ids = append(ids, ch.ID)
 		c.Jobs = append(c.Jobs, jc)
 	}
 	return fitChange(c)
