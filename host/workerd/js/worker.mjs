@@ -10,7 +10,7 @@ import { CONSOLE, CONSOLE_PATH, FAVICON, FAVICON_PATH } from "./console.mjs";
 import {
   decodeResponse, encodeRequest, instantiate, validTraceparent,
   FLAG_FINISHED, FLAG_HOLD_FINISHED, FLAG_WAKE, HEADER_PRINCIPAL, HEADER_TRACEPARENT, KIND_ALARM, KIND_API, RESERVED_PREFIX,
-  HEADER_HELD, HEADER_HOLD, HEADER_WOKE, holdMatches, parseHold,
+  HEADER_HELD, HEADER_HOLD, HEADER_WOKE, changeFor, holdMatches, parseHold,
 } from "./abi.mjs";
 import {
   API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_ABSENT, HEADER_CREATE, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_DB_BYTES, HEADER_MODULE, HEADER_USAGE, HEADER_ROWS_READ, HEADER_ROWS_WRITTEN, HEADER_TENANT, MODULE_VERSION, HEADER_TOKEN_ID, STORAGE_SUFFIX, INTERNAL_PREFIX, ANSWER_LOST_PREFIX,
@@ -54,18 +54,6 @@ function credential(request) {
     if (v.startsWith(WATCH_TOKEN_PREFIX) && v.length > WATCH_TOKEN_PREFIX.length) return "Bearer " + v.slice(WATCH_TOKEN_PREFIX.length);
   }
   return "";
-}
-
-// changeFor is the part of a change (api.Change) a watch with filter f
-// receives, or null: api.Change.For.
-function changeFor(c, f) {
-  if (!f.job && !f.kind) return c.jobs?.length || c.reactions?.length || c.projections?.length || c.more ? c : null;
-  const jobs = (c.jobs ?? []).filter((j) => (!f.job || j.id === f.job) && (!f.kind || j.kind === f.kind));
-  if (jobs.length === 0 && !c.more) return null;
-  const out = {};
-  if (jobs.length) out.jobs = jobs;
-  if (c.more) out.more = true;
-  return out;
 }
 
 // checkPath refuses a path, as the client sent it, that names its resource
