@@ -3,6 +3,7 @@ module github.com/stile-run/stile
 go 1.26.8
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/ncruces/go-sqlite3 v0.37.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3

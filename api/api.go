@@ -24,22 +24,23 @@ const (
 // Limits. Requests beyond them are refused with 400 (413 for bodies) and
 // change nothing.
 const (
-	MaxBodyBytes    = 10 << 20 // a request body
-	MaxHeaderBytes  = 32 << 10 // a request's headers: their names and values
-	MaxArgsBytes    = 1 << 20  // a job's JSON args
-	MaxOutputBytes  = 512 << 10
-	MaxErrorBytes   = 16 << 10 // longer failure messages are truncated, not refused
-	MaxBatchJobs    = 1000     // jobs in one enqueue batch
-	MaxBatchReports = 1000     // reports in one batch
-	MaxClaim        = 100      // jobs in one claim
-	MaxClaimQueues  = 16
-	MaxClaimKinds   = 64
-	MaxWait         = 60 * time.Second // longest long-poll hold of a claim
-	MaxNameBytes    = 128              // kinds, queues, worker ids
-	MaxLease        = 24 * time.Hour
-	MinLease        = 100 * time.Millisecond
-	MaxMaxAttempts  = 1000
-	DefaultQueue    = "default"
+	MaxBodyBytes     = 10 << 20 // a request body
+	MaxHeaderBytes   = 32 << 10 // a request's headers: their names and values
+	MaxArgsBytes     = 1 << 20  // a job's JSON args
+	MaxOutputBytes   = 512 << 10
+	MaxProgressBytes = 4 << 10  // a heartbeat's progress
+	MaxErrorBytes    = 16 << 10 // longer failure messages are truncated, not refused
+	MaxBatchJobs     = 1000     // jobs in one enqueue batch
+	MaxBatchReports  = 1000     // reports in one batch
+	MaxClaim         = 100      // jobs in one claim
+	MaxClaimQueues   = 16
+	MaxClaimKinds    = 64
+	MaxWait          = 60 * time.Second // longest long-poll hold of a claim
+	MaxNameBytes     = 128              // kinds, queues, worker ids
+	MaxLease         = 24 * time.Hour
+	MinLease         = 100 * time.Millisecond
+	MaxMaxAttempts   = 1000
+	DefaultQueue     = "default"
 	// AnyQueue, alone in a claim's queues, claims from every queue that
 	// has ready jobs (paused ones excepted): what executors do, so that a
 	// kind runs whatever queue the module or the enqueue put it on.
@@ -171,6 +172,9 @@ type Job struct {
 	Output      json.RawMessage `json:"output,omitempty"`
 	LastError   string          `json:"last_error,omitempty"`
 	Tags        []string        `json:"tags"`
+	// Progress is what the handler last published with a heartbeat in
+	// its latest attempt (absent before the first; a new claim clears it).
+	Progress json.RawMessage `json:"progress,omitempty"`
 
 	UniqueKey      string `json:"unique_key,omitempty"`
 	ConcurrencyKey string `json:"concurrency_key,omitempty"`
@@ -316,6 +320,10 @@ type Claim struct {
 //stile:json DecodeHeartbeat
 type HeartbeatRequest struct {
 	Claim
+	// Progress, when set, is the handler's progress as a JSON value (at
+	// most MaxProgressBytes), kept on the job and sent to its watchers.
+	// It is fenced like an output: a refused heartbeat writes none.
+	Progress json.RawMessage `json:"progress,omitempty"`
 }
 
 // HeartbeatResponse is the extended lease. CancelRequested says an

@@ -29,6 +29,7 @@ const (
 	CodeBodyTimeout      Code = "body_timeout"          // 408: the request body did not arrive within the host's body read timeout (stile dev --body-timeout); nothing was done
 	CodeBodyTooLarge     Code = "body_too_large"        // 413: the request body is over 10 MiB
 	CodeHeadersTooLarge  Code = "headers_too_large"     // 431: the request's headers (names and values) are over 32 KiB
+	CodeUpgradeRequired  Code = "upgrade_required"      // 426: GET /watch is a WebSocket: send it as an upgrade (Connection: Upgrade, Upgrade: websocket)
 	CodeNotFound         Code = "not_found"             // 404: no such route, job, schedule, command, projection or query
 	CodeMethodNotAllowed Code = "method_not_allowed"    // 405: the route exists for other methods (the Allow header lists them)
 	CodeInternal         Code = "internal"              // 500: the module or its host failed; the request was rolled back and wrote nothing

@@ -26,6 +26,8 @@ func (c Code) Status() int {
 		return 413
 	case CodeCommandRejected, CodeTxFailed, CodeQueryFailed:
 		return 422
+	case CodeUpgradeRequired:
+		return 426
 	case CodeBudgetExceeded:
 		return 429
 	case CodeHeadersTooLarge:

@@ -114,6 +114,7 @@ func (v Job) AppendJSON(b []byte) []byte {
 	o.RawOmit("output", v.Output)
 	o.StrOmit("last_error", v.LastError)
 	o.Strings("tags", v.Tags)
+	o.RawOmit("progress", v.Progress)
 	o.StrOmit("unique_key", v.UniqueKey)
 	o.StrOmit("concurrency_key", v.ConcurrencyKey)
 	o.StrOmit("rate_key", v.RateKey)
@@ -288,6 +289,7 @@ func (v HeartbeatRequest) AppendJSON(b []byte) []byte {
 	o.Str("worker", v.Claim.Worker)
 	o.Int("attempt", v.Claim.Attempt)
 	o.Str("lease_token", v.Claim.LeaseToken)
+	o.RawOmit("progress", v.Progress)
 	return o.End()
 }
 
@@ -1822,6 +1824,56 @@ func (v BudgetResponse) AppendJSON(b []byte) []byte {
 // MarshalJSON implements json.Marshaler.
 func (v BudgetResponse) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
 
+// AppendJSON appends v as JSON.
+func (v WatchFilter) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.StrOmit("job", v.Job)
+	o.StrOmit("kind", v.Kind)
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v WatchFilter) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v Change) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	if len(v.Jobs) > 0 {
+		o.Key("jobs")
+		o.B = jsonwire.AppendArray(o.B, v.Jobs)
+	}
+	if len(v.Reactions) > 0 {
+		o.Strings("reactions", v.Reactions)
+	}
+	if len(v.Projections) > 0 {
+		o.Strings("projections", v.Projections)
+	}
+	if v.More {
+		o.Bool("more", true)
+	}
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v Change) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
+// AppendJSON appends v as JSON.
+func (v JobChange) AppendJSON(b []byte) []byte {
+	o := jsonwire.StartObject(b)
+	o.Str("id", v.ID)
+	o.Str("kind", v.Kind)
+	o.Str("state", v.State)
+	o.Int("attempt", v.Attempt)
+	o.RawOmit("progress", v.Progress)
+	if v.ProgressOmitted {
+		o.Bool("progress_omitted", true)
+	}
+	return o.End()
+}
+
+// MarshalJSON implements json.Marshaler.
+func (v JobChange) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil), nil }
+
 // EnqueueRequestFields is the set of fields a decoded EnqueueRequest was sent
 // with (a null counts as absent), so that 0 and absent differ.
 type EnqueueRequestFields uint64
@@ -2255,10 +2307,17 @@ func (v *Claim) field(r *jsonwire.Reader, key string) (ok bool, err error) {
 //go:noinline
 func (v *HeartbeatRequest) decode(r *jsonwire.Reader) error {
 	return jsonwire.DecodeObject(r, func(key string) error {
-		if ok, err := v.Claim.field(r, key); ok {
-			return err
+		var err error
+		switch key {
+		case "progress":
+			v.Progress, err = r.Raw()
+		default:
+			if ok, err := v.Claim.field(r, key); ok {
+				return err
+			}
+			return r.Unknown(key)
 		}
-		return r.Unknown(key)
+		return err
 	})
 }
 
@@ -3850,4 +3909,97 @@ func DecodeBudget(b []byte) (Budget, error) {
 		err = r.CloseBody(v.decode(&r))
 	}
 	return v, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *WatchFilter) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "job":
+			v.Job, err = r.StringField(key)
+		case "kind":
+			v.Kind, err = r.StringField(key)
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
+}
+
+// DecodeWatchFilter decodes a WatchFilter as encoding/json would (unknown fields are skipped).
+func DecodeWatchFilter(b []byte) (WatchFilter, error) {
+	var v WatchFilter
+	r := jsonwire.NewAnswerReader(b)
+	err := r.Open()
+	if err == nil {
+		err = r.CloseBody(v.decode(&r))
+	}
+	return v, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *Change) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "jobs":
+			err = jsonwire.ObjectArray(r, key, func() { v.Jobs = []JobChange{} }, func() error {
+				var e JobChange
+				err := e.decode(r)
+				v.Jobs = append(v.Jobs, e)
+				return err
+			})
+		case "reactions":
+			v.Reactions, err = jsonwire.StringArray(r, key)
+		case "projections":
+			v.Projections, err = jsonwire.StringArray(r, key)
+		case "more":
+			v.More, err = r.BoolField(key)
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
+}
+
+// DecodeChange decodes a Change as encoding/json would (unknown fields are skipped).
+func DecodeChange(b []byte) (Change, error) {
+	var v Change
+	r := jsonwire.NewAnswerReader(b)
+	err := r.Open()
+	if err == nil {
+		err = r.CloseBody(v.decode(&r))
+	}
+	return v, err
+}
+
+// Not inlined: each call site would carry its own copy of the closure.
+//
+//go:noinline
+func (v *JobChange) decode(r *jsonwire.Reader) error {
+	return jsonwire.DecodeObject(r, func(key string) error {
+		var err error
+		switch key {
+		case "id":
+			v.ID, err = r.StringField(key)
+		case "kind":
+			v.Kind, err = r.StringField(key)
+		case "state":
+			v.State, err = r.StringField(key)
+		case "attempt":
+			v.Attempt, err = r.Integer(key)
+		case "progress":
+			v.Progress, err = r.Raw()
+		case "progress_omitted":
+			v.ProgressOmitted, err = r.BoolField(key)
+		default:
+			return r.Unknown(key)
+		}
+		return err
+	})
 }

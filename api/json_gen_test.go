@@ -52,7 +52,7 @@ func fxJob() api.Job {
 	return api.Job{ID: "1", Kind: "k\\\t\x01", Queue: "q", Priority: 2, Args: fxRaw, State: "completed", Attempt: 2,
 		Failures: 1, MaxAttempts: 5, LeaseMs: 100, TimeoutMs: 200, RunAt: fxAt, CreatedAt: fxAt, FinishedAt: &fxLater,
 		Output: json.RawMessage(`"out"`), LastError: "e", Tags: []string{"a"}, UniqueKey: "u", ConcurrencyKey: "ck", RateKey: "rk",
-		DebounceKey: "d", Keep: "all", Collapsed: 3, ThrottleKey: "t", PendingParents: 2, RunRegardless: true, CancelRequestedAt: &fxLater, Existing: true, Running: &run,
+		DebounceKey: "d", Keep: "all", Collapsed: 3, ThrottleKey: "t", PendingParents: 2, RunRegardless: true, CancelRequestedAt: &fxLater, Existing: true, Running: &run, Progress: json.RawMessage(`{"done":1}`),
 		DependsOn:  []api.Dependency{fxDependency()},
 		Attempts:   []api.Attempt{fxAttempt()},
 		Rejections: []api.Rejection{fxRejection()}, RanAgain: "ran 2 times: …", Waiting: "its queue q is paused"}
@@ -148,7 +148,7 @@ var fixtures = map[string]any{
 	"ClaimResponse":        api.ClaimResponse{Now: fxAt, Jobs: []api.ClaimedJob{fxClaimedJob()}, More: true, RetryAfterMs: 1000},
 	"ClaimedJob":           fxClaimedJob(),
 	"Claim":                fxClaim(),
-	"HeartbeatRequest":     api.HeartbeatRequest{Claim: fxClaim()},
+	"HeartbeatRequest":     api.HeartbeatRequest{Claim: fxClaim(), Progress: json.RawMessage(`{"done":3}`)},
 	"HeartbeatResponse":    api.HeartbeatResponse{Now: fxAt, LeaseUntil: fxLater, CancelRequested: true},
 	"Push":                 api.Push{Tenant: "acme", IDs: []string{"p1"}, Jobs: 3, Kinds: []string{"email"}, Reactions: []string{"log"}, LingerMs: 1000},
 	"PushRequest":          api.PushRequest{Tenant: "acme", ID: "p1", Jobs: 3, Kinds: []string{"email"}, Reactions: []string{"log"}, LingerMs: 1000},
@@ -255,7 +255,12 @@ var fixtures = map[string]any{
 	"ProjectionsResponse":     api.ProjectionsResponse{Projections: []api.ProjectionStatus{fxProjection()}},
 	"QueryResult":             api.QueryResult{Rows: []json.RawMessage{json.RawMessage(`{"a":1}`), fxRaw}, Truncated: true, Projection: fxQueryProjection()},
 	"QueryProjection":         *fxQueryProjection(),
+	"WatchFilter":             api.WatchFilter{Job: "7", Kind: "email"},
+	"Change":                  api.Change{Jobs: []api.JobChange{fxJobChange}, Reactions: []string{"log"}, Projections: []string{"counts"}, More: true},
+	"JobChange":               fxJobChange,
 }
+
+var fxJobChange = api.JobChange{ID: "7", Kind: "k\u2028", State: "running", Attempt: 2, Progress: json.RawMessage(`{"done":1}`), ProgressOmitted: true}
 
 // fxUsage counts one of everything.
 var fxUsage = api.Usage{Requests: 1, Alarms: 2, RowsRead: 3, RowsWritten: 4, ModuleMicros: 5, Pushes: 6}
@@ -290,6 +295,8 @@ var decoders = map[string]func([]byte) (any, error){
 	"SkipRequest":           dec(api.DecodeSkip),
 	"ReactionPause":         dec(api.DecodeReactionPause),
 	"DeadlineFired":         dec(api.DecodeDeadlineFired),
+	"WatchFilter":           dec(api.DecodeWatchFilter),
+	"Change":                dec(api.DecodeChange),
 	// Answers, read leniently (TestAnswersReadAsEncodingJSONDoes).
 	"ClaimResponse":         dec(api.DecodeClaimResponse),
 	"HeartbeatResponse":     dec(api.DecodeHeartbeatResponse),

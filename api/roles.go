@@ -49,7 +49,7 @@ var routeRoles = map[Route]string{
 	RouteListJobs: readers, RouteGetJob: readers, RouteQueues: readers, RouteLimits: readers, RouteOperations: readers, RouteFailing: readers, RouteGetOperation: readers, RouteRates: readers, RouteGetRate: readers,
 	RouteSchedules: readers, RouteGetSchedule: readers, RouteStatus: readers, RouteEvents: readers,
 	RouteReadStream: readers, RouteGetCommand: readers, RouteReactions: readers, RouteProjections: readers,
-	RouteQuery: readers, RoutePushes: readers, RouteStorage: readers, RouteRetention: readers, RouteUsage: readers, RouteMetrics: readers,
+	RouteQuery: readers, RoutePushes: readers, RouteStorage: readers, RouteRetention: readers, RouteUsage: readers, RouteMetrics: readers, RouteWatch: readers,
 
 	RouteEnqueue: writers, RouteEnqueueMany: writers, RouteTx: writers, RouteAppend: writers, RouteCommand: writers,
 

@@ -79,6 +79,7 @@ var (
 	RoutePutRetention  = Route{"PUT", "retention"}
 	RouteUsage         = Route{"GET", "usage"}
 	RouteMetrics       = Route{"GET", "metrics"}
+	RouteWatch         = Route{"GET", "watch"}
 	RoutePutBudget     = Route{"PUT", "budget"}
 	RouteDelBudget     = Route{"DELETE", "budget"}
 	RouteMigrate       = Route{"POST", "migrations"}

@@ -236,6 +236,15 @@ func (t *Tenant) Heartbeat(ctx context.Context, id string, c api.Claim) (api.Hea
 	return out, err
 }
 
+// HeartbeatProgress is a heartbeat that also publishes the handler's
+// progress (a JSON value of at most api.MaxProgressBytes), fenced like
+// the heartbeat: a refused one writes neither.
+func (t *Tenant) HeartbeatProgress(ctx context.Context, id string, c api.Claim, progress json.RawMessage) (api.HeartbeatResponse, error) {
+	var out api.HeartbeatResponse
+	err := t.do(ctx, api.RouteHeartbeat, nil, api.HeartbeatRequest{Claim: c, Progress: progress}, answer[api.HeartbeatResponse]{&out, api.DecodeHeartbeatResponse}, id)
+	return out, err
+}
+
 // Report records how an attempt ended. A refused report is an *Error with
 // errors.Is(err, api.ErrStale); it wrote nothing.
 func (t *Tenant) Report(ctx context.Context, id string, r api.ReportRequest) (api.ReportResponse, error) {

@@ -90,6 +90,10 @@ func (hs *Headers) Set(name, value string) {
 //	                           that ended ("gen,requests,alarms,rows read,
 //	                           rows written,module µs"; gen names the
 //	                           object's instance); absent: it counts none
+//	stile-changes    response  the module, when the request committed
+//	                           changes to jobs, reactions or projections: an
+//	                           api.Change as JSON; the host sends it to the
+//	                           tenant's watchers (GET …/watch)
 //	stile-woke       response  the module, with FlagWake: the work that
 //	                           became ready (Hold as JSON); the transport
 //	                           wakes only the held claims it matches (Hold.
@@ -118,6 +122,7 @@ const (
 	HeaderHold        = "stile-hold"
 	HeaderWoke        = "stile-woke"
 	HeaderUsage       = "stile-usage"
+	HeaderChanges     = "stile-changes"
 
 	ReservedPrefix = "stile-"
 

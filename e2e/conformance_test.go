@@ -112,6 +112,10 @@ func runSuite(t *testing.T, tg target) {
 		{name: "SeedRaceStaleReport", run: scenarioSeedRace},
 		{name: "AlarmExpiresLease", run: scenarioAlarmExpiresLease},
 		{name: "HeartbeatExtendsLease", run: scenarioHeartbeat},
+		{name: "ProgressFencedLikeOutput", run: scenarioProgress},
+		{name: "Watch", run: scenarioWatch},
+		{name: "WatchEvents", run: scenarioWatchEvents},
+		{name: "WatchSendsOnlyCommitted", run: scenarioWatchSendsOnlyCommitted},
 		{name: "FenceRefusals", run: scenarioFenceRefusals},
 		{name: "DuplicateReport", run: scenarioDuplicateReport},
 		{name: "FailureRetryDead", run: scenarioFailureRetryDead},
@@ -330,6 +334,43 @@ func scenarioHeartbeat(s *scenario) {
 	requireCode(t, err, http.StatusConflict, api.CodeLeaseExpired)
 	got := s.job(j2.ID)
 	require.Equal(t, "heartbeat", got.Rejections[0].Request)
+}
+
+// scenarioProgress: a heartbeat's progress is kept on the job; a stale
+// one is refused and writes nothing; too large or not JSON is refused
+// before anything is read; a new claim clears it.
+func scenarioProgress(s *scenario) {
+	t := s.t
+	j := s.enqueue(api.EnqueueRequest{Kind: "test.fast"})
+	a := s.claim("pa", 1, 1)[0]
+	_, err := s.ten.HeartbeatProgress(s.ctx, j.ID, claimOf(a, "pa"), json.RawMessage(`{"done":1,"of":3}`))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"done":1,"of":3}`, string(s.job(j.ID).Progress))
+	_, err = s.ten.Heartbeat(s.ctx, j.ID, claimOf(a, "pa"))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"done":1,"of":3}`, string(s.job(j.ID).Progress), "a heartbeat without progress keeps the last")
+
+	_, err = s.ten.HeartbeatProgress(s.ctx, j.ID, claimOf(a, "pa"), json.RawMessage(`"`+strings.Repeat("x", api.MaxProgressBytes)+`"`))
+	requireCode(t, err, http.StatusBadRequest, api.CodeTooLarge)
+	_, err = s.ten.HeartbeatProgress(s.ctx, j.ID, api.Claim{Worker: "intruder", Attempt: a.Attempt, LeaseToken: a.LeaseToken}, json.RawMessage(`{"done":9}`))
+	requireCode(t, err, http.StatusConflict, api.CodeOtherWorker)
+	require.JSONEq(t, `{"done":1,"of":3}`, string(s.job(j.ID).Progress), "refused progress writes nothing")
+
+	// A's lease lapses, B claims: the progress is B's to publish, and A's
+	// late one is refused.
+	s.tg.advance(t, lease+100*time.Millisecond)
+	s.tg.advance(t, maxBackoff)
+	b := s.claim("pb", 1, 1)[0]
+	require.Equal(t, j.ID, b.ID)
+	require.Empty(t, s.job(j.ID).Progress, "a new claim clears the progress")
+	_, err = s.ten.HeartbeatProgress(s.ctx, j.ID, claimOf(a, "pa"), json.RawMessage(`{"done":2}`))
+	require.ErrorIs(t, err, api.ErrStale)
+	require.Empty(t, s.job(j.ID).Progress, "a stale heartbeat's progress is not kept")
+	_, err = s.ten.HeartbeatProgress(s.ctx, j.ID, claimOf(b, "pb"), json.RawMessage(`{"done":3}`))
+	require.NoError(t, err)
+	_, err = s.ten.Report(s.ctx, j.ID, completed(claimOf(b, "pb"), `1`))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"done":3}`, string(s.job(j.ID).Progress), "the last progress stays after the end")
 }
 
 func scenarioFenceRefusals(s *scenario) {

@@ -273,7 +273,8 @@ func TestConsoleInABrowser(t *testing.T) {
 }
 
 // TestConsoleFromWorkerd: the Worker serves the same console at /console,
-// and its pages load with data.
+// its pages load with data, and a job's page follows the job live from
+// the tenant object's hibernatable WebSocket.
 func TestConsoleFromWorkerd(t *testing.T) {
 	t.Parallel()
 	nodeDir := browser(t)

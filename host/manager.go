@@ -319,6 +319,7 @@ func (m *Manager) call(ctx context.Context, t *tenant, req do.Request, w *waiter
 		return resp, nil
 	}
 	m.setAlarm(t, resp.AlarmAt)
+	t.changed(resp)
 	if resp.Flags&do.FlagWake != 0 {
 		t.holds.wake(resp.Headers.Get(do.HeaderWoke))
 	}

@@ -112,6 +112,7 @@ func (m *Manager) noteFailing(tenant, header string) {
 // and its alarm dropped from the schedule's file. The next request opens
 // the file again, and finds the tombstone.
 func (m *Manager) scrub(t *tenant) {
+	t.watchers.erased()
 	if err := m.closeEngine(t); err != nil {
 		m.log.Warn("closing an erased tenant failed", "tenant", t.name, "err", err)
 	}

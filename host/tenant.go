@@ -32,7 +32,9 @@ type tenant struct {
 	restarts atomic.Int64 // engines discarded after a trap
 
 	holds holds // the claims held for the tenant, and waits for jobs to end (held.go)
-	use   use   // the running count the module records as the tenant's usage
+	// watchers are the tenant's live watches (watch.go).
+	watchers watchers
+	use      use // the running count the module records as the tenant's usage
 }
 
 // use is a tenant's running count since the manager first saw it (gen

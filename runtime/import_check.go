@@ -139,6 +139,7 @@ func checkImportedJob(t *Tenant, r importedRow) string {
 		r.textCheck("unique_key", nameProblem("unique_key")),
 		r.textCheck("args", jsonProblem("args", api.MaxArgsBytes)),
 		r.textCheck("output", jsonProblem("output", api.MaxOutputBytes)),
+		r.textCheck("progress", jsonProblem("progress", api.MaxProgressBytes)),
 		r.textCheck("tags", func(v string) string {
 			tags, err := jsonwire.DecodeStrings([]byte(v))
 			if err != nil {

@@ -511,6 +511,9 @@ func (t *Tenant) applyBatch(now int64, p *projectionReg, g *projectionstore.Gene
 		return 0, false, err
 	}
 	*g = next // derived, not read back: the writes were guarded
+	if applied > 0 && g.Role == projectionstore.Live && !slices.Contains(t.proj.advanced, g.Name) {
+		t.proj.advanced = append(t.proj.advanced, g.Name)
+	}
 	return applied, atHead, nil
 }
 

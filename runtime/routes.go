@@ -77,6 +77,7 @@ var routes = []routeEntry{
 	{Route: api.RouteQuery, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.runQuery(c, in.params[0], in.query) }, query: true},
 	{Route: api.RoutePushes, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.listPushes(), nil }},
 	{Route: api.RoutePushDone, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.pushDone(c, in.params[0], in.body) }, body: true},
+	{Route: api.RouteWatch, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.watch(in.query) }, query: true},
 	{Route: api.RouteAudit, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.listAudit(), nil }},
 	{Route: api.RouteStorage, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.storage(c), nil }},
 	{Route: api.RouteRetention, handle: func(t *Tenant, c *call, in input) (route, *api.Error) { return t.getRetention(), nil }},

@@ -267,7 +267,7 @@ func jobView(j fencestore.Job) api.Job {
 		FinishedAt: tsPtr(j.FinishedAt), Output: j.Output, LastError: j.LastError, Tags: tagList(j.Tags),
 		UniqueKey: j.UniqueKey, ConcurrencyKey: j.ConcurrencyKey, RateKey: j.RateKey, DebounceKey: j.DebounceKey, Keep: j.DebounceKeep,
 		Collapsed: j.Collapsed, ThrottleKey: j.ThrottleKey, PendingParents: j.PendingParents,
-		RunRegardless: j.RunRegardless, CancelRequestedAt: tsPtr(j.CancelAt)}
+		RunRegardless: j.RunRegardless, CancelRequestedAt: tsPtr(j.CancelAt), Progress: j.Progress}
 	if j.State == fence.StateRunning {
 		v.Running = &api.Attempt{Attempt: j.Attempt, Worker: j.Worker, ClaimedAt: ts(j.ClaimedAt), LeaseUntil: ts(j.LeaseUntil),
 			Heartbeats: j.Heartbeats}

@@ -208,7 +208,7 @@ var errRefused = errors.New("commands refused")
 // transaction goes on. What the stores noted during a rolled-back body
 // (due times, appended events) is forgotten with it.
 func (t *Tenant) refusable(body func() (*api.Error, error)) (*api.Error, error) {
-	appendedBefore := t.events.Savepoint()
+	appendedBefore, changesBefore, settledBefore := t.events.Savepoint(), t.store.ChangesMark(), t.reactions.ChangesMark()
 	var ref *api.Error
 	err := t.db.Tx(func() error {
 		var err error
@@ -221,6 +221,8 @@ func (t *Tenant) refusable(body func() (*api.Error, error)) (*api.Error, error) 
 	if ref != nil || err != nil {
 		t.due.Unknown()
 		t.events.Rollback(appendedBefore)
+		t.store.RollbackChanges(changesBefore)
+		t.reactions.RollbackChanges(settledBefore)
 	}
 	if ref != nil {
 		return ref, nil

@@ -154,8 +154,15 @@ func (t *Tenant) heartbeat(idText string, body []byte) (route, *api.Error) {
 	if e := validateClaim(r.Claim); e != nil {
 		return nil, e
 	}
+	var progress []byte
+	if len(r.Progress) > api.MaxProgressBytes {
+		return nil, api.Refuse(api.CodeTooLarge, "progress of %d bytes exceeds the limit of %d", len(r.Progress), api.MaxProgressBytes)
+	}
+	if len(r.Progress) > 0 && !bytes.Equal(bytes.TrimSpace(r.Progress), []byte("null")) {
+		progress = r.Progress
+	}
 	return func(now int64) (result, error) {
-		until, cancel, err := t.store.Heartbeat(now, id, fenceClaim(r.Claim))
+		until, cancel, err := t.store.Heartbeat(now, id, fenceClaim(r.Claim), progress)
 		if err != nil {
 			return result{}, err // a fence's refusal commits its audit row (inTx)
 		}

@@ -112,6 +112,9 @@ type projState struct {
 	// due is when projection work is next due (0: none): now after
 	// events were appended, a stalled event's retry time.
 	due int64
+	// advanced are the live projections that applied events in
+	// transactions that committed since the last answer (for watchers).
+	advanced []string
 }
 
 // retainState is the retention policy in force: the module's (policy),
@@ -527,8 +530,12 @@ func (t *Tenant) inTx(c *call) error {
 func (t *Tenant) rolledBack(err error) do.Response {
 	t.due.Unknown() // what the stores reported did not commit
 	t.store.Woke()  // nor what they woke
+	t.store.Changes()
 	t.reactions.Woke()
 	t.reactions.Forget() // the paused and replaying reactions it read may not have committed
+	t.reactions.Changes()
+	t.store.FailingChanged()
+	t.reactions.FailingChanged()
 	t.events.Appended()
 	resp := errorResponse(api.Internal(err.Error()))
 	if ferr := t.refreshDue(); ferr != nil {
@@ -592,7 +599,9 @@ func (t *Tenant) afterCommit(c *call) error {
 		c.dueEnded = false
 		t.due.Unknown() // a refusal rolled back what the stores reported
 		t.store.Woke()
+		t.store.Changes()
 		t.reactions.Woke()
+		t.reactions.Changes()
 		appended = false
 	}
 	if appended && len(t.app.projections) > 0 && (t.proj.due == 0 || c.now < t.proj.due) {
@@ -654,6 +663,9 @@ func (t *Tenant) respond(c *call) (do.Response, error) {
 		}
 	}
 	jobsWoke, reactionsWoke := t.wake(&resp)
+	if h, ok := t.changes(); ok {
+		resp.Headers = append(resp.Headers, h)
+	}
 	idle := res.idle
 	if c.req.Headers.Get(do.HeaderExecutor) != "" && t.name != "" {
 		// A single enqueue, with no due work, made one job ready.

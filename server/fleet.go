@@ -76,7 +76,7 @@ func visible(claims *token.Claims, prefix string) bool {
 
 func (s *Server) startFleetOperation(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, role api.Role, claims *token.Claims) {
 	if role != api.RoleAdmin && role != api.RoleOperator {
-		writeError(w, api.Refuse(api.CodeForbidden, "a %s token may not POST %s: that needs admin or operator", role, api.FleetOperationsPath))
+		writeError(w, api.Refuse(api.CodeForbidden, "a %s token may not POST %s: that needs admin or operator", string(role), api.FleetOperationsPath))
 		return
 	}
 	b, e := s.readBody(rc, r)

@@ -217,6 +217,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) (tenant, route st
 		return tenant, route
 	}
 	route = resp.Headers.Get(do.HeaderRoute)
+	if route == watchRoute && resp.Status == http.StatusOK {
+		s.watch(w, r, tenant, resp.Body)
+		return tenant, route
+	}
 	for _, h := range resp.Headers {
 		if !do.Reserved(h.Name) { // stile-route and the like are for the host
 			w.Header().Add(h.Name, h.Value)
@@ -271,7 +275,7 @@ func requestHeaders(r *http.Request, role api.Role, claims *token.Claims) do.Hea
 // any scoped token is a 503 while the revoked list cannot be read.
 func (s *Server) principal(r *http.Request) (api.Role, *token.Claims, *api.Error) {
 	keys := token.Keys{Secret: string(s.token), Next: string(s.next), LoadRevoked: s.revoked}
-	p, err := keys.Authenticate(r.Header.Values("Authorization"), time.Now())
+	p, err := keys.Authenticate(credentials(r), time.Now())
 	if err != nil {
 		return "", nil, token.Refusal(err)
 	}

@@ -52,6 +52,30 @@ type Job struct {
 	mu      sync.Mutex
 	addTags []string
 	output  any // SetOutput's, for a batch handler's job
+	// publish sends a heartbeat carrying progress (nil: a Job no worker
+	// made, with no claim to speak for).
+	publish func(ctx context.Context, progress json.RawMessage) error
+}
+
+// Progress publishes the handler's progress: v as JSON (at most
+// api.MaxProgressBytes), kept on the job and sent to its watchers. It is
+// a heartbeat, fenced like the outcome: once the attempt's lease is lost
+// the tenant refuses it, writes nothing, and Progress returns an error
+// that is ErrLeaseLost (the handler's context is cancelled too). The call
+// waits for the tenant's answer; publish as often as a frontend needs,
+// not on every item of a tight loop.
+func (j *Job) Progress(ctx context.Context, v any) error {
+	if j.publish == nil {
+		return errors.New("progress: this Job was not handed to a handler by a worker: it has no claim to speak for")
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("progress: marshal: %w", err)
+	}
+	if len(b) > api.MaxProgressBytes {
+		return fmt.Errorf("progress: %d bytes of JSON exceed the limit of %d", len(b), api.MaxProgressBytes)
+	}
+	return j.publish(ctx, b)
 }
 
 // Tag buffers tags to add to the job. They are sent with the outcome and
@@ -576,6 +600,22 @@ func (w *Worker) run(hctx context.Context, ten *client.Tenant, c api.ClaimedJob,
 	lease := &leaseClock{deadline: deadline}
 	job := &Job{JobContext: JobContext{JobID: c.ID, Attempt: c.Attempt, Deadline: deadline}, Tenant: ten.Name(),
 		Kind: c.Kind, Queue: c.Queue, Args: c.Args, AllArgs: c.AllArgs, MaxAttempts: c.MaxAttempts, Failures: c.Failures, Tags: c.Tags}
+	job.publish = func(pctx context.Context, progress json.RawMessage) error {
+		sent := w.cfg.Clock.Now()
+		hb, err := ten.HeartbeatProgress(pctx, c.ID, claim, progress)
+		switch {
+		case errors.Is(err, api.ErrStale):
+			cancel(fmt.Errorf("%w: %v", ErrLeaseLost, err))
+			return fmt.Errorf("progress: %w: %v", ErrLeaseLost, err)
+		case err != nil:
+			return fmt.Errorf("progress: %w", err)
+		}
+		lease.set(sent.Add(hb.LeaseUntil.Sub(hb.Now)))
+		if hb.CancelRequested {
+			cancel(ErrCancelled)
+		}
+		return nil
+	}
 
 	// The tracer's span (Config.Tracer) is the handler's context: its
 	// requests, the heartbeats and the report are its children.

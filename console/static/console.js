@@ -1,5 +1,7 @@
 // Stile's console: a static app over the documented JSON API. The token
-// lives in sessionStorage and travels only as a Bearer header.
+// lives in sessionStorage and travels only as a Bearer header, and as the
+// WebSocket subprotocol of a tenant's live updates (a browser's WebSocket
+// cannot set a header).
 "use strict";
 
 const TOKEN_KEY = "stile-token";
@@ -39,6 +41,76 @@ async function api(method, path, body) {
 }
 
 const t = (tenant) => `/v1/t/${encodeURIComponent(tenant)}`;
+
+// ---- live updates ----
+
+// A tenant's pages follow its changes from GET /watch, a WebSocket (the
+// tenant sends what each committed request changed): the pages it covers
+// render again when a change concerns them, and are not polled while it
+// is open. Should it fail or close, polling takes over, and a later page
+// tries the socket again.
+const LIVE_RETRY_MS = 10000;
+let live = null; // { tenant, ws, open }
+let liveRetryAt = 0;
+
+function setLive(state) {
+  document.body.dataset.live = state;
+  document.getElementById("live")?.replaceChildren(state === "open" ? "live" : "");
+}
+
+function follow(tenant) {
+  if (live && live.tenant === tenant) return;
+  live?.ws.close();
+  live = null;
+  setLive("off");
+  if (!tenant || typeof WebSocket === "undefined" || Date.now() < liveRetryAt) return;
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  let ws;
+  try {
+    ws = new WebSocket(`${scheme}://${location.host}${t(tenant)}/watch`, ["stile", `bearer.${sessionStorage.getItem(TOKEN_KEY)}`]);
+  } catch {
+    liveRetryAt = Date.now() + LIVE_RETRY_MS; // a token no subprotocol can carry: polling it is
+    return;
+  }
+  const me = { tenant, ws, open: false };
+  live = me;
+  ws.onopen = () => {
+    if (live !== me) return;
+    me.open = true;
+    setLive("open");
+    render("live"); // what changed while it opened
+  };
+  ws.onmessage = (m) => {
+    if (live !== me) return;
+    let c;
+    try { c = JSON.parse(m.data); } catch { return; }
+    if (concerns(c)) render("live");
+  };
+  ws.onclose = () => {
+    if (live !== me) return;
+    live = null;
+    liveRetryAt = Date.now() + LIVE_RETRY_MS;
+    setLive("off");
+  };
+}
+
+// The pages live updates cover: a job, the jobs, reactions, projections.
+// Others (the tenants, the overview's usage, events) are polled.
+function liveCovers(parts) {
+  return parts[0] === "t" && ["jobs", "reactions", "projections"].includes(parts[2]);
+}
+
+// concerns says whether a change (api.Change) concerns the page shown.
+function concerns(c) {
+  const { parts } = route();
+  if (c.more) return true;
+  switch (parts[2]) {
+    case "jobs": return parts[3] ? (c.jobs ?? []).some((j) => j.id === parts[3]) : (c.jobs ?? []).length > 0;
+    case "reactions": return (c.reactions ?? []).length > 0;
+    case "projections": return (c.projections ?? []).length > 0;
+    default: return false;
+  }
+}
 
 // ---- building the page (text only: data never becomes markup) ----
 
@@ -366,6 +438,7 @@ async function pageJob(tenant, id) {
   return [el("h1", {}, `Job ${j.id} · ${j.kind}`),
     el("p", { id: "summary" }, `${j.state} · queue ${j.queue} · attempt ${j.attempt} · ${budget(j)} · created `, when(j.created_at),
       j.rate_key ? ` · rate key ${j.rate_key}` : null, j.concurrency_key ? ` · concurrency key ${j.concurrency_key}` : null),
+    j.progress !== undefined ? el("p", { id: "progress" }, el("b", {}, "Progress: "), long(JSON.stringify(j.progress))) : null,
     j.ran_again ? el("p", { class: "why", id: "why" }, el("b", {}, "Why it ran again: "), j.ran_again) : null,
     j.waiting ? el("p", { class: "why", id: "waiting" }, el("b", {}, "Why it waits: "), withTimes(j.waiting)) : null,
     el("div", { class: "actions", id: "actions" },
@@ -445,22 +518,26 @@ function signIn() {
     e.preventDefault();
     sessionStorage.setItem(TOKEN_KEY, input.value.trim());
     render();
-  } } }, el("h1", {}, "Sign in"), el("p", { class: "muted" }, "The token stays in this tab (sessionStorage) and is sent only as a Bearer header."),
+  } } }, el("h1", {}, "Sign in"), el("p", { class: "muted" }, "The token stays in this tab (sessionStorage) and is sent only as a Bearer header (for live updates, as the WebSocket's subprotocol)."),
   input, el("button", { type: "submit" }, "Sign in"))];
 }
 
-let rendering = false, again = false;
-async function render() {
-  if (rendering) { again = true; return; } // once this one ends: it may have read the API before what asked
+// render shows the page the location names; cause says what asked (a
+// navigation, "poll" or "live"), kept on main for the tests.
+let rendering = false, again = null;
+async function render(cause = "navigation") {
+  if (rendering) { again = cause; return; } // once this one ends: it may have read the API before what asked
   rendering = true;
   try {
     if (!sessionStorage.getItem(TOKEN_KEY)) {
+      follow(null);
       main.replaceChildren(...signIn());
       return;
     }
     signout.hidden = false;
     const { parts, query } = route();
     let page;
+    follow(parts[0] === "t" && parts[1] ? parts[1] : null);
     if (parts[0] === "t" && parts[1]) {
       tenantNav(parts[1]);
       switch (parts[2]) {
@@ -479,16 +556,20 @@ async function render() {
     if (document.activeElement?.closest?.("form.filters")) return; // do not pull a form from under the user
     main.replaceChildren(...[page].flat(3).filter(Boolean));
     main.dataset.loaded = location.hash || "#/";
+    main.dataset.updatedBy = cause;
   } catch (e) {
     if (sessionStorage.getItem(TOKEN_KEY)) main.replaceChildren(el("p", { class: "error", id: "failure" }, e.message));
   } finally {
     rendering = false;
-    if (again) { again = false; render(); }
+    if (again) { const c = again; again = null; render(c); }
   }
 }
 
 signout.addEventListener("click", () => { sessionStorage.removeItem(TOKEN_KEY); render(); });
-window.addEventListener("hashchange", render);
-// Polling while the tab is visible: never a held request.
-setInterval(() => { if (document.visibilityState === "visible") render(); }, POLL_MS);
+window.addEventListener("hashchange", () => render());
+// Polling while the tab is visible, but for a page live updates follow:
+// never a held request.
+setInterval(() => {
+  if (document.visibilityState === "visible" && !(live?.open && liveCovers(route().parts))) render("poll");
+}, POLL_MS);
 render();

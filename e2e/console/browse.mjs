@@ -189,6 +189,32 @@ try {
   await page.click(`${fleetRow} a[href="#/t/${tenant}-acme/jobs?state=dead&kind=test.fast"]`);
   await page.waitForFunction(() => document.querySelectorAll("#jobs tbody tr").length === 3, null, { timeout: 10000 });
   check(true, "a tenant of the group links to its dead jobs of the kind");
+  // Live: a job's page follows the job from the tenant's WebSocket, with
+  // no reload and no polling (not while the socket is open): its claim,
+  // the progress its handler publishes, its end.
+  {
+    const lj = await api("POST", `/v1/t/${tenant}/jobs`, { kind: "test.fast", args: { live: true }, lease_ms: 60000 });
+    await open(page, `#/t/${tenant}/jobs/${lj.id}`);
+    await page.waitForFunction(() => document.body.dataset.live === "open", null, { timeout: 10000 });
+    check(true, "the job page opened the tenant's live updates");
+    const live = (what) => page.waitForFunction((w) => {
+      const m = document.getElementById("main");
+      return m.dataset.updatedBy === "live" && m.textContent.includes(w);
+    }, what, { timeout: 10000 });
+    const claimed = await api("POST", `/v1/t/${tenant}/claims`, { worker: "worker-live", kinds: ["test.fast"], limit: 1 });
+    check(claimed.jobs?.[0]?.id === lj.id, `the live job is claimed: ${JSON.stringify(claimed.jobs)}`);
+    const c = claimed.jobs[0];
+    const claim = { worker: "worker-live", attempt: c.attempt, lease_token: c.lease_token };
+    await live("worker-live");
+    check(true, "the claim shows without a reload, from the socket");
+    await api("POST", `/v1/t/${tenant}/jobs/${lj.id}/heartbeat`, { ...claim, progress: { done: 3, of: 5 } });
+    await live('{"done":3,"of":5}');
+    check(true, "the progress the handler published shows without a reload");
+    await api("POST", `/v1/t/${tenant}/jobs/${lj.id}/report`, { ...claim, outcome: "completed", output: { live: "done" } });
+    await page.waitForFunction(() => document.getElementById("main").dataset.updatedBy === "live" &&
+      document.getElementById("summary")?.textContent.startsWith("completed"), null, { timeout: 10000 });
+    check(true, "the job's end shows without a reload, from the socket");
+  }
 
   if (mode === "full") {
     // Fixed in one action: the directory gives the retry to every tenant.

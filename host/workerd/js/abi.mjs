@@ -236,6 +236,18 @@ export function holdMatches(h, w) {
   return hk.length === 0 || wk.length === 0 || hk.some((k) => wk.includes(k));
 }
 
+// changeFor is api.Change.For: the part of a change (a parsed
+// stile-changes) a watch with filter f receives, or null for none.
+export function changeFor(c, f) {
+  if (!f.job && !f.kind) return c.jobs?.length || c.reactions?.length || c.projections?.length || c.more ? c : null;
+  const jobs = (c.jobs ?? []).filter((j) => (!f.job || j.id === f.job) && (!f.kind || j.kind === f.kind));
+  if (jobs.length === 0 && !c.more) return null;
+  const out = {};
+  if (jobs.length) out.jobs = jobs;
+  if (c.more) out.more = true;
+  return out;
+}
+
 const traceparent = /^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$/;
 
 // validTraceparent is do.ValidTraceparent: a W3C version-00 traceparent in

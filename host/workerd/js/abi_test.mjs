@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { decodeParams, decodeResponse, encodeParams, encodeRequest, encodeRows, holdMatches, importNames, parseHold, validTraceparent } from "./abi.mjs";
+import { changeFor, decodeParams, decodeResponse, encodeParams, encodeRequest, encodeRows, holdMatches, importNames, parseHold, validTraceparent } from "./abi.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const vectors = JSON.parse(readFileSync(here + "../../../do/testdata/vectors.json", "utf8"));
@@ -87,6 +87,14 @@ test("importNames lists what instantiate provides", () => {
   const names = importNames();
   assert.ok(names.stile.includes("sql") && names.stile.includes("tx"));
   assert.ok(names.wasi_snapshot_preview1.includes("fd_write"));
+});
+
+test("changeFor gives a watch what api.Change.For gives it", () => {
+  const vectors = JSON.parse(readFileSync(here + "../../../api/testdata/watch.json", "utf8"));
+  assert.ok(vectors.length > 0);
+  for (const v of vectors) {
+    assert.deepEqual(changeFor(v.change, v.filter), v.want, `${JSON.stringify(v.change)} for ${JSON.stringify(v.filter)}`);
+  }
 });
 
 test("holdMatches wakes a held claim as do.Hold.Matches does", () => {

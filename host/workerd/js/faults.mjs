@@ -23,6 +23,9 @@
 //   - tenants never pushed: those whose name starts with "unpushed-"
 //     (their object does not tell the module it can deliver pushes), so
 //     that a worker of the test's own drains them beside the executor;
+//   - GET /v1/t/{tenant}/__instance: the instance of the tenant's object
+//     answering (a new one after the runtime evicted the object), and the
+//     WebSockets the runtime holds for the object (its watches);
 //   - a delay of the erasure notes the Directory object receives, set by
 //     POST /__directory_delay {ms}: a note that arrives late shows whether
 //     the erasure's answer waited for it.
@@ -143,6 +146,9 @@ export class Tenant extends Shipped {
   async fetch(request) {
     this.count(request);
     const url = new URL(request.url);
+    if (url.pathname.endsWith("/__instance")) {
+      return Response.json({ instance: this.use.gen, sockets: this.ctx.getWebSockets().length });
+    }
     if (url.pathname.endsWith("/__faults")) {
       const rule = await request.json();
       this.faultRule = rule.prefix ? { ...rule, seen: 0 } : null;

@@ -10,13 +10,14 @@ import { CONSOLE, CONSOLE_PATH, FAVICON, FAVICON_PATH } from "./console.mjs";
 import {
   decodeResponse, encodeRequest, instantiate, validTraceparent,
   FLAG_FINISHED, FLAG_HOLD_FINISHED, FLAG_WAKE, HEADER_PRINCIPAL, HEADER_TRACEPARENT, KIND_ALARM, KIND_API, RESERVED_PREFIX,
-  HEADER_HELD, HEADER_HOLD, HEADER_WOKE, holdMatches, parseHold,
+  HEADER_HELD, HEADER_HOLD, HEADER_WOKE, changeFor, holdMatches, parseHold,
 } from "./abi.mjs";
 import {
   API_PREFIX, BODY_TOO_LARGE, EXECUTOR_PATH, HEADER_ABSENT, HEADER_CREATE, HEADER_DIRECTORY, HEADER_EXECUTOR, HEADER_PUSH, HEADER_DB_BYTES, HEADER_MODULE, HEADER_USAGE, HEADER_ROWS_READ, HEADER_ROWS_WRITTEN, HEADER_TENANT, MODULE_VERSION, HEADER_TOKEN_ID, STORAGE_SUFFIX, INTERNAL_PREFIX, ANSWER_LOST_PREFIX,
   HEADERS_TOO_LARGE, INVALID_TENANT, MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_TENANTS_PAGE, MAX_WAIT_MS, NO_ROUTE_HINT, PRINCIPAL_ADMIN, PUSH_FAILED,
   TENANTS_PATH, TENANT_PATTERN, WRONG_OBJECT, FAILING_PATH, HEADER_FAILING, MAX_FLEET_GROUPS, MAX_FLEET_GROUP_TENANTS,
   FLEET_OPERATIONS_PATH, FLEET_OPERATION_SLICE, FLEET_PROGRESS_READS, MAX_FLEET_OPERATIONS,
+  HEADER_CHANGES, HEADER_ROUTE, WATCH_PROTOCOL, WATCH_ROUTE, WATCH_SUFFIX, WATCH_TOKEN_PREFIX,
 } from "./config.mjs";
 
 const tenantRe = new RegExp(TENANT_PATTERN);
@@ -42,6 +43,19 @@ function decodedPath(url) {
 }
 
 const forbidden = (message) => json(403, { code: "forbidden", message });
+
+// credential is a request's Authorization header or, for a watch that has
+// none (a browser's WebSocket cannot set it), the token it offers as a
+// subprotocol, as api.WatchAuthorization reads it.
+function credential(request) {
+  const auth = request.headers.get("authorization");
+  if (auth !== null || request.method !== "GET" || !new URL(request.url).pathname.endsWith(WATCH_SUFFIX)) return auth ?? "";
+  for (const p of (request.headers.get("sec-websocket-protocol") ?? "").split(",")) {
+    const v = p.trim();
+    if (v.startsWith(WATCH_TOKEN_PREFIX) && v.length > WATCH_TOKEN_PREFIX.length) return "Bearer " + v.slice(WATCH_TOKEN_PREFIX.length);
+  }
+  return "";
+}
 
 // checkPath refuses a path, as the client sent it, that names its resource
 // ambiguously, with api.CheckPath's words: an empty segment ("//"; a
@@ -86,7 +100,7 @@ export default {
     if (!env.STILE_TOKEN) {
       return internal("the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`");
     }
-    const who = await authenticate(request.headers.get("authorization") ?? "", env);
+    const who = await authenticate(credential(request), env);
     if (who.refusal) return json(who.status ?? 401, who.refusal);
     const path = decodedPath(url);
     if (path === TENANTS_PATH && who.scope !== "*") {
@@ -313,6 +327,18 @@ export class Tenant {
     }
     const failing = this.env.DIRECTORY && resp.headers.find(([name]) => name === HEADER_FAILING);
     if (failing) this.ctx.waitUntil(this.noteDirectory(failing[1], "failing"));
+    if (resp.headers.some(([name, value]) => name === HEADER_DIRECTORY && JSON.parse(value).erased)) {
+      // Nothing of the tenant is left to follow.
+      for (const ws of this.ctx.getWebSockets()) {
+        try {
+          ws.close(1001, "the tenant was erased");
+        } catch {
+          // already closed
+        }
+      }
+    }
+    const changes = resp.headers.find(([name]) => name === HEADER_CHANGES);
+    if (changes) this.sendChanges(changes[1]);
     const push = this.env.EXECUTOR && resp.headers.find(([name]) => name === HEADER_PUSH);
     if (push) {
       // Outside the module's transaction, and never awaited by the
@@ -321,6 +347,60 @@ export class Tenant {
       for (const id of plan.ids) this.ctx.waitUntil(this.deliver(plan, id));
     }
   }
+
+  // sendChanges sends a call's changes (stile-changes) to the watches
+  // their filters let them through. The watches are the runtime's
+  // hibernatable WebSockets, each with its filter as its attachment: the
+  // object keeps nothing of them in memory, so an instance that was
+  // evicted (or never saw the watch start) sends to them all the same.
+  sendChanges(header) {
+    const sockets = this.ctx.getWebSockets();
+    if (sockets.length === 0) return;
+    let c;
+    try {
+      c = JSON.parse(header);
+    } catch {
+      c = { more: true };
+    }
+    for (const ws of sockets) {
+      const part = changeFor(c, ws.deserializeAttachment() ?? {});
+      if (!part) continue;
+      try {
+        ws.send(JSON.stringify(part));
+      } catch {
+        // closing: the runtime drops it
+      }
+    }
+  }
+
+  // watch answers a watch the module accepted (its answer: the filter) by
+  // accepting a hibernatable WebSocket, so an idle watch keeps the object
+  // neither in memory nor billed.
+  watch(request, filterBody) {
+    if ((request.headers.get("upgrade") ?? "").toLowerCase() !== "websocket") {
+      return json(426, { code: "upgrade_required", message: `GET /v1/t/${this.tenant}/watch is a WebSocket: send it as an upgrade (Upgrade: websocket)` });
+    }
+    const filter = JSON.parse(new TextDecoder().decode(filterBody));
+    const [client, server] = Object.values(new WebSocketPair());
+    this.ctx.acceptWebSocket(server);
+    server.serializeAttachment(filter);
+    const offered = (request.headers.get("sec-websocket-protocol") ?? "").split(",").map((p) => p.trim());
+    const headers = offered.includes(WATCH_PROTOCOL) ? { "sec-websocket-protocol": WATCH_PROTOCOL } : {};
+    return new Response(null, { status: 101, webSocket: client, headers });
+  }
+
+  // A watch sends nothing the object reads.
+  webSocketMessage() {}
+
+  webSocketClose(ws, code) {
+    try {
+      ws.close(code === 1005 || code === 1006 ? 1000 : code, "");
+    } catch {
+      // already closed
+    }
+  }
+
+  webSocketError() {}
 
   // noteDirectory tells the directory what the module said of the tenant
   // (its first use, ready or idle), or what is failing in it (to
@@ -372,7 +452,7 @@ export class Tenant {
     if (!this.env.STILE_TOKEN) {
       return internal("the Worker has no STILE_TOKEN secret: run `npx wrangler secret put STILE_TOKEN`");
     }
-    const who = await authenticate(request.headers.get("authorization") ?? "", this.env);
+    const who = await authenticate(credential(request), this.env);
     if (who.refusal) return json(who.status ?? 401, who.refusal);
     const url = new URL(request.url);
     const path = decodedPath(url);
@@ -445,6 +525,9 @@ export class Tenant {
       }
       if (resp.noted) await resp.noted;
       if (w.keepName && !resp.headers.some(([name]) => name === HEADER_ABSENT)) this.ctx.storage.kv?.put(TENANT_KEY, w.keepName);
+      if (resp.status === 200 && resp.headers.some(([name, value]) => name === HEADER_ROUTE && value === WATCH_ROUTE)) {
+        return this.watch(request, resp.body);
+      }
       const headers = new Headers();
       for (const [name, value] of resp.headers) if (!name.startsWith(RESERVED_PREFIX)) headers.append(name, value);
       if (!headers.has("content-type")) headers.set("content-type", "application/json"); // the module's own (GET /metrics) stands

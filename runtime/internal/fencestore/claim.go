@@ -160,7 +160,7 @@ func (s *Store) Claim(now int64, req ClaimRequest) (jobs []Job, cut bool, err er
 	}
 	rows, err := s.db.Query(`UPDATE stile_jobs SET state = 'running', attempt = attempt + 1,
 		worker = ?, lease_token = lower(hex(randomblob(16))), claimed_at = ?2,
-		lease_until = ?2 + lease_ms, heartbeats = 0, last_heartbeat_at = NULL
+		lease_until = ?2 + lease_ms, heartbeats = 0, last_heartbeat_at = NULL, progress = NULL
 		WHERE state = 'available' AND id IN (`+ids+`)
 		RETURNING `+jobColumns, args...)
 	if err != nil {
@@ -171,6 +171,7 @@ func (s *Store) Claim(now int64, req ClaimRequest) (jobs []Job, cut bool, err er
 	for rows.Next() {
 		j := s.scanJob(rows)
 		s.due.Added(j.LeaseUntil)
+		s.changed(j.ID, j.Kind, j.State, j.Attempt, nil)
 		out = append(out, j)
 		claimed += j.bytes()
 	}
@@ -208,10 +209,10 @@ func (s *Store) Claim(now int64, req ClaimRequest) (jobs []Job, cut bool, err er
 // tags and last error (read into the module, and most of the answer) and
 // a fixed cost for the rest; Job.bytes is the same of a job read.
 const jobBytes = `length(args) + coalesce(length(output), 0) + coalesce(length(tags), 0) +
-	coalesce(length(last_error), 0) + coalesce(length(all_args), 0) + 256`
+	coalesce(length(last_error), 0) + coalesce(length(all_args), 0) + coalesce(length(progress), 0) + 256`
 
 func (j *Job) bytes() int64 {
-	return int64(len(j.Args)+len(j.Output)+len(j.Tags)+len(j.LastError)+len(j.AllArgs)) + 256
+	return int64(len(j.Args)+len(j.Output)+len(j.Tags)+len(j.LastError)+len(j.AllArgs)+len(j.Progress)) + 256
 }
 
 // maxClaimBytes bounds a ready job's jobBytes: the largest args, args

@@ -62,14 +62,15 @@ func (s *Store) ApplyDue(now int64, noticedBy string, jitter func() float64) (Du
 	rows, err = s.db.Query(`UPDATE stile_jobs SET state = 'available'
 		WHERE id IN (SELECT id FROM stile_jobs WHERE state IN ('scheduled', 'retryable') AND run_at <= ?
 		             ORDER BY run_at`+do.Limit(promoteBatch)+`)
-		RETURNING queue, kind, failures`, now)
+		RETURNING queue, kind, id, attempt, failures`, now)
 	if err != nil {
 		return res, printf.Errorf("make due jobs available: %w", err)
 	}
 	res.Promoted = rows.Len()
 	for rows.Next() {
 		s.wake(s.intern(rows.TextBytes(0)), s.intern(rows.TextBytes(1)))
-		s.failing = s.failing || rows.Int(2) > 0 // a retryable job that is due leaves the failing view
+		s.changed(rows.Int(2), s.intern(rows.TextBytes(1)), fence.StateAvailable, rows.Int(3), nil)
+		s.failing = s.failing || rows.Int(4) > 0 // a retryable job that is due leaves the failing view
 	}
 	if err := rows.Err(); err != nil {
 		return res, printf.Errorf("make due jobs available: %w", err)

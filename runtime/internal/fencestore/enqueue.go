@@ -198,6 +198,7 @@ func (s *Store) enqueue(now int64, n NewJob, batch []Enqueued) (Enqueued, error)
 		return Enqueued{}, printf.Errorf("enqueue job of kind %s: %w", n.Kind, do.ErrGuard)
 	}
 	id := rows.Int(0)
+	s.changed(id, n.Kind, state, 0, nil)
 	for _, e := range edges {
 		var resolved, at any
 		if e.resolved != "" {
@@ -329,7 +330,9 @@ func (s *Store) collapse(now int64, n NewJob) (j Job, ok bool, err error) {
 		s.due.Removed(j.RunAt)
 		s.due.Added(runAt)
 	}
-	return s.scanJob(rows), true, rows.Err()
+	collapsed := s.scanJob(rows)
+	s.changed(collapsed.ID, collapsed.Kind, collapsed.State, collapsed.Attempt, nil)
+	return collapsed, true, rows.Err()
 }
 
 // idList is a JSON array of ids, for json_each.

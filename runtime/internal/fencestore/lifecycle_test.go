@@ -455,7 +455,7 @@ func TestRejectionsAreBounded(t *testing.T) {
 	c.Worker = "intruder"
 	const n = fencestore.RejectionsKept + 5
 	for i := range n {
-		err := f.serve(func() error { _, _, err := f.s.Heartbeat(t0+int64(i), j.ID, c); return err })
+		err := f.serve(func() error { _, _, err := f.s.Heartbeat(t0+int64(i), j.ID, c, nil); return err })
 		requireCode(t, err, api.CodeOtherWorker)
 	}
 	rs := f.rejections(j.ID)

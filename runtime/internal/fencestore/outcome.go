@@ -22,8 +22,10 @@ const (
 
 // Heartbeat extends the lease of a live claim, as far as fence.ExtendLease
 // allows, and says whether a cancel was requested. A refused heartbeat is
-// audited and returned as a *api.Error.
-func (s *Store) Heartbeat(now, id int64, c fence.Claim) (leaseUntil int64, cancel bool, err error) {
+// audited and returned as a *api.Error, and writes nothing else. progress,
+// when not nil, is the handler's progress (JSON, checked by the caller),
+// stored with the heartbeat under the same guard: fenced like an output.
+func (s *Store) Heartbeat(now, id int64, c fence.Claim, progress []byte) (leaseUntil int64, cancel bool, err error) {
 	j, err := s.getFence(id)
 	if err != nil {
 		return 0, false, err
@@ -37,8 +39,14 @@ func (s *Store) Heartbeat(now, id int64, c fence.Claim) (leaseUntil int64, cance
 	// Written even when the lease cannot grow (it is cut at the time
 	// limit): the heartbeat is counted for the attempt's timeline.
 	until := fence.ExtendLease(j.Job, now)
-	rows, err := s.db.Query(`UPDATE stile_jobs SET lease_until = ?, heartbeats = heartbeats + 1, last_heartbeat_at = ?
-		WHERE `+liveLease+` RETURNING id`, until, now, id, j.Attempt, j.Worker, j.LeaseToken, now)
+	// A nil progress binds NULL: the coalesce keeps the last one.
+	var p any
+	if progress != nil {
+		p = string(progress)
+	}
+	rows, err := s.db.Query(`UPDATE stile_jobs SET lease_until = ?, heartbeats = heartbeats + 1, last_heartbeat_at = ?,
+		progress = coalesce(?, progress)
+		WHERE `+liveLease+` RETURNING id`, until, now, p, id, j.Attempt, j.Worker, j.LeaseToken, now)
 	if err != nil {
 		return 0, false, printf.Errorf("extend lease of job %d: %w", id, err)
 	}
@@ -47,6 +55,9 @@ func (s *Store) Heartbeat(now, id int64, c fence.Claim) (leaseUntil int64, cance
 	}
 	s.due.Removed(j.LeaseUntil)
 	s.due.Added(until)
+	if progress != nil {
+		s.changed(id, j.Kind, j.State, j.Attempt, progress)
+	}
 	return until, j.CancelRequested, nil
 }
 
@@ -174,6 +185,7 @@ func (s *Store) finish(now int64, j Job, next fence.Next, e ending) (Job, error)
 	if !rows.Next() {
 		return j, printf.Errorf("record %s of job %d attempt %d: %w", string(e.outcome), j.ID, j.Attempt, do.ErrGuard)
 	}
+	s.changed(j.ID, j.Kind, next.State, j.Attempt, nil)
 	s.due.Removed(j.LeaseUntil)
 	if next.State == fence.StateRetryable || next.State == fence.StateDead {
 		s.failing = true
@@ -274,11 +286,12 @@ func (s *Store) settleChildren(now int64, parent int64, state fence.State) error
 		rows, err = s.db.Query(`UPDATE stile_jobs SET pending_parents = pending_parents - 1,
 			state = CASE WHEN pending_parents > 1 THEN 'pending' WHEN run_at > ? THEN 'scheduled' ELSE 'available' END
 			WHERE state = 'pending' AND id IN (SELECT value FROM json_each(?))`+regardless+`
-			RETURNING state, run_at, queue, kind`, now, ids)
+			RETURNING state, run_at, queue, kind, id, attempt`, now, ids)
 		if err != nil {
 			return printf.Errorf("unlatch the dependents of job %d: %w", p.id, err)
 		}
 		for rows.Next() {
+			s.changed(rows.Int(4), s.intern(rows.TextBytes(3)), fence.State(rows.TextBytes(0)), rows.Int(5), nil)
 			switch fence.State(rows.TextBytes(0)) {
 			case fence.StateAvailable:
 				s.wake(s.intern(rows.TextBytes(2)), s.intern(rows.TextBytes(3)))
@@ -291,11 +304,12 @@ func (s *Store) settleChildren(now int64, parent int64, state fence.State) error
 		}
 		rows, err = s.db.Query(`UPDATE stile_jobs SET state = 'cancelled', finished_at = ?, last_error = ?
 			WHERE state = 'pending' AND run_regardless = 0 AND id IN (SELECT value FROM json_each(?))
-			RETURNING id`, now, printf.Sprintf("parent job %d ended %s", p.id, string(p.state)), ids)
+			RETURNING id, kind, attempt`, now, printf.Sprintf("parent job %d ended %s", p.id, string(p.state)), ids)
 		if err != nil {
 			return printf.Errorf("cancel the dependents of job %d: %w", p.id, err)
 		}
 		for rows.Next() {
+			s.changed(rows.Int(0), s.intern(rows.TextBytes(1)), fence.StateCancelled, rows.Int(2), nil)
 			work = append(work, end{rows.Int(0), fence.StateCancelled})
 		}
 	}
@@ -352,6 +366,7 @@ func (s *Store) Cancel(now, id int64, reason string) (Job, error) {
 		if !rows.Next() {
 			return j, printf.Errorf("request cancel of job %d: %w", id, do.ErrGuard)
 		}
+		s.changed(id, j.Kind, j.State, j.Attempt, nil)
 	case fence.CancelNow:
 		msg := "cancelled"
 		if reason != "" {
@@ -365,6 +380,7 @@ func (s *Store) Cancel(now, id int64, reason string) (Job, error) {
 		if !rows.Next() {
 			return j, printf.Errorf("cancel job %d: %w", id, do.ErrGuard)
 		}
+		s.changed(id, j.Kind, fence.StateCancelled, j.Attempt, nil)
 		if j.State == fence.StateScheduled || j.State == fence.StateRetryable {
 			s.due.Removed(j.RunAt)
 		}
@@ -402,6 +418,7 @@ func (s *Store) Retry(now, id int64) (Job, error) {
 		return j, printf.Errorf("retry job %d: %w", id, do.ErrGuard)
 	}
 	s.failing = s.failing || j.State == fence.StateDead
+	s.changed(id, j.Kind, fence.StateAvailable, j.Attempt, nil)
 	j, err = s.Get(id)
 	if err == nil {
 		s.wake(j.Queue, j.Kind)
@@ -426,6 +443,7 @@ func (s *Store) Delete(id int64) error {
 		return printf.Errorf("delete job %d: %w", id, do.ErrGuard)
 	}
 	s.failing = s.failing || j.State == fence.StateDead
+	s.changed(id, j.Kind, api.JobDeleted, j.Attempt, nil)
 	return nil
 }
 
@@ -462,6 +480,7 @@ func (s *Store) Fail(now int64, j Job, msg string) error {
 		return printf.Errorf("fail job %d: %w", j.ID, do.ErrGuard)
 	}
 	s.failing = true
+	s.changed(j.ID, j.Kind, fence.StateDead, j.Attempt, nil)
 	if j.State == fence.StateScheduled || j.State == fence.StateRetryable {
 		s.due.Removed(j.RunAt)
 	}

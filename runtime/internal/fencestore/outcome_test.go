@@ -82,7 +82,7 @@ func TestHeartbeat(t *testing.T) {
 
 			var until int64
 			var cancel bool
-			err := f.serve(func() (err error) { until, cancel, err = f.s.Heartbeat(now, j.ID, c); return })
+			err := f.serve(func() (err error) { until, cancel, err = f.s.Heartbeat(now, j.ID, c, nil); return })
 
 			if tc.code != "" {
 				requireCode(t, err, tc.code)

@@ -35,6 +35,9 @@ type Store struct {
 	// failing says writes since the last FailingChanged may have changed
 	// what is failing (a job became or stopped being retryable or dead).
 	failing bool
+	// changes are the jobs the writes changed, for watchers (Changes).
+	changes     []Change
+	changesMore bool
 	// paused caches the paused queues (nil: read them again).
 	paused map[string]bool
 	// queues are queue names known to count against MaxQueues (nil: not
@@ -214,6 +217,9 @@ type Job struct {
 	CancelAt       int64 // when a cancel was requested, while running
 	// Heartbeats the running attempt sent, and the last one's time.
 	Heartbeats, LastHeartbeatAt int64
+	// Progress is what the handler last published with a heartbeat
+	// (JSON; nil: nothing since the attempt was claimed).
+	Progress []byte
 	// Traceparent is the enqueuing request's traceparent.
 	Traceparent string
 	// Dependents says jobs may wait for this one: its end settles them.
@@ -237,7 +243,7 @@ const fenceColumns = `id, state, attempt, failures, max_attempts, lease_ms, back
 // jobColumns are fenceColumns and the rest of the row.
 const jobColumns = fenceColumns + `, queue, priority, args, created_at, output, finished_at,
 	unique_key, pending_parents, run_regardless, traceparent, rate_key,
-	debounce_key, debounce_keep, debounce_until, collapsed, all_args, throttle_key`
+	debounce_key, debounce_keep, debounce_until, collapsed, all_args, throttle_key, progress`
 
 func (s *Store) scanFence(r *do.Rows, j *Job) {
 	j.ID = r.Int(0)
@@ -286,6 +292,7 @@ func (s *Store) scanJob(r *do.Rows) Job {
 	j.Collapsed = r.Int(37)
 	j.AllArgs = r.Bytes(38)
 	j.ThrottleKey = s.intern(r.TextBytes(39))
+	j.Progress = r.Bytes(40)
 	return j
 }
 

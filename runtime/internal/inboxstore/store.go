@@ -1,6 +1,7 @@
 package inboxstore
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/stile-run/stile/do"
@@ -54,6 +55,9 @@ type Store struct {
 	// failing says settles since the last FailingChanged may have changed
 	// which deliveries are failing.
 	failing bool
+	// changed are the handlers whose deliveries the writes changed, for
+	// watchers (Changes).
+	changed []string
 	// paused and replaying cache the paused reactions and the replays'
 	// positions (nil: read them again).
 	paused    map[string]bool
@@ -87,6 +91,33 @@ func (s *Store) FailingChanged() bool {
 
 // Wake notes that deliveries may be claimable (new events were appended).
 func (s *Store) Wake() { s.woke = true }
+
+// note notes that the deliveries of handler changed.
+func (s *Store) note(handler string) {
+	if !slices.Contains(s.changed, handler) {
+		s.changed = append(s.changed, handler)
+	}
+}
+
+// Changes reports, and forgets, the handlers whose deliveries the writes
+// since the last call changed (claimed, settled, skipped, put back, come
+// due). Like Woke, what a transaction that rolled back noted must be
+// forgotten by its caller (Changes, or RollbackChanges for a nested one).
+func (s *Store) Changes() []string {
+	c := s.changed
+	s.changed = nil
+	return c
+}
+
+// ChangesMark is where a nested transaction starts, for RollbackChanges.
+func (s *Store) ChangesMark() int { return len(s.changed) }
+
+// RollbackChanges forgets the handlers noted since mark.
+func (s *Store) RollbackChanges(mark int) {
+	if mark <= len(s.changed) {
+		s.changed = s.changed[:mark]
+	}
+}
 
 // Sync gives every registered handler a checkpoint: a handler new to this
 // tenant starts at the log's head (it reacts to what happens from now on),
@@ -391,6 +422,7 @@ func (s *Store) reclaim(now int64, worker string, h Handler, open []inbox.Entry)
 		d.Entry.State, d.Entry.Worker, d.Entry.ClaimedAt, d.Entry.LeaseUntil, d.Entry.RunAt = inbox.Pending, worker, now, lease, 0
 		d.Entry.Reported = ""
 		s.due.Added(lease)
+		s.note(h.Name)
 	}
 	return ds, nil
 }
@@ -430,6 +462,7 @@ func (s *Store) deliverNew(now int64, worker string, h Handler, heldUntil int64,
 			args = append(args, h.Name, ev.Seq, worker, now, heldUntil)
 		}
 		sql.WriteString(` RETURNING seq, claim_id, lease_until`)
+		s.note(h.Name)
 		rows, err := s.db.Query(sql.String(), args...)
 		if err != nil {
 			return nil, printf.Errorf("deliver events to %s: %w", h.Name, err)
@@ -537,6 +570,7 @@ func (s *Store) guarded(sql, what string, e inbox.Entry, args ...any) error {
 	if rows.Len() != 1 {
 		return printf.Errorf("%s event %d of %s: %w", what, e.Seq, e.Handler, do.ErrGuard)
 	}
+	s.note(e.Handler)
 	return nil
 }
 
@@ -565,14 +599,20 @@ func (s *Store) Skip(now int64, handler string, seq int64, reason string) (bool,
 // ready, so held claims wake and the alarm moves on.
 func (s *Store) ApplyDue(now int64) error {
 	rows, err := s.db.Query(`UPDATE stile_inbox SET state = 'ready', error = 'the lease of attempt ' || attempt || ' ran out'
-		WHERE state = 'pending' AND lease_until <= ? RETURNING 1`, now)
+		WHERE state = 'pending' AND lease_until <= ? RETURNING handler`, now)
 	if err != nil {
 		return printf.Errorf("expire reaction leases: %w", err)
 	}
 	n := rows.Len()
-	rows, err = s.db.Query(`UPDATE stile_inbox SET state = 'ready', run_at = NULL WHERE state = 'retry' AND run_at <= ? RETURNING 1`, now)
+	for rows.Next() {
+		s.note(rows.Text(0))
+	}
+	rows, err = s.db.Query(`UPDATE stile_inbox SET state = 'ready', run_at = NULL WHERE state = 'retry' AND run_at <= ? RETURNING handler`, now)
 	if err != nil {
 		return printf.Errorf("make due reaction retries ready: %w", err)
+	}
+	for rows.Next() {
+		s.note(rows.Text(0))
 	}
 	if n+rows.Len() > 0 {
 		s.woke = true
