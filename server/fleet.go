@@ -52,15 +52,13 @@ func (s *Server) fleetOperations(w http.ResponseWriter, r *http.Request, rc *htt
 	case one && r.Method == http.MethodGet:
 		s.fleetOperation(w, r, id, claims)
 	case one:
-		w.Header().Set("Allow", "GET")
-		writeError(w, api.Refuse(api.CodeMethodNotAllowed, "%s %s: use GET", r.Method, path))
+		allow(w, r, path, "GET")
 	case r.Method == http.MethodGet:
 		s.listFleetOperations(w, claims)
 	case r.Method == http.MethodPost:
 		s.startFleetOperation(w, r, rc, role, claims)
 	default:
-		w.Header().Set("Allow", "GET, POST")
-		writeError(w, api.Refuse(api.CodeMethodNotAllowed, "%s %s: use GET or POST", r.Method, path))
+		allow(w, r, path, "GET", "POST")
 	}
 }
 
@@ -101,9 +99,8 @@ func (s *Server) startFleetOperation(w http.ResponseWriter, r *http.Request, rc 
 		}
 		req.Prefix = p
 	}
-	dir := s.manager.Directory()
+	dir := s.directory(w)
 	if dir == nil {
-		writeError(w, api.Refuse(api.CodeNotFound, "this deployment keeps no tenant directory"))
 		return
 	}
 	first := dir.Names(req.Prefix, "", 1)

@@ -14,6 +14,7 @@ import (
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
 	"github.com/stile-run/stile/host"
+	"github.com/stile-run/stile/host/directory"
 	"github.com/stile-run/stile/token"
 )
 
@@ -340,16 +341,35 @@ func firstLine(s string) string {
 	return s
 }
 
-// tenants answers GET /v1/tenants from the manager's directory.
-func (s *Server) tenants(w http.ResponseWriter, r *http.Request) {
+// directoryGET is the manager's directory for a GET of path, or nil
+// once it answered why not (another method; no directory).
+func (s *Server) directoryGET(w http.ResponseWriter, r *http.Request, path string) *directory.Dir {
 	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", "GET")
-		writeError(w, api.Refuse(api.CodeMethodNotAllowed, "%s %s: use GET", r.Method, api.TenantsPath))
-		return
+		allow(w, r, path, "GET")
+		return nil
 	}
+	return s.directory(w)
+}
+
+// directory is the manager's directory, or nil once it answered 404.
+func (s *Server) directory(w http.ResponseWriter) *directory.Dir {
 	dir := s.manager.Directory()
 	if dir == nil {
 		writeError(w, api.Refuse(api.CodeNotFound, "this deployment keeps no tenant directory"))
+	}
+	return dir
+}
+
+// allow answers 405 to a method path does not take.
+func allow(w http.ResponseWriter, r *http.Request, path string, methods ...string) {
+	w.Header().Set("Allow", strings.Join(methods, ", "))
+	writeError(w, api.Refuse(api.CodeMethodNotAllowed, "%s %s: use %s", r.Method, path, strings.Join(methods, " or ")))
+}
+
+// tenants answers GET /v1/tenants from the manager's directory.
+func (s *Server) tenants(w http.ResponseWriter, r *http.Request) {
+	dir := s.directoryGET(w, r, api.TenantsPath)
+	if dir == nil {
 		return
 	}
 	q, e := api.ParseTenantsQuery(r.URL.Query())
@@ -370,14 +390,8 @@ func (s *Server) tenants(w http.ResponseWriter, r *http.Request) {
 // for every tenant sees them all, one for a prefix ("acme-*") the tenants
 // of its prefix; a token for one tenant reads that tenant's own /failing.
 func (s *Server) failing(w http.ResponseWriter, r *http.Request, claims *token.Claims) {
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", "GET")
-		writeError(w, api.Refuse(api.CodeMethodNotAllowed, "%s %s: use GET", r.Method, api.FailingPath))
-		return
-	}
-	dir := s.manager.Directory()
+	dir := s.directoryGET(w, r, api.FailingPath)
 	if dir == nil {
-		writeError(w, api.Refuse(api.CodeNotFound, "this deployment keeps no tenant directory"))
 		return
 	}
 	prefix, e := api.ParseFailingQuery(r.URL.Query())
