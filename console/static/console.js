@@ -58,7 +58,7 @@ function setLive(state) {
   document.getElementById("live")?.replaceChildren(state === "open" ? "live" : "");
 }
 
-function follow(tenant) {
+function followLive(tenant) {
   if (live && live.tenant === tenant) return;
   live?.ws.close();
   live = null;
@@ -366,9 +366,9 @@ function progress(op) {
 // The tenant runs the operation (its alarm, 100 jobs or deliveries at a
 // time); the page polls its progress until it is done, then renders again.
 async function bulk(tenant, action, filter) {
-  return follow(tenant, { action, filter });
+  return followOperation(tenant, { action, filter });
 }
-async function follow(tenant, request) {
+async function followOperation(tenant, request) {
   let op = await api("POST", `${t(tenant)}/operations`, request);
   operation = { hash: location.hash, op };
   await render();
@@ -470,7 +470,7 @@ function replayForm(tenant, r) {
     const from = Number(new FormData(e.target).get("from_seq"));
     document.activeElement?.blur();
     if (!confirm(`Deliver every event of ${r.name} from event ${from} to ${r.checkpoint} again, in order? Each is a new delivery: what its handler does and records happens again.`)) return;
-    try { await follow(tenant, { action: "replay", reaction: r.name, from_seq: from }); } catch (err) { alert(err.message); }
+    try { await followOperation(tenant, { action: "replay", reaction: r.name, from_seq: from }); } catch (err) { alert(err.message); }
   } } }, el("label", {}, "from event", el("input", { name: "from_seq", type: "number", min: "1", max: String(r.checkpoint), value: "1", required: true })),
   el("button", { type: "submit" }, "Replay from"));
 }
@@ -530,14 +530,14 @@ async function render(cause = "navigation") {
   rendering = true;
   try {
     if (!sessionStorage.getItem(TOKEN_KEY)) {
-      follow(null);
+      followLive(null);
       main.replaceChildren(...signIn());
       return;
     }
     signout.hidden = false;
     const { parts, query } = route();
     let page;
-    follow(parts[0] === "t" && parts[1] ? parts[1] : null);
+    followLive(parts[0] === "t" && parts[1] ? parts[1] : null);
     if (parts[0] === "t" && parts[1]) {
       tenantNav(parts[1]);
       switch (parts[2]) {
