@@ -358,6 +358,9 @@ func (md *model) enqueue() {
 				k, _ := strconv.Atoi(d[1:])
 				pid = resp.Jobs[k].ID
 			}
+			if slices.Contains(mj.parents, pid) {
+				continue // a parent named twice (by id and by "#n", or a debounce's job) is one dependency
+			}
 			mj.parents = append(mj.parents, pid)
 			md.jobs[pid].children = append(md.jobs[pid].children, mj.id)
 		}
