@@ -588,26 +588,30 @@ export class Directory {
   }
 
   async fetch(request) {
+    // A body is read whole before any answer, refusals too: one left
+    // unread can cost the connection it came on (the next request sent on
+    // it is reset).
+    const body = request.method === "GET" || request.method === "HEAD" ? "" : await request.text();
     const who = await authenticate(request.headers.get("authorization") ?? "", this.env);
     if (who.refusal) return json(who.status ?? 401, who.refusal);
     const url = new URL(request.url);
     if (url.pathname === "/notify" && request.method === "POST") {
       if (!who.admin) return forbidden("only the deployment's tenants note themselves in the directory");
-      return this.note(await request.json());
+      return this.note(JSON.parse(body));
     }
     if (url.pathname === "/count" && request.method === "POST") {
       if (!who.admin) return forbidden("only the deployment's Worker counts tenants");
-      const q = await request.json();
+      const q = JSON.parse(body);
       const count = this.sql.exec(`SELECT count(*) AS n FROM tenants WHERE substr(name, 1, length(?1)) = ?1`, String(q.prefix)).one().n;
       const listed = this.sql.exec(`SELECT 1 FROM tenants WHERE name = ?`, String(q.tenant)).toArray().length > 0;
       return json(200, { count, listed });
     }
     if (url.pathname === "/failing" && request.method === "POST") {
       if (!who.admin) return forbidden("only the deployment's tenants note what is failing in them");
-      return this.noteFailing(await request.json());
+      return this.noteFailing(JSON.parse(body));
     }
     if (url.pathname === FAILING_PATH) return this.failing(request, url, who);
-    if (url.pathname === FLEET_OPERATIONS_PATH || url.pathname.startsWith(FLEET_OPERATIONS_PATH + "/")) return this.fleetOperations(request, url, who);
+    if (url.pathname === FLEET_OPERATIONS_PATH || url.pathname.startsWith(FLEET_OPERATIONS_PATH + "/")) return this.fleetOperations(request, url, who, body);
     if (who.scope !== "*") return forbidden(`this token is for ${who.scope}: listing the tenants needs a token for every tenant (*)`);
     if (url.pathname !== TENANTS_PATH) return noRoute(request.method, url.pathname);
     if (request.method !== "GET") {
@@ -689,7 +693,7 @@ export class Directory {
   // fleetOperations answers FLEET_OPERATIONS_PATH and …/{id}, as the Go
   // host's server does (server/fleet.go): an operation across the tenants
   // of a prefix, given to them a slice at a time by this object's alarm.
-  async fleetOperations(request, url, who) {
+  async fleetOperations(request, url, who, body) {
     const one = url.pathname.startsWith(FLEET_OPERATIONS_PATH + "/") ? url.pathname.slice(FLEET_OPERATIONS_PATH.length + 1) : null;
     const allow = (methods) => {
       const r = json(405, { code: "method_not_allowed", message: `${request.method} ${url.pathname}: use ${methods.join(" or ")}` });
@@ -707,7 +711,7 @@ export class Directory {
     }
     let r;
     try {
-      r = JSON.parse(await request.text());
+      r = JSON.parse(body);
     } catch (e) {
       return json(400, { code: "invalid_request", message: `the body is not JSON: ${e.message}` });
     }
