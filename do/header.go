@@ -123,6 +123,7 @@ const (
 	HeaderWoke        = "stile-woke"
 	HeaderUsage       = "stile-usage"
 	HeaderChanges     = "stile-changes"
+	HeaderWatched     = "stile-watched"
 
 	ReservedPrefix = "stile-"
 

@@ -255,6 +255,9 @@ func (m *Manager) call(ctx context.Context, t *tenant, req do.Request, w *waiter
 	}
 	t.holds.unhold(w)
 	req.Headers = append(slices.Clone(req.Headers), t.use.header("keep"))
+	if t.watchers.any() {
+		req.Headers = append(req.Headers, do.Header{Name: do.HeaderWatched, Value: "1"})
+	}
 	if all, mine := t.holds.counts(w.token); all > 0 {
 		req.Headers = append(req.Headers, do.Header{Name: do.HeaderHeld, Value: do.HeldCounts(all, mine)})
 	}

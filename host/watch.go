@@ -107,6 +107,13 @@ func (ws *watchers) send(header string) {
 	}
 }
 
+// any says whether the tenant has watches (its calls then keep changes).
+func (ws *watchers) any() bool {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return len(ws.set) > 0
+}
+
 // erased ends every watch of the tenant: nothing of it is left to follow.
 func (ws *watchers) erased() {
 	ws.mu.Lock()

@@ -18,6 +18,9 @@ func (t *Tenant) changes() (do.Header, bool) {
 	list, more := t.store.Changes()
 	c := api.Change{More: more, Reactions: t.reactions.Changes(), Projections: t.proj.advanced}
 	t.proj.advanced = nil
+	if !t.store.Watched {
+		return do.Header{}, false
+	}
 	if len(list) == 0 && !more && len(c.Reactions) == 0 && len(c.Projections) == 0 {
 		return do.Header{}, false
 	}

@@ -209,6 +209,10 @@ func (t *Tenant) serve(req do.Request) do.Response {
 	// writes, whichever route or due work writes them.
 	tp := req.Headers.Get(do.HeaderTraceparent)
 	t.events.Traceparent, t.store.Traceparent = tp, tp
+	// Changes are kept for the host's watchers only while it has some
+	// (stile-watched): a tenant nobody watches spends nothing on them.
+	watched := req.Headers.Get(do.HeaderWatched) != ""
+	t.store.Watched, t.reactions.Watched = watched, watched
 	if m := req.Headers.Get(do.HeaderModule); m != "" {
 		t.schema.module = m
 	}

@@ -146,6 +146,7 @@ func Config() string {
 	constant("HEADER_CREATE", do.HeaderCreate)
 	constant("HEADER_ABSENT", do.HeaderAbsent)
 	constant("HEADER_CHANGES", do.HeaderChanges)
+	constant("HEADER_WATCHED", do.HeaderWatched)
 	constant("HEADER_ROUTE", do.HeaderRoute)
 	constant("WATCH_ROUTE", api.RouteWatch.Method+" "+api.RouteWatch.Pattern)
 	constant("WATCH_SUFFIX", "/"+api.RouteWatch.Pattern)

@@ -17,7 +17,7 @@ import {
   HEADERS_TOO_LARGE, INVALID_TENANT, MAX_BODY_BYTES, MAX_HEADER_BYTES, MAX_TENANTS_PAGE, MAX_WAIT_MS, NO_ROUTE_HINT, PRINCIPAL_ADMIN, PUSH_FAILED,
   TENANTS_PATH, TENANT_PATTERN, WRONG_OBJECT, FAILING_PATH, HEADER_FAILING, MAX_FLEET_GROUPS, MAX_FLEET_GROUP_TENANTS,
   FLEET_OPERATIONS_PATH, FLEET_OPERATION_SLICE, FLEET_PROGRESS_READS, MAX_FLEET_OPERATIONS,
-  HEADER_CHANGES, HEADER_ROUTE, WATCH_PROTOCOL, WATCH_ROUTE, WATCH_SUFFIX, WATCH_TOKEN_PREFIX,
+  HEADER_CHANGES, HEADER_WATCHED, HEADER_ROUTE, WATCH_PROTOCOL, WATCH_ROUTE, WATCH_SUFFIX, WATCH_TOKEN_PREFIX,
 } from "./config.mjs";
 
 const tenantRe = new RegExp(TENANT_PATTERN);
@@ -294,6 +294,12 @@ export class Tenant {
 
   // ownHeaders are what the object tells the module about itself: which
   // tenant it is, and whether it can deliver pushes.
+  // watched is the header saying the object has watches (hibernated or
+  // not): only then does the module keep a call's changes.
+  watched() {
+    return this.ctx.getWebSockets().length > 0 ? [[HEADER_WATCHED, "1"]] : [];
+  }
+
   ownHeaders() {
     const out = [];
     if (this.tenant) out.push([HEADER_TENANT, this.tenant]);
@@ -439,7 +445,7 @@ export class Tenant {
     const body = new TextEncoder().encode(JSON.stringify({ end: PUSH_FAILED, error: why }));
     const path = `${API_PREFIX}${plan.tenant}/pushes/${id}/done`;
     try {
-      this.call(encodeRequest(KIND_API, "POST", path, "", body, [[HEADER_PRINCIPAL, PRINCIPAL_ADMIN], ...this.ownHeaders(), this.usageHeader()]));
+      this.call(encodeRequest(KIND_API, "POST", path, "", body, [[HEADER_PRINCIPAL, PRINCIPAL_ADMIN], ...this.ownHeaders(), ...this.watched(), this.usageHeader()]));
     } catch (e) {
       console.warn(`could not end the failed push ${id}; it expires: ${e?.message ?? e}`);
     }
@@ -495,7 +501,7 @@ export class Tenant {
       this.unhold(w);
       const own = this.heldBy.get(w.token) ?? 0;
       const held = this.held.size > 0 ? [[HEADER_HELD, `${this.held.size},${own}`]] : [];
-      const frame = encodeRequest(KIND_API, request.method, path, url.search.slice(1), body, frameHeaders.concat(held, [this.usageHeader()]));
+      const frame = encodeRequest(KIND_API, request.method, path, url.search.slice(1), body, frameHeaders.concat(held, this.watched(), [this.usageHeader()]));
       let resp;
       try {
         resp = this.call(frame);
@@ -541,7 +547,7 @@ export class Tenant {
     // The alarm that fired is gone; the module says when the next is due.
     this.alarmAt = 0;
     this.use.alarms++;
-    this.call(encodeRequest(KIND_ALARM, "", "", "", new Uint8Array(0), [...this.ownHeaders(), this.usageHeader()]));
+    this.call(encodeRequest(KIND_ALARM, "", "", "", new Uint8Array(0), [...this.ownHeaders(), ...this.watched(), this.usageHeader()]));
   }
 }
 

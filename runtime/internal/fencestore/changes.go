@@ -18,6 +18,9 @@ const maxChanges = 64
 
 // changed notes a job the current transaction changed.
 func (s *Store) changed(id int64, kind string, state fence.State, attempt int64, progress []byte) {
+	if !s.Watched {
+		return
+	}
 	if len(s.changes) >= maxChanges {
 		s.changesMore = true
 		return

@@ -35,6 +35,8 @@ type Store struct {
 	// failing says writes since the last FailingChanged may have changed
 	// what is failing (a job became or stopped being retryable or dead).
 	failing bool
+	// Watched says the tenant has watchers: only then are changes kept.
+	Watched bool
 	// changes are the jobs the writes changed, for watchers (Changes).
 	changes     []Change
 	changesMore bool

@@ -55,6 +55,8 @@ type Store struct {
 	// failing says settles since the last FailingChanged may have changed
 	// which deliveries are failing.
 	failing bool
+	// Watched says the tenant has watchers: only then are changes kept.
+	Watched bool
 	// changed are the handlers whose deliveries the writes changed, for
 	// watchers (Changes).
 	changed []string
@@ -94,7 +96,7 @@ func (s *Store) Wake() { s.woke = true }
 
 // note notes that the deliveries of handler changed.
 func (s *Store) note(handler string) {
-	if !slices.Contains(s.changed, handler) {
+	if s.Watched && !slices.Contains(s.changed, handler) {
 		s.changed = append(s.changed, handler)
 	}
 }
