@@ -519,6 +519,14 @@ func (c *Client) StartFleetOperation(ctx context.Context, r api.FleetOperationRe
 	return out, err
 }
 
+// FleetOperations lists the newest operations across tenants the token
+// may see, without their tenants' parts (and without reading them).
+func (c *Client) FleetOperations(ctx context.Context) (api.FleetOperationsResponse, error) {
+	var out api.FleetOperationsResponse
+	err := c.call(ctx, "GET", api.FleetOperationsPath, nil, &out)
+	return out, err
+}
+
 // FleetOperation reads an operation across tenants, with the progress of
 // the tenants' operations not yet done (reading it moves them on).
 func (c *Client) FleetOperation(ctx context.Context, id string) (api.FleetOperation, error) {

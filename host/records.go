@@ -129,3 +129,6 @@ func (m *Manager) Directory() *directory.Dir { return m.cfg.Directory }
 
 // Now is the host's clock (Unix ms), the one its tenants are given.
 func (m *Manager) Now() int64 { return m.cfg.Clock.Now() }
+
+// Closed reports whether the manager was closed.
+func (m *Manager) Closed() bool { return m.closed.Load() }

@@ -172,7 +172,12 @@ func tenantPart(tenant string, op api.Operation) api.TenantOperation {
 	return api.TenantOperation{Tenant: tenant, ID: op.ID, State: op.State, Matched: op.Matched, Done: op.Done, Skipped: op.Skipped}
 }
 
-// giveAll gives o to the rest of the prefix's tenants, a slice at a time.
+// fleetFollowEvery is how often the server reads the progress of the
+// tenants' parts of an operation it gave them all.
+const fleetFollowEvery = time.Second
+
+// giveAll gives o to the rest of the prefix's tenants, a slice at a time,
+// then follows their parts to the end.
 func (s *Server) giveAll(o *fleetOp) {
 	dir := s.manager.Directory()
 	for {
@@ -190,8 +195,22 @@ func (s *Server) giveAll(o *fleetOp) {
 			o.given = true
 			o.recount(s.manager.Now())
 			s.fleet.mu.Unlock()
+			break
+		}
+	}
+	// Followed to its end whether anyone reads it or not, so that a list
+	// says done of one that is.
+	for {
+		s.fleet.mu.Lock()
+		done := o.view.State == "done"
+		s.fleet.mu.Unlock()
+		if done || s.manager.Closed() {
 			return
 		}
+		time.Sleep(fleetFollowEvery)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		s.refresh(ctx, o)
+		cancel()
 	}
 }
 
@@ -246,6 +265,19 @@ func (s *Server) fleetOperation(w http.ResponseWriter, r *http.Request, id strin
 		writeError(w, e)
 		return
 	}
+	s.refresh(r.Context(), o)
+	s.fleet.mu.Lock()
+	o.recount(s.manager.Now())
+	v := o.snapshot()
+	s.fleet.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(v.AppendJSON(nil))
+}
+
+// refresh reads the progress of up to FleetProgressReads of o's tenant
+// parts not known to be done (reading a tenant's operation also runs its
+// next slice), and sums them.
+func (s *Server) refresh(ctx context.Context, o *fleetOp) {
 	s.fleet.mu.Lock()
 	var ask []api.TenantOperation
 	for _, p := range o.view.Operations {
@@ -255,7 +287,7 @@ func (s *Server) fleetOperation(w http.ResponseWriter, r *http.Request, id strin
 	}
 	s.fleet.mu.Unlock()
 	for _, p := range ask {
-		resp, err := s.callTenant(r.Context(), p.Tenant, api.RouteGetOperation, nil, p.ID)
+		resp, err := s.callTenant(ctx, p.Tenant, api.RouteGetOperation, nil, p.ID)
 		var op api.Operation
 		part := p
 		switch {
@@ -279,10 +311,7 @@ func (s *Server) fleetOperation(w http.ResponseWriter, r *http.Request, id strin
 	}
 	s.fleet.mu.Lock()
 	o.recount(s.manager.Now())
-	v := o.snapshot()
 	s.fleet.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	w.Write(v.AppendJSON(nil))
 }
 
 func (s *Server) listFleetOperations(w http.ResponseWriter, claims *token.Claims) {

@@ -793,7 +793,16 @@ export class Directory {
       for (const name of names) this.recordPart(o.id, await this.giveTenant(o, name));
       if (names.length < FLEET_OPERATION_SLICE) this.sql.exec(`UPDATE fleet_ops SET given = 1 WHERE id = ?`, o.id);
     }
-    if (this.sql.exec(`SELECT 1 FROM fleet_ops WHERE given = 0 LIMIT 1`).toArray().length > 0) await this.ctx.storage.setAlarm(Date.now());
+    // Those given to every tenant are followed to their end, whether
+    // anyone reads them or not, so that a list says done of one that is.
+    for (const o of this.sql.exec(`SELECT * FROM fleet_ops WHERE given = 1 AND state = 'running' ORDER BY id`).toArray()) {
+      await this.refreshFleetOp(o);
+    }
+    if (this.sql.exec(`SELECT 1 FROM fleet_ops WHERE given = 0 LIMIT 1`).toArray().length > 0) {
+      await this.ctx.storage.setAlarm(Date.now());
+    } else if (this.sql.exec(`SELECT 1 FROM fleet_ops WHERE state = 'running' LIMIT 1`).toArray().length > 0) {
+      await this.ctx.storage.setAlarm(Date.now() + FLEET_FOLLOW_MS);
+    }
   }
 
   // fleetOperation reads one operation, with the progress of up to
@@ -802,6 +811,14 @@ export class Directory {
     const find = () => this.sql.exec(`SELECT * FROM fleet_ops WHERE id = ?`, /^[0-9]{1,15}$/.test(id) ? Number(id) : -1).toArray()[0];
     const o = find();
     if (!o || !visibleTo(who, o.prefix)) return json(404, { code: "not_found", message: `operation ${JSON.stringify(id)} does not exist` });
+    await this.refreshFleetOp(o);
+    return json(200, this.fleetView(find(), true));
+  }
+
+  // refreshFleetOp reads the progress of up to FLEET_PROGRESS_READS of o's
+  // tenant parts not known done (reading a tenant's operation also runs
+  // its next slice), and marks o done once all are.
+  async refreshFleetOp(o) {
     const ask = this.sql.exec(`SELECT tenant, id FROM fleet_op_tenants WHERE op = ? AND state = 'running' ORDER BY tenant LIMIT ?`,
       o.id, FLEET_PROGRESS_READS).toArray();
     for (const p of ask) {
@@ -823,7 +840,6 @@ export class Directory {
     }
     const running = this.sql.exec(`SELECT count(*) AS n FROM fleet_op_tenants WHERE op = ? AND state NOT IN ('done', 'refused')`, o.id).one().n;
     this.sql.exec(`UPDATE fleet_ops SET state = 'done', done_at = ? WHERE id = ? AND given = 1 AND state = 'running' AND ? = 0`, Date.now(), o.id, running);
-    return json(200, this.fleetView(find(), true));
   }
 
   fleetView(o, withParts) {
@@ -869,6 +885,10 @@ function scopePrefix(scope, prefix, what) {
   if (p.startsWith(prefix)) return { prefix: p };
   return { refusal: `this token is for ${scope}: prefix ${JSON.stringify(prefix)} names none of its tenants` };
 }
+
+// FLEET_FOLLOW_MS is how often the directory reads the progress of the
+// tenants' parts of an operation it gave them all.
+const FLEET_FOLLOW_MS = 1000;
 
 // visibleTo says whether a token sees an operation of prefix: one within
 // its scope.
