@@ -126,7 +126,7 @@ func FleetFailing(notes []FailingNote) FleetFailingResponse {
 	type key struct{ what, name, state, err string }
 	at := map[key]int{}
 	resp := FleetFailingResponse{Groups: []FleetFailingGroup{}}
-	var first, last [][2]int64 // per group: earliest first, latest last (ms)
+	var first, last []int64 // per group: earliest first, latest last (ms)
 	for _, n := range notes {
 		if len(n.Groups) == 0 && n.More == 0 {
 			continue
@@ -142,24 +142,21 @@ func FleetFailing(notes []FailingNote) FleetFailingResponse {
 				i = len(resp.Groups)
 				at[k] = i
 				resp.Groups = append(resp.Groups, FleetFailingGroup{What: g.What, Name: g.Name, State: g.State, Error: g.Error, Tenants: []FailingTenant{}})
-				first = append(first, [2]int64{})
-				last = append(last, [2]int64{})
+				first, last = append(first, 0), append(last, 0)
 			}
 			f := &resp.Groups[i]
 			f.Count += g.Count
 			f.TenantCount++
-			if g.First != 0 && (first[i][0] == 0 || g.First < first[i][0]) {
-				first[i][0] = g.First
+			if g.First != 0 && (first[i] == 0 || g.First < first[i]) {
+				first[i] = g.First
 			}
-			if g.Last > last[i][0] {
-				last[i][0] = g.Last
-			}
+			last[i] = max(last[i], g.Last)
 			f.Tenants = append(f.Tenants, FailingTenant{Tenant: n.Tenant, Count: g.Count, Latest: g.Latest, LastAt: msTime(g.Last)})
 		}
 	}
 	for i := range resp.Groups {
 		g := &resp.Groups[i]
-		g.FirstAt, g.LastAt = msTime(first[i][0]), msTime(last[i][0])
+		g.FirstAt, g.LastAt = msTime(first[i]), msTime(last[i])
 		slices.SortStableFunc(g.Tenants, func(a, b FailingTenant) int {
 			if a.Count != b.Count {
 				return int(b.Count - a.Count)

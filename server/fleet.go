@@ -35,14 +35,20 @@ type fleetOps struct {
 type fleetOp struct {
 	view   api.FleetOperation
 	req    api.FleetOperationRequest
-	cursor string // the last tenant given it
-	given  bool   // every tenant of the prefix was given it
+	as     do.Headers // the caller's principal, whom each tenant audits
+	cursor string     // the last tenant given it
+	given  bool       // every tenant of the prefix was given it
+	// misses counts each tenant's reads of its part that failed in a row.
+	misses map[string]int
 }
 
-// callTenant sends one request to a tenant as the deployment's admin.
-func (s *Server) callTenant(ctx context.Context, tenant string, r api.Route, body []byte, params ...string) (do.Response, error) {
-	return s.manager.Do(ctx, tenant, do.Request{Kind: do.KindAPI, Method: r.Method, Path: r.Path(tenant, params...),
-		Headers: do.Headers{{Name: do.HeaderPrincipal, Value: do.PrincipalAdmin}, {Name: do.HeaderTokenID, Value: "fleet-operation"}}, Body: body})
+// maxFleetMisses bounds the reads of a tenant's part that may fail in a
+// row (a second apart, when followed) before the part is given up.
+const maxFleetMisses = 60
+
+// callTenant sends one request to a tenant as o's caller.
+func (s *Server) callTenant(ctx context.Context, o *fleetOp, tenant string, r api.Route, body []byte, params ...string) (do.Response, error) {
+	return s.manager.Do(ctx, tenant, do.Request{Kind: do.KindAPI, Method: r.Method, Path: r.Path(tenant, params...), Headers: o.as, Body: body})
 }
 
 // fleetOperations answers FleetOperationsPath and FleetOperationsPath/{id}.
@@ -73,7 +79,7 @@ func visible(claims *token.Claims, prefix string) bool {
 }
 
 func (s *Server) startFleetOperation(w http.ResponseWriter, r *http.Request, rc *http.ResponseController, role api.Role, claims *token.Claims) {
-	if role != api.RoleAdmin && role != api.RoleOperator {
+	if !api.RouteStartOp.Allows(role) { // what it gives each tenant
 		writeError(w, api.Refuse(api.CodeForbidden, "a %s token may not POST %s: that needs admin or operator", string(role), api.FleetOperationsPath))
 		return
 	}
@@ -108,7 +114,7 @@ func (s *Server) startFleetOperation(w http.ResponseWriter, r *http.Request, rc 
 		writeError(w, api.Refuse(api.CodeNotFound, "no tenant's name starts with %q: nothing to act on", req.Prefix))
 		return
 	}
-	o := &fleetOp{req: req, view: api.FleetOperation{Action: req.Action, Filter: req.Filter, Prefix: req.Prefix, State: "running",
+	o := &fleetOp{req: req, as: requestHeaders(r, role, claims), misses: map[string]int{}, view: api.FleetOperation{Action: req.Action, Filter: req.Filter, Prefix: req.Prefix, State: "running",
 		CreatedAt: time.UnixMilli(s.manager.Now()).UTC(), Operations: []api.TenantOperation{}}}
 	// The first tenant judges the filter: its refusal refuses the whole
 	// operation, which then never existed.
@@ -139,7 +145,7 @@ func (s *Server) startFleetOperation(w http.ResponseWriter, r *http.Request, rc 
 // is not recorded; any other refusal is recorded as the tenant's.
 func (s *Server) giveOne(ctx context.Context, o *fleetOp, tenant string) *api.Error {
 	body := api.OperationRequest{Action: o.req.Action, Filter: o.req.Filter}.AppendJSON(nil)
-	resp, err := s.callTenant(ctx, tenant, api.RouteStartOp, body)
+	resp, err := s.callTenant(ctx, o, tenant, api.RouteStartOp, body)
 	part := api.TenantOperation{Tenant: tenant}
 	switch {
 	case err != nil:
@@ -287,9 +293,10 @@ func (s *Server) refresh(ctx context.Context, o *fleetOp) {
 	}
 	s.fleet.mu.Unlock()
 	for _, p := range ask {
-		resp, err := s.callTenant(ctx, p.Tenant, api.RouteGetOperation, nil, p.ID)
+		resp, err := s.callTenant(ctx, o, p.Tenant, api.RouteGetOperation, nil, p.ID)
 		var op api.Operation
 		part := p
+		s.fleet.mu.Lock()
 		switch {
 		case err == nil && (resp.Status == http.StatusNotFound || resp.Status == http.StatusGone):
 			// The tenant was erased, or imported over: its part is over.
@@ -297,14 +304,24 @@ func (s *Server) refresh(ctx context.Context, o *fleetOp) {
 			json.Unmarshal(resp.Body, &e)
 			part.State, part.Error = "refused", fmt.Sprintf("its operation is gone (%d %s: %s)", resp.Status, e.Code, e.Message)
 		case err != nil || resp.Status != http.StatusOK || json.Unmarshal(resp.Body, &op) != nil:
-			continue // read again next time
+			// Read again next time, up to maxFleetMisses in a row.
+			if o.misses[p.Tenant]++; o.misses[p.Tenant] < maxFleetMisses {
+				s.fleet.mu.Unlock()
+				continue
+			}
+			why := fmt.Sprintf("status %d", resp.Status)
+			if err != nil {
+				why = firstLine(err.Error())
+			}
+			part.State, part.Error = "refused", fmt.Sprintf("its operation could not be read %d times in a row (%s)", maxFleetMisses, why)
 		default:
 			part = tenantPart(p.Tenant, op)
 		}
-		s.fleet.mu.Lock()
+		delete(o.misses, p.Tenant)
 		for i := range o.view.Operations {
-			if o.view.Operations[i].Tenant == p.Tenant {
-				o.view.Operations[i] = part
+			// A part another read ended stays ended (two reads may cross).
+			if q := &o.view.Operations[i]; q.Tenant == p.Tenant && q.State == "running" {
+				*q = part
 			}
 		}
 		s.fleet.mu.Unlock()

@@ -584,7 +584,7 @@ export class Directory {
       done_at INTEGER) STRICT`);
     this.sql.exec(`CREATE TABLE IF NOT EXISTS fleet_op_tenants (op INTEGER NOT NULL, tenant TEXT NOT NULL, id TEXT NOT NULL,
       state TEXT NOT NULL, matched INTEGER NOT NULL, done INTEGER NOT NULL, skipped INTEGER NOT NULL, error TEXT NOT NULL,
-      PRIMARY KEY (op, tenant)) STRICT`);
+      misses INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (op, tenant)) STRICT`);
     this.sql.exec(`INSERT OR IGNORE INTO directory_seq (id, seq) VALUES (1, 0)`);
     this.newWake();
   }
@@ -821,21 +821,30 @@ export class Directory {
   async refreshFleetOp(o) {
     const ask = this.sql.exec(`SELECT tenant, id FROM fleet_op_tenants WHERE op = ? AND state = 'running' ORDER BY tenant LIMIT ?`,
       o.id, FLEET_PROGRESS_READS).toArray();
+    // A part another read ended stays ended (an alarm and a read may
+    // cross): every write is of a part still running.
+    const end = (p, why) => this.sql.exec(`UPDATE fleet_op_tenants SET state = 'refused', error = ? WHERE op = ? AND tenant = ? AND state = 'running'`,
+      why, o.id, p.tenant);
     for (const p of ask) {
       let res;
       try {
         res = await this.tenantCall(p.tenant, "GET", `/operations/${encodeURIComponent(p.id)}`);
-      } catch {
-        continue; // read again next time
+      } catch (e) {
+        res = { status: 0, body: { code: "unreachable", message: String(e?.message ?? e) } };
       }
       if (res.status === 404 || res.status === 410) {
         // The tenant was erased, or imported over: its part is over.
-        this.sql.exec(`UPDATE fleet_op_tenants SET state = 'refused', error = ? WHERE op = ? AND tenant = ?`,
-          `its operation is gone (${res.status} ${res.body.code}: ${res.body.message})`, o.id, p.tenant);
+        end(p, `its operation is gone (${res.status} ${res.body.code}: ${res.body.message})`);
         continue;
       }
-      if (res.status !== 200) continue;
-      this.sql.exec(`UPDATE fleet_op_tenants SET state = ?, matched = ?, done = ?, skipped = ? WHERE op = ? AND tenant = ?`,
+      if (res.status !== 200) {
+        // Read again next time, up to FLEET_MISSES in a row.
+        const m = this.sql.exec(`UPDATE fleet_op_tenants SET misses = misses + 1 WHERE op = ? AND tenant = ? AND state = 'running' RETURNING misses`,
+          o.id, p.tenant).toArray()[0];
+        if (m && m.misses >= FLEET_MISSES) end(p, `its operation could not be read ${FLEET_MISSES} times in a row (${res.status} ${res.body.code}: ${res.body.message})`);
+        continue;
+      }
+      this.sql.exec(`UPDATE fleet_op_tenants SET state = ?, matched = ?, done = ?, skipped = ?, misses = 0 WHERE op = ? AND tenant = ? AND state = 'running'`,
         res.body.state, res.body.matched, res.body.done, res.body.skipped, o.id, p.tenant);
     }
     const running = this.sql.exec(`SELECT count(*) AS n FROM fleet_op_tenants WHERE op = ? AND state NOT IN ('done', 'refused')`, o.id).one().n;
@@ -889,6 +898,9 @@ function scopePrefix(scope, prefix, what) {
 // FLEET_FOLLOW_MS is how often the directory reads the progress of the
 // tenants' parts of an operation it gave them all.
 const FLEET_FOLLOW_MS = 1000;
+// FLEET_MISSES bounds the reads of a tenant's part that may fail in a row
+// before the part is given up (server/fleet.go's maxFleetMisses).
+const FLEET_MISSES = 60;
 
 // visibleTo says whether a token sees an operation of prefix: one within
 // its scope.
