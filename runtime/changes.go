@@ -78,13 +78,17 @@ func fitChange(c api.Change) (do.Header, bool) {
 
 // headerJSON is valid JSON v as a header value may carry it: without the
 // whitespace between its tokens (a newline is no header byte), and with
-// every non-ASCII character of its strings escaped (\uXXXX).
+// DEL and every non-ASCII character of its strings escaped (\uXXXX).
 func headerJSON(v []byte) []byte {
 	out := make([]byte, 0, len(v))
 	inString := false
 	for i := 0; i < len(v); {
 		c := v[i]
 		switch {
+		case c == 0x7f: // DEL: valid in a JSON string, no header byte
+			out = appendU(out, 0x7f)
+			i++
+			continue
 		case c >= utf8.RuneSelf:
 			r, n := utf8.DecodeRune(v[i:])
 			if r >= 0x10000 {

@@ -20,6 +20,11 @@ func TestHeaderJSONIsASCIIAndEqual(t *testing.T) {
 	require.NoError(t, json.Unmarshal(out, &b))
 	require.Equal(t, a, b)
 	require.Equal(t, `{"name":"Zo\u00eb \ud83d\ude80 \" x","n":[1,2]}`, string(out))
+
+	// DEL is a JSON string's byte, not a header's.
+	del := headerJSON([]byte("{\"m\":\"a\x7fb\"}"))
+	require.NoError(t, do.CheckHeader(do.Header{Name: do.HeaderChanges, Value: string(del)}))
+	require.Equal(t, `{"m":"a\u007fb"}`, string(del))
 }
 
 func TestFitChangeStaysInAHeader(t *testing.T) {

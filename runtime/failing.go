@@ -7,6 +7,7 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
+	"github.com/stile-run/stile/inbox"
 	"github.com/stile-run/stile/internal/printf"
 	"github.com/stile-run/stile/runtime/internal/projectionstore"
 )
@@ -76,17 +77,8 @@ func (t *Tenant) failingNow() (api.FailingResponse, error) {
 		if err != nil {
 			return api.FailingResponse{}, err
 		}
-		var f api.FailingReaction
-		for _, e := range st.Open {
-			if e.Failures > 0 {
-				if f.Failing == 0 {
-					f = api.FailingReaction{Name: rc.h.Name, Seq: e.Seq, Error: oneLine(e.Error)}
-				}
-				f.Failing++
-			}
-		}
-		if f.Failing > 0 {
-			resp.Reactions = append(resp.Reactions, f)
+		if n, first := failingOpen(st.Open); n > 0 {
+			resp.Reactions = append(resp.Reactions, api.FailingReaction{Name: rc.h.Name, Failing: n, Seq: first.Seq, Error: oneLine(first.Error)})
 		}
 	}
 	gens, err := t.projections.All()
@@ -99,6 +91,20 @@ func (t *Tenant) failingNow() (api.FailingResponse, error) {
 		}
 	}
 	return resp, nil
+}
+
+// failingOpen counts the open deliveries that failed at least once (a
+// delay is no failure), and gives the first of them.
+func failingOpen(open []inbox.Entry) (n int64, first inbox.Entry) {
+	for _, e := range open {
+		if e.Failures > 0 {
+			if n == 0 {
+				first = e
+			}
+			n++
+		}
+	}
+	return n, first
 }
 
 // What the directory hears of what is failing (api.FailingNote): a commit
@@ -230,12 +236,8 @@ func (t *Tenant) lookAtFailing(now int64) error {
 }
 
 // changesFailing says whether a committed request of route may change
-// what is failing beyond what the stores report: a projection rebuilt, a
-// reaction paused or resumed, migrations, an import.
+// what is failing beyond what the stores report: a projection rebuilt,
+// migrations (an import is the importDone's).
 func changesFailing(r api.Route) bool {
-	switch r {
-	case api.RouteRebuild, api.RouteSkip, api.RoutePauseReaction, api.RouteMigrate, api.RouteImport:
-		return true
-	}
-	return false
+	return r == api.RouteRebuild || r == api.RouteMigrate
 }

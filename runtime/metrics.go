@@ -9,7 +9,7 @@ import (
 
 	"github.com/stile-run/stile/api"
 	"github.com/stile-run/stile/do"
-	"github.com/stile-run/stile/inbox"
+
 	"github.com/stile-run/stile/runtime/internal/fencestore"
 	"github.com/stile-run/stile/runtime/internal/projectionstore"
 )
@@ -62,11 +62,7 @@ func (t *Tenant) metrics() route {
 			}
 			_, replay := replaying[rc.h.Name]
 			r := reactionFigures{name: rc.h.Name, lag: st.Lag, open: int64(len(st.Open)), paused: paused[rc.h.Name], replaying: replay}
-			for _, e := range st.Open {
-				if e.Failures > 0 || e.State == inbox.Retry {
-					r.failing++
-				}
-			}
+			r.failing, _ = failingOpen(st.Open)
 			m.reactions = append(m.reactions, r)
 		}
 		gens, err := t.projections.All()

@@ -84,14 +84,16 @@ func (t *Tenant) loadRetention(now int64) error {
 }
 
 // purge runs one look for rows whose retention ran out, in its own
-// transaction, and returns when to look again.
-func (t *Tenant) purge(now int64) (int64, error) {
-	next := int64(0)
+// transaction, and returns when to look again and whether it deleted dead
+// jobs (what is failing changed).
+func (t *Tenant) purge(now int64) (int64, bool, error) {
+	next, deadGone := int64(0), false
 	err := t.db.Tx(func() error {
 		res, err := retention.Purge(t.db, t.retain.policy, now)
 		if err != nil {
 			return err
 		}
+		deadGone = res.Deleted[retention.Dead] > 0
 		if err := t.setSetting(now, settingRetentionLooked, strconv.FormatInt(now, 10)); err != nil {
 			return err
 		}
@@ -107,7 +109,7 @@ func (t *Tenant) purge(now int64) (int64, error) {
 	if err == nil {
 		t.retain.looked = now
 	}
-	return next, err
+	return next, deadGone && err == nil, err
 }
 
 // wrote notes a committed write at now: what it wrote may go sooner than

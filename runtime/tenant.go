@@ -529,17 +529,25 @@ func (t *Tenant) inTx(c *call) error {
 	return nil
 }
 
+// forgetUncommitted forgets what the stores reported of a transaction
+// that did not commit: the due times, what it woke, the paused and
+// replaying reactions read, its changes. (What is failing was read
+// already, in afterCommit, or is forgotten here.)
+func (t *Tenant) forgetUncommitted() {
+	t.due.Unknown()
+	t.store.Woke()
+	t.store.Changes()
+	t.store.FailingChanged()
+	t.reactions.Woke()
+	t.reactions.Forget()
+	t.reactions.Changes()
+	t.reactions.FailingChanged()
+}
+
 // rolledBack answers a transaction that failed: it wrote nothing, and
 // what the stores reported of it did not happen.
 func (t *Tenant) rolledBack(err error) do.Response {
-	t.due.Unknown() // what the stores reported did not commit
-	t.store.Woke()  // nor what they woke
-	t.store.Changes()
-	t.reactions.Woke()
-	t.reactions.Forget() // the paused and replaying reactions it read may not have committed
-	t.reactions.Changes()
-	t.store.FailingChanged()
-	t.reactions.FailingChanged()
+	t.forgetUncommitted()
 	t.events.Appended()
 	resp := errorResponse(api.Internal(err.Error()))
 	if ferr := t.refreshDue(); ferr != nil {
@@ -601,11 +609,7 @@ func (t *Tenant) afterCommit(c *call) error {
 	appended := t.events.Appended()
 	if !c.committed {
 		c.dueEnded = false
-		t.due.Unknown() // a refusal rolled back what the stores reported
-		t.store.Woke()
-		t.store.Changes()
-		t.reactions.Woke()
-		t.reactions.Changes()
+		t.forgetUncommitted() // a refusal rolled back what the stores reported
 		appended = false
 	}
 	if appended && len(t.app.projections) > 0 && (t.proj.due == 0 || c.now < t.proj.due) {
@@ -640,11 +644,14 @@ func (t *Tenant) alarmWork(now int64) error {
 	}
 	if t.retain.due != 0 && now >= t.retain.due {
 		var err error
-		if t.retain.due, err = t.purge(now); err != nil {
+		var deadGone bool
+		if t.retain.due, deadGone, err = t.purge(now); err != nil {
 			t.retain.due = now // the host retries the alarm
 			return printf.Errorf("retention failed: %w", err)
 		}
-		t.failingChanged(now) // it may have deleted dead jobs
+		if deadGone {
+			t.failingChanged(now)
+		}
 	}
 	return t.lookAtFailing(now)
 }
