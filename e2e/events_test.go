@@ -633,28 +633,32 @@ func scenarioPauseAReaction(s *scenario) {
 		}
 	}
 
-	got := make(chan []api.Delivery, 1)
+	type claimed struct {
+		ds  []api.Delivery
+		err error
+	}
+	got := make(chan claimed, 1)
 	go func() {
 		r := api.ReactionClaimRequest{Worker: "a", Handlers: []string{testapp.AuditPolicy}, Limit: 10}
 		if s.tg.realTime() {
 			r.WaitMs = 15_000
 		}
 		resp, err := s.ten.ClaimReactions(s.ctx, r)
-		if err != nil {
-			got <- nil
-			return
-		}
-		got <- resp.Deliveries
+		got <- claimed{resp.Deliveries, err}
 	}()
 	if s.tg.realTime() {
 		time.Sleep(200 * time.Millisecond) // the claim is held before the resume
 	} else {
-		require.Empty(t, <-got, "still paused: nothing (the controlled clock holds no claim)")
+		c := <-got
+		require.NoError(t, c.err)
+		require.Empty(t, c.ds, "still paused: nothing (the controlled clock holds no claim)")
 	}
 	require.NoError(t, s.ten.PauseReaction(s.ctx, testapp.AuditPolicy, false))
 	var ds []api.Delivery
 	if s.tg.realTime() {
-		ds = <-got
+		c := <-got
+		require.NoError(t, c.err)
+		ds = c.ds
 	} else {
 		ds = s.deliveries("a", 10, 1, testapp.AuditPolicy)
 	}

@@ -70,14 +70,7 @@ func scenarioReplayAReaction(s *scenario) {
 	s.deliveries("b", 10, 0, testapp.AuditPolicy)
 	require.Equal(t, api.OutcomeSucceeded, s.settleOne(succeeded(inFlight)).State, "the claim in flight settles as usual")
 
-	for range 200 {
-		if op, err = s.ten.Operation(s.ctx, op.ID); err == nil && op.State == "done" {
-			break
-		}
-		s.tg.advance(t, 20*time.Millisecond) // the alarm runs the slices
-	}
-	require.NoError(t, err)
-	require.Equal(t, "done", op.State, "%+v", op)
+	op = s.awaitOperation(op.ID)
 	require.EqualValues(t, 4, op.Matched)
 	require.EqualValues(t, 4, op.Done)
 	require.Zero(t, op.Skipped)

@@ -723,14 +723,7 @@ func scenarioBulkRetryByFilter(s *scenario) {
 		op, err := s.ten.StartOperation(s.ctx, action, filter)
 		require.NoError(t, err)
 		require.Equal(t, "running", op.State)
-		for range 200 {
-			if op, err = s.ten.Operation(s.ctx, op.ID); err == nil && op.State == "done" {
-				return op
-			}
-			s.tg.advance(t, 20*time.Millisecond) // the alarm runs the slices
-		}
-		t.Fatalf("operation %s never finished: %+v, %v", op.ID, op, err)
-		return op
+		return s.awaitOperation(op.ID)
 	}
 	op := run("retry", "state=dead&args.batch=b1")
 	require.EqualValues(t, 150, op.Matched, "150 of the dead jobs are batch b1")
@@ -795,12 +788,7 @@ func scenarioFailingNow(s *scenario) {
 
 	op, err := s.ten.StartOperation(s.ctx, "delete", "state=dead&kind=test.fast")
 	require.NoError(t, err)
-	for range 200 {
-		if op, err = s.ten.Operation(s.ctx, op.ID); err == nil && op.State == "done" {
-			break
-		}
-		s.tg.advance(t, 20*time.Millisecond)
-	}
+	require.EqualValues(t, 3, s.awaitOperation(op.ID).Done)
 	f, err = s.ten.Failing(s.ctx)
 	require.NoError(t, err)
 	require.Len(t, f.Jobs, 1, "the dead ones, deleted, fail no more")
@@ -882,13 +870,7 @@ func scenarioFleetFailing(s *scenario) {
 	}
 	op, err := s.ten.StartOperation(s.ctx, "delete", "state=dead&kind=test.fast")
 	require.NoError(t, err)
-	for range 50 {
-		if op, err = s.ten.Operation(s.ctx, op.ID); err == nil && op.State == "done" {
-			break
-		}
-		s.tg.advance(t, 20*time.Millisecond)
-	}
-	require.Equal(t, "done", op.State)
+	require.EqualValues(t, 3, s.awaitOperation(op.ID).Done)
 	s.tg.advance(t, api.FailingNoteEvery+time.Second)
 	require.Empty(t, fleet().Groups, "the tenant's next look clears what it told")
 }
@@ -995,4 +977,24 @@ func scenarioFleetBulkRetry(s *scenario) {
 		require.NoError(t, err)
 		require.Len(t, l.Jobs, want, "each runs again in %s", ten.Name())
 	}
+}
+
+// awaitOperation follows the tenant's bulk operation id to done (the
+// alarm runs its slices, and so does each read), failing the test if it
+// does not end.
+func (s *scenario) awaitOperation(id string) api.Operation {
+	s.t.Helper()
+	var op api.Operation
+	var err error
+	for range 200 {
+		if op, err = s.ten.Operation(s.ctx, id); err == nil && op.State == "done" {
+			return op
+		}
+		s.tg.advance(s.t, 20*time.Millisecond)
+		if s.tg.realTime() {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	s.t.Fatalf("operation %s never finished: %+v, %v", id, op, err)
+	return op
 }

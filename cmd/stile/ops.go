@@ -208,7 +208,7 @@ func runJobs(args []string) error {
 	}
 	bulk := *whereFlag != "" && verb != "list"
 	fleet := *all || *prefix != ""
-	if fleet && !bulk {
+	if fleet && (!bulk || verb != "retry" && verb != "cancel" && verb != "delete") {
 		return &exitError{exitUsage, fmt.Errorf("stile jobs %s: --all and --prefix go with retry, cancel or delete --where", verb)}
 	}
 	if fleet {
@@ -701,13 +701,6 @@ func (o *ops) fleetFailing(prefix string) error {
 		if g.State != "" {
 			what += " (" + g.State + ")"
 		}
-		first, last := "-", "-"
-		if g.FirstAt != nil {
-			first = at(*g.FirstAt)
-		}
-		if g.LastAt != nil {
-			last = at(*g.LastAt)
-		}
 		var names []string
 		for _, t := range g.Tenants {
 			names = append(names, t.Tenant+":"+strconv.FormatInt(t.Count, 10))
@@ -716,7 +709,7 @@ func (o *ops) fleetFailing(prefix string) error {
 		if int64(len(g.Tenants)) < g.TenantCount {
 			ts += fmt.Sprintf(" (+%d more)", g.TenantCount-int64(len(g.Tenants)))
 		}
-		rows[i] = []string{what, strconv.FormatInt(g.Count, 10), strconv.FormatInt(g.TenantCount, 10), first, last, oneLine(g.Error, 60), ts}
+		rows[i] = []string{what, strconv.FormatInt(g.Count, 10), strconv.FormatInt(g.TenantCount, 10), when(g.FirstAt), when(g.LastAt), oneLine(g.Error, 60), ts}
 	}
 	o.table("WHAT\tCOUNT\tTENANTS\tFIRST\tLAST\tERROR\tBY TENANT", rows)
 	fmt.Fprintf(o.out, "%d tenants have something failing", f.Tenants)

@@ -567,9 +567,16 @@ async function render(cause = "navigation") {
 
 signout.addEventListener("click", () => { sessionStorage.removeItem(TOKEN_KEY); render(); });
 window.addEventListener("hashchange", () => render());
-// Polling while the tab is visible, but for a page live updates follow:
-// never a held request.
+// Polling while the tab is visible; a page live updates follow is polled
+// every LIVE_POLL_MS only, for what no change message carries (a
+// heartbeat without progress, a refused report, the log's head).
+const LIVE_POLL_MS = 30000;
+let lastPoll = Date.now();
 setInterval(() => {
-  if (document.visibilityState === "visible" && !(live?.open && liveCovers(route().parts))) render("poll");
+  if (document.visibilityState !== "visible") return;
+  const followed = live?.open && liveCovers(route().parts);
+  if (followed && Date.now() - lastPoll < LIVE_POLL_MS) return;
+  lastPoll = Date.now();
+  render("poll");
 }, POLL_MS);
 render();
