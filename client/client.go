@@ -231,9 +231,7 @@ func (t *Tenant) Claim(ctx context.Context, r api.ClaimRequest) (api.ClaimRespon
 // Heartbeat extends the lease of a claim; a lost lease is an *Error with
 // errors.Is(err, api.ErrStale).
 func (t *Tenant) Heartbeat(ctx context.Context, id string, c api.Claim) (api.HeartbeatResponse, error) {
-	var out api.HeartbeatResponse
-	err := t.do(ctx, api.RouteHeartbeat, nil, api.HeartbeatRequest{Claim: c}, answer[api.HeartbeatResponse]{&out, api.DecodeHeartbeatResponse}, id)
-	return out, err
+	return t.HeartbeatProgress(ctx, id, c, nil)
 }
 
 // HeartbeatProgress is a heartbeat that also publishes the handler's
