@@ -603,8 +603,14 @@ func (t *Tenant) afterCommit(c *call) error {
 		t.failingChanged(c.now)
 	}
 	if c.committed && c.importDone {
-		t.fail.retell = true // the imported setting says what another tenant was told
-		t.failingChanged(c.now)
+		// The imported setting says what the exported tenant was told: the
+		// next look tells the directory again. The mark stays in memory (a
+		// setting written now would be the copy's alone, and its export
+		// would differ from the original's).
+		t.fail.retell = true
+		if t.fail.changedAt == 0 {
+			t.fail.changedAt = c.now
+		}
 	}
 	appended := t.events.Appended()
 	if !c.committed {
